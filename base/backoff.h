@@ -1,0 +1,41 @@
+// base/backoff.h — the polling discipline for every wait loop in ibdt.
+//
+// Spin briefly (cheap when the peer runs on another core), then yield, then
+// sleep in short naps, so 8 ranks on 2 cores never spin each other to a halt.
+// Call pause() after each empty poll and reset() after progress.
+#pragma once
+
+#include <sched.h>
+#include <time.h>
+
+#include <cstdint>
+
+namespace ibdt {
+
+class Backoff {
+ public:
+  static constexpr uint32_t kSpins = 64;
+  static constexpr uint32_t kYields = 256;
+  static constexpr long kNapNanos = 50'000;  // 50 us
+
+  void reset() { rounds_ = 0; }
+  void pause() {
+    if (rounds_ < kSpins) {
+      ++rounds_;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else if (rounds_ < kSpins + kYields) {
+      ++rounds_;
+      sched_yield();
+    } else {
+      timespec nap{0, kNapNanos};
+      nanosleep(&nap, nullptr);
+    }
+  }
+
+ private:
+  uint32_t rounds_ = 0;
+};
+
+}  // namespace ibdt

@@ -1,0 +1,14 @@
+# Warnings and sanitizers, carried by the interface target ibdt_flags.
+find_package(Threads REQUIRED)
+add_library(ibdt_flags INTERFACE)
+target_compile_options(ibdt_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Woverloaded-virtual
+  -Wimplicit-fallthrough -Wno-missing-field-initializers)
+if(IBDT_WERROR)
+  target_compile_options(ibdt_flags INTERFACE -Werror)
+endif()
+if(IBDT_SANITIZE)
+  target_compile_options(ibdt_flags INTERFACE -fsanitize=${IBDT_SANITIZE} -fno-omit-frame-pointer
+    -fno-sanitize-recover=all)
+  target_link_options(ibdt_flags INTERFACE -fsanitize=${IBDT_SANITIZE})
+endif()

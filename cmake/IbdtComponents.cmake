@@ -1,0 +1,52 @@
+# Detects the optional components. Each is AUTO (use when found), ON (fail
+# when missing) or OFF. Results: IBDT_HAVE_VERBS, IBDT_HAVE_PMIX, IBDT_HAVE_MPI.
+find_package(PkgConfig)
+
+function(ibdt_resolve_component name found)
+  set(mode "${IBDT_WITH_${name}}")
+  string(TOUPPER "${mode}" mode)
+  if(mode STREQUAL "OFF")
+    set(IBDT_HAVE_${name} OFF PARENT_SCOPE)
+  elseif(found)
+    set(IBDT_HAVE_${name} ON PARENT_SCOPE)
+  elseif(mode STREQUAL "ON")
+    message(FATAL_ERROR "IBDT_WITH_${name}=ON but its dependency was not found")
+  else()
+    set(IBDT_HAVE_${name} OFF PARENT_SCOPE)
+  endif()
+endfunction()
+
+# rdma-core (libibverbs, librdmacm)
+set(_verbs_found OFF)
+if(NOT IBDT_WITH_VERBS STREQUAL "OFF" AND PkgConfig_FOUND)
+  pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
+  pkg_check_modules(RDMACM IMPORTED_TARGET librdmacm)
+  if(IBVERBS_FOUND)
+    set(_verbs_found ON)
+  endif()
+endif()
+ibdt_resolve_component(VERBS ${_verbs_found})
+
+# PMIx
+set(_pmix_found OFF)
+if(NOT IBDT_WITH_PMIX STREQUAL "OFF" AND PkgConfig_FOUND)
+  pkg_check_modules(PMIX IMPORTED_TARGET pmix)
+  if(PMIX_FOUND)
+    set(_pmix_found ON)
+  endif()
+endif()
+ibdt_resolve_component(PMIX ${_pmix_found})
+
+# MPI: Open MPI and MPICH are looked up separately, by their own wrappers, so
+# that benchmarks can measure both side by side in one run.
+set(_mpi_found OFF)
+if(NOT IBDT_WITH_MPI STREQUAL "OFF")
+  find_program(IBDT_MPICXX_OPENMPI NAMES mpicxx.openmpi)
+  find_program(IBDT_MPIEXEC_OPENMPI NAMES mpirun.openmpi)
+  find_program(IBDT_MPICXX_MPICH NAMES mpicxx.mpich)
+  find_program(IBDT_MPIEXEC_MPICH NAMES mpiexec.mpich)
+  if(IBDT_MPICXX_OPENMPI OR IBDT_MPICXX_MPICH)
+    set(_mpi_found ON)
+  endif()
+endif()
+ibdt_resolve_component(MPI ${_mpi_found})

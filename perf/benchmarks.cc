@@ -1,0 +1,22 @@
+#include "perf/benchmarks.h"
+
+#include <cstdio>
+
+namespace ibdt::perf {
+
+std::vector<AddBenchmark> allBenchmarks() {
+  return {};
+}
+
+namespace {
+int gExitCode = 0;
+}
+
+int exitCode() { return gExitCode; }
+
+void reportFailure(const std::string& what) {
+  std::fprintf(stderr, "ibdt-bench: %s\n", what.c_str());
+  gExitCode = 1;
+}
+
+}  // namespace ibdt::perf

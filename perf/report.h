@@ -1,0 +1,72 @@
+// perf/report.h — honest measurement and reporting shared by every benchmark.
+//
+// measure() warms up, then times each repetition separately; summarize()
+// reports the median with min and max. A Report collects rows, prints them as
+// an aligned table and, with --json, as machine-readable JSON on stdout.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ibdt::perf {
+
+struct Summary {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  size_t count = 0;
+};
+
+Summary summarize(std::vector<double> samples);
+
+// Runs fn() `warmup` times untimed, then `reps` times, each timed on its own;
+// returns the seconds of each timed run. `inner` calls per repetition are
+// averaged (for operations too short to time one by one).
+template <typename Fn>
+std::vector<double> measure(int warmup, int reps, int inner, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<size_t>(reps));
+  for (int r = 0; r < reps; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < inner; ++i) fn();
+    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    seconds.push_back(elapsed.count() / inner);
+  }
+  return seconds;
+}
+
+// Options every benchmark shares.
+struct CommonOptions {
+  bool json = false;
+  int reps = 15;
+  int warmup = 3;
+  bool quick = false;  // fewer sizes and repetitions (used by the test suite)
+};
+
+class Report {
+ public:
+  Report(std::string title, std::vector<std::string> columns);
+  // A row maps column names to values (numbers are printed with 3 significant decimals).
+  void add(nlohmann::json row);
+  // Free-form facts printed under the table and stored in the JSON ("machine", "note", ...).
+  void note(const std::string& key, nlohmann::json value);
+  void print(const CommonOptions& options) const;
+  const nlohmann::json& rows() const { return rows_; }
+
+ private:
+  std::string title_;
+  std::vector<std::string> columns_;
+  nlohmann::json rows_ = nlohmann::json::array();
+  nlohmann::json notes_ = nlohmann::json::object();
+};
+
+// A short description of this machine (CPU model, cores, kernel) for reports.
+std::string machineDescription();
+
+}  // namespace ibdt::perf

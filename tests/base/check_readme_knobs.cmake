@@ -1,0 +1,15 @@
+# Fails when a knob declared in config_knobs.def is missing from the README's
+# configuration table (the table is the user's one place to look).
+file(STRINGS ${KNOBS} lines REGEX "^IBDT_KNOB\\(")
+file(READ ${README} readme)
+set(missing "")
+foreach(line IN LISTS lines)
+  string(REGEX REPLACE "^IBDT_KNOB\\(([A-Z0-9_]+),.*" "\\1" name "${line}")
+  string(FIND "${readme}" "`${name}`" at)
+  if(at EQUAL -1)
+    list(APPEND missing ${name})
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "README.md configuration table lacks: ${missing}")
+endif()
