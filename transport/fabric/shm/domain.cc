@@ -18,11 +18,13 @@ namespace {
 
 constexpr uint32_t kAllAccess = kLocalWrite | kRemoteWrite | kRemoteRead;
 
-// Published costs of this provider, measured on the development machine
-// (2-core VM, Linux 6.x) and re-measured by `ibdt-bench fabric`:
-// a 512 B cross-memory write 0.9 us, 1 MB 100 us (~10 B/ns), 128 remote
-// iovecs on distinct pages ~50 us (~390 ns per page, the kernel pins each).
-// Registration is a mincore() over the range plus a table write.
+// Published costs of this provider for one-sided access to user memory
+// (cross-memory attach), measured with `ibdt-bench fabric` on the
+// development machine (2 shared cores, Linux 6.18), which prints this model
+// beside its measurements: one process_vm_writev costs ~550 ns, each extra
+// local iovec ~25 ns, each remote page ~95 ns (the kernel pins it), and
+// bytes stream at ~20 B/ns. Provider-allocated (shared) memory skips the
+// syscall and the pinning. Registration is a mincore() plus a table write.
 Caps makeCaps() {
   Caps caps;
   caps.provider = "shm";
@@ -39,7 +41,7 @@ Caps makeCaps() {
   caps.writeWithImm = true;
   caps.pageSize = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   caps.registration = {300.0, 2.0};
-  caps.transfer = {700.0, 40.0, 390.0, 10.0};
+  caps.transfer = {550.0, 25.0, 95.0, 20.0};
   return caps;
 }
 
