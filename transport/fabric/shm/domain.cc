@@ -82,7 +82,12 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
   state->jobTag_ = options.jobTag.empty() ? strCat("pid", getpid()) : options.jobTag;
   state->pid_ = getpid();
   state->livenessInterval_ = std::chrono::milliseconds(livenessMs);
-  crossMemoryAttachAvailable();  // probe once, and let peers attach to us
+  IBDT_ASSIGN_OR_RETURN(int cma, config::getChoice("IBDT_SHM_CMA", {"auto", "off"}));
+  state->crossMemoryAttach_ = crossMemoryAttachAvailable() && cma == 0;  // the probe also lets peers attach to us
+  if (cma == 1) {
+    log::once(log::Level::kInfo, "shm-cma-off",
+              "shm: IBDT_SHM_CMA=off: one-sided access to user memory takes the bounce path");
+  }
 
   size_t regionsOffset = roundUp(sizeof(DomainHeader), kCacheLine);
   size_t doorbellsOffset = roundUp(regionsOffset + sizeof(RegionEntry) * kMaxRegions, kCacheLine);
@@ -115,6 +120,14 @@ bool DomainState::checkLocal(const Sge& sge, uint32_t access, uint32_t* regionIn
   }
   if (regionIndex != nullptr) *regionIndex = index;
   return true;
+}
+
+bool DomainState::checkOwnRegion(uint64_t rkey, uint64_t address, uint64_t length, uint32_t access) const {
+  RegionSnapshot region;
+  if (!readRegion(table_.entries(), table_.capacity(), rkeyIndex(rkey), region)) return false;
+  return region.generation == rkeyGeneration(rkey) && (region.access & access) == access &&
+         address >= region.address && address - region.address <= region.length &&
+         length <= region.length - (address - region.address);
 }
 
 Result<uint32_t> DomainState::allocateDoorbell() {
@@ -198,7 +211,7 @@ ProviderInfo probe() {
   info.available = true;
   info.detail = crossMemoryAttachAvailable()
                     ? "processes of this host; cross-memory attach available"
-                    : "processes of this host; cross-memory attach NOT permitted (user-memory one-sided access fails)";
+                    : "processes of this host; cross-memory attach not permitted (bounce path for user memory)";
   return info;
 }
 

@@ -34,6 +34,11 @@ class DomainState {
   RegistrationTable& table() { return table_; }
   // Checks a local SGE: the lkey is live, the range inside, `access` granted.
   bool checkLocal(const Sge& sge, uint32_t access, uint32_t* regionIndex = nullptr) const;
+  // Checks a peer's access to our memory under `rkey` (bounce path).
+  bool checkOwnRegion(uint64_t rkey, uint64_t address, uint64_t length, uint32_t access) const;
+  // Whether one-sided access to peers' user memory uses cross-memory attach
+  // (else the bounce path): permitted here and not disabled by IBDT_SHM_CMA.
+  bool crossMemoryAttach() const { return crossMemoryAttach_; }
 
   Result<uint32_t> allocateDoorbell();
   void releaseDoorbell(uint32_t index);
@@ -50,6 +55,7 @@ class DomainState {
   std::string jobTag_;
   pid_t pid_ = 0;
   std::chrono::nanoseconds livenessInterval_{};
+  bool crossMemoryAttach_ = true;
   Segment segment_;
   RegistrationTable table_;
   Doorbell* doorbells_ = nullptr;

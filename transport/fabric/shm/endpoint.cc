@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "base/log.h"
@@ -11,6 +12,10 @@
 
 namespace ibdt::fabric::shm {
 namespace {
+
+// Bounce buffer per endpoint, used only when cross-memory attach is not
+// permitted (chunks of a larger transfer go through it one at a time).
+constexpr size_t kBounceSize = 256 * 1024;
 
 // The endpoint address exchanged through the bootstrap (same host, so
 // native byte order).
@@ -64,7 +69,9 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   size_t slotSize = recvSlotSize(maxRecvSge);
   size_t recvOffset = roundUp(sizeof(EndpointHeader), kCacheLine);
   size_t notifyOffset = roundUp(recvOffset + slotSize * options.recvQueueDepth, kCacheLine);
-  size_t total = notifyOffset + sizeof(Notification) * options.recvQueueDepth;
+  uint32_t notifyCapacity = options.recvQueueDepth + 1;
+  size_t bounceOffset = roundUp(notifyOffset + sizeof(Notification) * notifyCapacity, kCacheLine);
+  size_t total = bounceOffset + kBounceSize;
   IBDT_ASSIGN_OR_RETURN(endpoint->segment_,
                         Segment::create(strCat(endpoint->domain_->jobTag(), "-endpoint"), total));
   auto* header = new (endpoint->segment_.data()) EndpointHeader();
@@ -78,9 +85,13 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->recvDoorbell = recvQueue.doorbell();
   header->recvRingOffset = recvOffset;
   header->notifyRingOffset = notifyOffset;
+  header->notifyCapacity = notifyCapacity;
+  header->bounceSize = static_cast<uint32_t>(kBounceSize);
+  header->bounceOffset = bounceOffset;
   endpoint->header_ = header;
   endpoint->recvSlots_ = endpoint->segment_.data() + recvOffset;
   endpoint->notifications_ = reinterpret_cast<Notification*>(endpoint->segment_.data() + notifyOffset);
+  endpoint->bounce_ = endpoint->segment_.data() + bounceOffset;
   sendQueue.attach(endpoint.get());
   recvQueue.attach(endpoint.get());
   return std::unique_ptr<Endpoint>(std::move(endpoint));
@@ -141,7 +152,9 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
               header->version == kLayoutVersion && header->recvDepth > 0 &&
               header->recvSlotSize >= recvSlotSize(1) && header->recvSlotSize <= recvSlotSize(kMaxSge) &&
               header->recvRingOffset + uint64_t{header->recvSlotSize} * header->recvDepth <= length &&
-              header->notifyRingOffset + sizeof(Notification) * uint64_t{header->recvDepth} <= length;
+              header->notifyCapacity == header->recvDepth + 1 &&
+              header->notifyRingOffset + sizeof(Notification) * uint64_t{header->notifyCapacity} <= length &&
+              header->bounceSize > 0 && header->bounceOffset + header->bounceSize <= length;
   if (!sane) {
     return makeError(Code::kProtocol, "shm endpoint: the endpoint segment of ", peerLabel(), " (process ", blob.pid,
                      ") has an unexpected layout");
@@ -151,6 +164,7 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peerHeader_ = header;
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
   peerNotifications_ = reinterpret_cast<Notification*>(peerSegment_.data() + header->notifyRingOffset);
+  peerBounce_ = peerSegment_.data() + header->bounceOffset;
   state_ = EndpointState::kConnected;
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kConnected), std::memory_order_release);
   lastPeerCheck_ = std::chrono::steady_clock::now();
@@ -328,14 +342,27 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
   RemotePiece remote[kMaxSge];
   size_t pieces = 0;
   uint64_t left = work.length;
+  bool allMapped = true;
   for (uint32_t i = 0; i < numSge && left > 0; ++i) {
     uint64_t take = std::min<uint64_t>(left, slot->sge[i].length);
-    status = peer_->resolveReceive(slot->sge[i].regionIndex, slot->sge[i].address, take, remote[pieces++]);
+    status = peer_->resolveReceive(slot->sge[i].regionIndex, slot->sge[i].address, take, remote[pieces]);
     if (status != CompletionStatus::kSuccess) break;
+    allMapped = allMapped && remote[pieces].mapped != nullptr;
+    ++pieces;
     left -= take;
   }
   if (status == CompletionStatus::kSuccess) {
-    status = copyRemote(Direction::kToPeer, peer_->pid(), local, std::span(remote, pieces)).status;
+    if (!allMapped && !crossMemoryAttach()) {
+      // The receiver scatters the payload itself, chunk by chunk.
+      if (bounce(NotificationKind::kBounceReceive, local, 0, 0, work.length) == Step::kBlocked) return Step::kBlocked;
+    } else {
+      CopyOutcome outcome = copyRemote(Direction::kToPeer, peer_->pid(), local, std::span(remote, pieces));
+      if (outcome.error == EPERM) {
+        peer_->denyCrossMemoryAttach();
+        return executeSend(work, local, status);  // again, through the bounce path
+      }
+      status = outcome.status;
+    }
   }
   peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
   CompletionStatus delivered =
@@ -355,9 +382,19 @@ ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const
     uint32_t access = opcode == Opcode::kRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
     status = peer_->checkAccess(work.request.rkey, work.request.remoteAddress, work.length, access, remote);
     if (status != CompletionStatus::kSuccess) return Step::kDone;
-    Direction direction = opcode == Opcode::kRead ? Direction::kFromPeer : Direction::kToPeer;
-    status = copyRemote(direction, peer_->pid(), local, std::span(&remote, 1)).status;
-    if (status != CompletionStatus::kSuccess) return Step::kDone;
+    if (remote.mapped == nullptr && !crossMemoryAttach()) {
+      NotificationKind kind = opcode == Opcode::kRead ? NotificationKind::kBounceRead : NotificationKind::kBounceWrite;
+      if (bounce(kind, local, work.request.rkey, remote.address, work.length) == Step::kBlocked) return Step::kBlocked;
+    } else {
+      Direction direction = opcode == Opcode::kRead ? Direction::kFromPeer : Direction::kToPeer;
+      CopyOutcome outcome = copyRemote(direction, peer_->pid(), local, std::span(&remote, 1));
+      if (outcome.error == EPERM) {
+        peer_->denyCrossMemoryAttach();
+        return executeOneSided(work, local, status);  // again, through the bounce path
+      }
+      status = outcome.status;
+      if (status != CompletionStatus::kSuccess) return Step::kDone;
+    }
   }
   status = CompletionStatus::kSuccess;
   if (opcode == Opcode::kWriteWithImm) {
@@ -371,21 +408,86 @@ ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const
 
 void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool imm,
                              uint32_t immData) {
+  Notification note{};
+  note.byteLength = byteLength;
+  note.immData = immData;
+  note.opcode = static_cast<uint8_t>(opcode);
+  note.hasImm = imm ? 1 : 0;
+  note.status = static_cast<uint8_t>(status);
+  note.kind = static_cast<uint8_t>(NotificationKind::kReceiveDone);
+  pushNotification(note);
+}
+
+void ShmEndpoint::pushNotification(const Notification& note) {
   RingIndices& ring = peerHeader_->notifyRing;
   uint64_t head = ring.head.load(std::memory_order_relaxed);
-  // Never full: each notification answers one consumed receive, and the
-  // peer has at most recvDepth of them outstanding.
-  Notification& slot = peerNotifications_[head % peerHeader_->recvDepth];
-  slot.byteLength = byteLength;
-  slot.immData = immData;
-  slot.opcode = static_cast<uint8_t>(opcode);
-  slot.hasImm = imm ? 1 : 0;
-  slot.status = static_cast<uint8_t>(status);
+  // Never full: each notification answers one consumed receive (the peer
+  // has at most recvDepth outstanding) or is the one bounce request in flight.
+  peerNotifications_[head % peerHeader_->notifyCapacity] = note;
   ring.head.store(head + 1, std::memory_order_release);
   peer_->ring(peerHeader_->recvDoorbell);
 }
 
+bool ShmEndpoint::crossMemoryAttach() const {
+  return domain_->crossMemoryAttach() && !peer_->crossMemoryAttachDenied();
+}
+
+ShmEndpoint::Step ShmEndpoint::bounce(NotificationKind kind, std::span<const iovec> local, uint64_t rkey,
+                                      uint64_t remoteAddress, uint64_t total) {
+  if (bounceChunk_ != 0) {
+    if (header_->bounceAcked.load(std::memory_order_acquire) != bounceIssued_) return Step::kBlocked;
+    if (kind == NotificationKind::kBounceRead) scatterToIovecs(local, bounceDone_, bounce_, bounceChunk_);
+    bounceDone_ += bounceChunk_;
+    bounceChunk_ = 0;
+  }
+  if (bounceDone_ == total) {
+    bounceDone_ = 0;
+    return Step::kDone;
+  }
+  auto chunk = static_cast<uint32_t>(std::min<uint64_t>(kBounceSize, total - bounceDone_));
+  if (kind != NotificationKind::kBounceRead) gatherFromIovecs(local, bounceDone_, bounce_, chunk);
+  Notification note{};
+  note.kind = static_cast<uint8_t>(kind);
+  note.chunkLength = chunk;
+  note.address = kind == NotificationKind::kBounceReceive ? bounceDone_ : remoteAddress + bounceDone_;
+  note.immData = rkeyIndex(rkey);  // the target checks its own table again
+  note.byteLength = rkeyGeneration(rkey);
+  pushNotification(note);
+  ++bounceIssued_;
+  bounceChunk_ = chunk;
+  return Step::kBlocked;
+}
+
+void ShmEndpoint::serveBounce(const Notification& note) {
+  auto kind = static_cast<NotificationKind>(note.kind);
+  bool valid = note.chunkLength <= peerHeader_->bounceSize;
+  if (valid && kind == NotificationKind::kBounceReceive) {
+    // The initiator has not consumed the receive yet: it is at our tail.
+    uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
+    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * header_->recvSlotSize);
+    iovec iovs[kMaxSge];
+    uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
+    for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
+    scatterToIovecs(std::span(iovs, count), note.address, peerBounce_, note.chunkLength);
+  } else if (valid) {
+    uint32_t access = kind == NotificationKind::kBounceRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
+    uint64_t rkey = makeRkey(note.immData, note.byteLength);
+    if (domain_->checkOwnRegion(rkey, note.address, note.chunkLength, access)) {
+      auto* mine = reinterpret_cast<uint8_t*>(note.address);
+      if (kind == NotificationKind::kBounceWrite) {
+        std::memcpy(mine, peerBounce_, note.chunkLength);
+      } else {
+        std::memcpy(peerBounce_, mine, note.chunkLength);
+      }
+    }
+  }
+  peerHeader_->bounceAcked.fetch_add(1, std::memory_order_release);
+  peer_->ring(peerHeader_->sendDoorbell);
+}
+
 void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
+  bounceChunk_ = 0;
+  bounceDone_ = 0;
   if (status == CompletionStatus::kSuccess && (work.request.flags & kSignaled) == 0) {
     --sendInUse_;
   } else {
@@ -422,7 +524,11 @@ bool ShmEndpoint::drainNotifications() {
   uint64_t head = ring.head.load(std::memory_order_acquire);
   bool ok = true;
   for (; tail != head; ++tail) {
-    const Notification& note = notifications_[tail % recvDepth_];
+    const Notification& note = notifications_[tail % header_->notifyCapacity];
+    if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
+      if (peer_ != nullptr) serveBounce(note);
+      continue;
+    }
     if (postedRecvs_.empty()) continue;  // flushed already (we are in the error state)
     Completion completion;
     completion.id = postedRecvs_.front();

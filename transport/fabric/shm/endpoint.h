@@ -22,6 +22,7 @@
 #include "ibdt/fabric.h"
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
+#include "transport/fabric/shm/remote_copy.h"
 #include "transport/fabric/shm/segment.h"
 
 namespace ibdt::fabric::shm {
@@ -72,6 +73,15 @@ class ShmEndpoint final : public Endpoint {
   Step executeOneSided(const Work& work, std::span<const iovec> local, CompletionStatus& status);
   bool peerReceiveAvailable() const;
   void notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool hasImm, uint32_t immData);
+  void pushNotification(const Notification& note);
+  bool crossMemoryAttach() const;
+  // Bounce path: moves the head request's bytes through our bounce buffer
+  // one chunk at a time, the peer copying to/from its own memory; kBlocked
+  // until the last chunk is acknowledged.
+  Step bounce(NotificationKind kind, std::span<const iovec> local, uint64_t rkey, uint64_t remoteAddress,
+              uint64_t total);
+  // Target side of the bounce path.
+  void serveBounce(const Notification& note);
   void finish(const Work& work, CompletionStatus status);
   void progressSends();
   // Turns inbound notifications into receive completions; false when one
@@ -100,12 +110,17 @@ class ShmEndpoint final : public Endpoint {
   EndpointHeader* header_ = nullptr;
   uint8_t* recvSlots_ = nullptr;
   Notification* notifications_ = nullptr;
+  uint8_t* bounce_ = nullptr;
+  uint64_t bounceIssued_ = 0;  // bounce requests pushed to the peer
+  uint64_t bounceDone_ = 0;    // bytes of the head request moved so far
+  uint32_t bounceChunk_ = 0;   // bytes of the chunk in flight, 0 when none
 
   std::shared_ptr<PeerDomain> peer_;
   Segment peerSegment_;
   EndpointHeader* peerHeader_ = nullptr;
   uint8_t* peerRecvSlots_ = nullptr;
   Notification* peerNotifications_ = nullptr;
+  uint8_t* peerBounce_ = nullptr;
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;

@@ -83,14 +83,26 @@ struct RecvSlot {
   RecvSge sge[1];  // numSge entries; the slot stride holds maxRecvSge of them
 };
 
-// What a peer tells the owner after consuming one of its receives.
+// What a notification asks of the owner.
+enum class NotificationKind : uint8_t {
+  kReceiveDone = 0,  // one of the owner's receives was consumed: complete it
+  // Bounce path (cross-memory attach not permitted): the owner copies
+  // between its own memory and the initiator's bounce buffer, then acks.
+  kBounceWrite = 1,     // bounce -> [address, address + chunkLength)
+  kBounceRead = 2,      // [address, address + chunkLength) -> bounce
+  kBounceReceive = 3,   // bounce -> the next receive's buffers at message offset `address`
+};
+
+// What a peer tells the owner: a consumed receive, or a bounce request.
 struct Notification {
   uint32_t byteLength;
   uint32_t immData;
   uint8_t opcode;  // fabric::Opcode of the receive completion
   uint8_t hasImm;
   uint8_t status;  // fabric::CompletionStatus
-  uint8_t reserved[5];
+  uint8_t kind;    // NotificationKind
+  uint32_t chunkLength;
+  uint64_t address;
 };
 
 enum class EndpointPhase : uint32_t { kCreated = 0, kConnected = 1, kError = 2, kClosed = 3 };
@@ -106,8 +118,13 @@ struct EndpointHeader {
   uint32_t recvDoorbell;  // index of the owner's receive-queue CQ doorbell
   uint64_t recvRingOffset;
   uint64_t notifyRingOffset;
+  uint32_t notifyCapacity;  // recvDepth + 1: receives plus one bounce request
+  uint32_t bounceSize;
+  uint64_t bounceOffset;    // the owner's bounce buffer, filled/drained by the peer
   std::atomic<uint32_t> phase{0};  // EndpointPhase
   uint32_t reserved;
+  // Bounce requests of the owner that the peer carried out (peer writes).
+  alignas(kCacheLine) std::atomic<uint64_t> bounceAcked{0};
   // recv ring: owner produces (head), peer consumes (tail).
   RingIndices recvRing;
   // notification ring: peer produces (head), owner consumes (tail).

@@ -43,6 +43,11 @@ class PeerDomain {
   // False once the process has exited (checked through its pidfd).
   bool alive() const;
 
+  // Set once cross-memory attach to this peer failed with EPERM: from then
+  // on one-sided access to its user memory takes the bounce path.
+  void denyCrossMemoryAttach() { crossMemoryAttachDenied_ = true; }
+  bool crossMemoryAttachDenied() const { return crossMemoryAttachDenied_; }
+
  private:
   PeerDomain() = default;
   // Address in this process of peer memory inside a shared segment.
@@ -50,6 +55,7 @@ class PeerDomain {
 
   pid_t pid_ = 0;
   int pidfd_ = -1;
+  bool crossMemoryAttachDenied_ = false;
   uint64_t domainInode_ = 0;
   Segment domain_;
   const DomainHeader* header_ = nullptr;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -69,8 +70,8 @@ CopyOutcome crossMemoryCopy(Direction direction, pid_t pid, std::vector<iovec>& 
       if (error == EPERM) {
         log::once(log::Level::kWarn, "shm-cma-eperm",
                   strCat("shm: cross-memory attach to process ", pid,
-                         " is not permitted (ptrace restrictions); one-sided access to user memory fails, "
-                         "memory from Domain::allocateMemory keeps working"));
+                         " is not permitted (ptrace restrictions); one-sided access to user memory falls back "
+                         "to a bounce path through shared memory (the target must poll its completion queues)"));
       }
       return {statusOfErrno(error), error};
     }
@@ -135,6 +136,39 @@ CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> lo
   return flush();
 }
 
+namespace {
+
+template <typename Copy>
+void walkIovecs(std::span<const iovec> iovs, size_t offset, size_t length, Copy&& copy) {
+  for (const iovec& piece : iovs) {
+    if (length == 0) return;
+    if (offset >= piece.iov_len) {
+      offset -= piece.iov_len;
+      continue;
+    }
+    size_t chunk = std::min(piece.iov_len - offset, length);
+    copy(static_cast<uint8_t*>(piece.iov_base) + offset, chunk);
+    offset = 0;
+    length -= chunk;
+  }
+}
+
+}  // namespace
+
+void gatherFromIovecs(std::span<const iovec> iovs, size_t offset, uint8_t* out, size_t length) {
+  walkIovecs(iovs, offset, length, [&](uint8_t* from, size_t chunk) {
+    std::memcpy(out, from, chunk);
+    out += chunk;
+  });
+}
+
+void scatterToIovecs(std::span<const iovec> iovs, size_t offset, const uint8_t* in, size_t length) {
+  walkIovecs(iovs, offset, length, [&](uint8_t* to, size_t chunk) {
+    std::memcpy(to, in, chunk);
+    in += chunk;
+  });
+}
+
 bool crossMemoryAttachAvailable() {
   static const bool available = [] {
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // harmless without Yama
@@ -146,7 +180,7 @@ bool crossMemoryAttachAvailable() {
     if (moved != static_cast<ssize_t>(sizeof target) || target != source) {
       log::once(log::Level::kWarn, "shm-cma-probe",
                 strCat("shm: cross-memory attach is unavailable here (process_vm_readv: ", std::strerror(errno),
-                       "); one-sided access to user memory fails, memory from Domain::allocateMemory works"));
+                       "); one-sided access to user memory takes a bounce path through shared memory"));
       return false;
     }
     return true;

@@ -33,6 +33,10 @@ struct CopyOutcome {
 CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> local,
                        std::span<const RemotePiece> remote);
 
+// Copies `length` bytes starting `offset` bytes into the iovec list to/from a flat buffer.
+void gatherFromIovecs(std::span<const iovec> iovs, size_t offset, uint8_t* out, size_t length);
+void scatterToIovecs(std::span<const iovec> iovs, size_t offset, const uint8_t* in, size_t length);
+
 // Whether cross-memory attach works in this process (probed once: seccomp
 // or a kernel without it make it fail with ENOSYS/EPERM). Also lets any
 // process of this user attach to us (PR_SET_PTRACER_ANY) so Yama scope 1
