@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
     int peer = (store.rank() + 1) % store.size();
     auto value = store.get(peer, "nobody-puts-this", ibdt::Deadline::after(200ms));
     std::printf("rank %d: %s\n", store.rank(), value.status().toString().c_str());
+    // Nobody leaves while a peer still waits (it would learn that we ended).
+    if (fenceAndReport(store) != 0) return 1;
     return value.status().code() == ibdt::Code::kTimeout ? 0 : 1;
   }
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
