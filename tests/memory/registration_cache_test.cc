@@ -179,6 +179,23 @@ TEST_F(RegistrationCacheTest, UnmapElsewhereKeepsTheRegistration) {
   EXPECT_EQ(cache->counters().invalidations, 0u);
 }
 
+TEST_F(RegistrationCacheTest, TooManyQueuedUnmapsRetireEverythingRatherThanLoseOne) {
+  auto cache = makeCache();
+  const size_t pages = 302;
+  Mapping memory(pages * page_);
+  uint32_t first = acquire(*cache, memory.data(), page_).lkey();
+  uint32_t last = acquire(*cache, memory.data() + (pages - 1) * page_, page_).lkey();
+  // Unmaps between the two registrations touch neither; a few are applied
+  // precisely, a flood past the queue conservatively drops everything.
+  for (size_t p = 1; p <= 100; ++p) invalidateRegistrations(memory.data() + p * page_, page_);
+  EXPECT_EQ(acquire(*cache, memory.data(), page_).lkey(), first);
+  for (size_t p = 1; p < pages - 1; ++p) invalidateRegistrations(memory.data() + p * page_, page_);
+  EXPECT_NE(acquire(*cache, memory.data(), page_).lkey(), first);
+  EXPECT_NE(acquire(*cache, memory.data() + (pages - 1) * page_, page_).lkey(), last);
+  EXPECT_FALSE(domain_.isLive(first));
+  EXPECT_FALSE(domain_.isLive(last));
+}
+
 TEST_F(RegistrationCacheTest, RegistrationInUseSurvivesUnmapUntilReleased) {
   auto cache = makeCache();
   Mapping memory(2 * page_);

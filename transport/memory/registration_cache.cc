@@ -172,6 +172,7 @@ Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length,
         entry->access |= it->second->access;
       }
       registering_.push_back(entry.get());
+      growHullLocked(entry->range);
     }
   }
   destroy(dead);
@@ -265,7 +266,18 @@ CacheCounters RegistrationCache::counters() {
   return counters;
 }
 
+void RegistrationCache::growHullLocked(PageRange range) {
+  if (index_.empty() && registering_.size() == 1) {  // nothing else cached: start afresh
+    hullBegin_.store(range.begin, std::memory_order_release);
+    hullEnd_.store(range.end, std::memory_order_release);
+    return;
+  }
+  if (range.begin < hullBegin_.load(std::memory_order_relaxed)) hullBegin_.store(range.begin, std::memory_order_release);
+  if (range.end > hullEnd_.load(std::memory_order_relaxed)) hullEnd_.store(range.end, std::memory_order_release);
+}
+
 void RegistrationCache::onUnmap(uintptr_t begin, uintptr_t end) noexcept {
+  if (end <= hullBegin_.load(std::memory_order_acquire) || begin >= hullEnd_.load(std::memory_order_acquire)) return;
   PageRange range{alignDown(begin, pageSize_), end};
   Backoff backoff;
   while (eventLock_.test_and_set(std::memory_order_acquire)) backoff.pause();

@@ -151,6 +151,13 @@ class RegistrationCache final : private UnmapListener {
   CacheEntry* lruTail_ = nullptr;
   CacheCounters counters_;
 
+  // The hull of every range indexed or being registered since the cache was
+  // last empty: unmaps outside it are ignored without queueing. Only grows
+  // (under mutex_, before registration starts); reset when nothing is cached.
+  std::atomic<uintptr_t> hullBegin_{UINTPTR_MAX};
+  std::atomic<uintptr_t> hullEnd_{0};
+  void growHullLocked(PageRange range);
+
   // Unmap events, queued by onUnmap() without taking mutex_.
   static constexpr size_t kMaxQueuedEvents = 256;
   std::atomic_flag eventLock_ = ATOMIC_FLAG_INIT;
