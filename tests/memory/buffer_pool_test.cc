@@ -2,12 +2,14 @@
 // dedicated oversize buffers, and buffers that never overlap.
 #include "transport/memory/buffer_pool.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "memory/fake_domain.h"
+#include "transport/memory/registration_cache.h"
 
 namespace ibdt::memory {
 namespace {
@@ -153,6 +155,57 @@ TEST_F(BufferPoolTest, ThreadsShareOnePool) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(pool->counters().buffersInUse, 0u);
   EXPECT_EQ(domain_.liveRegions(), 0u);  // high-water 0: everything went back
+}
+
+}  // namespace
+}  // namespace ibdt::memory
+
+namespace ibdt::memory {
+namespace {
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(MemoryOptions, PoolAndCacheKnobsAreReadAndBadValuesRejected) {
+  {
+    ScopedEnv chunk("IBDT_POOL_CHUNK_BYTES", "2M");
+    ScopedEnv high("IBDT_POOL_HIGH_WATER", "0");
+    auto options = PoolOptions::fromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->chunkBytes, size_t{2} << 20);
+    EXPECT_EQ(options->highWaterBytes, 0u);
+    EXPECT_EQ(options->maxBufferBytes, size_t{4} << 20);
+  }
+  {
+    ScopedEnv mode("IBDT_REG_CACHE", "OFF");
+    ScopedEnv regions("IBDT_REG_CACHE_MAX_REGIONS", "17");
+    auto options = CacheOptions::fromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->mode, CacheOptions::Mode::kOff);
+    EXPECT_EQ(options->maxRegions, 17u);
+    EXPECT_EQ(options->maxBytes, uint64_t{1} << 30);
+  }
+  {
+    ScopedEnv mode("IBDT_REG_CACHE", "sometimes");
+    auto options = CacheOptions::fromEnvironment();
+    ASSERT_FALSE(options.isOk());
+    EXPECT_NE(options.status().message().find("IBDT_REG_CACHE"), std::string_view::npos);
+  }
+  {
+    ScopedEnv regions("IBDT_REG_CACHE_MAX_REGIONS", "0");
+    EXPECT_EQ(CacheOptions::fromEnvironment().status().code(), Code::kInvalidArgument);
+  }
+  {
+    ScopedEnv bytes("IBDT_POOL_MAX_BUFFER", "12 parsecs");
+    EXPECT_EQ(PoolOptions::fromEnvironment().status().code(), Code::kInvalidArgument);
+  }
 }
 
 }  // namespace

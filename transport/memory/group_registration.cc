@@ -18,8 +18,7 @@ Result<GroupPlan> planGroups(std::span<const Block> blocks, const GroupPlanOptio
   GroupPlan plan;
   plan.pages.resize(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
-    auto begin = reinterpret_cast<uintptr_t>(blocks[i].address);
-    if (begin + blocks[i].length < begin) {
+    if (wrapsAround(blocks[i].address, blocks[i].length, options.pageSize)) {
       return makeError(Code::kOverflow, "group registration: block ", i, " at ", blocks[i].address, " + ",
                        blocks[i].length, " wraps around");
     }

@@ -23,6 +23,13 @@ inline uintptr_t alignUp(uintptr_t value, size_t pageSize) {
   return (value + pageSize - 1) & ~(uintptr_t{pageSize} - 1);
 }
 
+// True when [address, address + length), rounded out to whole pages, would
+// wrap around the end of the address space.
+inline bool wrapsAround(const void* address, size_t length, size_t pageSize) {
+  auto begin = reinterpret_cast<uintptr_t>(address);
+  return length > UINTPTR_MAX - begin || begin + length > UINTPTR_MAX - pageSize;
+}
+
 // The pages touched by [address, address + length); a zero length touches the
 // page that holds `address`, so a registration of it is still well defined.
 inline PageRange pagesOf(const void* address, size_t length, size_t pageSize) {

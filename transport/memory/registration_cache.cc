@@ -130,9 +130,8 @@ CacheEntry* RegistrationCache::findLocked(PageRange wanted, uint32_t access) con
 }
 
 Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length, uint32_t access) {
-  auto begin = reinterpret_cast<uintptr_t>(address);
   if (length == 0) return makeError(Code::kInvalidArgument, "registration cache: zero-length range at ", address);
-  if (begin + length < begin) {
+  if (wrapsAround(address, length, pageSize_)) {
     return makeError(Code::kOverflow, "registration cache: range ", address, " + ", length, " wraps around");
   }
   PageRange wanted = pagesOf(address, length, pageSize_);
