@@ -4,8 +4,10 @@
 
 namespace ibdt::perf {
 
+void addPackBenchmark(CLI::App& app, const CommonOptions& common);  // perf/pack_bench.cc
+
 std::vector<AddBenchmark> allBenchmarks() {
-  return {};
+  return {addPackBenchmark};
 }
 
 namespace {
