@@ -188,36 +188,27 @@ Result<Datatype> deserialize(std::span<const uint8_t> bytes) {
     const bool arrays = node.kind != NodeKind::kRunVector && node.kind != NodeKind::kVector;
     if (arrays && static_cast<uint64_t>(node.count) > r.left()) return bad("array longer than the message");
     const size_t n = static_cast<size_t>(node.count);
+    const bool runs = node.kind == NodeKind::kRunVector || node.kind == NodeKind::kRunBlockIndexed;
+    const bool oneChild = node.kind == NodeKind::kVector || node.kind == NodeKind::kBlockIndexed;
     bool ok = true;
-    switch (node.kind) {
-      case NodeKind::kRunVector:
-        ok = r.n(node.runBytes) && r.s(node.stride);
-        break;
-      case NodeKind::kRunBlockIndexed:
-        ok = r.n(node.runBytes);
-        node.displs.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]);
-        break;
-      case NodeKind::kRunIndexed:
-        node.displs.resize(n);
-        node.lengths.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]) && r.n(node.lengths[i]);
-        break;
-      case NodeKind::kVector:
-        node.children.resize(1);
-        ok = childAt(node.children[0]) && r.s(node.stride);
-        break;
-      case NodeKind::kBlockIndexed:
-        node.children.resize(1);
-        ok = childAt(node.children[0]);
-        node.displs.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]);
-        break;
-      case NodeKind::kStruct:
-        node.children.resize(n);
-        node.displs.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = childAt(node.children[i]) && r.s(node.displs[i]);
-        break;
+    if (runs) ok = r.n(node.runBytes);
+    if (oneChild) {
+      node.children.resize(1);
+      ok = childAt(node.children[0]);
+    }
+    if (!arrays) {
+      ok = ok && r.s(node.stride);
+    } else if (runs || oneChild) {
+      node.displs.resize(n);
+      for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]);
+    } else if (node.kind == NodeKind::kRunIndexed) {
+      node.displs.resize(n);
+      node.lengths.resize(n);
+      for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]) && r.n(node.lengths[i]);
+    } else {  // kStruct
+      node.children.resize(n);
+      node.displs.resize(n);
+      for (size_t i = 0; ok && i < n; ++i) ok = childAt(node.children[i]) && r.s(node.displs[i]);
     }
     if (!ok) return bad("truncated node or bad child reference");
     Status status = finishNode(node);

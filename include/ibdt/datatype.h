@@ -87,8 +87,8 @@ class Datatype {
   // Bounded vector: blocks of `blocklen` elements every `stride` elements,
   // as many as start before `bound`; the last block is cut at `bound`.
   // Element j (0 <= j < bound) is in the type iff j % stride < blocklen.
-  // Bounds are those of the equivalent struct{vector, contiguous}: lb 0 and
-  // ub at the end of the last selected element (padding beyond is not kept).
+  // Bounds: lb = lb(old) and ub = ub of the last selected element (as for
+  // struct{vector, contiguous} without alignment padding); explicit (sticky).
   //   Example (Listing 1, p = 13, round k = 4): boundedVector(9, 4, 8, T)
   //   selects elements {0,1,2,3,8}; at offset 4*extent(T) in R that is
   //   R[4..7] and R[12] — exactly the j with bit 2 set.
@@ -98,16 +98,16 @@ class Datatype {
   // from total-1 to 0. Relative element j (j < bound, j % stride < blocklen)
   // sits at element (start + j) % total. Requires 0 <= start < total and
   // bound <= total. Type map order follows j (the order data is packed);
-  // lb = 0, extent = total elements (the whole ring).
+  // lb = lb(old), extent = total elements (the whole ring).
   //   Example (Listing 2, p = 13, k = 4, rank i = 3, recvrank = 7):
   //   circularVector(13, 7, 9, 4, 8, T) selects elements 7,8,9,10 and then
   //   (7+8)%13 = 2, in that order: R[(i+j) % 13] for j in {4,5,6,7,12}.
   static Result<Datatype> circularVector(int64_t total, int64_t start, int64_t bound, int64_t blocklen,
                                          int64_t stride, const Datatype& old);
   // Bucket: buckets of `maxBucket` elements laid end to end; bucket i holds
-  // its first counts[i] elements (counts[i] <= maxBucket). lb = 0, extent =
-  // counts.size() * maxBucket elements. Example: bucket(4, {1,3,0}, T) selects
-  // elements {0, 4,5,6} with extent 12 elements.
+  // its first counts[i] elements (counts[i] <= maxBucket). lb = lb(old),
+  // extent = counts.size() * maxBucket elements. Example: bucket(4, {1,3,0}, T)
+  // selects elements {0, 4,5,6} with extent 12 elements.
   static Result<Datatype> bucket(int64_t maxBucket, std::span<const int64_t> counts, const Datatype& old);
 
   // Compiles the loop program; idempotent and thread-safe. Predefined and
