@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-// Custom mutator seed: when the fuzzer starts from nothing, most random bytes
-// fail the magic check; prepending valid blobs via -dict is an alternative.
+// From an empty corpus most random bytes fail the magic check, so tiny
+// inputs are replaced by a real blob before libFuzzer mutates them.
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t maxSize, unsigned int seed);
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t maxSize);
 
