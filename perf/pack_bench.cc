@@ -8,12 +8,16 @@
 // of Wu et al.'s Figure 8 and an indexed type with random block lengths.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include "ibdt/datatype.h"
 #include "perf/benchmarks.h"
+#include "perf/pack_cases.h"
 
 namespace ibdt::perf {
 namespace {
@@ -41,13 +45,12 @@ T unwrap(Result<T> r, const std::string& what) {
   return std::move(r).value();
 }
 
-// count blocks of `block` bytes (doubles), block i at i * 2 * block.
-Case stridedVector(int64_t block, int64_t payload) {
-  const int64_t n = payload / block, elems = block / 8;
+Case stridedVector(const std::string& name, int64_t block, int64_t payload) {
+  const auto [n, elems] = vectorGeometry(block, payload);
   Case c;
-  c.name = "vector " + std::to_string(block) + " B blocks";
+  c.name = name;
   c.type = unwrap(Datatype::vector(n, elems, 2 * elems, Datatype::of<double>()), c.name);
-  c.typedBytes = 2 * payload;
+  c.typedBytes = 2 * n * elems * 8;
   c.handPack = [n, elems](const char* typed, char* packed) {
     const double* in = reinterpret_cast<const double*>(typed);
     double* out = reinterpret_cast<double*>(packed);
@@ -65,11 +68,10 @@ Case stridedVector(int64_t block, int64_t payload) {
   return c;
 }
 
-// Wu et al.: `cols` columns of a 128 x 4096 int matrix (row-major).
-Case columnVector(int64_t cols) {
-  constexpr int64_t kRows = 128, kLd = 4096;
+Case columnVector(const std::string& name, int64_t cols) {
+  constexpr int64_t kRows = kColumnRows, kLd = kColumnLd;
   Case c;
-  c.name = "wu column " + std::to_string(cols) + " cols";
+  c.name = name;
   c.type = unwrap(Datatype::vector(kRows, cols, kLd, Datatype::of<int32_t>()), c.name);
   c.typedBytes = kRows * kLd * 4;
   c.handPack = [cols](const char* typed, char* packed) {
@@ -89,11 +91,10 @@ Case columnVector(int64_t cols) {
   return c;
 }
 
-// Gropp/Lusk/Swider: a my x mz y-z face of an nx*ny*nz double cube.
-Case cubeFace() {
-  constexpr int64_t kN = 200, kFace = 100;
+Case cubeFace(const std::string& name) {
+  constexpr int64_t kN = kCubeN, kFace = kCubeFace;
   Case c;
-  c.name = "gropp 3-D face 100x100";
+  c.name = name;
   Datatype column = unwrap(Datatype::vector(kFace, 1, kN, Datatype::of<double>()), c.name);
   c.type = unwrap(Datatype::hvector(kFace, 1, kN * kN * 8, column), c.name);
   c.typedBytes = kN * kN * kN * 8;
@@ -114,73 +115,100 @@ Case cubeFace() {
   return c;
 }
 
-// Blocks of arbitrary byte lengths at byte offsets, repeated `count` times at `extent`.
-Case blockList(std::string name, Datatype type, std::vector<int64_t> offsets, std::vector<int64_t> lengths,
-               int64_t extent, int64_t count) {
+// A block list of `elemBytes`-sized elements (struct or indexed type), with a
+// memcpy per block as the hand-written loop.
+Case blockList(const std::string& name, const Datatype& type, const BlockList& b, int64_t elemBytes) {
   Case c;
-  c.name = std::move(name);
-  c.type = std::move(type);
-  c.count = count;
-  c.typedBytes = extent * count;
-  auto offs = std::make_shared<std::vector<int64_t>>(std::move(offsets));
-  auto lens = std::make_shared<std::vector<int64_t>>(std::move(lengths));
-  c.handPack = [offs, lens, extent, count](const char* typed, char* packed) {
-    for (int64_t e = 0; e < count; ++e) {
-      for (size_t i = 0; i < offs->size(); ++i) {
-        std::memcpy(packed, typed + e * extent + (*offs)[i], static_cast<size_t>((*lens)[i]));
-        packed += (*lens)[i];
+  c.name = name;
+  c.type = type;
+  c.count = b.count;
+  const int64_t extent = type.extent();
+  c.typedBytes = extent * b.count;
+  auto list = std::make_shared<BlockList>(b);
+  auto copy = [list, extent, elemBytes](char* typed, char* packed, bool pack) {
+    for (int64_t e = 0; e < list->count; ++e) {
+      for (size_t i = 0; i < list->blens.size(); ++i) {
+        char* t = typed + e * extent + list->displs[i] * elemBytes;
+        const size_t len = static_cast<size_t>(list->blens[i] * elemBytes);
+        pack ? std::memcpy(packed, t, len) : std::memcpy(t, packed, len);
+        packed += len;
       }
     }
   };
-  c.handUnpack = [offs, lens, extent, count](const char* packed, char* typed) {
-    for (int64_t e = 0; e < count; ++e) {
-      for (size_t i = 0; i < offs->size(); ++i) {
-        std::memcpy(typed + e * extent + (*offs)[i], packed, static_cast<size_t>((*lens)[i]));
-        packed += (*lens)[i];
-      }
-    }
-  };
+  c.handPack = [copy](const char* typed, char* packed) { copy(const_cast<char*>(typed), packed, true); };
+  c.handUnpack = [copy](const char* packed, char* typed) { copy(typed, const_cast<char*>(packed), false); };
   return c;
 }
 
-// Wu et al. Figure 8: blocks of 1, 2, ..., x ints, each followed by a one-int gap.
-Case wuStruct(int64_t x, int64_t payload) {
-  std::vector<int64_t> blens, displs, offs, lens;
-  std::vector<Datatype> types;
-  int64_t at = 0, bytes = 0;
-  for (int64_t i = 1; i <= x; ++i) {
-    blens.push_back(i);
-    displs.push_back(at);
-    types.push_back(Datatype::of<int32_t>());
-    offs.push_back(at);
-    lens.push_back(4 * i);
-    bytes += 4 * i;
-    at += 4 * i + 4;
-  }
-  const std::string name = "wu struct x=" + std::to_string(x);
-  Datatype t = unwrap(Datatype::structType(blens, displs, types), name);
-  return blockList(name, t, offs, lens, t.extent(), std::max<int64_t>(1, payload / bytes));
+Case wuStruct(const std::string& name, int64_t x, int64_t payload) {
+  const BlockList b = wuStructBlocks(x, payload);
+  std::vector<int64_t> bytes;
+  for (int64_t d : b.displs) bytes.push_back(4 * d);
+  const std::vector<Datatype> types(b.blens.size(), Datatype::of<int32_t>());
+  return blockList(name, unwrap(Datatype::structType(b.blens, bytes, types), name), b, 4);
 }
 
-// Indexed doubles with random block lengths (1..64) and gaps (1..64).
-Case randomIndexed(int64_t payload) {
-  std::mt19937_64 rng(7);
-  std::vector<int64_t> blens, displs, offs, lens;
-  int64_t at = 0;
-  for (int64_t bytes = 0; bytes < payload;) {
-    const int64_t len = 1 + static_cast<int64_t>(rng() % 64);
-    blens.push_back(len);
-    displs.push_back(at);
-    offs.push_back(at * 8);
-    lens.push_back(len * 8);
-    bytes += len * 8;
-    at += len + 1 + static_cast<int64_t>(rng() % 64);
-  }
-  Datatype t = unwrap(Datatype::indexed(blens, displs, Datatype::of<double>()), "indexed random");
-  return blockList("indexed random blocks", t, offs, lens, at * 8, 1);
+Case randomIndexed(const std::string& name, int64_t payload) {
+  const BlockList b = randomIndexedBlocks(payload);
+  Datatype t = unwrap(Datatype::indexed(b.blens, b.displs, Datatype::of<double>()), name);
+  return blockList(name, unwrap(Datatype::resized(t, 0, b.extentElems * 8), name), b, 8);
 }
 
-void runCase(Case& c, const CommonOptions& common, Report& report) {
+Case makeCase(const PackCase& pc, int64_t payload) {
+  switch (pc.kind) {
+    case PackCase::Kind::kVector: return stridedVector(pc.name, pc.param, payload);
+    case PackCase::Kind::kColumn: return columnVector(pc.name, pc.param);
+    case PackCase::Kind::kFace: return cubeFace(pc.name);
+    case PackCase::Kind::kStruct: return wuStruct(pc.name, pc.param, payload);
+    case PackCase::Kind::kIndexed: break;
+  }
+  return randomIndexed(pc.name, payload);
+}
+
+// MPI_Pack measured by perf/mpi_pack_baseline.cc, built per MPI library.
+struct Baseline {
+  std::string label;                                        // "ompi", "mpich"
+  std::map<std::string, std::pair<double, double>> rates;  // case -> pack, unpack GB/s
+};
+
+void runBaseline(const std::string& label, const std::string& program, const CommonOptions& common,
+                 std::vector<Baseline>& out, Report& report) {
+  std::ostringstream cmd;
+  cmd << program << (common.quick ? " --quick" : "") << " --reps " << common.reps << " --warmup " << common.warmup
+      << " 2>/dev/null";
+  Baseline b{label, {}};
+  if (FILE* pipe = popen(cmd.str().c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, pipe)) {
+      std::istringstream fields(line);
+      std::string name, pack, unpack;
+      if (std::getline(fields, name, '\t') && std::getline(fields, pack, '\t') && std::getline(fields, unpack)) {
+        b.rates[name] = {std::atof(pack.c_str()), std::atof(unpack.c_str())};
+      }
+    }
+    if (pclose(pipe) != 0) b.rates.clear();
+  }
+  if (b.rates.empty()) {
+    report.note(label + " baseline", "not available (" + program + " failed)");
+    return;
+  }
+  out.push_back(std::move(b));
+}
+
+std::vector<Baseline> runBaselines(const CommonOptions& common, Report& report) {
+  std::vector<Baseline> out;
+#ifdef IBDT_MPI_PACK_OPENMPI
+  runBaseline("ompi", IBDT_MPI_PACK_OPENMPI, common, out, report);
+#endif
+#ifdef IBDT_MPI_PACK_MPICH
+  runBaseline("mpich", IBDT_MPI_PACK_MPICH, common, out, report);
+#endif
+  (void)common;
+  (void)report;
+  return out;
+}
+
+void runCase(Case& c, const CommonOptions& common, const std::vector<Baseline>& baselines, Report& report) {
   if (Status s = c.type.commit(); !s.isOk()) {
     reportFailure(c.name + ": " + s.toString());
     return;
@@ -208,7 +236,7 @@ void runCase(Case& c, const CommonOptions& common, Report& report) {
   auto stat = unwrap(datatype::stats(c.type, c.count), c.name);
   // Throughput: median, and min/max from the fastest/slowest time.
   auto rate = [&](const Summary& s) { return gbps(bytes, s.median); };
-  report.add({{"case", c.name},
+  nlohmann::json row = {{"case", c.name},
               {"bytes", bytes},
               {"blocks", stat.blockCount},
               {"pack GB/s", rate(pack)},
@@ -228,25 +256,28 @@ void runCase(Case& c, const CommonOptions& common, Report& report) {
               {"hand_unpack_max", gbps(bytes, handUnpack.min)},
               {"pack/memcpy", memcpyTime.median / pack.median},
               {"pack/hand", handPack.median / pack.median},
-              {"unpack/hand", handUnpack.median / unpack.median}});
+              {"unpack/hand", handUnpack.median / unpack.median}};
+  for (const Baseline& b : baselines) {
+    auto it = b.rates.find(c.name);
+    if (it == b.rates.end()) continue;
+    row[b.label + " pack"] = it->second.first;
+    row[b.label + " unpack"] = it->second.second;
+  }
+  report.add(std::move(row));
 }
 
 void runPack(const CommonOptions& common) {
-  const int64_t payload = common.quick ? int64_t{1} << 20 : int64_t{16} << 20;
+  const int64_t payload = packPayload(common.quick);
   std::vector<Case> cases;
-  for (int64_t block : {8, 64, 512, 4096}) cases.push_back(stridedVector(block, payload));
-  const std::vector<int64_t> cols = common.quick ? std::vector<int64_t>{1, 64, 2048}
-                                                 : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
-  for (int64_t n : cols) cases.push_back(columnVector(n));
-  cases.push_back(cubeFace());
-  cases.push_back(wuStruct(32, payload));
-  cases.push_back(randomIndexed(payload));
+  for (const PackCase& pc : packCases(common.quick)) cases.push_back(makeCase(pc, payload));
 
   Report report("ibdt-bench pack: GB/s of useful bytes (median of " +
                     std::to_string(common.quick ? 3 : common.reps) + "; min/max in --json)",
-                {"case", "bytes", "blocks", "pack GB/s", "hand pack", "memcpy", "unpack GB/s", "hand unpack",
-                 "pack/memcpy", "pack/hand", "unpack/hand"});
-  for (Case& c : cases) runCase(c, common, report);
+                {"case", "bytes", "blocks", "pack GB/s", "hand pack", "memcpy", "ompi pack", "mpich pack",
+                 "unpack GB/s", "hand unpack", "ompi unpack", "mpich unpack", "pack/memcpy", "pack/hand",
+                 "unpack/hand"});
+  const std::vector<Baseline> baselines = runBaselines(common, report);
+  for (Case& c : cases) runCase(c, common, baselines, report);
   report.note("note", "pack/memcpy and pack/hand are speed ratios (>1: ibdt faster)");
   report.print(common);
 }
