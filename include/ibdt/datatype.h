@@ -237,6 +237,9 @@ Result<Signature> signature(const Datatype& type, int64_t count);
 // basic-type sequence, receive possibly longer); kTruncated when the send is
 // longer; kInvalidArgument naming the mismatch otherwise.
 Status checkMatch(const Datatype& sendType, int64_t sendCount, const Datatype& recvType, int64_t recvCount);
+// The same check on the receiver, given the sender's signature (e.g. from a
+// rendezvous request) instead of its type.
+Status checkMatch(const Signature& send, const Datatype& recvType, int64_t recvCount);
 // Typed copy of packed bytes [first, last) from (src, srcCount x srcType)
 // to the same packed bytes of (dst, dstCount x dstType); the signatures of the
 // two must match on that range. Buffers must not overlap.
