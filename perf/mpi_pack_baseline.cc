@@ -41,13 +41,13 @@ MPI_Datatype blockListType(const ibdt::perf::BlockList& b, MPI_Datatype elem, in
   return resized;
 }
 
-MpiCase build(const PackCase& pc, int64_t payload) {
+MpiCase build(const PackCase& pc) {
   using K = PackCase::Kind;
   using namespace ibdt::perf;
   MpiCase c;
   switch (pc.kind) {
     case K::kVector: {
-      const auto [n, elems] = vectorGeometry(pc.param, payload);
+      const auto [n, elems] = vectorGeometry(pc.param, pc.payload);
       MPI_Type_vector(static_cast<int>(n), static_cast<int>(elems), static_cast<int>(2 * elems), MPI_DOUBLE, &c.type);
       c.typedBytes = 2 * n * elems * 8;
       break;
@@ -67,7 +67,7 @@ MpiCase build(const PackCase& pc, int64_t payload) {
     case K::kStruct:
     case K::kIndexed: {
       const bool isStruct = pc.kind == K::kStruct;
-      const BlockList b = isStruct ? wuStructBlocks(pc.param, payload) : randomIndexedBlocks(payload);
+      const BlockList b = isStruct ? wuStructBlocks(pc.param, pc.payload) : randomIndexedBlocks(pc.payload);
       c.type = blockListType(b, isStruct ? MPI_INT : MPI_DOUBLE, isStruct ? 4 : 8, isStruct);
       c.count = static_cast<int>(b.count);
       c.typedBytes = b.extentElems * (isStruct ? 4 : 8) * b.count;
@@ -89,9 +89,8 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--warmup") && i + 1 < argc) options.warmup = std::atoi(argv[++i]);
   }
   const int reps = options.quick ? 3 : options.reps, warmup = options.quick ? 1 : options.warmup;
-  const int64_t payload = ibdt::perf::packPayload(options.quick);
   for (const PackCase& pc : ibdt::perf::packCases(options.quick)) {
-    MpiCase c = build(pc, payload);
+    MpiCase c = build(pc);
     int packSize = 0;
     MPI_Pack_size(c.count, c.type, MPI_COMM_SELF, &packSize);
     int typeSize = 0;

@@ -154,15 +154,15 @@ Case randomIndexed(const std::string& name, int64_t payload) {
   return blockList(name, unwrap(Datatype::resized(t, 0, b.extentElems * 8), name), b, 8);
 }
 
-Case makeCase(const PackCase& pc, int64_t payload) {
+Case makeCase(const PackCase& pc) {
   switch (pc.kind) {
-    case PackCase::Kind::kVector: return stridedVector(pc.name, pc.param, payload);
+    case PackCase::Kind::kVector: return stridedVector(pc.name, pc.param, pc.payload);
     case PackCase::Kind::kColumn: return columnVector(pc.name, pc.param);
     case PackCase::Kind::kFace: return cubeFace(pc.name);
-    case PackCase::Kind::kStruct: return wuStruct(pc.name, pc.param, payload);
+    case PackCase::Kind::kStruct: return wuStruct(pc.name, pc.param, pc.payload);
     case PackCase::Kind::kIndexed: break;
   }
-  return randomIndexed(pc.name, payload);
+  return randomIndexed(pc.name, pc.payload);
 }
 
 // MPI_Pack measured by perf/mpi_pack_baseline.cc, built per MPI library.
@@ -267,9 +267,8 @@ void runCase(Case& c, const CommonOptions& common, const std::vector<Baseline>& 
 }
 
 void runPack(const CommonOptions& common) {
-  const int64_t payload = packPayload(common.quick);
   std::vector<Case> cases;
-  for (const PackCase& pc : packCases(common.quick)) cases.push_back(makeCase(pc, payload));
+  for (const PackCase& pc : packCases(common.quick)) cases.push_back(makeCase(pc));
 
   Report report("ibdt-bench pack: GB/s of useful bytes (median of " +
                     std::to_string(common.quick ? 3 : common.reps) + "; min/max in --json)",

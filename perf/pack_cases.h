@@ -14,7 +14,8 @@ struct PackCase {
   enum class Kind { kVector, kColumn, kFace, kStruct, kIndexed };
   std::string name;
   Kind kind;
-  int64_t param;  // kVector: block bytes; kColumn: columns; kStruct: x
+  int64_t param;        // kVector: block bytes; kColumn: columns; kStruct: x
+  int64_t payload = 0;  // bytes of data for kVector/kStruct/kIndexed (0: packPayload())
 };
 
 // Strided doubles: `block`-byte blocks, block i at i * 2 * block.
@@ -71,13 +72,21 @@ inline int64_t packPayload(bool quick) { return quick ? int64_t{1} << 20 : int64
 inline std::vector<PackCase> packCases(bool quick) {
   using K = PackCase::Kind;
   std::vector<PackCase> cases;
-  for (int64_t block : {8, 64, 512, 4096}) cases.push_back({"vector " + std::to_string(block) + " B blocks", K::kVector, block});
+  // 16 MiB cases are bound by memory bandwidth; 1 MiB ones by the kernels (in cache).
+  for (int64_t block : {8, 64, 512, 4096}) {
+    cases.push_back({"vector " + std::to_string(block) + " B blocks", K::kVector, block, packPayload(quick)});
+  }
+  if (!quick) {
+    for (int64_t block : {8, 64, 512}) {
+      cases.push_back({"vector " + std::to_string(block) + " B blocks, 1 MiB", K::kVector, block, int64_t{1} << 20});
+    }
+  }
   const std::vector<int64_t> cols = quick ? std::vector<int64_t>{1, 64, 2048}
                                           : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
   for (int64_t n : cols) cases.push_back({"wu column " + std::to_string(n) + " cols", K::kColumn, n});
   cases.push_back({"gropp 3-D face 100x100", K::kFace, 0});
-  cases.push_back({"wu struct x=32", K::kStruct, 32});
-  cases.push_back({"indexed random blocks", K::kIndexed, 0});
+  cases.push_back({"wu struct x=32", K::kStruct, 32, packPayload(quick)});
+  cases.push_back({"indexed random blocks", K::kIndexed, 0, packPayload(quick)});
   return cases;
 }
 
