@@ -266,9 +266,11 @@ void runCase(Case& c, const CommonOptions& common, const std::vector<Baseline>& 
   report.add(std::move(row));
 }
 
-void runPack(const CommonOptions& common) {
+void runPack(const CommonOptions& common, const std::string& only) {
   std::vector<Case> cases;
-  for (const PackCase& pc : packCases(common.quick)) cases.push_back(makeCase(pc));
+  for (const PackCase& pc : packCases(common.quick)) {
+    if (pc.name.find(only) != std::string::npos) cases.push_back(makeCase(pc));
+  }
 
   Report report("ibdt-bench pack: GB/s of useful bytes (median of " +
                     std::to_string(common.quick ? 3 : common.reps) + "; min/max in --json)",
@@ -286,7 +288,9 @@ void runPack(const CommonOptions& common) {
 void addPackBenchmark(CLI::App& app, const CommonOptions& common) {
   CLI::App* sub = app.add_subcommand("pack", "datatype pack/unpack throughput beside memcpy and hand-written loops");
   sub->fallthrough();  // `ibdt-bench pack --quick --json` as well as `ibdt-bench --quick --json pack`
-  sub->callback([&common] { runPack(common); });
+  auto only = std::make_shared<std::string>();
+  sub->add_option("--case", *only, "run only the cases whose name contains this text");
+  sub->callback([&common, only] { runPack(common, *only); });
 }
 
 }  // namespace ibdt::perf
