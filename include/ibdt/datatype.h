@@ -202,7 +202,9 @@ class Segment {
   // Stops early when `out` is full; `bytes` tells how far it got.
   Result<IovecFill> iovecs(uint64_t base, int64_t first, int64_t last, Iovec* out, size_t maxEntries) const;
 
-  // Streaming use: a position that packNext/unpackNext advance.
+  // Streaming use: a position that packNext/unpackNext advance. The range
+  // calls above are const and may run concurrently; the position is not
+  // shared between copies of a Segment.
   int64_t position() const { return position_; }
   Status seek(int64_t position);
   // Packs up to maxBytes from the current position; returns the bytes done.
@@ -255,6 +257,14 @@ Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, voi
 // result is a committed layout-only type (its type map is bytes).
 Result<std::vector<uint8_t>> serialize(const Datatype& type);
 Result<Datatype> deserialize(std::span<const uint8_t> bytes);
+// The sender's (id, version) recorded in a blob, read without decoding the
+// layout: the key under which a peer caches the decoded type.
+struct LayoutKey {
+  uint32_t id = 0;
+  uint32_t version = 0;
+  bool operator==(const LayoutKey&) const = default;
+};
+Result<LayoutKey> layoutKey(std::span<const uint8_t> bytes);
 
 // Name of a basic kind ("double"); size in bytes.
 const char* basicName(BasicKind kind);
