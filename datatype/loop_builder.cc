@@ -152,7 +152,9 @@ Result<NodeRef> makeRepeat(int64_t count, int64_t stride, const NodeRef& child) 
   const Node& c = *child.node;
   Node node;
   if (c.isSingleRun() && stride == c.runBytes) return makeRun(count * c.runBytes, child.shift);
-  const bool continues = (c.kind == NodeKind::kRunVector || c.kind == NodeKind::kVector) && stride == c.count * c.stride;
+  int64_t span = 0;  // where the child's next block would start
+  const bool continues = (c.kind == NodeKind::kRunVector || c.kind == NodeKind::kVector) &&
+                         !__builtin_mul_overflow(c.count, c.stride, &span) && stride == span;
   if (continues) {  // loop fusion: the outer loop extends the inner one
     node = c;
     node.count = count * c.count;

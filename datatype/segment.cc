@@ -99,7 +99,7 @@ Result<Segment> Segment::create(const Datatype& type, int64_t count) {
   const int64_t size = m.mul(count, t.size);
   if (count > 0) {  // every byte touched must have an address within 64 bits
     const int64_t last = m.mul(count - 1, t.extent());
-    m.add(m.add(last, t.trueUb), 0);
+    m.add(last, t.trueUb);
     m.add(last, t.trueLb);
   }
   if (m.overflow) {
