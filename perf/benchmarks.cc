@@ -5,9 +5,10 @@
 namespace ibdt::perf {
 
 void addPackBenchmark(CLI::App& app, const CommonOptions& common);  // perf/pack_bench.cc
+void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addPackBenchmark};
+  return {addPackBenchmark, addFabricBenchmark};
 }
 
 namespace {
