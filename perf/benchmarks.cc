@@ -4,10 +4,11 @@
 
 namespace ibdt::perf {
 
+void addPackBenchmark(CLI::App& app, const CommonOptions& common);  // perf/pack_bench.cc
 void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addFabricBenchmark};
+  return {addPackBenchmark, addFabricBenchmark};
 }
 
 namespace {
