@@ -4,8 +4,10 @@
 
 namespace ibdt::perf {
 
+void addBootstrapBenchmark(CLI::App& app, const CommonOptions& common);
+
 std::vector<AddBenchmark> allBenchmarks() {
-  return {};
+  return {addBootstrapBenchmark};
 }
 
 namespace {

@@ -4,10 +4,13 @@
 
 #include <string>
 
-#include "bootstrap/run_command.h"
+#include "bootstrap/launcher/run_command.h"
 
 namespace ibdt::test {
 namespace {
+
+using bootstrap::CommandResult;
+using bootstrap::runCommand;
 
 CommandResult launch(std::vector<std::string> options, std::vector<std::string> program) {
   std::vector<std::string> argv{IBDT_RUN_PATH};
