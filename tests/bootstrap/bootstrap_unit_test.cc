@@ -54,7 +54,8 @@ TEST(StoreWire, TruncatedAndOverlongMessagesAreProtocolErrors) {
   wire::Reader shortRead(std::string_view(bytes).substr(0, 7));
   EXPECT_EQ(shortRead.blob(), "");
   EXPECT_EQ(shortRead.finish("test").code(), Code::kProtocol);
-  wire::Reader trailing(bytes + "x");
+  std::string withTrailing = bytes + "x";
+  wire::Reader trailing(withTrailing);
   trailing.blob();
   EXPECT_EQ(trailing.finish("test").code(), Code::kProtocol);
 }
