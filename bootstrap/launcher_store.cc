@@ -85,7 +85,12 @@ Status LauncherStore::doCommit() {
   for (const auto& [key, value] : batch) {
     request.blob(key).blob(std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
   }
-  IBDT_ASSIGN_OR_RETURN(Reply reply, call(id, std::move(request).frame(), Deadline::never()));
+  std::string frame = request.frame();
+  if (frame.size() - 4 > wire::kMaxFrame) {
+    return makeError(Code::kInvalidArgument, "store commit of ", frame.size(), " bytes exceeds ibdt-run's limit of ",
+                     wire::kMaxFrame, " bytes per commit");
+  }
+  IBDT_ASSIGN_OR_RETURN(Reply reply, call(id, std::move(frame), Deadline::never()));
   if (reply.code != Code::kOk) return Status(reply.code, reply.message);
   return Status::ok();
 }

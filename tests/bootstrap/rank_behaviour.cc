@@ -8,6 +8,7 @@
 //                                       rank (r+1)%n exits 1
 //   rank_behaviour missing-key          every rank gets a key nobody puts
 //   rank_behaviour placement            print rank, size, node, local rank/size
+//   rank_behaviour ready-then-hang      print "ready pid=<pid>", then sleep forever
 #include <signal.h>
 #include <unistd.h>
 
@@ -84,6 +85,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     return fenceAndReport(store);
+  }
+  if (mode == "ready-then-hang") {
+    std::printf("ready pid=%d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    for (;;) ::pause();
   }
   if (mode == "missing-key") {
     int peer = (store.rank() + 1) % store.size();
