@@ -97,6 +97,14 @@ TEST(IbdtRun, GetOfAMissingKeyTimesOutNamingTheRank) {
       << run.out;
 }
 
+TEST(IbdtRun, AStrangerWithoutTheTokenIsRefusedAndTheJobGoesOn) {
+  CommandResult run = launch({"-n", "2", "--timeout", "60"}, {"stranger"});
+  ASSERT_EQ(run.exitCode, 0) << run.out << run.err;
+  EXPECT_TRUE(contains(run.out, "[0] stranger: protocol: connecting to ibdt-run's store: ibdt-run store refused the connection: wrong job token"))
+      << run.out;
+  EXPECT_TRUE(contains(run.err, "ibdt-run store: refused a connection: wrong job token")) << run.err;
+}
+
 TEST(IbdtRun, InterruptStopsTheWholeJob) {
   int out[2];
   ASSERT_EQ(::pipe(out), 0);
