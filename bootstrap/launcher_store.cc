@@ -68,17 +68,12 @@ Result<std::unique_ptr<Store>> LauncherStore::connect(const std::string& socketP
 LauncherStore::~LauncherStore() { ::close(fd_); }
 
 Status LauncherStore::doPut(std::string_view key, std::span<const uint8_t> value) {
-  std::lock_guard lock(stagedMutex_);
-  staged_.insert_or_assign(std::string(key), Bytes(value.begin(), value.end()));
+  staged_.put(key, value);
   return Status::ok();
 }
 
 Status LauncherStore::doCommit() {
-  std::map<std::string, Bytes, std::less<>> batch;
-  {
-    std::lock_guard lock(stagedMutex_);
-    batch.swap(staged_);
-  }
+  StagedValues::Batch batch = staged_.take();
   uint64_t id = newRequestId();
   wire::Writer request(wire::Op::kCommit, id);
   request.u32(static_cast<uint32_t>(batch.size()));
