@@ -4,10 +4,11 @@
 
 namespace ibdt::perf {
 
+void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
 void addBootstrapBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addBootstrapBenchmark};
+  return {addFabricBenchmark, addBootstrapBenchmark};
 }
 
 namespace {

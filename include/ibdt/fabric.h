@@ -1,0 +1,270 @@
+// ibdt/fabric.h — the verbs-shaped provider interface.
+//
+// Everything above the fabric (memory, messaging, collectives) is written
+// against these semantics, which mirror an InfiniBand RC queue pair, so it
+// runs unchanged on every provider:
+//   * shm   — software RDMA between the processes of one host (the default);
+//   * verbs — rdma-core libibverbs on InfiniBand or RoCE.
+// Providers differ only in what caps() publishes.
+//
+// Rules shared by every provider (as in rdma-core):
+//   * post*() returns an error only for a malformed request (kInvalidArgument),
+//     or kAgain when the queue is full (back-pressure, not an error: the
+//     requests before *badRequest were posted, retry the rest later);
+//   * the outcome of a posted request arrives in its completion, never as a
+//     return value of the post; a failed request completes with an error
+//     status and moves its endpoint to EndpointState::kError, after which
+//     every outstanding and later request completes as kFlushed;
+//   * requests on one endpoint are executed and delivered in order;
+//   * a peer may touch only registered memory, inside the region, with the
+//     access flags the region grants; a deregistered rkey stops working at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ibdt/deadline.h"
+#include "ibdt/status.h"
+
+namespace ibdt::fabric {
+
+// Access flags of a memory region (bitwise or).
+enum Access : uint32_t {
+  kLocalWrite = 1u << 0,
+  kRemoteWrite = 1u << 1,
+  kRemoteRead = 1u << 2,
+};
+
+// Registration cost model used by optimistic group registration:
+// registering `pages` pages costs about fixedNs + perPageNs * pages.
+struct RegistrationCost {
+  double fixedNs = 0;
+  double perPageNs = 0;
+};
+
+// Cost model of one-sided transfers, measured or published by the provider:
+// a request costs about perRequestNs + perSgeNs * entries
+// + perRemotePageNs * distinct remote pages + bytes / bytesPerNs.
+// (On shm the per-page term is real: the kernel pins each remote page.)
+struct TransferCost {
+  double perRequestNs = 0;
+  double perSgeNs = 0;
+  double perRemotePageNs = 0;
+  double bytesPerNs = 1;
+};
+
+struct Caps {
+  std::string provider;  // "shm" or "verbs"
+  std::string device;    // e.g. "shm", "mlx5_0:1", "rxe0:1"
+  uint32_t maxSendSge = 1;
+  uint32_t maxRecvSge = 1;
+  uint32_t maxInline = 0;         // bytes a send may carry inline
+  uint64_t maxMessageSize = 0;    // bytes in one request
+  uint32_t maxSendQueueDepth = 0;
+  uint32_t maxRecvQueueDepth = 0;
+  uint32_t maxCompletionQueueDepth = 0;
+  uint32_t maxReadsInFlight = 0;  // outstanding RDMA READs per endpoint (max_qp_rd_atom)
+  bool rdmaRead = false;
+  bool writeWithImm = false;
+  size_t pageSize = 4096;
+  RegistrationCost registration;
+  TransferCost transfer;
+};
+
+// What a peer needs to access a region: serialisable, 24 bytes on the wire.
+struct RemoteKey {
+  uint64_t address = 0;
+  uint64_t length = 0;
+  uint64_t rkey = 0;
+
+  static constexpr size_t kWireSize = 24;
+  void serialize(std::span<uint8_t, kWireSize> out) const;
+  static Result<RemoteKey> parse(std::span<const uint8_t> bytes);
+};
+
+// A registered (pinned) memory region. Destroying it deregisters it.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+
+  void* address() const { return address_; }
+  size_t length() const { return length_; }
+  uint32_t lkey() const { return lkey_; }
+  uint64_t rkey() const { return rkey_; }
+  uint32_t access() const { return access_; }
+  RemoteKey remoteKey() const { return {reinterpret_cast<uint64_t>(address_), length_, rkey_}; }
+
+ protected:
+  MemoryRegion(void* address, size_t length, uint32_t lkey, uint64_t rkey, uint32_t access)
+      : address_(address), length_(length), lkey_(lkey), rkey_(rkey), access_(access) {}
+
+ private:
+  void* address_;
+  size_t length_;
+  uint32_t lkey_;
+  uint64_t rkey_;
+  uint32_t access_;
+};
+
+// One scatter/gather entry: local memory inside a region with key `lkey`.
+// Same layout as struct ibv_sge.
+struct Sge {
+  uint64_t address = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+enum class Opcode : uint8_t {
+  kSend,          // two-sided; consumes a posted receive at the target
+  kSendWithImm,   // as kSend, and delivers immData
+  kWrite,         // one-sided RDMA WRITE (gather locally, contiguous remotely)
+  kWriteWithImm,  // RDMA WRITE that also consumes a posted receive and delivers immData
+  kRead,          // one-sided RDMA READ (contiguous remotely, scatter locally)
+  kRecv,          // completion of a receive consumed by kSend/kSendWithImm
+  kRecvWriteWithImm,  // completion of a receive consumed by kWriteWithImm
+};
+
+enum SendFlags : uint32_t {
+  kSignaled = 1u << 0,  // produce a completion on success (errors always complete)
+  kInline = 1u << 1,    // copy the payload at post time (at most caps().maxInline bytes)
+  kFence = 1u << 2,     // start only after earlier READs on this endpoint completed
+};
+
+// A send-queue work request; chain several with `next` and post them in one call.
+struct SendRequest {
+  uint64_t id = 0;
+  Opcode opcode = Opcode::kSend;
+  uint32_t flags = kSignaled;
+  const Sge* sgList = nullptr;
+  uint32_t numSge = 0;
+  uint32_t immData = 0;
+  uint64_t remoteAddress = 0;  // kWrite, kWriteWithImm, kRead
+  uint64_t rkey = 0;
+  const SendRequest* next = nullptr;
+};
+
+struct RecvRequest {
+  uint64_t id = 0;
+  const Sge* sgList = nullptr;
+  uint32_t numSge = 0;
+  const RecvRequest* next = nullptr;
+};
+
+enum class CompletionStatus : uint8_t {
+  kSuccess,
+  kLocalLength,           // receive buffer too small for the incoming send
+  kLocalProtection,       // a local SGE is outside its region or lacks access
+  kLocalOperation,        // internal error on the local side
+  kRemoteAccess,          // bad rkey, stale rkey, out of range, or flag missing at the target
+  kRemoteInvalidRequest,  // the target rejected the request (e.g. too long)
+  kRemoteOperation,       // the target failed to carry it out
+  kRetryExceeded,         // the peer is unreachable or dead
+  kFlushed,               // not executed: the endpoint was already in the error state
+  kFatal,                 // anything else
+};
+
+std::string_view completionStatusName(CompletionStatus status);
+
+struct Completion {
+  uint64_t id = 0;
+  Opcode opcode = Opcode::kSend;
+  CompletionStatus status = CompletionStatus::kSuccess;
+  bool hasImm = false;
+  uint32_t byteLength = 0;  // bytes received (receive completions) or transferred
+  uint32_t immData = 0;
+  uint32_t endpointId = 0;  // Endpoint::id() of the endpoint it belongs to
+  uint32_t vendorError = 0;
+};
+
+// Turns a failed completion into a Status naming the operation, the status
+// and `peer` (e.g. "rank 3"); kFlushed maps to Code::kFlushed, kRetryExceeded
+// to Code::kPeerFailed, kRemoteAccess to Code::kRemoteAccess.
+Status completionError(const Completion& completion, std::string_view peer);
+
+class CompletionQueue {
+ public:
+  virtual ~CompletionQueue() = default;
+  // Never blocks. Writes up to out.size() completions; returns how many.
+  virtual size_t poll(std::span<Completion> out) = 0;
+  // Sleeps (does not spin) until a completion may be available or the
+  // deadline passes (Code::kTimeout). Completions are then taken with poll().
+  virtual Status wait(Deadline deadline) = 0;
+};
+
+enum class EndpointState : uint8_t { kCreated, kConnected, kError };
+
+struct EndpointOptions {
+  uint32_t sendQueueDepth = 256;
+  uint32_t recvQueueDepth = 256;
+  uint32_t maxSendSge = 0;  // 0: caps().maxSendSge
+  uint32_t maxRecvSge = 0;  // 0: caps().maxRecvSge
+  uint32_t maxInline = 0;
+};
+
+// An RC endpoint (queue pair) connected to exactly one peer endpoint.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // Opaque address to give the peer (through the bootstrap Store).
+  virtual std::vector<uint8_t> address() const = 0;
+  // Connects to the peer whose address() is `peerAddress`. Validates the blob.
+  virtual Status connect(std::span<const uint8_t> peerAddress) = 0;
+  virtual Status postSend(const SendRequest& first, const SendRequest** badRequest = nullptr) = 0;
+  virtual Status postRecv(const RecvRequest& first, const RecvRequest** badRequest = nullptr) = 0;
+  virtual EndpointState state() const = 0;
+  // Identifies this endpoint in Completion::endpointId.
+  virtual uint32_t id() const = 0;
+  // Names the peer in error messages and logs, e.g. "rank 3".
+  void setPeerLabel(std::string label) { peerLabel_ = std::move(label); }
+  const std::string& peerLabel() const { return peerLabel_; }
+
+ private:
+  std::string peerLabel_ = "peer";
+};
+
+struct DomainOptions {
+  // Names this job's shared resources (shm segment names); the bootstrap
+  // supplies a job-unique value.
+  std::string jobTag;
+  // Device and port for verbs, e.g. "mlx5_0:1"; empty: the first active port.
+  std::string device;
+};
+
+// A provider opened on one device: a protection domain plus the factories of
+// the objects above. Not thread-safe unless stated (one thread at a time).
+class Domain {
+ public:
+  virtual ~Domain() = default;
+  virtual const Caps& caps() const = 0;
+  // Registers caller memory. Fails (like ibv_reg_mr) when any page of the
+  // range is not mapped.
+  virtual Result<std::unique_ptr<MemoryRegion>> registerMemory(void* address, size_t length, uint32_t access) = 0;
+  // Allocates page-aligned memory owned by the provider and registers it. On
+  // shm it lives in shared memory that peers map, so one-sided access to it
+  // is a plain copy; pools, eager rings and pack buffers use this.
+  virtual Result<std::unique_ptr<MemoryRegion>> allocateMemory(size_t length, uint32_t access) = 0;
+  virtual Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) = 0;
+  virtual Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
+                                                          const EndpointOptions& options) = 0;
+};
+
+struct ProviderInfo {
+  std::string name;
+  bool available = false;
+  std::string detail;  // devices found, or why it is unavailable
+};
+
+// The providers compiled in, and whether each can be opened here.
+std::vector<ProviderInfo> probeProviders();
+
+// Opens a provider by name ("shm", "verbs"), or "auto": verbs when an active
+// RDMA port exists, else shm. IBDT_PROVIDER overrides "auto".
+Result<std::unique_ptr<Domain>> openDomain(std::string_view provider, const DomainOptions& options);
+
+}  // namespace ibdt::fabric
