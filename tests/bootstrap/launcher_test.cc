@@ -38,6 +38,13 @@ TEST(IbdtRun, PrefixesEveryLineWithTheRank) {
   }
 }
 
+TEST(IbdtRun, PrefixesArePaddedToTheWidestRank) {
+  CommandResult run = launch({"-n", "11", "--timeout", "60"}, {"echo"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "[ 3] hello from rank 3 of 11\n")) << run.out;
+  EXPECT_TRUE(contains(run.out, "[10] hello from rank 10 of 11\n")) << run.out;
+}
+
 TEST(IbdtRun, PrefixCanBeSwitchedOff) {
   CommandResult run = launch({"-n", "2", "--no-prefix"}, {"echo"});
   ASSERT_EQ(run.exitCode, 0) << run.err;
