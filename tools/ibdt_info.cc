@@ -5,11 +5,14 @@
 #include <string>
 
 #include "base/config.h"
+#include "bootstrap/backends.h"
 #include "build_info.h"
 
 int main() {
   std::printf("ibdt %s\n", IBDT_VERSION_STRING);
   std::printf("components: verbs=%s pmix=%s mpi=%s\n", IBDT_BUILD_VERBS, IBDT_BUILD_PMIX, IBDT_BUILD_MPI);
+  auto bootstrap = ibdt::bootstrap::detectedBackend();
+  std::printf("bootstrap: %s\n", bootstrap.isOk() ? std::string(*bootstrap).c_str() : bootstrap.status().toString().c_str());
   std::printf("\nconfiguration (IBDT_* environment variables):\n");
   int status = 0;
   for (const auto& knob : ibdt::config::knobs()) {
