@@ -23,8 +23,10 @@ constexpr uint32_t kAllAccess = kLocalWrite | kRemoteWrite | kRemoteRead;
 // development machine (2 shared cores, Linux 6.18), which prints this model
 // beside its measurements: one process_vm_writev costs ~550 ns, each extra
 // local iovec ~25 ns, each remote page ~95 ns (the kernel pins it), and
-// bytes stream at ~20 B/ns. Provider-allocated (shared) memory skips the
-// syscall and the pinning. Registration is a mincore() plus a table write.
+// bytes stream at ~20 B/ns. A chained list of plain writes runs as one
+// call, each write costing about one entry plus one remote page.
+// Provider-allocated (shared) memory skips the syscall and the pinning.
+// Registration is a mincore() plus a table write.
 Caps makeCaps() {
   Caps caps;
   caps.provider = "shm";

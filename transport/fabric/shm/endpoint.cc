@@ -198,6 +198,10 @@ Status ShmEndpoint::validate(const SendRequest& request, uint64_t& length) const
 
 Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRequest) {
   for (const SendRequest* request = &first; request != nullptr; request = request->next) {
+    if (request->opcode == Opcode::kWrite && request->next != nullptr) {
+      request = writeBatch(request);  // a run of writes in one system call
+      if (request == nullptr) break;
+    }
     uint64_t length = 0;
     Status status = validate(*request, length);
     if (status.isOk() && state_ == EndpointState::kCreated) {
@@ -238,6 +242,55 @@ Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRe
     }
   }
   return Status::ok();
+}
+
+const SendRequest* ShmEndpoint::writeBatch(const SendRequest* first) {
+  if (!pending_.empty() || state_ != EndpointState::kConnected || !crossMemoryAttach()) return first;
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) return first;
+  // Collect consecutive plain writes to the peer's user memory that would
+  // succeed on their own; anything else ends the run.
+  thread_local std::vector<iovec> local;
+  thread_local std::vector<RemotePiece> remote;
+  local.clear();
+  remote.clear();
+  const SendRequest* end = first;
+  uint32_t count = 0;
+  for (; end != nullptr && end->opcode == Opcode::kWrite && sendInUse_ + count < sendDepth_; end = end->next) {
+    uint64_t length = 0;
+    if (!validate(*end, length).isOk() || length == 0) break;
+    size_t localMark = local.size();
+    bool usable = true;
+    for (uint32_t i = 0; i < end->numSge && usable; ++i) {
+      const Sge& sge = end->sgList[i];
+      if (sge.length == 0) continue;
+      usable = domain_->checkLocal(sge, 0);
+      local.push_back({reinterpret_cast<void*>(sge.address), sge.length});
+    }
+    RemotePiece piece;
+    if (usable) {
+      usable = peer_->checkAccess(end->rkey, end->remoteAddress, length, kRemoteWrite, piece) ==
+                   CompletionStatus::kSuccess &&
+               piece.mapped == nullptr;
+    }
+    if (!usable) {
+      local.resize(localMark);
+      break;
+    }
+    remote.push_back(piece);
+    ++count;
+  }
+  if (count < 2) return first;
+  if (copyRemote(Direction::kToPeer, peer_->pid(), local, remote).status != CompletionStatus::kSuccess) {
+    return first;  // redo one by one, which names the failing request (writes are idempotent)
+  }
+  for (const SendRequest* done = first; done != end; done = done->next) {
+    ++sendInUse_;
+    uint64_t length = 0;
+    for (uint32_t i = 0; i < done->numSge; ++i) length += done->sgList[i].length;
+    finish(Work{*done, std::span<const Sge>(done->sgList, done->numSge), {}, length}, CompletionStatus::kSuccess);
+  }
+  return end;
 }
 
 Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRequest) {

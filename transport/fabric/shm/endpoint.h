@@ -68,6 +68,10 @@ class ShmEndpoint final : public Endpoint {
   ShmEndpoint(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue, ShmCompletionQueue& recvQueue);
 
   Status validate(const SendRequest& request, uint64_t& length) const;
+  // Executes a run of plain writes to the peer's user memory starting at
+  // `first` with one cross-memory call (the Multi-W pattern); returns the
+  // first request it did not execute.
+  const SendRequest* writeBatch(const SendRequest* first);
   Step execute(const Work& work, CompletionStatus& status);
   Step executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status);
   Step executeOneSided(const Work& work, std::span<const iovec> local, CompletionStatus& status);
