@@ -415,6 +415,7 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
         return executeSend(work, local, status);  // again, through the bounce path
       }
       status = outcome.status;
+      vendorError_ = static_cast<uint32_t>(outcome.error);
     }
   }
   peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
@@ -446,6 +447,7 @@ ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const
         return executeOneSided(work, local, status);  // again, through the bounce path
       }
       status = outcome.status;
+      vendorError_ = static_cast<uint32_t>(outcome.error);
       if (status != CompletionStatus::kSuccess) return Step::kDone;
     }
   }
@@ -550,8 +552,10 @@ void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
     completion.status = status;
     completion.byteLength = static_cast<uint32_t>(work.length);
     completion.endpointId = id_;
+    completion.vendorError = status == CompletionStatus::kSuccess ? 0 : vendorError_;
     pushSend(completion);
   }
+  vendorError_ = 0;
   if (status != CompletionStatus::kSuccess && status != CompletionStatus::kFlushed &&
       state_ != EndpointState::kError) {
     IBDT_LOG(kDebug, "shm endpoint ", id_, " to ", peerLabel(), ": request ", work.request.id, " failed with ",

@@ -128,7 +128,8 @@ class ShmEndpoint final : public Endpoint {
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;
-  uint32_t sendInUse_ = 0;  // send-queue slots: pending, or completed but not yet polled
+  uint32_t sendInUse_ = 0;
+  uint32_t vendorError_ = 0;  // errno of the failed system call, for the completion  // send-queue slots: pending, or completed but not yet polled
   bool lossUnreported_ = false;
   std::chrono::steady_clock::time_point lastPeerCheck_{};
 };

@@ -13,12 +13,6 @@
 #include "base/log.h"
 
 namespace ibdt::fabric::shm {
-namespace {
-
-constexpr size_t kMaxMappedSegments = 256;
-
-}  // namespace
-
 PeerDomain::~PeerDomain() {
   if (pidfd_ >= 0) close(pidfd_);
 }
@@ -96,14 +90,13 @@ CompletionStatus PeerDomain::resolveReceive(uint32_t regionIndex, uint64_t addre
 uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address) {
   auto found = segments_.find(region.segmentInode);
   if (found == segments_.end()) {
-    if (segments_.size() >= kMaxMappedSegments) {
-      // Unmap segments whose registration is gone (the peer freed them).
-      for (auto it = segments_.begin(); it != segments_.end();) {
-        RegionSnapshot current;
-        bool live = readRegion(regions_, header_->regionCapacity, it->second.regionIndex, current) &&
-                    current.segmentInode == it->first;
-        it = live ? std::next(it) : segments_.erase(it);
-      }
+    // Unmap segments whose registration is gone (the peer freed them), so
+    // freed memory does not stay alive in this process.
+    for (auto it = segments_.begin(); it != segments_.end();) {
+      RegionSnapshot current;
+      bool live = readRegion(regions_, header_->regionCapacity, it->second.regionIndex, current) &&
+                  current.segmentInode == it->first;
+      it = live ? std::next(it) : segments_.erase(it);
     }
     auto segment = Segment::openPeer(pid_, region.segmentFd, region.segmentInode);
     if (!segment.isOk()) {
