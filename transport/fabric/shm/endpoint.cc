@@ -81,6 +81,7 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->endpointId = endpoint->id_;
   header->recvDepth = options.recvQueueDepth;
   header->recvSlotSize = static_cast<uint32_t>(slotSize);
+  endpoint->recvSlotSize_ = static_cast<uint32_t>(slotSize);
   header->sendDoorbell = sendQueue.doorbell();
   header->recvDoorbell = recvQueue.doorbell();
   header->recvRingOffset = recvOffset;
@@ -100,8 +101,8 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
 ShmEndpoint::~ShmEndpoint() {
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kClosed), std::memory_order_release);
   if (peer_ != nullptr) {
-    peer_->ring(peerHeader_->recvDoorbell);
-    peer_->ring(peerHeader_->sendDoorbell);
+    peer_->ring(peerRecvDoorbell_);
+    peer_->ring(peerSendDoorbell_);
   }
   if (sendQueue_ != nullptr) sendQueue_->detach(this);
   if (recvQueue_ != nullptr) recvQueue_->detach(this);
@@ -162,6 +163,13 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peer_ = std::move(peer).value();
   peerSegment_ = std::move(segment).value();
   peerHeader_ = header;
+  // Keep the validated geometry: the peer could rewrite its header later.
+  peerRecvDoorbell_ = header->recvDoorbell;
+  peerSendDoorbell_ = header->sendDoorbell;
+  peerRecvDepth_ = header->recvDepth;
+  peerRecvSlotSize_ = header->recvSlotSize;
+  peerNotifyCapacity_ = header->notifyCapacity;
+  peerBounceSize_ = header->bounceSize;
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
   peerNotifications_ = reinterpret_cast<Notification*>(peerSegment_.data() + header->notifyRingOffset);
   peerBounce_ = peerSegment_.data() + header->bounceOffset;
@@ -305,7 +313,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
     }
     if (!status.isOk()) {
       if (badRequest != nullptr) *badRequest = request;
-      if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+      if (posted && peer_ != nullptr) peer_->ring(peerSendDoorbell_);
       return status;
     }
     Completion completion;
@@ -318,7 +326,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
       continue;
     }
     uint64_t head = header_->recvRing.head.load(std::memory_order_relaxed);
-    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * header_->recvSlotSize);
+    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * recvSlotSize_);
     bool valid = true;
     for (uint32_t i = 0; i < request->numSge && valid; ++i) {
       const Sge& sge = request->sgList[i];
@@ -338,7 +346,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
     posted = true;
   }
   // A peer's send may be waiting for this receive.
-  if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+  if (posted && peer_ != nullptr) peer_->ring(peerSendDoorbell_);
   return Status::ok();
 }
 
@@ -379,8 +387,8 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
   if (!peerReceiveAvailable()) return Step::kBlocked;
   uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
   const auto* slot =
-      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerHeader_->recvDepth) * peerHeader_->recvSlotSize);
-  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerHeader_->recvSlotSize - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerRecvDepth_) * peerRecvSlotSize_);
+  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerRecvSlotSize_ - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
   uint64_t capacity = 0;
   for (uint32_t i = 0; i < numSge; ++i) capacity += slot->sge[i].length;
   bool imm = hasImm(work.request.opcode);
@@ -478,9 +486,9 @@ void ShmEndpoint::pushNotification(const Notification& note) {
   uint64_t head = ring.head.load(std::memory_order_relaxed);
   // Never full: each notification answers one consumed receive (the peer
   // has at most recvDepth outstanding) or is the one bounce request in flight.
-  peerNotifications_[head % peerHeader_->notifyCapacity] = note;
+  peerNotifications_[head % peerNotifyCapacity_] = note;
   ring.head.store(head + 1, std::memory_order_release);
-  peer_->ring(peerHeader_->recvDoorbell);
+  peer_->ring(peerRecvDoorbell_);
 }
 
 bool ShmEndpoint::crossMemoryAttach() const {
@@ -515,11 +523,11 @@ ShmEndpoint::Step ShmEndpoint::bounce(NotificationKind kind, std::span<const iov
 
 void ShmEndpoint::serveBounce(const Notification& note) {
   auto kind = static_cast<NotificationKind>(note.kind);
-  bool valid = note.chunkLength <= peerHeader_->bounceSize;
+  bool valid = note.chunkLength <= peerBounceSize_;
   if (valid && kind == NotificationKind::kBounceReceive) {
     // The initiator has not consumed the receive yet: it is at our tail.
     uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
-    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * header_->recvSlotSize);
+    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * recvSlotSize_);
     iovec iovs[kMaxSge];
     uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
     for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
@@ -537,7 +545,7 @@ void ShmEndpoint::serveBounce(const Notification& note) {
     }
   }
   peerHeader_->bounceAcked.fetch_add(1, std::memory_order_release);
-  peer_->ring(peerHeader_->sendDoorbell);
+  peer_->ring(peerSendDoorbell_);
 }
 
 void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
@@ -581,7 +589,7 @@ bool ShmEndpoint::drainNotifications() {
   uint64_t head = ring.head.load(std::memory_order_acquire);
   bool ok = true;
   for (; tail != head; ++tail) {
-    const Notification& note = notifications_[tail % header_->notifyCapacity];
+    const Notification& note = notifications_[tail % (recvDepth_ + 1)];
     if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
       if (peer_ != nullptr) serveBounce(note);
       continue;
@@ -657,8 +665,8 @@ void ShmEndpoint::fail(CompletionStatus cause) {
     pushRecv(completion);
   }
   if (peer_ != nullptr) {
-    peer_->ring(peerHeader_->recvDoorbell);
-    peer_->ring(peerHeader_->sendDoorbell);
+    peer_->ring(peerRecvDoorbell_);
+    peer_->ring(peerSendDoorbell_);
   }
 }
 

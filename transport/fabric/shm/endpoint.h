@@ -109,6 +109,7 @@ class ShmEndpoint final : public Endpoint {
   uint32_t maxSendSge_ = 0;
   uint32_t maxRecvSge_ = 0;
   uint32_t maxInline_ = 0;
+  uint32_t recvSlotSize_ = 0;  // our geometry, kept here: the peer can write our segment
 
   Segment segment_;
   EndpointHeader* header_ = nullptr;
@@ -125,6 +126,12 @@ class ShmEndpoint final : public Endpoint {
   uint8_t* peerRecvSlots_ = nullptr;
   Notification* peerNotifications_ = nullptr;
   uint8_t* peerBounce_ = nullptr;
+  uint32_t peerRecvDoorbell_ = 0;
+  uint32_t peerSendDoorbell_ = 0;
+  uint32_t peerRecvDepth_ = 1;
+  uint32_t peerRecvSlotSize_ = 0;
+  uint32_t peerNotifyCapacity_ = 1;
+  uint32_t peerBounceSize_ = 0;
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;

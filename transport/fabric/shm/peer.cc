@@ -69,7 +69,7 @@ CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64
   }
   piece.address = address;
   piece.length = length;
-  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, index, address) : nullptr;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, index, address, length) : nullptr;
   if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
   return CompletionStatus::kSuccess;
 }
@@ -82,12 +82,12 @@ CompletionStatus PeerDomain::resolveReceive(uint32_t regionIndex, uint64_t addre
   }
   piece.address = address;
   piece.length = length;
-  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, regionIndex, address) : nullptr;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, regionIndex, address, length) : nullptr;
   if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
   return CompletionStatus::kSuccess;
 }
 
-uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address) {
+uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address, uint64_t length) {
   auto found = segments_.find(region.segmentInode);
   if (found == segments_.end()) {
     // Unmap segments whose registration is gone (the peer freed them), so
@@ -105,8 +105,10 @@ uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, ui
     }
     found = segments_.emplace(region.segmentInode, Mapped{std::move(segment).value(), index}).first;
   }
+  // Never trust the peer's table beyond the mapping: the piece must lie inside it.
+  size_t mapped = found->second.segment.length();
   uint64_t offset = address - region.address;
-  if (offset > found->second.segment.length()) return nullptr;
+  if (address < region.address || offset > mapped || length > mapped - offset) return nullptr;
   return found->second.segment.data() + offset;
 }
 
