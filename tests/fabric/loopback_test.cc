@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cstring>
 
@@ -276,11 +277,21 @@ TEST_P(Loopback, FullReceiveQueueIsBackPressure) {
   EXPECT_GE(posted, 4);
 }
 
+double threadCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
 TEST_P(Loopback, CompletionWaitSleepsUntilTheDeadline) {
   auto before = std::chrono::steady_clock::now();
-  Status status = a_.recvQueue->wait(Deadline::after(std::chrono::milliseconds(30)));
+  double cpuBefore = threadCpuSeconds();
+  Status status = a_.recvQueue->wait(Deadline::after(std::chrono::milliseconds(200)));
+  double cpu = threadCpuSeconds() - cpuBefore;
   EXPECT_EQ(status.code(), Code::kTimeout) << status.toString();
-  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(30));
+  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(200));
+  // Sleeping, not spinning: a spin would burn the whole 200 ms of CPU.
+  EXPECT_LT(cpu, 0.1) << "wait() used " << cpu << " s of CPU in 200 ms";
 }
 
 TEST_P(Loopback, MalformedRequestsAreRejectedAtPost) {
