@@ -215,6 +215,16 @@ TEST_P(Loopback, InlineSendOwnsItsPayloadAtPostTime) {
   expectSuccess(*a_.sendQueue);
   expectSuccess(*b_.recvQueue);
   expectDelivered(target.data(), 64, 21, "inline send");
+  // Inline data needs no registration (the lkey is ignored).
+  std::vector<uint8_t> unregistered(48);
+  fillPattern(unregistered.data(), 48, 22);
+  std::fill(target.begin(), target.end(), 0);
+  postReceive(*epB_, 3, splitSges(*targetRegion, target.data() + kGuard, 64, 1));
+  std::vector<Sge> loose{Sge{reinterpret_cast<uint64_t>(unregistered.data()), 48, 0}};
+  ASSERT_TRUE(postOne(*epA_, Opcode::kSend, 4, loose, 0, 0, 0, kSignaled | kInline).isOk());
+  expectSuccess(*a_.sendQueue);
+  EXPECT_EQ(expectSuccess(*b_.recvQueue).byteLength, 48u);
+  expectDelivered(target.data(), 48, 22, "inline send from unregistered memory");
 }
 
 TEST_P(Loopback, FullSendQueueIsBackPressureAndEverythingArrivesInOrder) {

@@ -362,9 +362,10 @@ ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& statu
     local[count++] = {const_cast<uint8_t*>(work.inlineData.data()), work.inlineData.size()};
   } else {
     uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
+    bool inlined = (work.request.flags & kInline) != 0;  // as in verbs, inline data needs no lkey
     for (const Sge& sge : work.sges) {
       if (sge.length == 0) continue;
-      if (!domain_->checkLocal(sge, access)) {
+      if (!inlined && !domain_->checkLocal(sge, access)) {
         status = CompletionStatus::kLocalProtection;
         return Step::kDone;
       }
