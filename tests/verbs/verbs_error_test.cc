@@ -48,11 +48,12 @@ void expectFailedAndFlushing(Fixture& f) {
   }                                                                             \
   f.pair = connectPair(*f.domain);                                              \
   ASSERT_TRUE(f.pair.a && f.pair.b);                                            \
-  f.source = allocate(*f.domain, 8192);                                         \
-  f.target = allocate(*f.domain, 8192, targetAccess);                           \
-  ASSERT_TRUE(f.source && f.target);                                            \
-  fillPattern(bytesOf(*f.source), 8192, 12);                                    \
-  std::memset(bytesOf(*f.target), 0, 8192)
+  {                                                                             \
+    auto regions = sourceAndTarget(*f.domain, 8192, 12, targetAccess);          \
+    f.source = std::move(regions.source);                                       \
+    f.target = std::move(regions.target);                                       \
+  }                                                                             \
+  ASSERT_TRUE(f.source && f.target)
 
 TEST(VerbsErrors, WrongRkeyIsARemoteAccessError) {
   IBDT_FIXTURE_OR_SKIP(f, kLocalWrite | kRemoteWrite);

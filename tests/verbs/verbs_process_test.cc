@@ -8,33 +8,27 @@
 
 #include <array>
 #include <functional>
+#include <type_traits>
 
 #include "tests/verbs/verbs_test_util.h"
 
 namespace ibdt::fabric::testing {
 namespace {
 
-bool writeAll(int fd, const void* data, size_t bytes) {
-  auto* p = static_cast<const uint8_t*>(data);
+// Moves all `bytes` through `fd` (write or read), or fails.
+template <typename Io, typename Pointer>
+bool transferAll(Io io, int fd, Pointer data, size_t bytes) {
+  auto* p = reinterpret_cast<std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const uint8_t*, uint8_t*>>(data);
   while (bytes > 0) {
-    ssize_t n = ::write(fd, p, bytes);
+    ssize_t n = io(fd, p, bytes);
     if (n <= 0) return false;
     p += n;
     bytes -= static_cast<size_t>(n);
   }
   return true;
 }
-
-bool readAll(int fd, void* data, size_t bytes) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::read(fd, p, bytes);
-    if (n <= 0) return false;
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
+bool writeAll(int fd, const void* data, size_t bytes) { return transferAll(::write, fd, data, bytes); }
+bool readAll(int fd, void* data, size_t bytes) { return transferAll(::read, fd, data, bytes); }
 
 // What one side tells the other: its endpoint address and a buffer's key.
 struct Introduction {

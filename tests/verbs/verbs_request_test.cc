@@ -15,9 +15,7 @@ void expectInvalid(Endpoint& endpoint, const SendRequest& request, const char* f
 }
 
 TEST(VerbsRequests, MalformedSendsAreRejected) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   auto buffer = allocate(*domain, 1 << 20);
   uint32_t maxSge = domain->caps().maxSendSge;
   std::vector<Sge> sges(maxSge + 1, sgeOf(*buffer, 0, 8));
@@ -50,13 +48,8 @@ TEST(VerbsRequests, MalformedSendsAreRejected) {
 }
 
 TEST(VerbsRequests, ListStopsAtTheMalformedRequest) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
-  auto source = allocate(*domain, 4096);
-  auto target = allocate(*domain, 4096);
-  fillPattern(bytesOf(*source), 4096, 8);
-  std::memset(bytesOf(*target), 0, 4096);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
+  auto [source, target] = sourceAndTarget(*domain, 4096, 8);
   Sge sge = sgeOf(*source, 0, 100);
   SendRequest third{.id = 3, .opcode = Opcode::kWrite, .sgList = &sge, .numSge = 1,
                     .remoteAddress = target->remoteKey().address + 200, .rkey = target->rkey()};
@@ -76,15 +69,11 @@ TEST(VerbsRequests, ListStopsAtTheMalformedRequest) {
 }
 
 TEST(VerbsRequests, FullCompletionQueueIsBackPressureNotOverflow) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
   EndpointOptions options;
   options.sendQueueDepth = 64;
-  Pair pair = connectPair(*domain, options, 8);  // far smaller than the send queue
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair, options, 8);  // a CQ far smaller than the send queue
   const int kCount = 20;
-  auto source = allocate(*domain, kCount * 64);
-  auto target = allocate(*domain, kCount * 64);
-  fillPattern(bytesOf(*source), source->length(), 2);
+  auto [source, target] = sourceAndTarget(*domain, kCount * 64, 2);
   std::vector<Sge> sges(kCount);
   std::vector<SendRequest> requests(kCount);
   for (int i = 0; i < kCount; ++i) {
@@ -128,11 +117,9 @@ TEST(VerbsRequests, FullCompletionQueueIsBackPressureNotOverflow) {
 }
 
 TEST(VerbsRequests, ReceiveQueueFullIsBackPressure) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
   EndpointOptions options;
   options.recvQueueDepth = 4;
-  Pair pair = connectPair(*domain, options, 1024);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair, options, 1024);
   std::vector<RecvRequest> recvs(64);
   for (size_t i = 0; i < recvs.size(); ++i) recvs[i] = {.id = i, .next = i + 1 < recvs.size() ? &recvs[i + 1] : nullptr};
   const RecvRequest* bad = nullptr;

@@ -108,6 +108,14 @@ inline Pair connectPair(Domain& domain, const EndpointOptions& options = {}, uin
   return pair;
 }
 
+// Deterministic, position- and seed-dependent contents.
+inline void fillPattern(uint8_t* data, size_t bytes, uint32_t seed) {
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+}
+inline uint8_t patternByte(size_t i, uint32_t seed) {
+  return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+}
+
 inline std::unique_ptr<MemoryRegion> allocate(Domain& domain, size_t bytes,
                                               uint32_t access = kLocalWrite | kRemoteWrite | kRemoteRead) {
   auto region = domain.allocateMemory(bytes, access);
@@ -117,13 +125,25 @@ inline std::unique_ptr<MemoryRegion> allocate(Domain& domain, size_t bytes,
 
 inline uint8_t* bytesOf(const MemoryRegion& region) { return static_cast<uint8_t*>(region.address()); }
 
-// Deterministic, position- and seed-dependent contents.
-inline void fillPattern(uint8_t* data, size_t bytes, uint32_t seed) {
-  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+// A source filled with pattern `seed` and a zeroed target, `bytes` each.
+struct SourceTarget {
+  std::unique_ptr<MemoryRegion> source, target;
+};
+inline SourceTarget sourceAndTarget(Domain& domain, size_t bytes, uint32_t seed,
+                                    uint32_t targetAccess = kLocalWrite | kRemoteWrite | kRemoteRead) {
+  SourceTarget regions{allocate(domain, bytes), allocate(domain, bytes, targetAccess)};
+  if (regions.source && regions.target) {
+    fillPattern(bytesOf(*regions.source), regions.source->length(), seed);
+    std::memset(bytesOf(*regions.target), 0, regions.target->length());
+  }
+  return regions;
 }
-inline uint8_t patternByte(size_t i, uint32_t seed) {
-  return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
-}
+
+// Opens the domain (or skips) and connects a pair: connectPair(*domain, ...).
+#define IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair, ...)                                                \
+  IBDT_OPEN_VERBS_OR_SKIP(domain);                                                                    \
+  ::ibdt::fabric::testing::Pair pair = ::ibdt::fabric::testing::connectPair(*domain __VA_OPT__(, ) __VA_ARGS__); \
+  ASSERT_TRUE(pair.a && pair.b)
 
 inline Sge sgeOf(const MemoryRegion& region, size_t offset, uint32_t length) {
   return {reinterpret_cast<uint64_t>(bytesOf(region) + offset), length, region.lkey()};

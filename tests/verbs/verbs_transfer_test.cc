@@ -36,16 +36,11 @@ std::vector<Sge> gappedSges(const MemoryRegion& region, const std::vector<uint32
 }
 
 TEST(VerbsTransfer, SendRecvGathersAndScattersEveryByte) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   const uint32_t total = 20000;
   uint32_t sendPieces = std::min<uint32_t>(domain->caps().maxSendSge, 7);
   uint32_t recvPieces = std::min<uint32_t>(domain->caps().maxRecvSge, 5);
-  auto source = allocate(*domain, 64 * 1024);
-  auto target = allocate(*domain, 64 * 1024);
-  fillPattern(bytesOf(*source), source->length(), 1);
-  std::memset(bytesOf(*target), 0, target->length());
+  auto [source, target] = sourceAndTarget(*domain, 64 * 1024, 1);
   auto sendSges = gappedSges(*source, unevenLengths(total, sendPieces), 97);
   auto recvSges = gappedSges(*target, unevenLengths(total, recvPieces), 131);
 
@@ -115,15 +110,10 @@ TEST(VerbsTransfer, InlineSendCopiesAtPostTime) {
 }
 
 TEST(VerbsTransfer, WriteGathersUpToMaxSge) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   uint32_t pieces = domain->caps().maxSendSge;
   const uint32_t total = 100000;
-  auto source = allocate(*domain, 256 * 1024);
-  auto target = allocate(*domain, 256 * 1024);
-  fillPattern(bytesOf(*source), source->length(), 3);
-  std::memset(bytesOf(*target), 0, target->length());
+  auto [source, target] = sourceAndTarget(*domain, 256 * 1024, 3);
   auto sges = gappedSges(*source, unevenLengths(total, pieces), 33);
   const size_t remoteOffset = 4096 + 17;
   RemoteKey key = target->remoteKey();
@@ -146,9 +136,7 @@ TEST(VerbsTransfer, WriteGathersUpToMaxSge) {
 }
 
 TEST(VerbsTransfer, ReadScattersUpToMaxSge) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   uint32_t pieces = domain->caps().maxSendSge;
   const uint32_t total = 70001;
   auto remote = allocate(*domain, 128 * 1024, kLocalWrite | kRemoteRead);
@@ -174,13 +162,8 @@ TEST(VerbsTransfer, ReadScattersUpToMaxSge) {
 }
 
 TEST(VerbsTransfer, WriteWithImmConsumesAReceive) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
-  auto source = allocate(*domain, 8192);
-  auto target = allocate(*domain, 8192);
-  fillPattern(bytesOf(*source), 8192, 5);
-  std::memset(bytesOf(*target), 0, 8192);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
+  auto [source, target] = sourceAndTarget(*domain, 8192, 5);
   ASSERT_TRUE(pair.b->postRecv(RecvRequest{.id = 40}).isOk());  // no SGE: the data goes by RDMA
   Sge sge = sgeOf(*source, 0, 5000);
   SendRequest write{.id = 41, .opcode = Opcode::kWriteWithImm, .sgList = &sge, .numSge = 1, .immData = 1234567,
@@ -201,16 +184,11 @@ TEST(VerbsTransfer, WriteWithImmConsumesAReceive) {
 }
 
 TEST(VerbsTransfer, ChainedListWithOneSignalPostsAndCompletesInOrder) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   const int kCount = 64;
   const uint32_t kBlock = 1000;
-  auto source = allocate(*domain, kCount * kBlock);
-  auto target = allocate(*domain, kCount * kBlock);
+  auto [source, target] = sourceAndTarget(*domain, kCount * kBlock, 6);
   auto readBack = allocate(*domain, kCount * kBlock);
-  fillPattern(bytesOf(*source), source->length(), 6);
-  std::memset(bytesOf(*target), 0, target->length());
   std::vector<Sge> sges(kCount);
   std::vector<SendRequest> requests(kCount + 1);
   for (int i = 0; i < kCount; ++i) {
@@ -240,11 +218,9 @@ TEST(VerbsTransfer, ChainedListWithOneSignalPostsAndCompletesInOrder) {
 }
 
 TEST(VerbsTransfer, UnsignalledStreamNeverStallsTheSendQueue) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
   EndpointOptions options;
   options.sendQueueDepth = 16;
-  Pair pair = connectPair(*domain, options, 32);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair, options, 32);
   const int kWrites = 1000;
   auto source = allocate(*domain, kWrites * 8);
   auto target = allocate(*domain, kWrites * 8);
@@ -280,9 +256,7 @@ TEST(VerbsTransfer, UnsignalledStreamNeverStallsTheSendQueue) {
 }
 
 TEST(VerbsTransfer, CompletionChannelWakesAWaiter) {
-  IBDT_OPEN_VERBS_OR_SKIP(domain);
-  Pair pair = connectPair(*domain);
-  ASSERT_TRUE(pair.a && pair.b);
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   Status idle = pair.cqB->wait(Deadline::after(std::chrono::milliseconds(20)));
   EXPECT_EQ(idle.code(), Code::kTimeout) << idle.toString();
   EXPECT_NE(idle.message().find(domain->caps().device), std::string_view::npos);

@@ -44,7 +44,8 @@ VerbsReceiveQueue::~VerbsReceiveQueue() {
 Status VerbsReceiveQueue::post(const RecvRequest& first, const RecvRequest** badRequest, const std::string& peer) {
   Status status;
   const RecvRequest* stop = nullptr;
-  std::vector<const RecvRequest*> requests;
+  std::vector<const RecvRequest*>& requests = scratchRequests_;
+  requests.clear();
   for (const RecvRequest* request = &first; request != nullptr; request = request->next) {
     if (request->numSge > maxSge_ || (request->numSge > 0 && request->sgList == nullptr)) {
       status = makeError(Code::kInvalidArgument, device_, ": postRecv (id ", request->id, ", peer ", peer, "): ",

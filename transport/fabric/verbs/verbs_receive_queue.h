@@ -56,6 +56,7 @@ class VerbsReceiveQueue {
   std::vector<uint8_t> inUse_;
   std::vector<uint32_t> free_;
   std::vector<ibv_recv_wr> scratch_;
+  std::vector<const RecvRequest*> scratchRequests_;
 };
 
 }  // namespace ibdt::fabric::verbs
