@@ -1,6 +1,8 @@
 // Failures arrive as completions with translated statuses, move the endpoint
 // to the error state, flush what follows, corrupt nothing, and the endpoint
 // can be torn down and re-created.
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "tests/verbs/verbs_test_util.h"
@@ -190,6 +192,60 @@ TEST(VerbsErrors, FailedEndpointsAreReplacedOnTheSameQueues) {
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].id, 9u);
   EXPECT_EQ(pollAll(*f.pair.cqA) + pollAll(*f.pair.cqB), 0u);
+}
+
+TEST(VerbsErrors, DestroyingBusyEndpointsGivesTheirQueueEntriesBack) {
+  IBDT_OPEN_VERBS_OR_SKIP(domain);
+  const uint32_t kDepth = 8;
+  auto cqA = domain->createCompletionQueue(kDepth);
+  auto cqB = domain->createCompletionQueue(kDepth);
+  ASSERT_TRUE(cqA.isOk() && cqB.isOk());
+  auto [source, target] = sourceAndTarget(*domain, 4096, 14);
+  auto connected = [&] {
+    Pair pair;
+    auto a = domain->createEndpoint(**cqA, **cqA, EndpointOptions{});
+    auto b = domain->createEndpoint(**cqB, **cqB, EndpointOptions{});
+    EXPECT_TRUE(a.isOk() && b.isOk());
+    pair.a = std::move(a).value();
+    pair.b = std::move(b).value();
+    EXPECT_TRUE(pair.a->connect(pair.b->address()).isOk());
+    EXPECT_TRUE(pair.b->connect(pair.a->address()).isOk());
+    return pair;
+  };
+  Sge sge = sgeOf(*source, 0, 64);
+  for (int round = 0; round < 4; ++round) {
+    Pair busy = connected();
+    // Receives, and a failing write whose error and the flushes of the five
+    // unsignalled writes behind it land in the CQ unpolled ...
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(busy.b->postRecv(RecvRequest{.id = uint64_t(i)}).isOk());
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_TRUE(busy.a->postSend(SendRequest{.id = uint64_t(i), .opcode = Opcode::kWrite,
+                                               .flags = i == 0 ? kSignaled : 0u, .sgList = &sge, .numSge = 1,
+                                               .remoteAddress = target->remoteKey().address,
+                                               .rkey = target->rkey() + (i == 0 ? 1 : 0)})
+                      .isOk());
+    }
+    Deadline failed = Deadline::after(std::chrono::seconds(30));
+    while (busy.a->state() != EndpointState::kError && !failed.expired()) usleep(1000);
+  }  // ... and destroyed like that: four rounds would overfill the 8-entry CQs
+  Pair pair = connected();
+  std::vector<SendRequest> writes(kDepth);
+  for (uint32_t i = 0; i < kDepth; ++i) {
+    writes[i] = {.id = 100 + i, .opcode = Opcode::kWrite, .sgList = &sge, .numSge = 1,
+                 .remoteAddress = target->remoteKey().address + 64 * i, .rkey = target->rkey(),
+                 .next = i + 1 < kDepth ? &writes[i + 1] : nullptr};
+  }
+  const SendRequest* bad = nullptr;
+  Status status = pair.a->postSend(writes[0], &bad);
+  ASSERT_TRUE(status.isOk()) << "entries of destroyed endpoints were not given back: " << status.toString();
+  auto done = collect(**cqA, kDepth);
+  ASSERT_EQ(done.size(), kDepth);
+  for (uint32_t i = 0; i < kDepth; ++i) {
+    EXPECT_EQ(done[i].id, 100 + i);
+    EXPECT_EQ(done[i].status, CompletionStatus::kSuccess);
+  }
+  EXPECT_EQ(pollAll(**cqA) + pollAll(**cqB), 0u) << "a destroyed endpoint's entry surfaced";
+  pair = Pair{};
 }
 
 TEST(VerbsErrors, SharedReceiveQueueFeedsEveryEndpointOfItsQueue) {

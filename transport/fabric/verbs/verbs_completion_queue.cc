@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/backoff.h"
 #include "base/log.h"
 #include "transport/fabric/verbs/verbs_endpoint.h"
 #include "transport/fabric/verbs/verbs_receive_queue.h"
@@ -62,10 +63,6 @@ void VerbsCompletionQueue::setSharedReceiveQueue(std::unique_ptr<VerbsReceiveQue
 }
 
 size_t VerbsCompletionQueue::fetch(size_t max) {
-  if (pendingHead_ == pending_.size()) {
-    pending_.clear();
-    pendingHead_ = 0;
-  }
   size_t before = pending_.size();
   pending_.resize(before + max);
   int got = ibv_poll_cq(cq_, static_cast<int>(max), pending_.data() + before);
@@ -77,9 +74,30 @@ size_t VerbsCompletionQueue::fetch(size_t max) {
   return static_cast<size_t>(got);
 }
 
+void VerbsCompletionQueue::drain(VerbsEndpoint& endpoint, Deadline deadline) {
+  Backoff backoff;
+  size_t scanned = pendingHead_;
+  while (endpoint.awaitsCompletionsOn(*this) && !deadline.expired()) {
+    for (; scanned < pending_.size(); ++scanned) {
+      ibv_wc& wc = pending_[scanned];
+      if (wc.qp_num != endpoint.id()) continue;
+      Completion discarded;
+      translate(wc, discarded);
+      wc.qp_num = 0;  // QP 0 is never an RC endpoint: poll() drops the entry
+    }
+    if (endpoint.awaitsCompletionsOn(*this)) {
+      if (fetch(kPollBatch) == 0) backoff.pause();
+    }
+  }
+}
+
 size_t VerbsCompletionQueue::poll(std::span<Completion> out) {
   size_t delivered = 0;
   while (delivered < out.size()) {
+    if (pendingHead_ == pending_.size()) {
+      pending_.clear();
+      pendingHead_ = 0;
+    }
     if (pendingHead_ == pending_.size() && fetch(std::min(kPollBatch, out.size() - delivered)) == 0) break;
     // Each entry yields at most one completion, so `out` cannot overflow.
     while (pendingHead_ < pending_.size() && delivered < out.size()) {

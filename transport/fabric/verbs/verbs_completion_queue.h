@@ -46,6 +46,10 @@ class VerbsCompletionQueue final : public CompletionQueue {
   void release(uint32_t entries) { reserved_ -= entries; }
 
   void attach(uint32_t qpNumber, VerbsEndpoint* endpoint) { endpoints_[qpNumber] = endpoint; }
+  // Retires, without returning them, the entries `endpoint` still has coming
+  // (its QP is in ERR, so everything outstanding flushes); other endpoints'
+  // entries stay queued for poll(). Gives up at `deadline`.
+  void drain(VerbsEndpoint& endpoint, Deadline deadline);
   void detach(uint32_t qpNumber) { endpoints_.erase(qpNumber); }
 
   // The SRQ of the endpoints whose receives complete here (IBDT_VERBS_SRQ=1).

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -126,12 +127,46 @@ VerbsEndpoint::VerbsEndpoint(const EndpointSettings& settings, VerbsCompletionQu
 
 VerbsEndpoint::~VerbsEndpoint() {
   if (qp_ == nullptr) return;
+  drainBeforeDestroy();
   sendCq_.detach(qp_->qp_num);
   recvCq_.detach(qp_->qp_num);
-  // Requests still outstanding will never be returned: give their CQ entries back.
+  // Whatever did not flush within the drain's deadline will never be returned.
   sendCq_.release(static_cast<uint32_t>(sendHead_ - sendTail_));
   if (ownReceiveQueue_) ownReceiveQueue_->abandon();
   if (int rc = ibv_destroy_qp(qp_); rc != 0) IBDT_LOG(kWarn, device(), ": ibv_destroy_qp failed: ", std::strerror(rc));
+}
+
+bool VerbsEndpoint::awaitsCompletionsOn(const VerbsCompletionQueue& cq) const {
+  return (&cq == &sendCq_ && sendHead_ != sendTail_) ||
+         (&cq == &recvCq_ && ownReceiveQueue_ && ownReceiveQueue_->outstanding() > 0);
+}
+
+void VerbsEndpoint::drainBeforeDestroy() {
+  if (!awaitsCompletionsOn(sendCq_) && !awaitsCompletionsOn(recvCq_)) return;
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  if (int rc = ibv_modify_qp(qp_, &attr, IBV_QP_STATE); rc != 0) {
+    IBDT_LOG(kWarn, device(), ": ibv_modify_qp(ERR) before destroy failed: ", std::strerror(rc));
+    return;
+  }
+  // Unsignalled requests that already succeeded produce nothing; a signalled
+  // marker posted behind them (flushed, as everything posted in ERR) retires
+  // them all, like the kernel's ib_drain_sq().
+  if (sendHead_ != sendTail_ && sendHead_ - sendTail_ < sendRing_.size() && sendCq_.freeEntries() > 0) {
+    sendRing_[sendHead_ % sendRing_.size()] = {0, 0, Opcode::kSend, false};
+    ibv_send_wr marker{};
+    marker.wr_id = WorkId{WorkKind::kSend, epoch_, sendHead_}.encode();
+    marker.opcode = IBV_WR_SEND;
+    marker.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(qp_, &marker, &bad) == 0) {
+      ++sendHead_;
+      sendCq_.reserve(1);
+    }
+  }
+  Deadline deadline = Deadline::after(std::chrono::seconds(2));
+  sendCq_.drain(*this, deadline);
+  if (&recvCq_ != &sendCq_) recvCq_.drain(*this, deadline);
 }
 
 const std::string& VerbsEndpoint::device() const { return sendCq_.device(); }

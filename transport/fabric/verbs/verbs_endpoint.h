@@ -61,6 +61,8 @@ class VerbsEndpoint final : public Endpoint {
   VerbsReceiveQueue& receiveQueue() { return *receiveQueue_; }
   bool completeSend(const ibv_wc& wc, uint64_t sequence, Completion& out);
   void noteFailure(const ibv_wc& wc, Opcode opcode);
+  // True while requests posted here may still produce entries on `cq`.
+  bool awaitsCompletionsOn(const VerbsCompletionQueue& cq) const;
 
  private:
   struct SendSlot {
@@ -73,6 +75,9 @@ class VerbsEndpoint final : public Endpoint {
   VerbsEndpoint(const EndpointSettings& settings, VerbsCompletionQueue& sendCq, VerbsCompletionQueue& recvCq,
                 uint16_t epoch, uint32_t psn);
   Status moveToInit();
+  // Flushes what is outstanding and retires it, so no entry of this QP is
+  // left in a CQ (their reservations would otherwise be over-committed).
+  void drainBeforeDestroy();
   Status validate(const SendRequest& request, uint64_t& bytes) const;
   const std::string& device() const;
 
