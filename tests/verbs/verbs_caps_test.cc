@@ -33,10 +33,10 @@ class ScopedEnv {
 };
 
 TEST(VerbsProbe, ReportsDevicesOrWhyNot) {
-  ProviderInfo info = probeVerbs();
+  ProviderInfo info = verbsInfo();
   EXPECT_EQ(info.name, "verbs");
   EXPECT_FALSE(info.detail.empty());
-  std::printf("probeVerbs: available=%d %s\n", info.available, info.detail.c_str());
+  std::printf("verbs probe: available=%d %s\n", info.available, info.detail.c_str());
   if (insideRxeVm()) {
     EXPECT_TRUE(info.available);
     EXPECT_NE(info.detail.find("rxe0:1 active Ethernet"), std::string::npos) << info.detail;

@@ -12,17 +12,28 @@
 #include <vector>
 
 #include "ibdt/fabric.h"
-#include "transport/fabric/verbs/verbs_provider.h"
 
 namespace ibdt::fabric::testing {
 
 // Set by tests/verbs/run-in-rxe-vm.sh inside the Soft-RoCE guest.
 inline bool insideRxeVm() { return std::getenv("RXE_VM") != nullptr; }
 
+// The registry's view of the verbs provider.
+inline ProviderInfo verbsInfo() {
+  for (ProviderInfo& info : probeProviders()) {
+    if (info.name == "verbs") return info;
+  }
+  return {"verbs", false, "not compiled in"};
+}
+
+inline Result<std::unique_ptr<Domain>> openVerbsDomain(const DomainOptions& options) {
+  return openDomain("verbs", options);
+}
+
 // Opens the verbs domain, or returns null with the reason when no active
 // RDMA port exists (the test then skips, or fails inside the guest).
 inline std::unique_ptr<Domain> openVerbs(std::string* why) {
-  ProviderInfo info = probeVerbs();
+  ProviderInfo info = verbsInfo();
   if (!info.available) {
     *why = info.detail;
     return nullptr;
