@@ -9,7 +9,8 @@
 //     notification into the target's notification ring and ring its doorbell.
 // A SEND or WRITE_WITH_IMM finding no posted receive waits in the send queue
 // (like an RNR retry) and is retried by progress; so does everything posted
-// after it, keeping requests in order.
+// after it, keeping requests in order. kFence holds trivially: a READ has
+// completed before the next request starts.
 #pragma once
 
 #include <chrono>
