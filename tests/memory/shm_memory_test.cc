@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -216,6 +218,38 @@ TEST_F(ShmMemoryTest, GroupRegistrationSplitsAroundAHoleShmRefuses) {
     offset += block.length;
   }
   EXPECT_EQ(offset, total);
+}
+
+TEST_F(ShmMemoryTest, ThreadsShareACacheAndAPoolOnOneDomain) {
+  // shm's registration table is not thread-safe; the memory layer serializes
+  // its calls, and every key it hands out still carries a write.
+  size_t page = b_.domain->caps().pageSize;
+  PoolOptions poolOptions;
+  poolOptions.highWaterBytes = 0;
+  auto pool = BufferPool::create(*b_.domain, poolOptions);
+  ASSERT_TRUE(pool.isOk());
+  Mapping memory(64 * page);
+  std::atomic<int> failures{0};
+  auto worker = [&](int id) {
+    for (int round = 0; round < 200; ++round) {
+      auto buffer = (*pool)->get(page << (round % 3));
+      size_t offset = static_cast<size_t>((id * 5 + round * 3) % 60) * page;
+      auto ref = cache_->acquire(memory.data() + offset, 2 * page, kAccess);
+      if (!buffer.isOk() || !ref.isOk()) ++failures;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back(worker, i);
+  for (auto& thread : threads) thread.join();
+  ASSERT_EQ(failures.load(), 0);
+
+  auto [bytes, region] = source(4 * page, 11);
+  auto target = cache_->acquire(memory.data() + 8 * page, 4 * page, kAccess);
+  ASSERT_TRUE(target.isOk());
+  ASSERT_EQ(write({{reinterpret_cast<uint64_t>(bytes.data()), static_cast<uint32_t>(4 * page), region->lkey()}},
+                  reinterpret_cast<uint64_t>(memory.data() + 8 * page), target->rkey()),
+            CompletionStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(memory.data() + 8 * page, bytes.data(), 4 * page), 0);
 }
 
 TEST_F(ShmMemoryTest, RegistrationCostIsMeasurable) {

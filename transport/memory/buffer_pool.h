@@ -107,6 +107,7 @@ class BufferPool {
   size_t classIndex(size_t bytes) const;
 
   fabric::Domain& domain_;
+  std::mutex& providerLock_;  // held for every call into domain_ (always the innermost lock)
   const PoolOptions options_;
   std::vector<size_t> classSizes_;
 

@@ -44,7 +44,7 @@ RegionRef& RegionRef::operator=(RegionRef&& other) noexcept {
 
 void RegionRef::reset() {
   if (entry_ != nullptr) cache_->release(entry_);
-  owned_.reset();
+  if (owned_ != nullptr) destroyRegion(cache_->providerLock_, std::move(owned_));
   region_ = nullptr;
   cache_ = nullptr;
   entry_ = nullptr;
@@ -87,6 +87,7 @@ Result<std::unique_ptr<RegistrationCache>> RegistrationCache::create(fabric::Dom
 RegistrationCache::RegistrationCache(fabric::Domain& domain, const CacheOptions& options, bool caching,
                                      std::string description)
     : domain_(domain),
+      providerLock_(providerLock(domain)),
       options_(options),
       pageSize_(domain.caps().pageSize),
       caching_(caching),
@@ -112,11 +113,15 @@ RegistrationCache::~RegistrationCache() {
     // Deregistering memory a transfer still uses would fault it; leak instead.
     IBDT_LOG(kError, "registration cache destroyed with ", inUse, " registrations still in use; leaking them");
   }
-  for (CacheEntry* entry : dead) delete entry;
+  destroy(dead);
 }
 
 Result<std::unique_ptr<fabric::MemoryRegion>> RegistrationCache::registerRange(PageRange range, uint32_t access) {
-  auto region = domain_.registerMemory(reinterpret_cast<void*>(range.begin), range.bytes(), access);
+  Result<std::unique_ptr<fabric::MemoryRegion>> region = Status(Code::kInternal, "not registered");
+  {
+    std::lock_guard provider(providerLock_);
+    region = domain_.registerMemory(reinterpret_cast<void*>(range.begin), range.bytes(), access);
+  }
   std::lock_guard lock(mutex_);
   ++(region.isOk() ? counters_.registrations : counters_.failures);
   return region;
@@ -144,6 +149,7 @@ Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length,
     }
     IBDT_ASSIGN_OR_RETURN(ref.owned_, registerRange(wanted, access));
     ref.region_ = ref.owned_.get();
+    ref.cache_ = this;
     return ref;
   }
 
@@ -366,7 +372,10 @@ void RegistrationCache::lruPushLocked(CacheEntry* entry) {
 }
 
 void RegistrationCache::destroy(DeadList& dead) {
-  for (CacheEntry* entry : dead) delete entry;  // deregisters
+  for (CacheEntry* entry : dead) {
+    destroyRegion(providerLock_, std::move(entry->region));
+    delete entry;
+  }
   dead.clear();
 }
 
