@@ -242,3 +242,31 @@ TEST(MemoryOptions, PoolAndCacheKnobsAreReadAndBadValuesRejected) {
 
 }  // namespace
 }  // namespace ibdt::memory
+
+namespace ibdt::memory {
+namespace {
+
+TEST(MemoryStats, CountersArePrintedWhenThePoolAndCacheGoAwayUnderIbdtStats) {
+  FakeDomain domain;
+  setenv("IBDT_STATS", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    auto pool = BufferPool::create(domain, {});
+    ASSERT_TRUE(pool.isOk());
+    ASSERT_TRUE((*pool)->get(1).isOk());
+    CacheOptions options;
+    options.mode = CacheOptions::Mode::kOn;
+    auto cache = RegistrationCache::create(domain, options);
+    ASSERT_TRUE(cache.isOk());
+    std::vector<uint8_t> memory(100);
+    ASSERT_TRUE((*cache)->acquire(memory.data(), memory.size(), fabric::kLocalWrite).isOk());
+    ASSERT_TRUE((*cache)->acquire(memory.data(), memory.size(), fabric::kLocalWrite).isOk());
+  }
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  unsetenv("IBDT_STATS");
+  EXPECT_NE(printed.find("registration cache: hits=1 misses=1"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("buffer pool: gets=1 hits=0 growths=1"), std::string::npos) << printed;
+}
+
+}  // namespace
+}  // namespace ibdt::memory

@@ -27,6 +27,11 @@ Result<PoolOptions> PoolOptions::fromEnvironment() {
   return options;
 }
 
+std::string describe(const PoolCounters& c) {
+  return strCat("gets=", c.gets, " hits=", c.hits, " growths=", c.growths, " releases=", c.releases,
+                " oversize=", c.oversize, " in-use=", c.buffersInUse, " allocated=", c.bytesAllocated, "B");
+}
+
 PoolBuffer& PoolBuffer::operator=(PoolBuffer&& other) noexcept {
   if (this != &other) {
     reset();
@@ -71,6 +76,8 @@ BufferPool::BufferPool(fabric::Domain& domain, const PoolOptions& options)
 }
 
 BufferPool::~BufferPool() {
+  auto stats = config::getBool("IBDT_STATS");
+  if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("buffer pool: ", describe(counters())));
   std::lock_guard lock(mutex_);
   if (counters_.buffersInUse > 0) {
     // Deregistering memory a transfer still uses would fault it; leak instead.

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "ibdt/fabric.h"
@@ -42,6 +43,9 @@ struct PoolCounters {
   uint64_t buffersInUse = 0;
   uint64_t bytesAllocated = 0;  // registered by the pool now
 };
+
+// "gets=… hits=… …" for logs, IBDT_STATS and tools.
+std::string describe(const PoolCounters& counters);
 
 class BufferPool;
 struct PoolChunk;

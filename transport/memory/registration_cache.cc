@@ -31,6 +31,12 @@ Result<CacheOptions> CacheOptions::fromEnvironment() {
   return options;
 }
 
+std::string describe(const CacheCounters& c) {
+  return strCat("hits=", c.hits, " misses=", c.misses, " evictions=", c.evictions, " invalidations=", c.invalidations,
+                " registrations=", c.registrations, " failures=", c.failures, " pinned=", c.pinnedBytes, "B/",
+                c.pinnedRegions, " regions");
+}
+
 RegionRef& RegionRef::operator=(RegionRef&& other) noexcept {
   if (this != &other) {
     reset();
@@ -95,6 +101,8 @@ RegistrationCache::RegistrationCache(fabric::Domain& domain, const CacheOptions&
 
 RegistrationCache::~RegistrationCache() {
   if (caching_) removeUnmapListener(this);
+  auto stats = config::getBool("IBDT_STATS");
+  if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("registration cache: ", describe(counters())));
   DeadList dead;
   size_t inUse = 0;
   {

@@ -68,6 +68,9 @@ struct CacheCounters {
   uint64_t pinnedRegions = 0;
 };
 
+// "hits=… misses=… …" for logs, IBDT_STATS and tools.
+std::string describe(const CacheCounters& counters);
+
 class RegistrationCache;
 struct CacheEntry;
 
