@@ -104,18 +104,11 @@ RegistrationCache::~RegistrationCache() {
   auto stats = config::getBool("IBDT_STATS");
   if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("registration cache: ", describe(counters())));
   DeadList dead;
-  size_t inUse = 0;
+  uint64_t inUse = 0;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [begin, entry] : index_) {
-      entry->indexed = false;
-      if (entry->refs == 0) {
-        dead.push_back(entry);
-      } else {
-        ++inUse;
-      }
-    }
-    index_.clear();
+    while (lruHead_ != nullptr) retireLocked(lruHead_, dead);
+    inUse = counters_.pinnedRegions;  // indexed or retired, still referenced
   }
   if (inUse > 0) {
     // Deregistering memory a transfer still uses would fault it; leak instead.
