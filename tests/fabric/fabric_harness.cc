@@ -280,4 +280,10 @@ std::vector<std::string> ibdtShmFiles() {
   return names;
 }
 
+std::vector<uint8_t> keyBytes(const RemoteKey& key) {
+  std::vector<uint8_t> bytes(RemoteKey::kWireSize);
+  key.serialize(std::span<uint8_t, RemoteKey::kWireSize>(bytes.data(), RemoteKey::kWireSize));
+  return bytes;
+}
+
 }  // namespace ibdt::fabric::testing

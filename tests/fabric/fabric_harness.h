@@ -59,6 +59,9 @@ Status postOne(Endpoint& endpoint, Opcode opcode, uint64_t id, const std::vector
 // Connects two endpoints in this process.
 void connectPair(Endpoint& a, Endpoint& b);
 
+// The wire bytes of a remote key, to hand to a peer.
+std::vector<uint8_t> keyBytes(const RemoteKey& key);
+
 // The peers of a forked run talk over socketpairs.
 class Mesh {
  public:

@@ -17,12 +17,6 @@
 namespace ibdt::fabric::testing {
 namespace {
 
-std::vector<uint8_t> keyBytes(const RemoteKey& key) {
-  std::vector<uint8_t> bytes(RemoteKey::kWireSize);
-  key.serialize(std::span<uint8_t, RemoteKey::kWireSize>(bytes.data(), RemoteKey::kWireSize));
-  return bytes;
-}
-
 RemoteKey parseKey(const std::vector<uint8_t>& bytes) {
   auto key = RemoteKey::parse(bytes);
   EXPECT_TRUE(key.isOk()) << key.status().toString();

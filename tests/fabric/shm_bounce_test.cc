@@ -13,12 +13,6 @@
 namespace ibdt::fabric::testing {
 namespace {
 
-std::vector<uint8_t> keyBytes(const RemoteKey& key) {
-  std::vector<uint8_t> bytes(RemoteKey::kWireSize);
-  key.serialize(std::span<uint8_t, RemoteKey::kWireSize>(bytes.data(), RemoteKey::kWireSize));
-  return bytes;
-}
-
 TEST(ShmBounce, EveryOperationOnUserMemoryWithoutCrossMemoryAttach) {
   constexpr size_t kLarge = (1u << 20) + 5;  // several bounce chunks
   constexpr size_t kSend = 300000;
