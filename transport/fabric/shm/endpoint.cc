@@ -81,6 +81,7 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->endpointId = endpoint->id_;
   header->recvDepth = options.recvQueueDepth;
   header->recvSlotSize = static_cast<uint32_t>(slotSize);
+  endpoint->recvSlotSize_ = static_cast<uint32_t>(slotSize);
   header->sendDoorbell = sendQueue.doorbell();
   header->recvDoorbell = recvQueue.doorbell();
   header->recvRingOffset = recvOffset;
@@ -100,8 +101,8 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
 ShmEndpoint::~ShmEndpoint() {
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kClosed), std::memory_order_release);
   if (peer_ != nullptr) {
-    peer_->ring(peerHeader_->recvDoorbell);
-    peer_->ring(peerHeader_->sendDoorbell);
+    peer_->ring(peerRecvDoorbell_);
+    peer_->ring(peerSendDoorbell_);
   }
   if (sendQueue_ != nullptr) sendQueue_->detach(this);
   if (recvQueue_ != nullptr) recvQueue_->detach(this);
@@ -162,6 +163,13 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peer_ = std::move(peer).value();
   peerSegment_ = std::move(segment).value();
   peerHeader_ = header;
+  // Keep the validated geometry: the peer could rewrite its header later.
+  peerRecvDoorbell_ = header->recvDoorbell;
+  peerSendDoorbell_ = header->sendDoorbell;
+  peerRecvDepth_ = header->recvDepth;
+  peerRecvSlotSize_ = header->recvSlotSize;
+  peerNotifyCapacity_ = header->notifyCapacity;
+  peerBounceSize_ = header->bounceSize;
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
   peerNotifications_ = reinterpret_cast<Notification*>(peerSegment_.data() + header->notifyRingOffset);
   peerBounce_ = peerSegment_.data() + header->bounceOffset;
@@ -198,6 +206,10 @@ Status ShmEndpoint::validate(const SendRequest& request, uint64_t& length) const
 
 Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRequest) {
   for (const SendRequest* request = &first; request != nullptr; request = request->next) {
+    if (request->opcode == Opcode::kWrite && request->next != nullptr) {
+      request = writeBatch(request);  // a run of writes in one system call
+      if (request == nullptr) break;
+    }
     uint64_t length = 0;
     Status status = validate(*request, length);
     if (status.isOk() && state_ == EndpointState::kCreated) {
@@ -240,6 +252,55 @@ Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRe
   return Status::ok();
 }
 
+const SendRequest* ShmEndpoint::writeBatch(const SendRequest* first) {
+  if (!pending_.empty() || state_ != EndpointState::kConnected || !crossMemoryAttach()) return first;
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) return first;
+  // Collect consecutive plain writes to the peer's user memory that would
+  // succeed on their own; anything else ends the run.
+  thread_local std::vector<iovec> local;
+  thread_local std::vector<RemotePiece> remote;
+  local.clear();
+  remote.clear();
+  const SendRequest* end = first;
+  uint32_t count = 0;
+  for (; end != nullptr && end->opcode == Opcode::kWrite && sendInUse_ + count < sendDepth_; end = end->next) {
+    uint64_t length = 0;
+    if (!validate(*end, length).isOk() || length == 0) break;
+    size_t localMark = local.size();
+    bool usable = true;
+    for (uint32_t i = 0; i < end->numSge && usable; ++i) {
+      const Sge& sge = end->sgList[i];
+      if (sge.length == 0) continue;
+      usable = domain_->checkLocal(sge, 0);
+      local.push_back({reinterpret_cast<void*>(sge.address), sge.length});
+    }
+    RemotePiece piece;
+    if (usable) {
+      usable = peer_->checkAccess(end->rkey, end->remoteAddress, length, kRemoteWrite, piece) ==
+                   CompletionStatus::kSuccess &&
+               piece.mapped == nullptr;
+    }
+    if (!usable) {
+      local.resize(localMark);
+      break;
+    }
+    remote.push_back(piece);
+    ++count;
+  }
+  if (count < 2) return first;
+  if (copyRemote(Direction::kToPeer, peer_->pid(), local, remote).status != CompletionStatus::kSuccess) {
+    return first;  // redo one by one, which names the failing request (writes are idempotent)
+  }
+  for (const SendRequest* done = first; done != end; done = done->next) {
+    ++sendInUse_;
+    uint64_t length = 0;
+    for (uint32_t i = 0; i < done->numSge; ++i) length += done->sgList[i].length;
+    finish(Work{*done, std::span<const Sge>(done->sgList, done->numSge), {}, length}, CompletionStatus::kSuccess);
+  }
+  return end;
+}
+
 Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRequest) {
   bool posted = false;
   for (const RecvRequest* request = &first; request != nullptr; request = request->next) {
@@ -252,7 +313,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
     }
     if (!status.isOk()) {
       if (badRequest != nullptr) *badRequest = request;
-      if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+      if (posted && peer_ != nullptr) peer_->ring(peerSendDoorbell_);
       return status;
     }
     Completion completion;
@@ -265,7 +326,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
       continue;
     }
     uint64_t head = header_->recvRing.head.load(std::memory_order_relaxed);
-    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * header_->recvSlotSize);
+    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * recvSlotSize_);
     bool valid = true;
     for (uint32_t i = 0; i < request->numSge && valid; ++i) {
       const Sge& sge = request->sgList[i];
@@ -285,7 +346,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
     posted = true;
   }
   // A peer's send may be waiting for this receive.
-  if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+  if (posted && peer_ != nullptr) peer_->ring(peerSendDoorbell_);
   return Status::ok();
 }
 
@@ -301,9 +362,10 @@ ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& statu
     local[count++] = {const_cast<uint8_t*>(work.inlineData.data()), work.inlineData.size()};
   } else {
     uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
+    bool inlined = (work.request.flags & kInline) != 0;  // as in verbs, inline data needs no lkey
     for (const Sge& sge : work.sges) {
       if (sge.length == 0) continue;
-      if (!domain_->checkLocal(sge, access)) {
+      if (!inlined && !domain_->checkLocal(sge, access)) {
         status = CompletionStatus::kLocalProtection;
         return Step::kDone;
       }
@@ -326,8 +388,8 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
   if (!peerReceiveAvailable()) return Step::kBlocked;
   uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
   const auto* slot =
-      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerHeader_->recvDepth) * peerHeader_->recvSlotSize);
-  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerHeader_->recvSlotSize - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerRecvDepth_) * peerRecvSlotSize_);
+  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerRecvSlotSize_ - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
   uint64_t capacity = 0;
   for (uint32_t i = 0; i < numSge; ++i) capacity += slot->sge[i].length;
   bool imm = hasImm(work.request.opcode);
@@ -362,6 +424,7 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
         return executeSend(work, local, status);  // again, through the bounce path
       }
       status = outcome.status;
+      vendorError_ = static_cast<uint32_t>(outcome.error);
     }
   }
   peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
@@ -393,6 +456,7 @@ ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const
         return executeOneSided(work, local, status);  // again, through the bounce path
       }
       status = outcome.status;
+      vendorError_ = static_cast<uint32_t>(outcome.error);
       if (status != CompletionStatus::kSuccess) return Step::kDone;
     }
   }
@@ -423,9 +487,9 @@ void ShmEndpoint::pushNotification(const Notification& note) {
   uint64_t head = ring.head.load(std::memory_order_relaxed);
   // Never full: each notification answers one consumed receive (the peer
   // has at most recvDepth outstanding) or is the one bounce request in flight.
-  peerNotifications_[head % peerHeader_->notifyCapacity] = note;
+  peerNotifications_[head % peerNotifyCapacity_] = note;
   ring.head.store(head + 1, std::memory_order_release);
-  peer_->ring(peerHeader_->recvDoorbell);
+  peer_->ring(peerRecvDoorbell_);
 }
 
 bool ShmEndpoint::crossMemoryAttach() const {
@@ -460,11 +524,11 @@ ShmEndpoint::Step ShmEndpoint::bounce(NotificationKind kind, std::span<const iov
 
 void ShmEndpoint::serveBounce(const Notification& note) {
   auto kind = static_cast<NotificationKind>(note.kind);
-  bool valid = note.chunkLength <= peerHeader_->bounceSize;
+  bool valid = note.chunkLength <= peerBounceSize_;
   if (valid && kind == NotificationKind::kBounceReceive) {
     // The initiator has not consumed the receive yet: it is at our tail.
     uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
-    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * header_->recvSlotSize);
+    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * recvSlotSize_);
     iovec iovs[kMaxSge];
     uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
     for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
@@ -482,7 +546,7 @@ void ShmEndpoint::serveBounce(const Notification& note) {
     }
   }
   peerHeader_->bounceAcked.fetch_add(1, std::memory_order_release);
-  peer_->ring(peerHeader_->sendDoorbell);
+  peer_->ring(peerSendDoorbell_);
 }
 
 void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
@@ -497,8 +561,10 @@ void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
     completion.status = status;
     completion.byteLength = static_cast<uint32_t>(work.length);
     completion.endpointId = id_;
+    completion.vendorError = status == CompletionStatus::kSuccess ? 0 : vendorError_;
     pushSend(completion);
   }
+  vendorError_ = 0;
   if (status != CompletionStatus::kSuccess && status != CompletionStatus::kFlushed &&
       state_ != EndpointState::kError) {
     IBDT_LOG(kDebug, "shm endpoint ", id_, " to ", peerLabel(), ": request ", work.request.id, " failed with ",
@@ -524,7 +590,7 @@ bool ShmEndpoint::drainNotifications() {
   uint64_t head = ring.head.load(std::memory_order_acquire);
   bool ok = true;
   for (; tail != head; ++tail) {
-    const Notification& note = notifications_[tail % header_->notifyCapacity];
+    const Notification& note = notifications_[tail % (recvDepth_ + 1)];
     if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
       if (peer_ != nullptr) serveBounce(note);
       continue;
@@ -600,8 +666,8 @@ void ShmEndpoint::fail(CompletionStatus cause) {
     pushRecv(completion);
   }
   if (peer_ != nullptr) {
-    peer_->ring(peerHeader_->recvDoorbell);
-    peer_->ring(peerHeader_->sendDoorbell);
+    peer_->ring(peerRecvDoorbell_);
+    peer_->ring(peerSendDoorbell_);
   }
 }
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# ci-verbs.sh [BUILD_DIR] — CI step: runs the verbs test suites on Soft-RoCE
+# inside the QEMU guest (tests/verbs/run-in-rxe-vm.sh). Builds nothing: it
+# uses the test binaries already in BUILD_DIR (default build/release).
+# Bounded in time (RXE_VM_TIMEOUT, default 420 s for the whole guest run).
+# Exit status: 0 passed or skipped (the reason is printed on a line starting
+# with "ci-verbs: SKIPPED"), 1 a suite failed or the guest broke.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/release}
+skip() { echo "ci-verbs: SKIPPED: $*"; exit 0; }
+
+command -v qemu-system-x86_64 > /dev/null || skip "qemu-system-x86_64 is not installed (Debian package qemu-system-x86)"
+qemu-system-x86_64 -version > /dev/null 2>&1 || skip "qemu-system-x86_64 cannot run here"
+[[ -x $build/bin/verbs_test ]] || skip "$build/bin/verbs_test is missing (rdma-core not found at configure time, or not built)"
+# Fetching Debian's kernel needs apt and the network (or RXE_VM_DEB_DIR): without them, skip.
+"$root/tests/verbs/run-in-rxe-vm.sh" --setup \
+  || skip "the guest kernel could not be fetched or prepared (offline? see the messages above)"
+
+# The suites: the provider's own tests, and every shared provider suite with IBDT_PROVIDER=verbs.
+suites=("$build/bin/verbs_test")
+for extra in fabric_provider_test fabric_test; do
+  [[ -x $build/bin/$extra ]] && suites+=("IBDT_PROVIDER=verbs $build/bin/$extra")
+done
+script=""
+for suite in "${suites[@]}"; do
+  script+="echo '=== rxe0: $suite'; $suite --gtest_brief=1 || failed=\"\$failed ${suite##*/}\"; "
+done
+script+='[ -z "$failed" ] || { echo "ci-verbs: failed suites:$failed"; exit 1; }'
+
+export RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-420}
+start=$SECONDS
+"$root/tests/verbs/run-in-rxe-vm.sh" "$script"
+rc=$?
+case $rc in
+  0) echo "ci-verbs: passed on Soft-RoCE in $((SECONDS - start)) s" ;;
+  124) echo "ci-verbs: FAILED: the guest run exceeded ${RXE_VM_TIMEOUT} s" ;;
+  125) echo "ci-verbs: FAILED: the guest could not create rxe0 (see above)" ;;
+  126) echo "ci-verbs: FAILED: the guest did not run to the end (see the console tail above)" ;;
+  *) echo "ci-verbs: FAILED (exit $rc)" ;;
+esac
+[[ $rc == 0 ]] && exit 0 || exit 1

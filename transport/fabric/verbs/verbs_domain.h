@@ -1,0 +1,40 @@
+// transport/fabric/verbs/verbs_domain.h — a protection domain on one port.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+
+#include "ibdt/fabric.h"
+#include "transport/fabric/verbs/verbs_device.h"
+#include "transport/fabric/verbs/verbs_endpoint.h"
+
+namespace ibdt::fabric::verbs {
+
+class VerbsDomain final : public Domain {
+ public:
+  static Result<std::unique_ptr<Domain>> open(const DomainOptions& options);
+  ~VerbsDomain() override;
+
+  const Caps& caps() const override { return caps_; }
+  Result<std::unique_ptr<MemoryRegion>> registerMemory(void* address, size_t length, uint32_t access) override;
+  Result<std::unique_ptr<MemoryRegion>> allocateMemory(size_t length, uint32_t access) override;
+  Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) override;
+  Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
+                                                  const EndpointOptions& options) override;
+
+ private:
+  explicit VerbsDomain(SelectedPort port);
+
+  SelectedPort port_;
+  std::string label_;
+  ibv_pd* pd_ = nullptr;
+  Caps caps_;
+  EndpointSettings settings_;
+  uint16_t nextEpoch_ = 1;
+  std::mt19937 random_;
+};
+
+}  // namespace ibdt::fabric::verbs
