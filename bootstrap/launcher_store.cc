@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "bootstrap/fd_io.h"
 #include "bootstrap/store_wire.h"
@@ -62,7 +63,9 @@ Result<std::unique_ptr<Store>> LauncherStore::connect(const std::string& socketP
   placement.nodeId = static_cast<int>(in.u32());
   placement.numNodes = static_cast<int>(in.u32());
   if (Status s = in.finish("hello reply"); !s.isOk()) return fail(std::move(s));
-  return std::unique_ptr<Store>(new LauncherStore(placement, fd));
+  // The job is named after ibdt-run's private directory, not the token.
+  std::filesystem::path directory = std::filesystem::path(socketPath).parent_path();
+  return std::unique_ptr<Store>(new LauncherStore(placement, directory.filename().string(), fd));
 }
 
 LauncherStore::~LauncherStore() { ::close(fd_); }

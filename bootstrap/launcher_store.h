@@ -37,7 +37,7 @@ class LauncherStore final : public Store {
     std::string message;
     std::string body;
   };
-  LauncherStore(const Placement& placement, int fd) : Store(placement), fd_(fd) {}
+  LauncherStore(const Placement& placement, std::string_view jobId, int fd) : Store(placement, jobId), fd_(fd) {}
   uint64_t newRequestId() { return nextId_.fetch_add(1); }
   // Sends a finished request frame and waits for its reply. The server
   // enforces the operation's own timeout; `deadline` only bounds how long we

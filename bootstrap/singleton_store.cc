@@ -1,6 +1,10 @@
 #include "bootstrap/singleton_store.h"
 
+#include <unistd.h>
+
 namespace ibdt::bootstrap {
+
+SingletonStore::SingletonStore() : Store(Placement{}, strCat("singleton-", ::getpid())) {}
 
 Status SingletonStore::doPut(std::string_view key, std::span<const uint8_t> value) {
   staged_.put(key, value);

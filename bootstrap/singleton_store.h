@@ -15,7 +15,7 @@ namespace ibdt::bootstrap {
 
 class SingletonStore final : public Store {
  public:
-  SingletonStore() : Store(Placement{}) {}
+  SingletonStore();
 
   std::string_view backend() const override { return "singleton"; }
 

@@ -2,6 +2,13 @@
 
 namespace ibdt::bootstrap {
 
+Store::Store(const Placement& placement, std::string_view jobId) : placement_(placement), jobId_(jobId) {
+  for (char& c : jobId_) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!plain) c = '_';
+  }
+}
+
 Status Store::put(std::string_view key, std::span<const uint8_t> value) {
   if (key.empty()) return makeError(Code::kInvalidArgument, "store put: empty key");
   return doPut(key, value);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -136,11 +137,16 @@ Status Job::spawn(int rank, const std::vector<std::string>& environment) {
     }
   }
   int devNull = rank == 0 ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t launcherPid = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return makeError(Code::kSystem, "fork for rank ", rank, ": ", std::strerror(errno));
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     ::setpgid(0, 0);  // its own group, so stopping it reaches its children too
+    // If ibdt-run itself is killed (kill -9, a test harness timeout), no rank
+    // outlives it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcherPid) ::_exit(128 + SIGKILL);  // it died before prctl
     if (options_.prefixOutput) {
       ::dup2(outPipe[1], STDOUT_FILENO);
       ::dup2(errPipe[1], STDERR_FILENO);

@@ -27,7 +27,7 @@ std::atomic<bool> gConnected{false};
 class Pmi1Store final : public Store {
  public:
   Pmi1Store(const Placement& placement, std::unique_ptr<pmi1::Client> client)
-      : Store(placement), client_(std::move(client)) {}
+      : Store(placement, client->kvsName()), client_(std::move(client)) {}
   ~Pmi1Store() override {
     client_.reset();  // finalize before another store may connect
     gConnected.store(false);

@@ -49,7 +49,7 @@ int timeoutSeconds(Deadline deadline) {
 
 class PmixStore final : public Store {
  public:
-  PmixStore(const Placement& placement, const pmix_proc_t& self) : Store(placement), self_(self) {}
+  PmixStore(const Placement& placement, const pmix_proc_t& self) : Store(placement, self.nspace), self_(self) {}
   ~PmixStore() override {
     pmix_status_t rc = PMIx_Finalize(nullptr, 0);
     if (rc != PMIX_SUCCESS) IBDT_LOG(kWarn, "PMIx_Finalize: ", PMIx_Error_string(rc));

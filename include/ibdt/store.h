@@ -63,6 +63,11 @@ class Store {
   // Node of this process, in [0, numNodes()).
   int nodeId() const { return placement_.nodeId; }
   int numNodes() const { return placement_.numNodes; }
+  // Names this job: the same on every rank, different between jobs running
+  // at the same time on a host (ibdt-run's private directory, the PMIx
+  // namespace, the PMI-1 KVS name, "singleton-<pid>"). Only letters, digits
+  // and "._-", so it may go into file and segment names. Never secret.
+  const std::string& jobId() const { return jobId_; }
 
   // Stages `value` under `key` for this rank (replacing an earlier one).
   Status put(std::string_view key, std::span<const uint8_t> value);
@@ -81,7 +86,7 @@ class Store {
   Result<std::vector<Bytes>> allgather(std::span<const uint8_t> value, Deadline deadline);
 
  protected:
-  explicit Store(const Placement& placement) : placement_(placement) {}
+  Store(const Placement& placement, std::string_view jobId);
   // Backends implement these; arguments are already checked (rank in range,
   // key not empty).
   virtual Status doPut(std::string_view key, std::span<const uint8_t> value) = 0;
@@ -92,6 +97,7 @@ class Store {
 
  private:
   Placement placement_;
+  std::string jobId_;
   std::atomic<uint64_t> allgatherRound_{0};
 };
 

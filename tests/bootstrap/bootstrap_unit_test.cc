@@ -2,6 +2,7 @@
 // command line, the singleton store and backend selection.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -98,6 +99,7 @@ TEST(SingletonStore, IsAJobOfOne) {
   EXPECT_EQ(store.size(), 1);
   EXPECT_EQ(store.localSize(), 1);
   EXPECT_EQ(store.numNodes(), 1);
+  EXPECT_EQ(store.jobId(), "singleton-" + std::to_string(::getpid()));
   ASSERT_TRUE(store.put("k", "v").isOk());
   EXPECT_EQ(store.get(0, "k", Deadline::after(20ms)).status().code(), Code::kTimeout);  // not committed
   ASSERT_TRUE(store.commit().isOk());

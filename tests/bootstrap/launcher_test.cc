@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -112,43 +113,82 @@ TEST(IbdtRun, AStrangerWithoutTheTokenIsRefusedAndTheJobGoesOn) {
   EXPECT_TRUE(contains(run.err, "ibdt-run store: refused a connection: wrong job token")) << run.err;
 }
 
-TEST(IbdtRun, InterruptStopsTheWholeJob) {
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
+// Starts `ibdt-run -n 3 rank_behaviour ready-then-hang` and waits until every
+// rank reported its pid. Returns the launcher's pid; its stdout stays in `out`.
+pid_t startHangingJob(int& out, std::vector<pid_t>& ranks) {
+  int pipeFds[2];
+  if (::pipe(pipeFds) != 0) return -1;
   pid_t launcher = ::fork();
-  ASSERT_GE(launcher, 0);
   if (launcher == 0) {
-    ::dup2(out[1], STDOUT_FILENO);
-    ::close(out[0]);
+    ::dup2(pipeFds[1], STDOUT_FILENO);
+    ::close(pipeFds[0]);
     ::execl(IBDT_RUN_PATH, IBDT_RUN_PATH, "-n", "3", "--timeout", "60", RANK_BEHAVIOUR_PATH, "ready-then-hang",
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  ::close(out[1]);
-  // Wait until every rank is up, collecting their pids.
+  ::close(pipeFds[1]);
+  out = pipeFds[0];
   std::string output;
-  std::vector<pid_t> ranks;
   std::regex ready("ready pid=([0-9]+)");
   char chunk[256];
   while (ranks.size() < 3) {
-    ssize_t got = ::read(out[0], chunk, sizeof(chunk));
-    ASSERT_GT(got, 0) << output;
+    ssize_t got = ::read(out, chunk, sizeof(chunk));
+    if (got <= 0) return -1;
     output.append(chunk, static_cast<size_t>(got));
     ranks.clear();
     for (std::sregex_iterator it(output.begin(), output.end(), ready), end; it != end; ++it) {
       ranks.push_back(static_cast<pid_t>(std::stoi((*it)[1])));
     }
   }
-  ASSERT_EQ(::kill(launcher, SIGINT), 0);
-  while (::read(out[0], chunk, sizeof(chunk)) > 0) {
+  return launcher;
+}
+
+void drainAndClose(int fd) {
+  char chunk[256];
+  while (::read(fd, chunk, sizeof(chunk)) > 0) {
   }
-  ::close(out[0]);
+  ::close(fd);
+}
+
+// Gone, or a zombie nobody reaps (a container's init may not).
+bool processGone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  size_t close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+TEST(IbdtRun, InterruptStopsTheWholeJob) {
+  int out = -1;
+  std::vector<pid_t> ranks;
+  pid_t launcher = startHangingJob(out, ranks);
+  ASSERT_GT(launcher, 0);
+  ASSERT_EQ(::kill(launcher, SIGINT), 0);
+  drainAndClose(out);
   int status = 0;
   ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
   // ibdt-run reaped every rank before exiting: none is left.
-  for (pid_t rank : ranks) EXPECT_TRUE(::kill(rank, 0) != 0 && errno == ESRCH) << "rank pid " << rank << " survived";
+  for (pid_t rank : ranks) EXPECT_TRUE(processGone(rank)) << "rank pid " << rank << " survived";
+}
+
+TEST(IbdtRun, NoRankOutlivesAKilledLauncher) {
+  int out = -1;
+  std::vector<pid_t> ranks;
+  pid_t launcher = startHangingJob(out, ranks);
+  ASSERT_GT(launcher, 0);
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  drainAndClose(out);
+  // The kernel delivers the ranks' parent-death signal asynchronously: wait
+  // for it, boundedly.
+  for (pid_t rank : ranks) {
+    for (int i = 0; i < 1000 && !processGone(rank); ++i) ::usleep(10'000);
+    EXPECT_TRUE(processGone(rank)) << "rank pid " << rank << " outlived ibdt-run";
+  }
 }
 
 TEST(IbdtRun, AFailedGtestOnOneRankStopsEveryRank) {

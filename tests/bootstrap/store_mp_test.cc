@@ -48,6 +48,18 @@ TEST(StoreMp, PlacementIsConsistentAcrossRanks) {
   }
 }
 
+TEST(StoreMp, EveryRankSeesTheSameSafeJobId) {
+  Store& store = mpStore();
+  const std::string& id = store.jobId();
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"), std::string::npos)
+      << id;
+  auto all = store.allgather(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(id.data()), id.size()),
+                             mpDeadline());
+  ASSERT_TRUE(all.isOk()) << all.status().toString();
+  for (const Bytes& theirs : *all) EXPECT_EQ(std::string(theirs.begin(), theirs.end()), id);
+}
+
 TEST(StoreMp, AllToAllEndpointExchange) {
   Store& store = mpStore();
   // A distinct blob for every (sender, receiver) pair.

@@ -74,6 +74,7 @@ TEST_F(StoreServerTest, PlacementFollowsTheNodeMap) {
   for (int rank = 0; rank < 5; ++rank) {
     const Store& store = *stores[static_cast<size_t>(rank)];
     EXPECT_EQ(store.backend(), "ibdt-run");
+    EXPECT_EQ("/tmp/" + store.jobId(), directory_);
     EXPECT_EQ(store.rank(), rank);
     EXPECT_EQ(store.size(), 5);
     EXPECT_EQ(store.nodeId(), expectedNode[rank]);
