@@ -340,5 +340,46 @@ TEST(VerbsProcesses, KilledPeerFailsRequestsWithRetryExceeded) {
   EXPECT_EQ(victimStatus, 128 + SIGKILL);
 }
 
+// The peer dies while a SEND waits for it to post a receive (RNR retries).
+TEST(VerbsProcesses, PeerKilledDuringReceiverNotReadyRetries) {
+  {
+    IBDT_OPEN_VERBS_OR_SKIP(probe);
+  }
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  pid_t victim = spawn([&] {
+    close(fds[0]);
+    Side side;
+    RemoteKey key;
+    if (!side.open(4096) || !side.connect(fds[1], "survivor", key)) return 40;
+    char byte = 0;
+    readAll(fds[1], &byte, 1);
+    raise(SIGKILL);
+    return 41;
+  });
+  close(fds[1]);
+  pid_t survivor = spawn([&] {
+    setenv("IBDT_VERBS_TIMEOUT", "12", 1);
+    setenv("IBDT_VERBS_RETRY_COUNT", "2", 1);
+    Side side;
+    RemoteKey key;
+    if (!side.open(65536) || !side.connect(fds[0], "victim", key)) return 50;
+    Sge sge{reinterpret_cast<uint64_t>(side.buffer->address()), 4096, side.buffer->lkey()};
+    if (!side.endpoints[0]->postSend(SendRequest{.id = 1, .sgList = &sge, .numSge = 1}).isOk()) return 51;
+    usleep(200000);  // receiver-not-ready retries are under way
+    char byte = 'k';
+    writeAll(fds[0], &byte, 1);
+    Completion c;
+    if (!side.next(c)) return 52;
+    if (c.id != 1 || c.status != CompletionStatus::kRetryExceeded) {
+      return side.fail(strCat("expected retry-exceeded, got id ", c.id, " ", completionStatusCode(c))), 53;
+    }
+    return 0;
+  });
+  close(fds[0]);
+  EXPECT_EQ(reap(survivor), 0);
+  EXPECT_EQ(reap(victim), 128 + SIGKILL);
+}
+
 }  // namespace
 }  // namespace ibdt::fabric::testing
