@@ -58,6 +58,11 @@ VerbsCompletionQueue::~VerbsCompletionQueue() {
   }
 }
 
+void VerbsCompletionQueue::detach(uint32_t qpNumber) {
+  endpoints_.erase(qpNumber);
+  std::erase_if(software_, [qpNumber](const Completion& completion) { return completion.endpointId == qpNumber; });
+}
+
 void VerbsCompletionQueue::setSharedReceiveQueue(std::unique_ptr<VerbsReceiveQueue> queue) {
   sharedReceiveQueue_ = std::move(queue);
 }

@@ -51,7 +51,8 @@ class VerbsCompletionQueue final : public CompletionQueue {
   // (its QP is in ERR, so everything outstanding flushes); other endpoints'
   // entries stay queued for poll(). Gives up at `deadline`.
   void drain(VerbsEndpoint& endpoint, Deadline deadline);
-  void detach(uint32_t qpNumber) { endpoints_.erase(qpNumber); }
+  // Forgets the endpoint, and the completions the provider made for it.
+  void detach(uint32_t qpNumber);
 
   // A completion made by the provider itself (a receive posted after its QP
   // failed); returned once the device has no entry left, so order is kept.
