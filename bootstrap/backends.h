@@ -9,6 +9,10 @@
 
 namespace ibdt::bootstrap {
 
+// The backend connectStore() would pick here: "ibdt-run", "pmix", "pmi1" or
+// "singleton" (IBDT_BOOTSTRAP, else what the environment shows).
+Result<std::string_view> detectedBackend();
+
 Result<std::unique_ptr<Store>> connectPmix(Deadline deadline);
 Result<std::unique_ptr<Store>> connectPmi1(Deadline deadline);
 

@@ -13,6 +13,7 @@ namespace ibdt::bootstrap {
 namespace {
 
 enum class Backend { kAuto, kLauncher, kPmix, kPmi1, kSingleton };
+constexpr std::string_view kBackendNames[] = {"auto", "ibdt-run", "pmix", "pmi1", "singleton"};
 
 bool hasEnv(const char* name) { return std::getenv(name) != nullptr; }
 
@@ -21,6 +22,14 @@ Backend detect() {
   if (hasEnv("PMIX_NAMESPACE") && hasEnv("PMIX_RANK")) return Backend::kPmix;
   if (hasEnv("PMI_FD") || hasEnv("PMI_PORT")) return Backend::kPmi1;
   return Backend::kSingleton;
+}
+
+Result<Backend> chooseBackend() {
+  IBDT_ASSIGN_OR_RETURN(int choice, config::getChoice("IBDT_BOOTSTRAP", {kBackendNames[0], kBackendNames[1],
+                                                                          kBackendNames[2], kBackendNames[3],
+                                                                          kBackendNames[4]}));
+  auto backend = static_cast<Backend>(choice);
+  return backend == Backend::kAuto ? detect() : backend;
 }
 
 Result<std::unique_ptr<Store>> connectLauncher(Deadline deadline) {
@@ -37,12 +46,15 @@ Result<std::unique_ptr<Store>> connectLauncher(Deadline deadline) {
 
 }  // namespace
 
+Result<std::string_view> detectedBackend() {
+  IBDT_ASSIGN_OR_RETURN(Backend backend, chooseBackend());
+  return kBackendNames[static_cast<int>(backend)];
+}
+
 Result<std::unique_ptr<Store>> connectStore() {
-  IBDT_ASSIGN_OR_RETURN(int choice, config::getChoice("IBDT_BOOTSTRAP", {"auto", "ibdt-run", "pmix", "pmi1", "singleton"}));
+  IBDT_ASSIGN_OR_RETURN(Backend backend, chooseBackend());
   IBDT_ASSIGN_OR_RETURN(double seconds, config::getDouble("IBDT_BOOTSTRAP_TIMEOUT"));
   Deadline deadline = Deadline::after(std::chrono::duration<double>(seconds));
-  auto backend = static_cast<Backend>(choice);
-  if (backend == Backend::kAuto) backend = detect();
   Result<std::unique_ptr<Store>> store = makeError(Code::kInternal, "no bootstrap backend chosen");
   switch (backend) {
     case Backend::kLauncher: store = connectLauncher(deadline); break;

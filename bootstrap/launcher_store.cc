@@ -68,24 +68,24 @@ Result<std::unique_ptr<Store>> LauncherStore::connect(const std::string& socketP
 LauncherStore::~LauncherStore() { ::close(fd_); }
 
 Status LauncherStore::doPut(std::string_view key, std::span<const uint8_t> value) {
-  std::lock_guard lock(stagedMutex_);
-  staged_.insert_or_assign(std::string(key), Bytes(value.begin(), value.end()));
+  staged_.put(key, value);
   return Status::ok();
 }
 
 Status LauncherStore::doCommit() {
-  std::map<std::string, Bytes, std::less<>> batch;
-  {
-    std::lock_guard lock(stagedMutex_);
-    batch.swap(staged_);
-  }
+  StagedValues::Batch batch = staged_.take();
   uint64_t id = newRequestId();
   wire::Writer request(wire::Op::kCommit, id);
   request.u32(static_cast<uint32_t>(batch.size()));
   for (const auto& [key, value] : batch) {
     request.blob(key).blob(std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
   }
-  IBDT_ASSIGN_OR_RETURN(Reply reply, call(id, std::move(request).frame(), Deadline::never()));
+  std::string frame = request.frame();
+  if (frame.size() - 4 > wire::kMaxFrame) {
+    return makeError(Code::kInvalidArgument, "store commit of ", frame.size(), " bytes exceeds ibdt-run's limit of ",
+                     wire::kMaxFrame, " bytes per commit");
+  }
+  IBDT_ASSIGN_OR_RETURN(Reply reply, call(id, std::move(frame), Deadline::never()));
   if (reply.code != Code::kOk) return Status(reply.code, reply.message);
   return Status::ok();
 }

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "bootstrap/staged_values.h"
 #include "ibdt/store.h"
 
 namespace ibdt::bootstrap {
@@ -54,8 +55,7 @@ class LauncherStore final : public Store {
   Status broken_;  // set once the connection failed; every later call fails with it
   std::set<uint64_t> waiting_;
   std::map<uint64_t, Reply> replies_;
-  std::mutex stagedMutex_;
-  std::map<std::string, Bytes, std::less<>> staged_;
+  StagedValues staged_;
 };
 
 // Encodes a relative timeout for the wire (wire::kNoTimeout for never).

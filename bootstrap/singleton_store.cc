@@ -3,15 +3,14 @@
 namespace ibdt::bootstrap {
 
 Status SingletonStore::doPut(std::string_view key, std::span<const uint8_t> value) {
-  std::lock_guard lock(mutex_);
-  staged_.insert_or_assign(std::string(key), Bytes(value.begin(), value.end()));
+  staged_.put(key, value);
   return Status::ok();
 }
 
 Status SingletonStore::doCommit() {
+  StagedValues::Batch batch = staged_.take();
   std::lock_guard lock(mutex_);
-  for (auto& [key, value] : staged_) visible_.insert_or_assign(key, std::move(value));
-  staged_.clear();
+  for (auto& [key, value] : batch) visible_.insert_or_assign(key, std::move(value));
   committed_.notify_all();
   return Status::ok();
 }

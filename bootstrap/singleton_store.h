@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "bootstrap/staged_values.h"
 #include "ibdt/store.h"
 
 namespace ibdt::bootstrap {
@@ -27,7 +28,7 @@ class SingletonStore final : public Store {
  private:
   std::mutex mutex_;
   std::condition_variable committed_;
-  std::map<std::string, Bytes, std::less<>> staged_;
+  StagedValues staged_;
   std::map<std::string, Bytes, std::less<>> visible_;
 };
 

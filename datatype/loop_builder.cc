@@ -96,26 +96,22 @@ Status finishNode(Node& node) {
   const bool variable = node.kind == NodeKind::kRunIndexed || node.kind == NodeKind::kStruct;
   if (variable) node.prefix.assign(n + 1, 0);
   int64_t size = 0;
+  // Fixed-size kinds: every block is one run (leaf) or one child instance.
+  const int64_t unit = leaf ? node.runBytes : node.children[0]->size;
+  const int64_t unitLo = leaf ? 0 : node.children[0]->lo;
+  const int64_t unitHi = leaf ? node.runBytes : node.children[0]->hi;
   switch (node.kind) {
     case NodeKind::kRunVector:
-    case NodeKind::kVector: {
-      const int64_t unit = leaf ? node.runBytes : node.children[0]->size;
-      const int64_t unitLo = leaf ? 0 : node.children[0]->lo;
-      const int64_t unitHi = leaf ? node.runBytes : node.children[0]->hi;
+    case NodeKind::kVector:
       size = m.mul(node.count, unit);
       place(0, unitLo, unitHi);
       place(m.mul(node.count - 1, node.stride), unitLo, unitHi);
       break;
-    }
     case NodeKind::kRunBlockIndexed:
-    case NodeKind::kBlockIndexed: {
-      const int64_t unit = leaf ? node.runBytes : node.children[0]->size;
-      const int64_t unitLo = leaf ? 0 : node.children[0]->lo;
-      const int64_t unitHi = leaf ? node.runBytes : node.children[0]->hi;
+    case NodeKind::kBlockIndexed:
       size = m.mul(node.count, unit);
       for (int64_t d : node.displs) place(d, unitLo, unitHi);
       break;
-    }
     case NodeKind::kRunIndexed:
     case NodeKind::kStruct:
       for (size_t i = 0; i < n; ++i) {
@@ -156,7 +152,9 @@ Result<NodeRef> makeRepeat(int64_t count, int64_t stride, const NodeRef& child) 
   const Node& c = *child.node;
   Node node;
   if (c.isSingleRun() && stride == c.runBytes) return makeRun(count * c.runBytes, child.shift);
-  const bool continues = (c.kind == NodeKind::kRunVector || c.kind == NodeKind::kVector) && stride == c.count * c.stride;
+  int64_t span = 0;  // where the child's next block would start
+  const bool continues = (c.kind == NodeKind::kRunVector || c.kind == NodeKind::kVector) &&
+                         !__builtin_mul_overflow(c.count, c.stride, &span) && stride == span;
   if (continues) {  // loop fusion: the outer loop extends the inner one
     node = c;
     node.count = count * c.count;

@@ -42,7 +42,7 @@ struct Node {
 
   bool isLeaf() const { return kind <= NodeKind::kRunIndexed; }
   bool isSingleRun() const { return kind == NodeKind::kRunVector && count == 1; }
-  // Packed size of block i (inner kinds: one child instance).
+  // The child placed by block i (inner kinds only).
   const Node& child(int64_t i) const {
     return *children[kind == NodeKind::kStruct ? static_cast<size_t>(i) : 0];
   }

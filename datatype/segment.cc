@@ -1,5 +1,5 @@
 // datatype/segment.cc — pack/unpack and scatter/gather lists over byte
-// ranges of count x type, plus flatten and the typed copy (transpack).
+// ranges of count x type, and flatten.
 #include <algorithm>
 #include <cstring>
 
@@ -99,7 +99,7 @@ Result<Segment> Segment::create(const Datatype& type, int64_t count) {
   const int64_t size = m.mul(count, t.size);
   if (count > 0) {  // every byte touched must have an address within 64 bits
     const int64_t last = m.mul(count - 1, t.extent());
-    m.add(m.add(last, t.trueUb), 0);
+    m.add(last, t.trueUb);
     m.add(last, t.trueLb);
   }
   if (m.overflow) {
@@ -169,30 +169,6 @@ Result<std::vector<Block>> flatten(const Datatype& type, int64_t count) {
   const NodeRef& root = segment.program().root;
   if (!root.empty()) Walker<FlattenOp>(op).all(*root.node, root.shift);
   return std::move(op.blocks);
-}
-
-Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, void* dst, const Datatype& dstType,
-                 int64_t dstCount, int64_t first, int64_t last) {
-  IBDT_ASSIGN_OR_RETURN(Segment from, Segment::create(srcType, srcCount));
-  IBDT_ASSIGN_OR_RETURN(Segment to, Segment::create(dstType, dstCount));
-  // The shorter description must be a prefix of the longer one.
-  if (srcType.impl()->signature.elements * srcCount <= dstType.impl()->signature.elements * dstCount) {
-    IBDT_RETURN_IF_ERROR(checkMatch(srcType, srcCount, dstType, dstCount));
-  } else {
-    IBDT_RETURN_IF_ERROR(checkMatch(dstType, dstCount, srcType, srcCount));
-  }
-  if (first < 0 || first > last || last > std::min(from.size(), to.size())) {
-    return makeError(Code::kOutOfRange, "transpack: byte range [", first, ", ", last, ") outside [0, ",
-                     std::min(from.size(), to.size()), ")");
-  }
-  alignas(64) char buffer[64 * 1024];
-  for (int64_t at = first; at < last;) {
-    const int64_t end = std::min<int64_t>(last, at + static_cast<int64_t>(sizeof(buffer)));
-    IBDT_RETURN_IF_ERROR(from.pack(src, at, end, buffer));
-    IBDT_RETURN_IF_ERROR(to.unpack(dst, at, end, buffer));
-    at = end;
-  }
-  return Status::ok();
 }
 
 }  // namespace ibdt::datatype

@@ -113,20 +113,28 @@ Result<Signature> signature(const Datatype& type, int64_t count) {
   return sigRepeat(type.impl()->signature, count);
 }
 
-Status checkMatch(const Datatype& sendType, int64_t sendCount, const Datatype& recvType, int64_t recvCount) {
-  IBDT_ASSIGN_OR_RETURN(Signature send, signature(sendType, sendCount));
+Status checkMatch(const Signature& send, const Datatype& recvType, int64_t recvCount) {
   IBDT_ASSIGN_OR_RETURN(Signature recv, signature(recvType, recvCount));
+  if (send.elements < 0) return makeError(Code::kInvalidArgument, "signature check: negative element count");
   if (send.elements > recv.elements) {
-    return makeError(Code::kTruncated, "signature check: send of ", send.elements, " basic elements (", sendCount,
-                     " x type ", sendType.id(), ") exceeds receive of ", recv.elements);
+    return makeError(Code::kTruncated, "signature check: send of ", send.elements,
+                     " basic elements exceeds receive of ", recv.elements, " (", recvCount, " x type ",
+                     recvType.id(), ")");
   }
   IBDT_ASSIGN_OR_RETURN(Signature prefix, repeatedPrefix(*recvType.impl(), send.elements));
   if (prefix != send) {
-    return makeError(Code::kInvalidArgument, "signature check: the basic types of ", sendCount, " x type ",
-                     sendType.id(), " differ from the first ", send.elements, " elements of ", recvCount,
+    return makeError(Code::kInvalidArgument, "signature check: the basic types of the ", send.elements,
+                     " sent elements differ from the first ", send.elements, " elements of ", recvCount,
                      " x type ", recvType.id());
   }
   return Status::ok();
+}
+
+Status checkMatch(const Datatype& sendType, int64_t sendCount, const Datatype& recvType, int64_t recvCount) {
+  IBDT_ASSIGN_OR_RETURN(Signature send, signature(sendType, sendCount));
+  Status status = checkMatch(send, recvType, recvCount);
+  if (!status.isOk()) status.withContext(strCat("send ", sendCount, " x type ", sendType.id()));
+  return status;
 }
 
 }  // namespace ibdt::datatype

@@ -146,22 +146,46 @@ Result<std::vector<uint8_t>> serialize(const Datatype& type) {
   return w.take();
 }
 
-Result<Datatype> deserialize(std::span<const uint8_t> bytes) {
-  Reader r(bytes);
+namespace {
+
+struct Header {
+  int64_t size = 0, lb = 0, ub = 0, elements = 0, homogeneous = 0, nodeCount = 0;
+  uint64_t hash = 0, id = 0, version = 0;
+};
+
+Status readHeader(Reader& r, Header& h) {
   uint8_t magic[4];
   if (!r.raw(magic, 4) || std::memcmp(magic, kMagic, 4) != 0) return bad("bad magic");
-  uint64_t version = 0;
-  if (!r.u(version)) return bad("truncated header");
-  if (version != kFormatVersion) {
-    return makeError(Code::kProtocol, "datatype wire format: version ", version, ", this build reads ",
+  uint64_t format = 0;
+  if (!r.u(format)) return bad("truncated header");
+  if (format != kFormatVersion) {
+    return makeError(Code::kProtocol, "datatype wire format: version ", format, ", this build reads ",
                      int{kFormatVersion});
   }
-  int64_t size = 0, lb = 0, ub = 0, elements = 0, homogeneous = 0, nodeCount = 0;
-  uint64_t hash = 0, id = 0, typeVersion = 0;
-  if (!r.n(size) || !r.s(lb) || !r.s(ub) || !r.u(hash) || !r.n(elements) || !r.n(homogeneous) || !r.u(id) ||
-      !r.u(typeVersion) || !r.n(nodeCount)) {
+  if (!r.n(h.size) || !r.s(h.lb) || !r.s(h.ub) || !r.u(h.hash) || !r.n(h.elements) || !r.n(h.homogeneous) ||
+      !r.u(h.id) || !r.u(h.version) || !r.n(h.nodeCount)) {
     return bad("truncated header");
   }
+  if (h.id > UINT32_MAX || h.version > UINT32_MAX) return bad("id or version exceeds 32 bits");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<LayoutKey> layoutKey(std::span<const uint8_t> bytes) {
+  Reader r(bytes);
+  Header h;
+  IBDT_RETURN_IF_ERROR(readHeader(r, h));
+  return LayoutKey{static_cast<uint32_t>(h.id), static_cast<uint32_t>(h.version)};
+}
+
+Result<Datatype> deserialize(std::span<const uint8_t> bytes) {
+  Reader r(bytes);
+  Header h;
+  IBDT_RETURN_IF_ERROR(readHeader(r, h));
+  const int64_t size = h.size, lb = h.lb, ub = h.ub, elements = h.elements, homogeneous = h.homogeneous;
+  const int64_t nodeCount = h.nodeCount;
+  const uint64_t hash = h.hash;
   if (homogeneous > kBasicKindCount) return bad("unknown basic type");
   if (lb > ub) return bad("lower bound above upper bound");
   if (static_cast<uint64_t>(nodeCount) > r.left() / 2) return bad("more nodes than bytes");
@@ -188,36 +212,27 @@ Result<Datatype> deserialize(std::span<const uint8_t> bytes) {
     const bool arrays = node.kind != NodeKind::kRunVector && node.kind != NodeKind::kVector;
     if (arrays && static_cast<uint64_t>(node.count) > r.left()) return bad("array longer than the message");
     const size_t n = static_cast<size_t>(node.count);
+    const bool runs = node.kind == NodeKind::kRunVector || node.kind == NodeKind::kRunBlockIndexed;
+    const bool oneChild = node.kind == NodeKind::kVector || node.kind == NodeKind::kBlockIndexed;
     bool ok = true;
-    switch (node.kind) {
-      case NodeKind::kRunVector:
-        ok = r.n(node.runBytes) && r.s(node.stride);
-        break;
-      case NodeKind::kRunBlockIndexed:
-        ok = r.n(node.runBytes);
-        node.displs.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]);
-        break;
-      case NodeKind::kRunIndexed:
-        node.displs.resize(n);
-        node.lengths.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]) && r.n(node.lengths[i]);
-        break;
-      case NodeKind::kVector:
-        node.children.resize(1);
-        ok = childAt(node.children[0]) && r.s(node.stride);
-        break;
-      case NodeKind::kBlockIndexed:
-        node.children.resize(1);
-        ok = childAt(node.children[0]);
-        node.displs.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]);
-        break;
-      case NodeKind::kStruct:
-        node.children.resize(n);
-        node.displs.resize(n);
-        for (size_t i = 0; ok && i < n; ++i) ok = childAt(node.children[i]) && r.s(node.displs[i]);
-        break;
+    if (runs) ok = r.n(node.runBytes);
+    if (oneChild) {
+      node.children.resize(1);
+      ok = childAt(node.children[0]);
+    }
+    if (!arrays) {
+      ok = ok && r.s(node.stride);
+    } else if (runs || oneChild) {
+      node.displs.resize(n);
+      for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]);
+    } else if (node.kind == NodeKind::kRunIndexed) {
+      node.displs.resize(n);
+      node.lengths.resize(n);
+      for (size_t i = 0; ok && i < n; ++i) ok = r.s(node.displs[i]) && r.n(node.lengths[i]);
+    } else {  // kStruct
+      node.children.resize(n);
+      node.displs.resize(n);
+      for (size_t i = 0; ok && i < n; ++i) ok = childAt(node.children[i]) && r.s(node.displs[i]);
     }
     if (!ok) return bad("truncated node or bad child reference");
     Status status = finishNode(node);
@@ -240,8 +255,6 @@ Result<Datatype> deserialize(std::span<const uint8_t> bytes) {
   }
   int64_t extent = 0;
   if (__builtin_sub_overflow(ub, lb, &extent)) return bad("extent exceeds 64 bits");
-  (void)id;
-  (void)typeVersion;
   return makeLayoutType(std::move(root), lb, ub, Signature{hash, elements}, static_cast<int>(homogeneous));
 }
 

@@ -4,10 +4,13 @@
 
 namespace ibdt::perf {
 
+void addPackBenchmark(CLI::App& app, const CommonOptions& common);  // perf/pack_bench.cc
 void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
+void addBootstrapBenchmark(CLI::App& app, const CommonOptions& common);
+void addRegistrationBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addFabricBenchmark};
+  return {addPackBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark};
 }
 
 namespace {

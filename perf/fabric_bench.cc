@@ -61,6 +61,7 @@ class Side {
   bool initiator() const { return initiator_; }
   uint8_t* user() { return user_.data(); }
   uint8_t* shared() { return static_cast<uint8_t*>(sharedRegion_->address()); }
+  uint8_t* scratch() { return scratch_.data(); }
   MemoryRegion& region(bool shared) { return shared ? *sharedRegion_ : *userRegion_; }
   const RemoteKey& peerKey(bool shared) const { return shared ? peerShared_ : peerUser_; }
 
@@ -149,6 +150,23 @@ SendRequest makeRequest(Opcode opcode, const Sge* sges, uint32_t count, const Re
   return request;
 }
 
+// Transfers are checked, not just timed: the initiator's bytes follow this
+// pattern and the target compares what arrived.
+uint8_t patternByte(size_t index, size_t seed) { return static_cast<uint8_t>(index * 7 + seed * 13 + 1); }
+
+void fillPattern(uint8_t* data, size_t length, size_t seed) {
+  for (size_t i = 0; i < length; ++i) data[i] = patternByte(i, seed);
+}
+
+Status checkPattern(const uint8_t* data, size_t length, size_t seed, const std::string& what) {
+  for (size_t i = 0; i < length; ++i) {
+    if (data[i] != patternByte(i, seed)) {
+      return makeError(Code::kInternal, "fabric bench: ", what, " of ", length, " bytes: byte ", i, " is wrong");
+    }
+  }
+  return Status::ok();
+}
+
 double modelMicros(const Caps& caps, uint32_t requests, uint32_t sges, uint64_t remotePages, uint64_t bytes,
                    bool sharedTarget) {
   const TransferCost& cost = caps.transfer;
@@ -189,8 +207,15 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
                         PingPong{"pingpong write-imm, shm memory", Opcode::kWriteWithImm, true},
                         PingPong{"pingpong send/recv", Opcode::kSend, false}}) {
     for (size_t bytes : sizes) {
-      IBDT_RETURN_IF_ERROR(side.sync());
       uint8_t* data = kind.shared ? side.shared() : side.user();
+      // The responder starts from zeros and only ever bounces back what it got.
+      if (side.initiator()) {
+        fillPattern(data, bytes, bytes);
+      } else {
+        std::memset(data, 0, bytes);
+        std::memset(side.scratch(), 0, bytes);
+      }
+      IBDT_RETURN_IF_ERROR(side.sync());
       Sge sge{reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(bytes), side.region(kind.shared).lkey()};
       SendRequest request = makeRequest(kind.opcode, &sge, 1, side.peerKey(kind.shared), 0);
       Status failure;
@@ -209,7 +234,10 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
       int inner = innerFor(bytes, common.quick) / 4 + 1;
       auto samples = measure(common.warmup, common.reps, inner, once);
       IBDT_RETURN_IF_ERROR(failure);
-      if (side.initiator()) {
+      if (!side.initiator()) {
+        const uint8_t* arrived = kind.opcode == Opcode::kSend ? side.scratch() : data;
+        IBDT_RETURN_IF_ERROR(checkPattern(arrived, bytes, bytes, kind.name));
+      } else {
         for (double& s : samples) s /= 2;  // half round trip
         row(kind.name, bytes, summarize(samples), memcpyMicros(common, bytes, inner),
             modelMicros(caps, 1, 1, (bytes + caps.pageSize - 1) / caps.pageSize, bytes, kind.shared));
@@ -220,8 +248,17 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
   // Streamed writes: a window of signalled writes kept in flight.
   for (bool shared : {false, true}) {
     for (size_t bytes : sizes) {
+      if (side.initiator()) {
+        fillPattern(side.user(), bytes, bytes + 1);
+      } else {
+        std::memset(shared ? side.shared() : side.user(), 0, bytes);
+      }
       IBDT_RETURN_IF_ERROR(side.sync());
-      if (!side.initiator()) continue;
+      if (!side.initiator()) {
+        IBDT_RETURN_IF_ERROR(side.sync());  // the initiator has finished this case
+        IBDT_RETURN_IF_ERROR(checkPattern(shared ? side.shared() : side.user(), bytes, bytes + 1, "streamed write"));
+        continue;
+      }
       Sge sge{reinterpret_cast<uint64_t>(side.user()), static_cast<uint32_t>(bytes), side.region(false).lkey()};
       SendRequest request = makeRequest(Opcode::kWrite, &sge, 1, side.peerKey(shared), 0);
       Status failure;
@@ -235,6 +272,7 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
       row(shared ? "write, shm memory" : "write, user memory", bytes, summarize(samples),
           memcpyMicros(common, bytes, inner),
           modelMicros(caps, 1, 1, (bytes + caps.pageSize - 1) / caps.pageSize, bytes, shared));
+      IBDT_RETURN_IF_ERROR(side.sync());
     }
   }
 
@@ -288,7 +326,7 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
     auto samples = measure(common.warmup, common.reps, inner, once);
     IBDT_RETURN_IF_ERROR(failure);
     row(strCat("multi-write 128 x ", block, " B, distinct pages"), block * kWrites, summarize(samples),
-        memcpyMicros(common, block * kWrites, inner), modelMicros(caps, kWrites, kWrites, kWrites, block * kWrites, false));
+        memcpyMicros(common, block * kWrites, inner), modelMicros(caps, 1, kWrites, kWrites, block * kWrites, false));  // shm runs the chain as one call
   }
   return side.sync();
 }

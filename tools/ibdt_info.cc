@@ -5,11 +5,46 @@
 #include <string>
 
 #include "base/config.h"
+#include "bootstrap/backends.h"
 #include "build_info.h"
+#include "ibdt/fabric.h"
+
+namespace {
+
+// The fabric providers compiled in, whether they open here, and their caps
+// and published cost models.
+void printProviders() {
+  std::printf("\nfabric providers:\n");
+  for (const auto& info : ibdt::fabric::probeProviders()) {
+    std::printf("  %-6s %s  %s\n", info.name.c_str(), info.available ? "available  " : "unavailable", info.detail.c_str());
+    if (!info.available) continue;
+    auto domain = ibdt::fabric::openDomain(info.name, {});
+    if (!domain.isOk()) {
+      std::printf("         open failed: %s\n", domain.status().toString().c_str());
+      continue;
+    }
+    const ibdt::fabric::Caps& caps = (*domain)->caps();
+    std::printf("         device %s: max_sge send/recv %u/%u, max_inline %u, max_msg %llu, sq/rq/cq depth %u/%u/%u, "
+                "reads in flight %u, rdma_read %s, write_with_imm %s\n",
+                caps.device.c_str(), caps.maxSendSge, caps.maxRecvSge, caps.maxInline,
+                static_cast<unsigned long long>(caps.maxMessageSize), caps.maxSendQueueDepth, caps.maxRecvQueueDepth,
+                caps.maxCompletionQueueDepth, caps.maxReadsInFlight, caps.rdmaRead ? "yes" : "no",
+                caps.writeWithImm ? "yes" : "no");
+    std::printf("         registration cost: %.0f ns + %.1f ns/page; transfer cost: %.0f ns/request + %.0f ns/sge + "
+                "%.0f ns/remote page + %.1f B/ns\n",
+                caps.registration.fixedNs, caps.registration.perPageNs, caps.transfer.perRequestNs,
+                caps.transfer.perSgeNs, caps.transfer.perRemotePageNs, caps.transfer.bytesPerNs);
+  }
+}
+
+}  // namespace
 
 int main() {
   std::printf("ibdt %s\n", IBDT_VERSION_STRING);
   std::printf("components: verbs=%s pmix=%s mpi=%s\n", IBDT_BUILD_VERBS, IBDT_BUILD_PMIX, IBDT_BUILD_MPI);
+  auto bootstrap = ibdt::bootstrap::detectedBackend();
+  std::printf("bootstrap: %s\n", bootstrap.isOk() ? std::string(*bootstrap).c_str() : bootstrap.status().toString().c_str());
+  printProviders();
   std::printf("\nconfiguration (IBDT_* environment variables):\n");
   int status = 0;
   for (const auto& knob : ibdt::config::knobs()) {

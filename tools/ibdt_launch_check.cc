@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   Store& store = **connected;
+  int64_t joined = nanosOf(CLOCK_MONOTONIC);
   std::string problems = check(store, options, deadline);
   int64_t exchanged = nanosOf(CLOCK_MONOTONIC);
   int64_t exchangedWallClock = nanosOf(CLOCK_REALTIME);
@@ -114,8 +115,8 @@ int main(int argc, char** argv) {
   // Rank 0 reports for everyone: placement, failures and the slowest times.
   struct Report {
     int32_t ok, node, localRank, localSize;
-    int64_t sinceStart, sinceLaunch;
-  } mine{problems.empty() ? 1 : 0, store.nodeId(), store.localRank(), store.localSize(), exchanged - started,
+    int64_t connect, sinceStart, sinceLaunch;
+  } mine{problems.empty() ? 1 : 0, store.nodeId(), store.localRank(), store.localSize(), joined - started, exchanged - started,
          options.launchedAt >= 0 ? exchangedWallClock - options.launchedAt : -1};
   auto all = store.allgather(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&mine), sizeof(mine)), deadline);
   if (!all.isOk()) {
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
   }
   if (store.rank() != 0) return problems.empty() ? 0 : 1;
   std::string failed;
+  int64_t slowestConnect = 0;
   int64_t slowestStart = 0;
   int64_t slowestLaunch = -1;
   for (int rank = 0; rank < store.size(); ++rank) {
@@ -135,13 +137,14 @@ int main(int argc, char** argv) {
     }
     std::memcpy(&theirs, (*all)[static_cast<size_t>(rank)].data(), sizeof(theirs));
     if (!theirs.ok) failed += ibdt::strCat(" ", rank);
+    slowestConnect = std::max(slowestConnect, theirs.connect);
     slowestStart = std::max(slowestStart, theirs.sinceStart);
     slowestLaunch = std::max(slowestLaunch, theirs.sinceLaunch);
   }
-  std::printf("ibdt-launch-check: backend=%s ranks=%d nodes=%d blob=%zu B: %s; join_to_exchanged_ms=%.3f",
+  std::printf("ibdt-launch-check: backend=%s ranks=%d nodes=%d blob=%zu B: %s; connect_ms=%.3f join_to_exchanged_ms=%.3f",
               std::string(store.backend()).c_str(), store.size(), store.numNodes(), options.blobBytes,
               failed.empty() ? "all-to-all exchange verified" : ("FAILED on ranks" + failed).c_str(),
-              static_cast<double>(slowestStart) / 1e6);
+              static_cast<double>(slowestConnect) / 1e6, static_cast<double>(slowestStart) / 1e6);
   if (slowestLaunch >= 0) std::printf(" launch_to_exchanged_ms=%.3f", static_cast<double>(slowestLaunch) / 1e6);
   std::printf("\n");
   return failed.empty() && problems.empty() ? 0 : 1;

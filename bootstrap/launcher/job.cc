@@ -172,7 +172,10 @@ Status Job::spawn(int rank, const std::vector<std::string>& environment) {
     self.errFd = errPipe[0];
     ::fcntl(self.outFd, F_SETFL, O_NONBLOCK);  // drainPipe() reads until EAGAIN
     ::fcntl(self.errFd, F_SETFL, O_NONBLOCK);
-    std::string prefix = strCat("[", rank, "] ");
+    // Padded to the widest rank, so columns line up: "[ 3] " beside "[12] ".
+    std::string number = std::to_string(rank);
+    std::string widest = std::to_string(options_.ranks - 1);
+    std::string prefix = strCat("[", std::string(widest.size() - number.size(), ' '), number, "] ");
     self.out = std::make_unique<LinePrefixer>(STDOUT_FILENO, prefix);
     self.err = std::make_unique<LinePrefixer>(STDERR_FILENO, prefix);
   }

@@ -2,6 +2,7 @@
 // only PMI-1/PMI-2. Rank and size come from PMI_RANK/PMI_SIZE, node
 // locality from the KVS's PMI_process_mapping. Puts are sent at commit();
 // PMI-1 shows them to other ranks only after a barrier (fence).
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "bootstrap/node_map.h"
 #include "bootstrap/pmi1/pmi1_client.h"
 #include "bootstrap/pmi1/pmi1_codec.h"
+#include "bootstrap/staged_values.h"
 
 namespace ibdt::bootstrap {
 namespace {
@@ -18,10 +20,18 @@ namespace {
 // Deadline for a single exchange with the local Hydra proxy.
 constexpr auto kRequestTimeout = std::chrono::seconds(60);
 
+// PMI_FD is one connection per process: a second client on it would
+// interleave its lines with the first's and finalize it on destruction.
+std::atomic<bool> gConnected{false};
+
 class Pmi1Store final : public Store {
  public:
   Pmi1Store(const Placement& placement, std::unique_ptr<pmi1::Client> client)
       : Store(placement), client_(std::move(client)) {}
+  ~Pmi1Store() override {
+    client_.reset();  // finalize before another store may connect
+    gConnected.store(false);
+  }
 
   std::string_view backend() const override { return "pmi1"; }
 
@@ -31,18 +41,12 @@ class Pmi1Store final : public Store {
   }
 
   Status doPut(std::string_view key, std::span<const uint8_t> value) override {
-    std::lock_guard lock(stagedMutex_);
-    staged_.insert_or_assign(std::string(key), Bytes(value.begin(), value.end()));
+    staged_.put(key, value);
     return Status::ok();
   }
 
   Status doCommit() override {
-    std::map<std::string, Bytes, std::less<>> batch;
-    {
-      std::lock_guard lock(stagedMutex_);
-      batch.swap(staged_);
-    }
-    for (const auto& [key, value] : batch) {
+    for (const auto& [key, value] : staged_.take()) {
       std::string kvs = keyOf(rank(), key);
       pmi1::EncodedValue encoded = pmi1::encodeValue(value, client_->maxValueLength());
       Deadline deadline = Deadline::after(kRequestTimeout);
@@ -97,8 +101,7 @@ class Pmi1Store final : public Store {
   }
 
   std::unique_ptr<pmi1::Client> client_;
-  std::mutex stagedMutex_;
-  std::map<std::string, Bytes, std::less<>> staged_;
+  StagedValues staged_;
 };
 
 Result<int> envInt(const char* name, int min) {
@@ -119,6 +122,15 @@ Result<std::unique_ptr<Store>> connectPmi1(Deadline deadline) {
     return makeError(Code::kUnsupported, "PMI-1 without PMI_FD (PMI_PORT singleton init) is not supported");
   }
   IBDT_ASSIGN_OR_RETURN(int fd, envInt("PMI_FD", 0));
+  if (gConnected.exchange(true)) {
+    return makeError(Code::kState, "this process already has a PMI-1 store (PMI_FD serves one connection)");
+  }
+  struct ReleaseUnlessConnected {
+    bool connected = false;
+    ~ReleaseUnlessConnected() {
+      if (!connected) gConnected.store(false);
+    }
+  } guard;
   IBDT_ASSIGN_OR_RETURN(int rank, envInt("PMI_RANK", 0));
   IBDT_ASSIGN_OR_RETURN(int size, envInt("PMI_SIZE", 1));
   if (rank >= size) return makeError(Code::kInvalidArgument, "PMI_RANK=", rank, " is not below PMI_SIZE=", size);
@@ -126,6 +138,7 @@ Result<std::unique_ptr<Store>> connectPmi1(Deadline deadline) {
   IBDT_ASSIGN_OR_RETURN(std::string mapping, client->get("PMI_process_mapping", deadline));
   IBDT_ASSIGN_OR_RETURN(std::vector<int> nodeOf, pmi1::decodeProcessMapping(mapping, size));
   Placement placement = placementFromNodeMap(nodeOf, rank);
+  guard.connected = true;
   return std::unique_ptr<Store>(new Pmi1Store(placement, std::move(client)));
 }
 

@@ -87,8 +87,8 @@ class Datatype {
   // Bounded vector: blocks of `blocklen` elements every `stride` elements,
   // as many as start before `bound`; the last block is cut at `bound`.
   // Element j (0 <= j < bound) is in the type iff j % stride < blocklen.
-  // Bounds are those of the equivalent struct{vector, contiguous}: lb 0 and
-  // ub at the end of the last selected element (padding beyond is not kept).
+  // Bounds: lb = lb(old) and ub = ub of the last selected element (as for
+  // struct{vector, contiguous} without alignment padding); explicit (sticky).
   //   Example (Listing 1, p = 13, round k = 4): boundedVector(9, 4, 8, T)
   //   selects elements {0,1,2,3,8}; at offset 4*extent(T) in R that is
   //   R[4..7] and R[12] — exactly the j with bit 2 set.
@@ -98,16 +98,16 @@ class Datatype {
   // from total-1 to 0. Relative element j (j < bound, j % stride < blocklen)
   // sits at element (start + j) % total. Requires 0 <= start < total and
   // bound <= total. Type map order follows j (the order data is packed);
-  // lb = 0, extent = total elements (the whole ring).
+  // lb = lb(old), extent = total elements (the whole ring).
   //   Example (Listing 2, p = 13, k = 4, rank i = 3, recvrank = 7):
   //   circularVector(13, 7, 9, 4, 8, T) selects elements 7,8,9,10 and then
   //   (7+8)%13 = 2, in that order: R[(i+j) % 13] for j in {4,5,6,7,12}.
   static Result<Datatype> circularVector(int64_t total, int64_t start, int64_t bound, int64_t blocklen,
                                          int64_t stride, const Datatype& old);
   // Bucket: buckets of `maxBucket` elements laid end to end; bucket i holds
-  // its first counts[i] elements (counts[i] <= maxBucket). lb = 0, extent =
-  // counts.size() * maxBucket elements. Example: bucket(4, {1,3,0}, T) selects
-  // elements {0, 4,5,6} with extent 12 elements.
+  // its first counts[i] elements (counts[i] <= maxBucket). lb = lb(old),
+  // extent = counts.size() * maxBucket elements. Example: bucket(4, {1,3,0}, T)
+  // selects elements {0, 4,5,6} with extent 12 elements.
   static Result<Datatype> bucket(int64_t maxBucket, std::span<const int64_t> counts, const Datatype& old);
 
   // Compiles the loop program; idempotent and thread-safe. Predefined and
@@ -202,7 +202,9 @@ class Segment {
   // Stops early when `out` is full; `bytes` tells how far it got.
   Result<IovecFill> iovecs(uint64_t base, int64_t first, int64_t last, Iovec* out, size_t maxEntries) const;
 
-  // Streaming use: a position that packNext/unpackNext advance.
+  // Streaming use: a position that packNext/unpackNext advance. The range
+  // calls above are const and may run concurrently; the position is not
+  // shared between copies of a Segment.
   int64_t position() const { return position_; }
   Status seek(int64_t position);
   // Packs up to maxBytes from the current position; returns the bytes done.
@@ -237,6 +239,9 @@ Result<Signature> signature(const Datatype& type, int64_t count);
 // basic-type sequence, receive possibly longer); kTruncated when the send is
 // longer; kInvalidArgument naming the mismatch otherwise.
 Status checkMatch(const Datatype& sendType, int64_t sendCount, const Datatype& recvType, int64_t recvCount);
+// The same check on the receiver, given the sender's signature (e.g. from a
+// rendezvous request) instead of its type.
+Status checkMatch(const Signature& send, const Datatype& recvType, int64_t recvCount);
 // Typed copy of packed bytes [first, last) from (src, srcCount x srcType)
 // to the same packed bytes of (dst, dstCount x dstType); the signatures of the
 // two must match on that range. Buffers must not overlap.
@@ -252,6 +257,14 @@ Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, voi
 // result is a committed layout-only type (its type map is bytes).
 Result<std::vector<uint8_t>> serialize(const Datatype& type);
 Result<Datatype> deserialize(std::span<const uint8_t> bytes);
+// The sender's (id, version) recorded in a blob, read without decoding the
+// layout: the key under which a peer caches the decoded type.
+struct LayoutKey {
+  uint32_t id = 0;
+  uint32_t version = 0;
+  bool operator==(const LayoutKey&) const = default;
+};
+Result<LayoutKey> layoutKey(std::span<const uint8_t> bytes);
 
 // Name of a basic kind ("double"); size in bytes.
 const char* basicName(BasicKind kind);

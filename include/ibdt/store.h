@@ -14,8 +14,12 @@
 // "ibdt." are reserved for the library.
 //
 // Every method may be called from several threads at once. Calls that wait
-// take a Deadline and fail with Code::kTimeout naming the rank or ranks that
-// did not answer; a rank known to have died fails them with kPeerFailed.
+// take a Deadline and fail with Code::kTimeout naming the rank that did not
+// answer (a fence under PMIx or PMI-1 cannot say which: those launchers do
+// not tell); under ibdt-run a rank that ended fails them with kPeerFailed.
+// PMIx counts timeouts in whole seconds, so it may overshoot a short
+// deadline by up to a second. Collective calls (fence, barrier, allgather)
+// must be made by every rank in the same order.
 #pragma once
 
 #include <atomic>

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "bootstrap/backends.h"
 #include "bootstrap/launcher/options.h"
 #include "bootstrap/node_map.h"
 #include "bootstrap/singleton_store.h"
@@ -54,7 +55,8 @@ TEST(StoreWire, TruncatedAndOverlongMessagesAreProtocolErrors) {
   wire::Reader shortRead(std::string_view(bytes).substr(0, 7));
   EXPECT_EQ(shortRead.blob(), "");
   EXPECT_EQ(shortRead.finish("test").code(), Code::kProtocol);
-  wire::Reader trailing(bytes + "x");
+  std::string withTrailing = bytes + "x";
+  wire::Reader trailing(withTrailing);
   trailing.blob();
   EXPECT_EQ(trailing.finish("test").code(), Code::kProtocol);
 }
@@ -151,6 +153,20 @@ TEST_F(ConnectStoreTest, NoLauncherMeansSingleton) {
   ASSERT_TRUE(store.isOk()) << store.status().toString();
   EXPECT_EQ((*store)->backend(), "singleton");
   EXPECT_EQ((*store)->size(), 1);
+}
+
+TEST_F(ConnectStoreTest, DetectsTheLauncherFromTheEnvironment) {
+  EXPECT_EQ(*detectedBackend(), "singleton");
+  ::setenv("PMI_FD", "7", 1);
+  EXPECT_EQ(*detectedBackend(), "pmi1");
+  ::setenv("PMIX_NAMESPACE", "job", 1);
+  EXPECT_EQ(*detectedBackend(), "pmi1");  // PMIx needs the rank too
+  ::setenv("PMIX_RANK", "0", 1);
+  EXPECT_EQ(*detectedBackend(), "pmix");
+  ::setenv("IBDT_RUN_SOCKET", "/tmp/x", 1);
+  EXPECT_EQ(*detectedBackend(), "ibdt-run");  // ibdt-run inside mpirun: the innermost launcher wins
+  ::setenv("IBDT_BOOTSTRAP", "singleton", 1);
+  EXPECT_EQ(*detectedBackend(), "singleton");
 }
 
 TEST_F(ConnectStoreTest, ForcedBackendsFailClearlyWithoutTheirLauncher) {

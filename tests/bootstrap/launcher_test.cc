@@ -1,13 +1,21 @@
 // ibdt-run end to end: output forwarding and every way a job can go wrong.
 // Each case launches the real ibdt-run with tests/bootstrap/rank_behaviour.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <regex>
 #include <string>
 
-#include "bootstrap/run_command.h"
+#include "bootstrap/launcher/run_command.h"
 
 namespace ibdt::test {
 namespace {
+
+using bootstrap::CommandResult;
+using bootstrap::runCommand;
 
 CommandResult launch(std::vector<std::string> options, std::vector<std::string> program) {
   std::vector<std::string> argv{IBDT_RUN_PATH};
@@ -28,6 +36,13 @@ TEST(IbdtRun, PrefixesEveryLineWithTheRank) {
     EXPECT_TRUE(contains(run.out, "[" + r + "] hello from rank " + r + " of 3\n")) << run.out;
     EXPECT_TRUE(contains(run.err, "[" + r + "] complaint from rank " + r + "\n")) << run.err;
   }
+}
+
+TEST(IbdtRun, PrefixesArePaddedToTheWidestRank) {
+  CommandResult run = launch({"-n", "11", "--timeout", "60"}, {"echo"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "[ 3] hello from rank 3 of 11\n")) << run.out;
+  EXPECT_TRUE(contains(run.out, "[10] hello from rank 10 of 11\n")) << run.out;
 }
 
 TEST(IbdtRun, PrefixCanBeSwitchedOff) {
@@ -87,6 +102,62 @@ TEST(IbdtRun, GetOfAMissingKeyTimesOutNamingTheRank) {
   ASSERT_EQ(run.exitCode, 0) << run.out << run.err;
   EXPECT_TRUE(contains(run.out, "[0] rank 0: timeout: store get: rank 1 did not put 'nobody-puts-this' within"))
       << run.out;
+}
+
+TEST(IbdtRun, AStrangerWithoutTheTokenIsRefusedAndTheJobGoesOn) {
+  CommandResult run = launch({"-n", "2", "--timeout", "60"}, {"stranger"});
+  ASSERT_EQ(run.exitCode, 0) << run.out << run.err;
+  EXPECT_TRUE(contains(run.out, "[0] stranger: protocol: connecting to ibdt-run's store: ibdt-run store refused the connection: wrong job token"))
+      << run.out;
+  EXPECT_TRUE(contains(run.err, "ibdt-run store: refused a connection: wrong job token")) << run.err;
+}
+
+TEST(IbdtRun, InterruptStopsTheWholeJob) {
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::execl(IBDT_RUN_PATH, IBDT_RUN_PATH, "-n", "3", "--timeout", "60", RANK_BEHAVIOUR_PATH, "ready-then-hang",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  // Wait until every rank is up, collecting their pids.
+  std::string output;
+  std::vector<pid_t> ranks;
+  std::regex ready("ready pid=([0-9]+)");
+  char chunk[256];
+  while (ranks.size() < 3) {
+    ssize_t got = ::read(out[0], chunk, sizeof(chunk));
+    ASSERT_GT(got, 0) << output;
+    output.append(chunk, static_cast<size_t>(got));
+    ranks.clear();
+    for (std::sregex_iterator it(output.begin(), output.end(), ready), end; it != end; ++it) {
+      ranks.push_back(static_cast<pid_t>(std::stoi((*it)[1])));
+    }
+  }
+  ASSERT_EQ(::kill(launcher, SIGINT), 0);
+  while (::read(out[0], chunk, sizeof(chunk)) > 0) {
+  }
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  // ibdt-run reaped every rank before exiting: none is left.
+  for (pid_t rank : ranks) EXPECT_TRUE(::kill(rank, 0) != 0 && errno == ESRCH) << "rank pid " << rank << " survived";
+}
+
+TEST(IbdtRun, AFailedGtestOnOneRankStopsEveryRank) {
+  CommandResult run = runCommand({IBDT_RUN_PATH, "-n", "3", "--timeout", "60", MP_HARNESS_PROBE_PATH});
+  EXPECT_NE(run.exitCode, 0);
+  EXPECT_TRUE(contains(run.err, "[1] [ibdt-mp] rank 1: ")) << run.err;
+  EXPECT_TRUE(contains(run.err, "deliberate failure")) << run.err;
+  EXPECT_TRUE(contains(run.err, "MpHarness.FailsOnRankOneOnly failed on rank(s) 1; stopping the job")) << run.err;
+  EXPECT_FALSE(contains(run.out, "reached the next test")) << run.out;
 }
 
 TEST(IbdtRun, AProgramThatCannotStartIsReported) {

@@ -8,6 +8,9 @@
 //                                       rank (r+1)%n exits 1
 //   rank_behaviour missing-key          every rank gets a key nobody puts
 //   rank_behaviour placement            print rank, size, node, local rank/size
+//   rank_behaviour ready-then-hang      print "ready pid=<pid>", then sleep forever
+//   rank_behaviour stranger             rank 0 also connects to the job's socket
+//                                       with a wrong token; then all fence
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <string>
 
+#include "bootstrap/launcher_store.h"
 #include "ibdt/store.h"
 
 using namespace std::chrono_literals;
@@ -82,6 +86,20 @@ int main(int argc, char** argv) {
     if (store.rank() == (chosen + 1) % store.size()) {
       ::usleep(100'000);  // let the stubborn rank install its handler
       return 1;
+    }
+    return fenceAndReport(store);
+  }
+  if (mode == "ready-then-hang") {
+    std::printf("ready pid=%d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    for (;;) ::pause();
+  }
+  if (mode == "stranger") {
+    if (store.rank() == 0) {
+      auto stranger = ibdt::bootstrap::LauncherStore::connect(std::getenv("IBDT_RUN_SOCKET"), "guessed-token", 0,
+                                                              ibdt::Deadline::after(10s));
+      std::printf("stranger: %s\n", stranger.status().toString().c_str());
+      if (stranger.isOk()) return 1;
     }
     return fenceAndReport(store);
   }

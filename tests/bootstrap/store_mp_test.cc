@@ -144,3 +144,29 @@ TEST(StoreMp, ThreadsMayUseTheStoreConcurrently) {
 
 }  // namespace
 }  // namespace ibdt::bootstrap
+
+namespace ibdt::bootstrap {
+namespace {
+
+TEST(StoreMp, ASecondStoreInTheSameProcess) {
+  Store& first = test::mpStore();
+  auto second = connectStore();
+  if (first.backend() == "pmi1") {
+    // PMI_FD carries one conversation per process.
+    EXPECT_EQ(second.status().code(), Code::kState) << second.status().toString();
+    return;
+  }
+  ASSERT_TRUE(second.isOk()) << second.status().toString();
+  EXPECT_EQ((*second)->backend(), first.backend());
+  EXPECT_EQ((*second)->rank(), first.rank());
+  EXPECT_EQ((*second)->size(), first.size());
+  EXPECT_EQ((*second)->nodeId(), first.nodeId());
+  second->reset();
+  // The first store still works after the second is gone.
+  auto all = first.allgather(test::patternBlob(first.rank(), 5, 8), test::mpDeadline());
+  ASSERT_TRUE(all.isOk()) << all.status().toString();
+  EXPECT_EQ((*all)[0], test::patternBlob(0, 5, 8));
+}
+
+}  // namespace
+}  // namespace ibdt::bootstrap

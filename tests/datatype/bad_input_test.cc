@@ -116,6 +116,11 @@ TEST(BadInput, SignatureMismatchAndTruncation) {
   EXPECT_EQ(checkMatch(i32, 2, kF64, 1).code(), Code::kTruncated);  // 2 elements into 1
   EXPECT_EQ(checkMatch(kF64, 3, kF64, 2).code(), Code::kTruncated);
   EXPECT_TRUE(checkMatch(kF64, 2, kF64, 3).isOk());
+  auto sent = signature(kF64, 3);  // as a peer would send it
+  ASSERT_TRUE(sent.isOk());
+  EXPECT_TRUE(checkMatch(*sent, kF64, 3).isOk());
+  EXPECT_EQ(checkMatch(*sent, kF64, 2).code(), Code::kTruncated);
+  EXPECT_EQ(checkMatch(*sent, Datatype::of<int64_t>(), 3).code(), Code::kInvalidArgument);
   std::vector<double> a(4, 2.0), b(4, 0.0);
   EXPECT_EQ(transpack(a.data(), i32, 4, b.data(), kF64, 2, 0, 16).code(), Code::kInvalidArgument);
   EXPECT_EQ(transpack(a.data(), kF64, 4, b.data(), kF64, 2, 0, 32).code(), Code::kOutOfRange);

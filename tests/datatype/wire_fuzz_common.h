@@ -13,6 +13,7 @@ namespace ibdt::datatype::testing {
 
 // Returns true when the blob decoded.
 inline bool exerciseBlob(std::span<const uint8_t> blob) {
+  (void)layoutKey(blob);
   auto type = deserialize(blob);
   if (!type.isOk()) return false;
   for (int64_t count : {int64_t{1}, int64_t{3}}) {

@@ -23,6 +23,10 @@ TEST(Wire, RegularTypesAreCompact) {
   EXPECT_LT(blob.size(), 64u) << "a vector of a million blocks is one loop node";
   auto back = deserialize(blob);
   ASSERT_TRUE(back.isOk());
+  auto key = layoutKey(blob);
+  ASSERT_TRUE(key.isOk());
+  EXPECT_EQ(*key, (LayoutKey{v->id(), v->version()}));
+  EXPECT_FALSE(layoutKey({blob.data(), 7}).isOk());
   EXPECT_EQ(back->size(), v->size());
   EXPECT_EQ(back->extent(), v->extent());
   EXPECT_TRUE(back->committed());

@@ -1,5 +1,9 @@
 // Provider-independent pieces: remote keys, completion statuses, the registry.
+#include <stdlib.h>
+
 #include <array>
+#include <cstdlib>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -76,6 +80,48 @@ TEST(Registry, AutoOpensAProviderWithCaps) {
   EXPECT_GE(caps.maxSendSge, 1u);
   EXPECT_GE(caps.maxMessageSize, 1u << 20);
   EXPECT_GT(caps.transfer.bytesPerNs, 0);
+}
+
+// A bad knob is a clear error at open, never a silent default.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (saved_.empty()) {
+      unsetenv(name_);
+    } else {
+      setenv(name_, saved_.c_str(), 1);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string saved_;
+};
+
+TEST(Registry, BadKnobsAreClearErrors) {
+  {
+    ScopedEnv env("IBDT_PROVIDER", "carrier-pigeon");
+    auto domain = openDomain("auto", {});
+    EXPECT_EQ(domain.status().code(), Code::kNotFound);
+    EXPECT_NE(domain.status().message().find("carrier-pigeon"), std::string_view::npos) << domain.status().toString();
+  }
+  {
+    ScopedEnv env("IBDT_SHM_LIVENESS_MS", "0");
+    auto domain = openDomain("shm", {});
+    EXPECT_EQ(domain.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(domain.status().message().find("IBDT_SHM_LIVENESS_MS"), std::string_view::npos)
+        << domain.status().toString();
+  }
+  {
+    ScopedEnv env("IBDT_SHM_CMA", "sometimes");
+    auto domain = openDomain("shm", {});
+    EXPECT_EQ(domain.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(domain.status().message().find("IBDT_SHM_CMA"), std::string_view::npos) << domain.status().toString();
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cstring>
 
@@ -214,6 +215,16 @@ TEST_P(Loopback, InlineSendOwnsItsPayloadAtPostTime) {
   expectSuccess(*a_.sendQueue);
   expectSuccess(*b_.recvQueue);
   expectDelivered(target.data(), 64, 21, "inline send");
+  // Inline data needs no registration (the lkey is ignored).
+  std::vector<uint8_t> unregistered(48);
+  fillPattern(unregistered.data(), 48, 22);
+  std::fill(target.begin(), target.end(), 0);
+  postReceive(*epB_, 3, splitSges(*targetRegion, target.data() + kGuard, 64, 1));
+  std::vector<Sge> loose{Sge{reinterpret_cast<uint64_t>(unregistered.data()), 48, 0}};
+  ASSERT_TRUE(postOne(*epA_, Opcode::kSend, 4, loose, 0, 0, 0, kSignaled | kInline).isOk());
+  expectSuccess(*a_.sendQueue);
+  EXPECT_EQ(expectSuccess(*b_.recvQueue).byteLength, 48u);
+  expectDelivered(target.data(), 48, 22, "inline send from unregistered memory");
 }
 
 TEST_P(Loopback, FullSendQueueIsBackPressureAndEverythingArrivesInOrder) {
@@ -276,11 +287,21 @@ TEST_P(Loopback, FullReceiveQueueIsBackPressure) {
   EXPECT_GE(posted, 4);
 }
 
+double threadCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
 TEST_P(Loopback, CompletionWaitSleepsUntilTheDeadline) {
   auto before = std::chrono::steady_clock::now();
-  Status status = a_.recvQueue->wait(Deadline::after(std::chrono::milliseconds(30)));
+  double cpuBefore = threadCpuSeconds();
+  Status status = a_.recvQueue->wait(Deadline::after(std::chrono::milliseconds(200)));
+  double cpu = threadCpuSeconds() - cpuBefore;
   EXPECT_EQ(status.code(), Code::kTimeout) << status.toString();
-  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(30));
+  EXPECT_GE(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(200));
+  // Sleeping, not spinning: a spin would burn the whole 200 ms of CPU.
+  EXPECT_LT(cpu, 0.1) << "wait() used " << cpu << " s of CPU in 200 ms";
 }
 
 TEST_P(Loopback, MalformedRequestsAreRejectedAtPost) {

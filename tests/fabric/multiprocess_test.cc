@@ -221,6 +221,89 @@ TEST_P(MultiProcess, ExchangeAmong2) { exchangeAmong(GetParam(), 2); }
 TEST_P(MultiProcess, ExchangeAmong4) { exchangeAmong(GetParam(), 4); }
 TEST_P(MultiProcess, ExchangeAmong8) { exchangeAmong(GetParam(), 8); }
 
+// 8 ranks on 2 cores, tiny queues: each rank streams 150 messages to every
+// other with a send queue of 8 and 4 posted receives per endpoint, so posts
+// keep hitting back-pressure and senders keep waiting for receivers that are
+// not running. Everything must still arrive, in order, intact.
+TEST_P(MultiProcess, ManySmallMessagesAmong8WithTinyQueuesAllArriveInOrder) {
+  const std::string provider = GetParam();
+  constexpr int kRanks = 8;
+  constexpr uint32_t kMessages = 150;
+  constexpr uint32_t kSendDepth = 8;
+  constexpr uint32_t kReceives = 4;
+  constexpr size_t kMessage = 40;
+  auto statuses = runForked(kRanks, [&](Mesh& mesh) {
+    Node node = Node::open(provider, 1024);
+    ASSERT_TRUE(node.domain);
+    const int me = mesh.rank();
+    EndpointOptions options;
+    options.sendQueueDepth = kSendDepth;
+    options.recvQueueDepth = kReceives;
+    // Twice the send depth: the buffer of message k is written before its post
+    // is tried, while messages k-8 .. k-1 may still be outstanding.
+    constexpr uint32_t kSendSlots = 2 * kSendDepth;
+    std::vector<uint8_t> outbox(kRanks * kSendSlots * kMessage), inbox(kRanks * kReceives * kMessage);
+    auto outboxRegion = node.registered(outbox);
+    auto inboxRegion = node.registered(inbox);
+    std::vector<std::unique_ptr<Endpoint>> endpoints(kRanks);
+    std::vector<int> peerOf(1024, -1);  // endpoint id -> peer rank
+    auto slotOf = [&](int peer, uint32_t slot) { return inbox.data() + (peer * kReceives + slot) * kMessage; };
+    for (int peer = 0; peer < kRanks; ++peer) {
+      if (peer == me) continue;
+      endpoints[peer] = node.endpoint(options);
+      ASSERT_TRUE(endpoints[peer]);
+      peerOf.at(endpoints[peer]->id()) = peer;
+      for (uint32_t slot = 0; slot < kReceives; ++slot) {
+        postReceive(*endpoints[peer], peer * kReceives + slot, splitSges(*inboxRegion, slotOf(peer, slot), kMessage, 1));
+      }
+      ASSERT_TRUE(endpoints[peer]->connect(mesh.swap(peer, endpoints[peer]->address())).isOk());
+    }
+    mesh.barrier();
+    std::vector<uint32_t> sent(kRanks, 0), received(kRanks, 0);
+    uint32_t completed = 0;
+    const uint32_t expected = kMessages * (kRanks - 1);
+    uint32_t receivedTotal = 0;
+    Completion completions[16];
+    while (completed < expected || receivedTotal < expected) {
+      bool progress = false;
+      for (int peer = 0; peer < kRanks; ++peer) {
+        if (peer == me || sent[peer] == kMessages) continue;
+        uint8_t* message = outbox.data() + (peer * kSendSlots + sent[peer] % kSendSlots) * kMessage;
+        fillPattern(message, kMessage, (me * kRanks + peer) * kMessages + sent[peer]);
+        Status status = postOne(*endpoints[peer], Opcode::kSend, sent[peer], splitSges(*outboxRegion, message, kMessage, 1));
+        if (status.code() == Code::kAgain) continue;
+        ASSERT_TRUE(status.isOk()) << status.toString();
+        ++sent[peer];
+        progress = true;
+      }
+      for (size_t n; (n = node.sendQueue->poll(completions)) > 0; progress = true) {
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(completions[i].status, CompletionStatus::kSuccess);
+        completed += static_cast<uint32_t>(n);
+      }
+      for (size_t n; (n = node.recvQueue->poll(completions)) > 0; progress = true) {
+        for (size_t i = 0; i < n; ++i) {
+          const Completion& c = completions[i];
+          ASSERT_EQ(c.status, CompletionStatus::kSuccess) << completionStatusName(c.status);
+          int from = peerOf.at(c.endpointId);
+          ASSERT_GE(from, 0);
+          uint32_t slot = static_cast<uint32_t>(c.id) % kReceives;
+          ASSERT_EQ(firstMismatch(slotOf(from, slot), kMessage, (from * kRanks + me) * kMessages + received[from]), -1)
+              << "message " << received[from] << " from rank " << from << " (out of order or damaged)";
+          ++received[from];
+          ++receivedTotal;
+          postReceive(*endpoints[from], c.id, splitSges(*inboxRegion, slotOf(from, slot), kMessage, 1));
+        }
+      }
+      if (!progress) {
+        // Sleep instead of spinning: the ranks we wait for need the cores.
+        (void)node.recvQueue->wait(Deadline::after(std::chrono::milliseconds(1)));
+      }
+    }
+    mesh.barrier();
+  });
+  expectAllPassed(statuses);
+}
+
 // Rank 1 connects and then never answers; rank 0 kills it while sends wait
 // for receives that will never be posted. Rank 0 must get errors, not hang.
 TEST_P(MultiProcess, PeerKilledMidTransferFailsTheSurvivorsRequests) {

@@ -135,6 +135,44 @@ TEST_P(RequestErrors, LocalKeyOutsideItsRegionIsLocalProtectionError) {
   EXPECT_EQ(firstMismatch(target.data(), 128, 6), -1);
 }
 
+TEST_P(RequestErrors, FailureInsideAListStopsThereAndNamesTheRequest) {
+  Node a = Node::open(GetParam());
+  Node b = Node::open(GetParam());
+  auto epA = a.endpoint();
+  auto epB = b.endpoint();
+  connectPair(*epA, *epB);
+  constexpr int kWrites = 6;
+  constexpr int kBad = 3;
+  constexpr size_t kBlock = 4096;
+  std::vector<uint8_t> source(kWrites * kBlock), target(kWrites * kBlock);
+  fillPattern(source.data(), source.size(), 12);
+  auto sourceRegion = a.registered(source);
+  auto targetRegion = b.registered(target);
+  std::vector<Sge> sges(kWrites);
+  std::vector<SendRequest> chain(kWrites);
+  for (int i = 0; i < kWrites; ++i) {
+    sges[i] = Sge{reinterpret_cast<uint64_t>(source.data() + i * kBlock), kBlock, sourceRegion->lkey()};
+    chain[i].id = 10 + i;
+    chain[i].opcode = Opcode::kWrite;
+    chain[i].sgList = &sges[i];
+    chain[i].numSge = 1;
+    chain[i].remoteAddress = reinterpret_cast<uint64_t>(target.data() + i * kBlock);
+    chain[i].rkey = i == kBad ? targetRegion->rkey() ^ 0x77ull : targetRegion->rkey();
+    chain[i].next = i + 1 < kWrites ? &chain[i + 1] : nullptr;
+  }
+  ASSERT_TRUE(epA->postSend(chain[0]).isOk());
+  for (int i = 0; i < kWrites; ++i) {
+    Completion completion = nextCompletion(*a.sendQueue);
+    EXPECT_EQ(completion.id, 10u + i);
+    CompletionStatus expected = i < kBad    ? CompletionStatus::kSuccess
+                                : i == kBad ? CompletionStatus::kRemoteAccess
+                                            : CompletionStatus::kFlushed;
+    EXPECT_EQ(completion.status, expected) << "request " << i << ": " << completionStatusName(completion.status);
+  }
+  EXPECT_EQ(firstMismatch(target.data(), kBad * kBlock, 12), -1) << "writes before the failure must land";
+  for (size_t i = kBad * kBlock; i < target.size(); ++i) ASSERT_EQ(target[i], 0) << "write at or after the failure landed";
+}
+
 std::vector<Case> allCases() {
   std::vector<Case> cases;
   for (const std::string& provider : providersUnderTest()) {

@@ -35,8 +35,13 @@ size_t ShmCompletionQueue::poll(std::span<Completion> out) {
   for (size_t i = 0; i < count; ++i) {
     out[i] = ready_.front();
     ready_.pop_front();
+    if (out[i].opcode == Opcode::kRecv || out[i].opcode == Opcode::kRecvWriteWithImm) continue;
+    // A send-queue slot of its endpoint is free again.
     for (ShmEndpoint* endpoint : endpoints_) {
-      if (endpoint->id() == out[i].endpointId) endpoint->completionPolled(out[i]);
+      if (endpoint->id() == out[i].endpointId) {
+        endpoint->completionPolled(out[i]);
+        break;
+      }
     }
   }
   return count;

@@ -2,20 +2,14 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "base/log.h"
 #include "transport/fabric/shm/completion_queue.h"
 #include "transport/fabric/shm/domain.h"
-#include "transport/fabric/shm/remote_copy.h"
 
 namespace ibdt::fabric::shm {
 namespace {
-
-// Bounce buffer per endpoint, used only when cross-memory attach is not
-// permitted (chunks of a larger transfer go through it one at a time).
-constexpr size_t kBounceSize = 256 * 1024;
 
 // The endpoint address exchanged through the bootstrap (same host, so
 // native byte order).
@@ -31,8 +25,6 @@ struct AddressBlob {
 };
 
 bool isReceiveOpcode(Opcode opcode) { return opcode == Opcode::kRecv || opcode == Opcode::kRecvWriteWithImm; }
-
-bool hasImm(Opcode opcode) { return opcode == Opcode::kSendWithImm || opcode == Opcode::kWriteWithImm; }
 
 }  // namespace
 
@@ -81,6 +73,7 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->endpointId = endpoint->id_;
   header->recvDepth = options.recvQueueDepth;
   header->recvSlotSize = static_cast<uint32_t>(slotSize);
+  endpoint->recvSlotSize_ = static_cast<uint32_t>(slotSize);
   header->sendDoorbell = sendQueue.doorbell();
   header->recvDoorbell = recvQueue.doorbell();
   header->recvRingOffset = recvOffset;
@@ -100,8 +93,8 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
 ShmEndpoint::~ShmEndpoint() {
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kClosed), std::memory_order_release);
   if (peer_ != nullptr) {
-    peer_->ring(peerHeader_->recvDoorbell);
-    peer_->ring(peerHeader_->sendDoorbell);
+    peer_->ring(peerRecvDoorbell_);
+    peer_->ring(peerSendDoorbell_);
   }
   if (sendQueue_ != nullptr) sendQueue_->detach(this);
   if (recvQueue_ != nullptr) recvQueue_->detach(this);
@@ -162,6 +155,13 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peer_ = std::move(peer).value();
   peerSegment_ = std::move(segment).value();
   peerHeader_ = header;
+  // Keep the validated geometry: the peer could rewrite its header later.
+  peerRecvDoorbell_ = header->recvDoorbell;
+  peerSendDoorbell_ = header->sendDoorbell;
+  peerRecvDepth_ = header->recvDepth;
+  peerRecvSlotSize_ = header->recvSlotSize;
+  peerNotifyCapacity_ = header->notifyCapacity;
+  peerBounceSize_ = header->bounceSize;
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
   peerNotifications_ = reinterpret_cast<Notification*>(peerSegment_.data() + header->notifyRingOffset);
   peerBounce_ = peerSegment_.data() + header->bounceOffset;
@@ -198,6 +198,10 @@ Status ShmEndpoint::validate(const SendRequest& request, uint64_t& length) const
 
 Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRequest) {
   for (const SendRequest* request = &first; request != nullptr; request = request->next) {
+    if (request->opcode == Opcode::kWrite && request->next != nullptr) {
+      request = writeBatch(request);  // a run of writes in one system call
+      if (request == nullptr) break;
+    }
     uint64_t length = 0;
     Status status = validate(*request, length);
     if (status.isOk() && state_ == EndpointState::kCreated) {
@@ -252,7 +256,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
     }
     if (!status.isOk()) {
       if (badRequest != nullptr) *badRequest = request;
-      if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+      if (posted && peer_ != nullptr) peer_->ring(peerSendDoorbell_);
       return status;
     }
     Completion completion;
@@ -265,7 +269,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
       continue;
     }
     uint64_t head = header_->recvRing.head.load(std::memory_order_relaxed);
-    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * header_->recvSlotSize);
+    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * recvSlotSize_);
     bool valid = true;
     for (uint32_t i = 0; i < request->numSge && valid; ++i) {
       const Sge& sge = request->sgList[i];
@@ -285,204 +289,8 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
     posted = true;
   }
   // A peer's send may be waiting for this receive.
-  if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+  if (posted && peer_ != nullptr) peer_->ring(peerSendDoorbell_);
   return Status::ok();
-}
-
-ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& status) {
-  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
-  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) {
-    status = CompletionStatus::kRetryExceeded;  // the peer endpoint no longer answers
-    return Step::kDone;
-  }
-  iovec local[kMaxSge];
-  size_t count = 0;
-  if (!work.inlineData.empty()) {
-    local[count++] = {const_cast<uint8_t*>(work.inlineData.data()), work.inlineData.size()};
-  } else {
-    uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
-    for (const Sge& sge : work.sges) {
-      if (sge.length == 0) continue;
-      if (!domain_->checkLocal(sge, access)) {
-        status = CompletionStatus::kLocalProtection;
-        return Step::kDone;
-      }
-      local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
-    }
-  }
-  std::span<const iovec> iovs(local, count);
-  if (work.request.opcode == Opcode::kSend || work.request.opcode == Opcode::kSendWithImm) {
-    return executeSend(work, iovs, status);
-  }
-  return executeOneSided(work, iovs, status);
-}
-
-bool ShmEndpoint::peerReceiveAvailable() const {
-  return peerHeader_->recvRing.head.load(std::memory_order_acquire) !=
-         peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
-}
-
-ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status) {
-  if (!peerReceiveAvailable()) return Step::kBlocked;
-  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
-  const auto* slot =
-      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerHeader_->recvDepth) * peerHeader_->recvSlotSize);
-  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerHeader_->recvSlotSize - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
-  uint64_t capacity = 0;
-  for (uint32_t i = 0; i < numSge; ++i) capacity += slot->sge[i].length;
-  bool imm = hasImm(work.request.opcode);
-  if (work.length > capacity) {
-    // As on InfiniBand: the receiver sees a local length error, the sender
-    // an invalid request; both endpoints fail.
-    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
-    notifyPeer(Opcode::kRecv, CompletionStatus::kLocalLength, 0, imm, work.request.immData);
-    status = CompletionStatus::kRemoteInvalidRequest;
-    return Step::kDone;
-  }
-  RemotePiece remote[kMaxSge];
-  size_t pieces = 0;
-  uint64_t left = work.length;
-  bool allMapped = true;
-  for (uint32_t i = 0; i < numSge && left > 0; ++i) {
-    uint64_t take = std::min<uint64_t>(left, slot->sge[i].length);
-    status = peer_->resolveReceive(slot->sge[i].regionIndex, slot->sge[i].address, take, remote[pieces]);
-    if (status != CompletionStatus::kSuccess) break;
-    allMapped = allMapped && remote[pieces].mapped != nullptr;
-    ++pieces;
-    left -= take;
-  }
-  if (status == CompletionStatus::kSuccess) {
-    if (!allMapped && !crossMemoryAttach()) {
-      // The receiver scatters the payload itself, chunk by chunk.
-      if (bounce(NotificationKind::kBounceReceive, local, 0, 0, work.length) == Step::kBlocked) return Step::kBlocked;
-    } else {
-      CopyOutcome outcome = copyRemote(Direction::kToPeer, peer_->pid(), local, std::span(remote, pieces));
-      if (outcome.error == EPERM) {
-        peer_->denyCrossMemoryAttach();
-        return executeSend(work, local, status);  // again, through the bounce path
-      }
-      status = outcome.status;
-    }
-  }
-  peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
-  CompletionStatus delivered =
-      status == CompletionStatus::kSuccess ? CompletionStatus::kSuccess : CompletionStatus::kRemoteOperation;
-  if (status != CompletionStatus::kRetryExceeded) {
-    notifyPeer(Opcode::kRecv, delivered, static_cast<uint32_t>(work.length), imm, work.request.immData);
-  }
-  return Step::kDone;
-}
-
-ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const iovec> local,
-                                               CompletionStatus& status) {
-  Opcode opcode = work.request.opcode;
-  if (opcode == Opcode::kWriteWithImm && !peerReceiveAvailable()) return Step::kBlocked;
-  if (work.length > 0) {
-    RemotePiece remote;
-    uint32_t access = opcode == Opcode::kRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
-    status = peer_->checkAccess(work.request.rkey, work.request.remoteAddress, work.length, access, remote);
-    if (status != CompletionStatus::kSuccess) return Step::kDone;
-    if (remote.mapped == nullptr && !crossMemoryAttach()) {
-      NotificationKind kind = opcode == Opcode::kRead ? NotificationKind::kBounceRead : NotificationKind::kBounceWrite;
-      if (bounce(kind, local, work.request.rkey, remote.address, work.length) == Step::kBlocked) return Step::kBlocked;
-    } else {
-      Direction direction = opcode == Opcode::kRead ? Direction::kFromPeer : Direction::kToPeer;
-      CopyOutcome outcome = copyRemote(direction, peer_->pid(), local, std::span(&remote, 1));
-      if (outcome.error == EPERM) {
-        peer_->denyCrossMemoryAttach();
-        return executeOneSided(work, local, status);  // again, through the bounce path
-      }
-      status = outcome.status;
-      if (status != CompletionStatus::kSuccess) return Step::kDone;
-    }
-  }
-  status = CompletionStatus::kSuccess;
-  if (opcode == Opcode::kWriteWithImm) {
-    uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
-    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
-    notifyPeer(Opcode::kRecvWriteWithImm, CompletionStatus::kSuccess, static_cast<uint32_t>(work.length), true,
-               work.request.immData);
-  }
-  return Step::kDone;
-}
-
-void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool imm,
-                             uint32_t immData) {
-  Notification note{};
-  note.byteLength = byteLength;
-  note.immData = immData;
-  note.opcode = static_cast<uint8_t>(opcode);
-  note.hasImm = imm ? 1 : 0;
-  note.status = static_cast<uint8_t>(status);
-  note.kind = static_cast<uint8_t>(NotificationKind::kReceiveDone);
-  pushNotification(note);
-}
-
-void ShmEndpoint::pushNotification(const Notification& note) {
-  RingIndices& ring = peerHeader_->notifyRing;
-  uint64_t head = ring.head.load(std::memory_order_relaxed);
-  // Never full: each notification answers one consumed receive (the peer
-  // has at most recvDepth outstanding) or is the one bounce request in flight.
-  peerNotifications_[head % peerHeader_->notifyCapacity] = note;
-  ring.head.store(head + 1, std::memory_order_release);
-  peer_->ring(peerHeader_->recvDoorbell);
-}
-
-bool ShmEndpoint::crossMemoryAttach() const {
-  return domain_->crossMemoryAttach() && !peer_->crossMemoryAttachDenied();
-}
-
-ShmEndpoint::Step ShmEndpoint::bounce(NotificationKind kind, std::span<const iovec> local, uint64_t rkey,
-                                      uint64_t remoteAddress, uint64_t total) {
-  if (bounceChunk_ != 0) {
-    if (header_->bounceAcked.load(std::memory_order_acquire) != bounceIssued_) return Step::kBlocked;
-    if (kind == NotificationKind::kBounceRead) scatterToIovecs(local, bounceDone_, bounce_, bounceChunk_);
-    bounceDone_ += bounceChunk_;
-    bounceChunk_ = 0;
-  }
-  if (bounceDone_ == total) {
-    bounceDone_ = 0;
-    return Step::kDone;
-  }
-  auto chunk = static_cast<uint32_t>(std::min<uint64_t>(kBounceSize, total - bounceDone_));
-  if (kind != NotificationKind::kBounceRead) gatherFromIovecs(local, bounceDone_, bounce_, chunk);
-  Notification note{};
-  note.kind = static_cast<uint8_t>(kind);
-  note.chunkLength = chunk;
-  note.address = kind == NotificationKind::kBounceReceive ? bounceDone_ : remoteAddress + bounceDone_;
-  note.immData = rkeyIndex(rkey);  // the target checks its own table again
-  note.byteLength = rkeyGeneration(rkey);
-  pushNotification(note);
-  ++bounceIssued_;
-  bounceChunk_ = chunk;
-  return Step::kBlocked;
-}
-
-void ShmEndpoint::serveBounce(const Notification& note) {
-  auto kind = static_cast<NotificationKind>(note.kind);
-  bool valid = note.chunkLength <= peerHeader_->bounceSize;
-  if (valid && kind == NotificationKind::kBounceReceive) {
-    // The initiator has not consumed the receive yet: it is at our tail.
-    uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
-    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * header_->recvSlotSize);
-    iovec iovs[kMaxSge];
-    uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
-    for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
-    scatterToIovecs(std::span(iovs, count), note.address, peerBounce_, note.chunkLength);
-  } else if (valid) {
-    uint32_t access = kind == NotificationKind::kBounceRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
-    uint64_t rkey = makeRkey(note.immData, note.byteLength);
-    if (domain_->checkOwnRegion(rkey, note.address, note.chunkLength, access)) {
-      auto* mine = reinterpret_cast<uint8_t*>(note.address);
-      if (kind == NotificationKind::kBounceWrite) {
-        std::memcpy(mine, peerBounce_, note.chunkLength);
-      } else {
-        std::memcpy(peerBounce_, mine, note.chunkLength);
-      }
-    }
-  }
-  peerHeader_->bounceAcked.fetch_add(1, std::memory_order_release);
-  peer_->ring(peerHeader_->sendDoorbell);
 }
 
 void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
@@ -497,8 +305,10 @@ void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
     completion.status = status;
     completion.byteLength = static_cast<uint32_t>(work.length);
     completion.endpointId = id_;
+    completion.vendorError = status == CompletionStatus::kSuccess ? 0 : vendorError_;
     pushSend(completion);
   }
+  vendorError_ = 0;
   if (status != CompletionStatus::kSuccess && status != CompletionStatus::kFlushed &&
       state_ != EndpointState::kError) {
     IBDT_LOG(kDebug, "shm endpoint ", id_, " to ", peerLabel(), ": request ", work.request.id, " failed with ",
@@ -524,7 +334,7 @@ bool ShmEndpoint::drainNotifications() {
   uint64_t head = ring.head.load(std::memory_order_acquire);
   bool ok = true;
   for (; tail != head; ++tail) {
-    const Notification& note = notifications_[tail % header_->notifyCapacity];
+    const Notification& note = notifications_[tail % (recvDepth_ + 1)];
     if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
       if (peer_ != nullptr) serveBounce(note);
       continue;
@@ -600,8 +410,8 @@ void ShmEndpoint::fail(CompletionStatus cause) {
     pushRecv(completion);
   }
   if (peer_ != nullptr) {
-    peer_->ring(peerHeader_->recvDoorbell);
-    peer_->ring(peerHeader_->sendDoorbell);
+    peer_->ring(peerRecvDoorbell_);
+    peer_->ring(peerSendDoorbell_);
   }
 }
 

@@ -9,7 +9,8 @@
 //     notification into the target's notification ring and ring its doorbell.
 // A SEND or WRITE_WITH_IMM finding no posted receive waits in the send queue
 // (like an RNR retry) and is retried by progress; so does everything posted
-// after it, keeping requests in order.
+// after it, keeping requests in order. kFence holds trivially: a READ has
+// completed before the next request starts.
 #pragma once
 
 #include <chrono>
@@ -68,6 +69,10 @@ class ShmEndpoint final : public Endpoint {
   ShmEndpoint(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue, ShmCompletionQueue& recvQueue);
 
   Status validate(const SendRequest& request, uint64_t& length) const;
+  // Executes a run of plain writes to the peer's user memory starting at
+  // `first` with one cross-memory call (the Multi-W pattern); returns the
+  // first request it did not execute.
+  const SendRequest* writeBatch(const SendRequest* first);
   Step execute(const Work& work, CompletionStatus& status);
   Step executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status);
   Step executeOneSided(const Work& work, std::span<const iovec> local, CompletionStatus& status);
@@ -105,6 +110,7 @@ class ShmEndpoint final : public Endpoint {
   uint32_t maxSendSge_ = 0;
   uint32_t maxRecvSge_ = 0;
   uint32_t maxInline_ = 0;
+  uint32_t recvSlotSize_ = 0;  // our geometry, kept here: the peer can write our segment
 
   Segment segment_;
   EndpointHeader* header_ = nullptr;
@@ -121,10 +127,17 @@ class ShmEndpoint final : public Endpoint {
   uint8_t* peerRecvSlots_ = nullptr;
   Notification* peerNotifications_ = nullptr;
   uint8_t* peerBounce_ = nullptr;
+  uint32_t peerRecvDoorbell_ = 0;
+  uint32_t peerSendDoorbell_ = 0;
+  uint32_t peerRecvDepth_ = 1;
+  uint32_t peerRecvSlotSize_ = 0;
+  uint32_t peerNotifyCapacity_ = 1;
+  uint32_t peerBounceSize_ = 0;
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;
-  uint32_t sendInUse_ = 0;  // send-queue slots: pending, or completed but not yet polled
+  uint32_t sendInUse_ = 0;
+  uint32_t vendorError_ = 0;  // errno of the failed system call, for the completion  // send-queue slots: pending, or completed but not yet polled
   bool lossUnreported_ = false;
   std::chrono::steady_clock::time_point lastPeerCheck_{};
 };

@@ -28,6 +28,9 @@ constexpr uint32_t kEndpointMagic = 0x49424445;  // "IBDE"
 constexpr uint32_t kMaxRegions = 1u << 16;
 constexpr uint32_t kMaxCompletionQueues = 1024;
 constexpr uint32_t kMaxSge = 64;
+// Bounce buffer per endpoint, used only when cross-memory attach is not
+// permitted (chunks of a larger transfer go through it one at a time).
+constexpr size_t kBounceSize = 256 * 1024;
 
 // One registered region. `sequence` is a seqlock word: odd while the slot
 // is free or being rewritten, even and equal to the rkey's generation while

@@ -13,12 +13,6 @@
 #include "base/log.h"
 
 namespace ibdt::fabric::shm {
-namespace {
-
-constexpr size_t kMaxMappedSegments = 256;
-
-}  // namespace
-
 PeerDomain::~PeerDomain() {
   if (pidfd_ >= 0) close(pidfd_);
 }
@@ -75,7 +69,7 @@ CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64
   }
   piece.address = address;
   piece.length = length;
-  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, index, address) : nullptr;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, index, address, length) : nullptr;
   if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
   return CompletionStatus::kSuccess;
 }
@@ -88,22 +82,21 @@ CompletionStatus PeerDomain::resolveReceive(uint32_t regionIndex, uint64_t addre
   }
   piece.address = address;
   piece.length = length;
-  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, regionIndex, address) : nullptr;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, regionIndex, address, length) : nullptr;
   if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
   return CompletionStatus::kSuccess;
 }
 
-uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address) {
+uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address, uint64_t length) {
   auto found = segments_.find(region.segmentInode);
   if (found == segments_.end()) {
-    if (segments_.size() >= kMaxMappedSegments) {
-      // Unmap segments whose registration is gone (the peer freed them).
-      for (auto it = segments_.begin(); it != segments_.end();) {
-        RegionSnapshot current;
-        bool live = readRegion(regions_, header_->regionCapacity, it->second.regionIndex, current) &&
-                    current.segmentInode == it->first;
-        it = live ? std::next(it) : segments_.erase(it);
-      }
+    // Unmap segments whose registration is gone (the peer freed them), so
+    // freed memory does not stay alive in this process.
+    for (auto it = segments_.begin(); it != segments_.end();) {
+      RegionSnapshot current;
+      bool live = readRegion(regions_, header_->regionCapacity, it->second.regionIndex, current) &&
+                  current.segmentInode == it->first;
+      it = live ? std::next(it) : segments_.erase(it);
     }
     auto segment = Segment::openPeer(pid_, region.segmentFd, region.segmentInode);
     if (!segment.isOk()) {
@@ -112,8 +105,10 @@ uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, ui
     }
     found = segments_.emplace(region.segmentInode, Mapped{std::move(segment).value(), index}).first;
   }
+  // Never trust the peer's table beyond the mapping: the piece must lie inside it.
+  size_t mapped = found->second.segment.length();
   uint64_t offset = address - region.address;
-  if (offset > found->second.segment.length()) return nullptr;
+  if (address < region.address || offset > mapped || length > mapped - offset) return nullptr;
   return found->second.segment.data() + offset;
 }
 

@@ -100,8 +100,12 @@ CopyOutcome crossMemoryCopy(Direction direction, pid_t pid, std::vector<iovec>& 
 CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> local,
                        std::span<const RemotePiece> remote) {
   LocalCursor cursor(local);
-  std::vector<iovec> localBatch;
-  std::vector<iovec> remoteBatch;
+  // Reused across calls: no allocation on the data path once warm.
+  thread_local std::vector<iovec> localBatch;
+  thread_local std::vector<iovec> remoteBatch;
+  thread_local std::vector<iovec> slice;
+  localBatch.clear();
+  remoteBatch.clear();
   auto flush = [&]() -> CopyOutcome {
     if (remoteBatch.empty()) return {};
     CopyOutcome outcome = crossMemoryCopy(direction, pid, localBatch, remoteBatch);
@@ -109,7 +113,6 @@ CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> lo
     remoteBatch.clear();
     return outcome;
   };
-  std::vector<iovec> slice;
   for (const RemotePiece& piece : remote) {
     if (piece.length == 0) continue;
     if (piece.mapped == nullptr) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,26 +70,50 @@ Result<Segment> Segment::create(std::string_view name, size_t length) {
 Result<Segment> Segment::openPeer(pid_t pid, int fd, uint64_t inode) {
   std::string path = strCat("/proc/", pid, "/fd/", fd);
   int local = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (local < 0) {
-    int error = errno;
-    Code code = (error == ENOENT || error == ESRCH) ? Code::kPeerFailed : Code::kSystem;
-    return makeError(code, "open(", path, ") to map a segment of process ", pid, ": ", std::strerror(error),
-                     error == EACCES || error == EPERM ? " (peers must run as the same user)" : "");
+  if (local >= 0) return mapDescriptor(local, inode, path);
+  int error = errno;
+  if (error == EACCES || error == EPERM || error == ENOENT) {
+    // /proc may hide the descriptors (hidepid) while the process lives.
+    auto duplicated = openPeerByPidfd(pid, fd, inode);
+    if (duplicated.isOk() || duplicated.status().code() != Code::kSystem) return duplicated;
   }
+  Code code = (error == ENOENT || error == ESRCH) ? Code::kPeerFailed : Code::kSystem;
+  return makeError(code, "open(", path, ") to map a segment of process ", pid, ": ", std::strerror(error),
+                   error == EACCES || error == EPERM ? " (peers must run as the same user)" : "");
+}
+
+Result<Segment> Segment::openPeerByPidfd(pid_t pid, int fd, uint64_t inode) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    int error = errno;
+    return makeError(error == ESRCH ? Code::kPeerFailed : Code::kSystem, "pidfd_open(", pid, "): ",
+                     std::strerror(error));
+  }
+  int local = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  int error = errno;
+  close(pidfd);
+  if (local < 0) {
+    return makeError(error == ESRCH ? Code::kPeerFailed : Code::kSystem, "pidfd_getfd(process ", pid, ", fd ", fd,
+                     "): ", std::strerror(error));
+  }
+  return mapDescriptor(local, inode, strCat("fd ", fd, " of process ", pid));
+}
+
+Result<Segment> Segment::mapDescriptor(int local, uint64_t inode, const std::string& what) {
   Segment segment;
-  segment.fd_ = local;
+  segment.fd_ = local;  // closed by the segment on every error path
   struct stat info {};
   if (fstat(local, &info) != 0) {
-    return makeError(Code::kSystem, "fstat(", path, "): ", std::strerror(errno));
+    return makeError(Code::kSystem, "fstat(", what, "): ", std::strerror(errno));
   }
   if (info.st_ino != inode) {
-    return makeError(Code::kProtocol, path, " is inode ", info.st_ino, ", expected ", inode,
+    return makeError(Code::kProtocol, what, " is inode ", info.st_ino, ", expected ", inode,
                      " (the peer closed the segment)");
   }
   size_t length = static_cast<size_t>(info.st_size);
   void* data = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);
   if (data == MAP_FAILED) {
-    return makeError(Code::kResource, "mmap of ", path, " (", length, " bytes): ", std::strerror(errno));
+    return makeError(Code::kResource, "mmap of ", what, " (", length, " bytes): ", std::strerror(errno));
   }
   close(local);
   segment.fd_ = -1;

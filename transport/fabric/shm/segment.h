@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ibdt/status.h"
@@ -27,8 +28,12 @@ class Segment {
 
   // Creates and maps a zero-filled segment of `length` bytes (rounded up to pages).
   static Result<Segment> create(std::string_view name, size_t length);
-  // Maps the segment that process `pid` holds open as `fd` with inode `inode`.
+  // Maps the segment that process `pid` holds open as `fd` with inode `inode`:
+  // through /proc/<pid>/fd/<fd>, or, where /proc hides other processes'
+  // descriptors (hidepid), by duplicating it with pidfd_getfd().
   static Result<Segment> openPeer(pid_t pid, int fd, uint64_t inode);
+  // The pidfd_getfd() route alone (tests use it directly).
+  static Result<Segment> openPeerByPidfd(pid_t pid, int fd, uint64_t inode);
 
   uint8_t* data() const { return data_; }
   size_t length() const { return length_; }
@@ -38,6 +43,8 @@ class Segment {
 
  private:
   void reset();
+  // Maps `local` (our own descriptor of the peer's segment), checking the inode.
+  static Result<Segment> mapDescriptor(int local, uint64_t inode, const std::string& what);
 
   uint8_t* data_ = nullptr;
   size_t length_ = 0;

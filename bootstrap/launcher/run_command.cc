@@ -1,4 +1,4 @@
-#include "bootstrap/run_command.h"
+#include "bootstrap/launcher/run_command.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,9 +10,9 @@
 
 extern char** environ;
 
-namespace ibdt::test {
+namespace ibdt::bootstrap {
 
-CommandResult runCommand(const std::vector<std::string>& argv) {
+CommandResult runCommand(const std::vector<std::string>& argv, const std::vector<std::string>& extraEnvironment) {
   CommandResult result;
   auto start = std::chrono::steady_clock::now();
   int outPipe[2];
@@ -26,15 +26,19 @@ CommandResult runCommand(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& var : extraEnvironment) envp.push_back(const_cast<char*>(var.c_str()));
+  for (char** entry = environ; *entry != nullptr; ++entry) envp.push_back(*entry);
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int spawned = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int spawned = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(outPipe[1]);
   ::close(errPipe[1]);
   if (spawned != 0) {
     ::close(outPipe[0]);
     ::close(errPipe[0]);
-    result.err = "posix_spawn failed";
+    result.err = "cannot start " + argv[0];
     return result;
   }
   pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
@@ -63,4 +67,4 @@ CommandResult runCommand(const std::vector<std::string>& argv) {
   return result;
 }
 
-}  // namespace ibdt::test
+}  // namespace ibdt::bootstrap

@@ -1,0 +1,67 @@
+// shm only: a peer's memfd segment is mapped through /proc/<pid>/fd and,
+// where /proc hides it, through pidfd_getfd(); both see and change the same
+// bytes, and a wrong inode (a closed and reused descriptor) is refused.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "fabric_harness.h"
+#include "transport/fabric/shm/segment.h"
+
+namespace ibdt::fabric::testing {
+namespace {
+
+using shm::Segment;
+
+struct Advert {
+  int fd;
+  uint64_t inode;
+};
+
+TEST(ShmSegment, PeerMapsBothWaysAndRejectsAWrongInode) {
+  constexpr size_t kLength = 3 * 4096 + 10;
+  int toParent[2], toChild[2];
+  ASSERT_EQ(pipe(toParent), 0);
+  ASSERT_EQ(pipe(toChild), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto segment = Segment::create("segment-test", kLength);
+    if (!segment.isOk()) _exit(2);
+    fillPattern(segment->data(), kLength, 5);
+    Advert advert{segment->fd(), segment->inode()};
+    if (write(toParent[1], &advert, sizeof advert) != sizeof advert) _exit(3);
+    char done = 0;
+    if (read(toChild[0], &done, 1) != 1) _exit(4);
+    // The parent wrote pattern 6 through its mapping.
+    _exit(firstMismatch(segment->data(), kLength, 6) == -1 ? 0 : 1);
+  }
+  Advert advert{};
+  ASSERT_EQ(read(toParent[0], &advert, sizeof advert), static_cast<ssize_t>(sizeof advert));
+  auto viaProc = Segment::openPeer(child, advert.fd, advert.inode);
+  ASSERT_TRUE(viaProc.isOk()) << viaProc.status().toString();
+  auto viaPidfd = Segment::openPeerByPidfd(child, advert.fd, advert.inode);
+  ASSERT_TRUE(viaPidfd.isOk()) << viaPidfd.status().toString();
+  ASSERT_GE(viaProc->length(), kLength);
+  EXPECT_EQ(firstMismatch(viaProc->data(), kLength, 5), -1);
+  EXPECT_EQ(firstMismatch(viaPidfd->data(), kLength, 5), -1);
+  fillPattern(viaPidfd->data(), kLength, 6);
+  EXPECT_EQ(firstMismatch(viaProc->data(), kLength, 6), -1) << "both mappings are the same memory";
+  EXPECT_EQ(Segment::openPeer(child, advert.fd, advert.inode + 1).status().code(), Code::kProtocol);
+  EXPECT_EQ(Segment::openPeerByPidfd(child, advert.fd, advert.inode + 1).status().code(), Code::kProtocol);
+  char done = 1;
+  ASSERT_EQ(write(toChild[1], &done, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
+  // The owner is gone: its segments cannot be reached any more.
+  EXPECT_TRUE(Segment::openPeer(child, advert.fd, advert.inode).status().isError());
+  for (int fd : {toParent[0], toParent[1], toChild[0], toChild[1]}) close(fd);
+}
+
+}  // namespace
+}  // namespace ibdt::fabric::testing

@@ -1,0 +1,267 @@
+// How an shm endpoint carries out one send-queue request: checks, the copy
+// (memcpy into a mapped segment, cross-memory attach, or the bounce path),
+// and the notification that completes a receive at the peer.
+#include <cerrno>
+#include <cstring>
+
+#include "transport/fabric/shm/domain.h"
+#include "transport/fabric/shm/endpoint.h"
+#include "transport/fabric/shm/remote_copy.h"
+
+namespace ibdt::fabric::shm {
+namespace {
+
+bool hasImm(Opcode opcode) { return opcode == Opcode::kSendWithImm || opcode == Opcode::kWriteWithImm; }
+
+}  // namespace
+
+const SendRequest* ShmEndpoint::writeBatch(const SendRequest* first) {
+  if (!pending_.empty() || state_ != EndpointState::kConnected || !crossMemoryAttach()) return first;
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) return first;
+  // Collect consecutive plain writes to the peer's user memory that would
+  // succeed on their own; anything else ends the run.
+  thread_local std::vector<iovec> local;
+  thread_local std::vector<RemotePiece> remote;
+  local.clear();
+  remote.clear();
+  const SendRequest* end = first;
+  uint32_t count = 0;
+  for (; end != nullptr && end->opcode == Opcode::kWrite && sendInUse_ + count < sendDepth_; end = end->next) {
+    uint64_t length = 0;
+    if (!validate(*end, length).isOk() || length == 0) break;
+    size_t localMark = local.size();
+    bool usable = true;
+    for (uint32_t i = 0; i < end->numSge && usable; ++i) {
+      const Sge& sge = end->sgList[i];
+      if (sge.length == 0) continue;
+      usable = domain_->checkLocal(sge, 0);
+      local.push_back({reinterpret_cast<void*>(sge.address), sge.length});
+    }
+    RemotePiece piece;
+    if (usable) {
+      usable = peer_->checkAccess(end->rkey, end->remoteAddress, length, kRemoteWrite, piece) ==
+                   CompletionStatus::kSuccess &&
+               piece.mapped == nullptr;
+    }
+    if (!usable) {
+      local.resize(localMark);
+      break;
+    }
+    remote.push_back(piece);
+    ++count;
+  }
+  if (count < 2) return first;
+  if (copyRemote(Direction::kToPeer, peer_->pid(), local, remote).status != CompletionStatus::kSuccess) {
+    return first;  // redo one by one, which names the failing request (writes are idempotent)
+  }
+  for (const SendRequest* done = first; done != end; done = done->next) {
+    ++sendInUse_;
+    uint64_t length = 0;
+    for (uint32_t i = 0; i < done->numSge; ++i) length += done->sgList[i].length;
+    finish(Work{*done, std::span<const Sge>(done->sgList, done->numSge), {}, length}, CompletionStatus::kSuccess);
+  }
+  return end;
+}
+
+
+ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& status) {
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) {
+    status = CompletionStatus::kRetryExceeded;  // the peer endpoint no longer answers
+    return Step::kDone;
+  }
+  iovec local[kMaxSge];
+  size_t count = 0;
+  if (!work.inlineData.empty()) {
+    local[count++] = {const_cast<uint8_t*>(work.inlineData.data()), work.inlineData.size()};
+  } else {
+    uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
+    bool inlined = (work.request.flags & kInline) != 0;  // as in verbs, inline data needs no lkey
+    for (const Sge& sge : work.sges) {
+      if (sge.length == 0) continue;
+      if (!inlined && !domain_->checkLocal(sge, access)) {
+        status = CompletionStatus::kLocalProtection;
+        return Step::kDone;
+      }
+      local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
+    }
+  }
+  std::span<const iovec> iovs(local, count);
+  if (work.request.opcode == Opcode::kSend || work.request.opcode == Opcode::kSendWithImm) {
+    return executeSend(work, iovs, status);
+  }
+  return executeOneSided(work, iovs, status);
+}
+
+bool ShmEndpoint::peerReceiveAvailable() const {
+  return peerHeader_->recvRing.head.load(std::memory_order_acquire) !=
+         peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+}
+
+ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status) {
+  if (!peerReceiveAvailable()) return Step::kBlocked;
+  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+  const auto* slot =
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerRecvDepth_) * peerRecvSlotSize_);
+  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerRecvSlotSize_ - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
+  uint64_t capacity = 0;
+  for (uint32_t i = 0; i < numSge; ++i) capacity += slot->sge[i].length;
+  bool imm = hasImm(work.request.opcode);
+  if (work.length > capacity) {
+    // As on InfiniBand: the receiver sees a local length error, the sender
+    // an invalid request; both endpoints fail.
+    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+    notifyPeer(Opcode::kRecv, CompletionStatus::kLocalLength, 0, imm, work.request.immData);
+    status = CompletionStatus::kRemoteInvalidRequest;
+    return Step::kDone;
+  }
+  RemotePiece remote[kMaxSge];
+  size_t pieces = 0;
+  uint64_t left = work.length;
+  bool allMapped = true;
+  for (uint32_t i = 0; i < numSge && left > 0; ++i) {
+    uint64_t take = std::min<uint64_t>(left, slot->sge[i].length);
+    status = peer_->resolveReceive(slot->sge[i].regionIndex, slot->sge[i].address, take, remote[pieces]);
+    if (status != CompletionStatus::kSuccess) break;
+    allMapped = allMapped && remote[pieces].mapped != nullptr;
+    ++pieces;
+    left -= take;
+  }
+  if (status == CompletionStatus::kSuccess) {
+    if (!allMapped && !crossMemoryAttach()) {
+      // The receiver scatters the payload itself, chunk by chunk.
+      if (bounce(NotificationKind::kBounceReceive, local, 0, 0, work.length) == Step::kBlocked) return Step::kBlocked;
+    } else {
+      CopyOutcome outcome = copyRemote(Direction::kToPeer, peer_->pid(), local, std::span(remote, pieces));
+      if (outcome.error == EPERM) {
+        peer_->denyCrossMemoryAttach();
+        return executeSend(work, local, status);  // again, through the bounce path
+      }
+      status = outcome.status;
+      vendorError_ = static_cast<uint32_t>(outcome.error);
+    }
+  }
+  peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+  CompletionStatus delivered =
+      status == CompletionStatus::kSuccess ? CompletionStatus::kSuccess : CompletionStatus::kRemoteOperation;
+  if (status != CompletionStatus::kRetryExceeded) {
+    notifyPeer(Opcode::kRecv, delivered, static_cast<uint32_t>(work.length), imm, work.request.immData);
+  }
+  return Step::kDone;
+}
+
+ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const iovec> local,
+                                               CompletionStatus& status) {
+  Opcode opcode = work.request.opcode;
+  if (opcode == Opcode::kWriteWithImm && !peerReceiveAvailable()) return Step::kBlocked;
+  if (work.length > 0) {
+    RemotePiece remote;
+    uint32_t access = opcode == Opcode::kRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
+    status = peer_->checkAccess(work.request.rkey, work.request.remoteAddress, work.length, access, remote);
+    if (status != CompletionStatus::kSuccess) return Step::kDone;
+    if (remote.mapped == nullptr && !crossMemoryAttach()) {
+      NotificationKind kind = opcode == Opcode::kRead ? NotificationKind::kBounceRead : NotificationKind::kBounceWrite;
+      if (bounce(kind, local, work.request.rkey, remote.address, work.length) == Step::kBlocked) return Step::kBlocked;
+    } else {
+      Direction direction = opcode == Opcode::kRead ? Direction::kFromPeer : Direction::kToPeer;
+      CopyOutcome outcome = copyRemote(direction, peer_->pid(), local, std::span(&remote, 1));
+      if (outcome.error == EPERM) {
+        peer_->denyCrossMemoryAttach();
+        return executeOneSided(work, local, status);  // again, through the bounce path
+      }
+      status = outcome.status;
+      vendorError_ = static_cast<uint32_t>(outcome.error);
+      if (status != CompletionStatus::kSuccess) return Step::kDone;
+    }
+  }
+  status = CompletionStatus::kSuccess;
+  if (opcode == Opcode::kWriteWithImm) {
+    uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+    notifyPeer(Opcode::kRecvWriteWithImm, CompletionStatus::kSuccess, static_cast<uint32_t>(work.length), true,
+               work.request.immData);
+  }
+  return Step::kDone;
+}
+
+void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool imm,
+                             uint32_t immData) {
+  Notification note{};
+  note.byteLength = byteLength;
+  note.immData = immData;
+  note.opcode = static_cast<uint8_t>(opcode);
+  note.hasImm = imm ? 1 : 0;
+  note.status = static_cast<uint8_t>(status);
+  note.kind = static_cast<uint8_t>(NotificationKind::kReceiveDone);
+  pushNotification(note);
+}
+
+void ShmEndpoint::pushNotification(const Notification& note) {
+  RingIndices& ring = peerHeader_->notifyRing;
+  uint64_t head = ring.head.load(std::memory_order_relaxed);
+  // Never full: each notification answers one consumed receive (the peer
+  // has at most recvDepth outstanding) or is the one bounce request in flight.
+  peerNotifications_[head % peerNotifyCapacity_] = note;
+  ring.head.store(head + 1, std::memory_order_release);
+  peer_->ring(peerRecvDoorbell_);
+}
+
+bool ShmEndpoint::crossMemoryAttach() const {
+  return domain_->crossMemoryAttach() && !peer_->crossMemoryAttachDenied();
+}
+
+ShmEndpoint::Step ShmEndpoint::bounce(NotificationKind kind, std::span<const iovec> local, uint64_t rkey,
+                                      uint64_t remoteAddress, uint64_t total) {
+  if (bounceChunk_ != 0) {
+    if (header_->bounceAcked.load(std::memory_order_acquire) != bounceIssued_) return Step::kBlocked;
+    if (kind == NotificationKind::kBounceRead) scatterToIovecs(local, bounceDone_, bounce_, bounceChunk_);
+    bounceDone_ += bounceChunk_;
+    bounceChunk_ = 0;
+  }
+  if (bounceDone_ == total) {
+    bounceDone_ = 0;
+    return Step::kDone;
+  }
+  auto chunk = static_cast<uint32_t>(std::min<uint64_t>(kBounceSize, total - bounceDone_));
+  if (kind != NotificationKind::kBounceRead) gatherFromIovecs(local, bounceDone_, bounce_, chunk);
+  Notification note{};
+  note.kind = static_cast<uint8_t>(kind);
+  note.chunkLength = chunk;
+  note.address = kind == NotificationKind::kBounceReceive ? bounceDone_ : remoteAddress + bounceDone_;
+  note.immData = rkeyIndex(rkey);  // the target checks its own table again
+  note.byteLength = rkeyGeneration(rkey);
+  pushNotification(note);
+  ++bounceIssued_;
+  bounceChunk_ = chunk;
+  return Step::kBlocked;
+}
+
+void ShmEndpoint::serveBounce(const Notification& note) {
+  auto kind = static_cast<NotificationKind>(note.kind);
+  bool valid = note.chunkLength <= peerBounceSize_;
+  if (valid && kind == NotificationKind::kBounceReceive) {
+    // The initiator has not consumed the receive yet: it is at our tail.
+    uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
+    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * recvSlotSize_);
+    iovec iovs[kMaxSge];
+    uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
+    for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
+    scatterToIovecs(std::span(iovs, count), note.address, peerBounce_, note.chunkLength);
+  } else if (valid) {
+    uint32_t access = kind == NotificationKind::kBounceRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
+    uint64_t rkey = makeRkey(note.immData, note.byteLength);
+    if (domain_->checkOwnRegion(rkey, note.address, note.chunkLength, access)) {
+      auto* mine = reinterpret_cast<uint8_t*>(note.address);
+      if (kind == NotificationKind::kBounceWrite) {
+        std::memcpy(mine, peerBounce_, note.chunkLength);
+      } else {
+        std::memcpy(peerBounce_, mine, note.chunkLength);
+      }
+    }
+  }
+  peerHeader_->bounceAcked.fetch_add(1, std::memory_order_release);
+  peer_->ring(peerSendDoorbell_);
+}
+
+}  // namespace ibdt::fabric::shm
