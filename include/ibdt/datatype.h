@@ -136,6 +136,7 @@ class Datatype {
   uint32_t id() const;
   uint32_t version() const;
 
+  // Internal (datatype/ uses these to build and inspect types).
   const TypeImpl* impl() const { return impl_.get(); }
   explicit Datatype(std::shared_ptr<const TypeImpl> impl) : impl_(std::move(impl)) {}
 

@@ -155,6 +155,7 @@ TEST_F(BufferPoolTest, ThreadsShareOnePool) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(pool->counters().buffersInUse, 0u);
   EXPECT_EQ(domain_.liveRegions(), 0u);  // high-water 0: everything went back
+  EXPECT_EQ(domain_.stats().overlappingCalls, 0u);
 }
 
 }  // namespace
@@ -162,6 +163,37 @@ TEST_F(BufferPoolTest, ThreadsShareOnePool) {
 
 namespace ibdt::memory {
 namespace {
+
+TEST(MemoryThreads, APoolAndACacheNeverCallTheirDomainConcurrently) {
+  FakeDomain domain;
+  size_t page = domain.caps().pageSize;
+  PoolOptions poolOptions;
+  poolOptions.chunkBytes = 2 * page;
+  poolOptions.highWaterBytes = 0;  // grow and release all the time
+  auto pool = BufferPool::create(domain, poolOptions);
+  CacheOptions cacheOptions;
+  cacheOptions.mode = CacheOptions::Mode::kOn;
+  cacheOptions.maxRegions = 3;  // evict all the time
+  auto cache = RegistrationCache::create(domain, cacheOptions);
+  ASSERT_TRUE(pool.isOk() && cache.isOk());
+  std::vector<uint8_t> memory(64 * page, 1);
+  std::atomic<int> failures{0};
+  auto worker = [&](int id) {
+    for (int round = 0; round < 300; ++round) {
+      auto buffer = (*pool)->get(page * (1 + round % 2));
+      size_t offset = static_cast<size_t>((id * 7 + round * 3) % 60) * page;
+      auto ref = (*cache)->acquire(memory.data() + offset, page + 100, fabric::kLocalWrite);
+      if (!buffer.isOk() || !ref.isOk() || !domain.isLive(ref->lkey()) || !domain.isLive(buffer->lkey())) ++failures;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back(worker, i);
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(domain.stats().overlappingCalls, 0u);
+  EXPECT_GT(domain.stats().registrations, 3u);
+  EXPECT_GT((*pool)->counters().releases, 0u);
+}
 
 // Sets an environment variable for one scope.
 class ScopedEnv {
@@ -206,6 +238,34 @@ TEST(MemoryOptions, PoolAndCacheKnobsAreReadAndBadValuesRejected) {
     ScopedEnv bytes("IBDT_POOL_MAX_BUFFER", "12 parsecs");
     EXPECT_EQ(PoolOptions::fromEnvironment().status().code(), Code::kInvalidArgument);
   }
+}
+
+}  // namespace
+}  // namespace ibdt::memory
+
+namespace ibdt::memory {
+namespace {
+
+TEST(MemoryStats, CountersArePrintedWhenThePoolAndCacheGoAwayUnderIbdtStats) {
+  FakeDomain domain;
+  setenv("IBDT_STATS", "1", 1);
+  ::testing::internal::CaptureStderr();
+  {
+    auto pool = BufferPool::create(domain, {});
+    ASSERT_TRUE(pool.isOk());
+    ASSERT_TRUE((*pool)->get(1).isOk());
+    CacheOptions options;
+    options.mode = CacheOptions::Mode::kOn;
+    auto cache = RegistrationCache::create(domain, options);
+    ASSERT_TRUE(cache.isOk());
+    std::vector<uint8_t> memory(100);
+    ASSERT_TRUE((*cache)->acquire(memory.data(), memory.size(), fabric::kLocalWrite).isOk());
+    ASSERT_TRUE((*cache)->acquire(memory.data(), memory.size(), fabric::kLocalWrite).isOk());
+  }
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  unsetenv("IBDT_STATS");
+  EXPECT_NE(printed.find("registration cache: hits=1 misses=1"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("buffer pool: gets=1 hits=0 growths=1"), std::string::npos) << printed;
 }
 
 }  // namespace

@@ -13,11 +13,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "ibdt/fabric.h"
@@ -31,6 +33,7 @@ class FakeDomain final : public fabric::Domain {
     uint64_t failures = 0;         // failed registerMemory calls
     uint64_t allocations = 0;      // successful allocateMemory calls
     uint64_t deregistrations = 0;
+    uint64_t overlappingCalls = 0;  // calls made while another was in progress (Domain is not thread-safe)
   };
 
   explicit FakeDomain(fabric::RegistrationCost cost = {5000, 250}) {
@@ -44,6 +47,7 @@ class FakeDomain final : public fabric::Domain {
 
   Result<std::unique_ptr<fabric::MemoryRegion>> registerMemory(void* address, size_t length,
                                                                uint32_t access) override {
+    OneCallAtATime check(*this);
     auto begin = reinterpret_cast<uintptr_t>(address);
     if (length == 0 || begin + length < begin) {
       return makeError(Code::kInvalidArgument, "fake registerMemory: bad range ", address, " + ", length);
@@ -61,6 +65,7 @@ class FakeDomain final : public fabric::Domain {
   }
 
   Result<std::unique_ptr<fabric::MemoryRegion>> allocateMemory(size_t length, uint32_t access) override {
+    OneCallAtATime check(*this);
     {
       std::lock_guard lock(mutex_);
       if (allocationLimit_ == 0) return makeError(Code::kResource, "fake allocateMemory: limit reached");
@@ -110,6 +115,22 @@ class FakeDomain final : public fabric::Domain {
   }
 
  private:
+  // Counts calls that overlap another one: users must serialize them.
+  class OneCallAtATime {
+   public:
+    explicit OneCallAtATime(FakeDomain& domain) : domain_(domain) {
+      if (domain_.callsInProgress_.fetch_add(1) != 0) {
+        std::lock_guard lock(domain_.mutex_);
+        ++domain_.stats_.overlappingCalls;
+      }
+      std::this_thread::yield();  // widen the window
+    }
+    ~OneCallAtATime() { domain_.callsInProgress_.fetch_sub(1); }
+
+   private:
+    FakeDomain& domain_;
+  };
+
   struct Live {
     uintptr_t begin;
     uintptr_t end;
@@ -120,6 +141,7 @@ class FakeDomain final : public fabric::Domain {
     Region(FakeDomain& domain, void* address, size_t length, uint32_t key, uint32_t access, bool owned)
         : MemoryRegion(address, length, key, key, access), domain_(domain), owned_(owned) {}
     ~Region() override {
+      OneCallAtATime check(domain_);
       domain_.forget(lkey());
       if (owned_) munmap(address(), length());
     }
@@ -150,6 +172,7 @@ class FakeDomain final : public fabric::Domain {
   std::map<uint32_t, Live> live_;
   uint32_t nextKey_ = 1;
   uint64_t allocationLimit_ = UINT64_MAX;
+  std::atomic<int> callsInProgress_{0};
   Stats stats_;
 };
 

@@ -425,6 +425,7 @@ TEST_F(RegistrationCacheTest, ConcurrentUsersAndUnmapsNeverSeeStaleRegistrations
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) threads.emplace_back(worker, i);
   for (auto& thread : threads) thread.join();
+  EXPECT_EQ(domain_.stats().overlappingCalls, 0u);
   EXPECT_EQ(staleData.load(), 0);
   EXPECT_EQ(deadKey.load(), 0);
   EXPECT_EQ(errors.load(), 0);

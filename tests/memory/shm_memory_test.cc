@@ -5,7 +5,10 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -60,9 +63,16 @@ class ShmMemoryTest : public ::testing::Test {
 
   // RDMA WRITE of `sges` (local to a) to b's `remote`; returns the completion status.
   CompletionStatus write(const std::vector<Sge>& sges, uint64_t remoteAddress, uint64_t rkey) {
+    return post(Opcode::kWrite, sges, remoteAddress, rkey);
+  }
+  // RDMA READ from b's `remote` into `sges` (local to a).
+  CompletionStatus read(const std::vector<Sge>& sges, uint64_t remoteAddress, uint64_t rkey) {
+    return post(Opcode::kRead, sges, remoteAddress, rkey);
+  }
+  CompletionStatus post(Opcode opcode, const std::vector<Sge>& sges, uint64_t remoteAddress, uint64_t rkey) {
     SendRequest request;
     request.id = ++nextId_;
-    request.opcode = Opcode::kWrite;
+    request.opcode = opcode;
     request.sgList = sges.data();
     request.numSge = static_cast<uint32_t>(sges.size());
     request.remoteAddress = remoteAddress;
@@ -138,6 +148,35 @@ TEST_F(ShmMemoryTest, RemappedTargetGetsAFreshKeyAndTheStaleOneIsRefused) {
   connect();  // the refused write moved the endpoints to the error state
   ASSERT_EQ(write(sges, reinterpret_cast<uint64_t>(target.data()), fresh->rkey()), CompletionStatus::kSuccess);
   EXPECT_EQ(std::memcmp(target.data(), bytes.data(), 2 * page), 0);
+}
+
+TEST_F(ShmMemoryTest, FreeAndMallocAtTheSameAddressServeTheNewData) {
+  // b registers a heap buffer through the cache, frees it and allocates again
+  // (glibc hands back the same address); a peer's READ must see the new bytes.
+  const size_t length = 256 << 10;
+  auto [landing, landingRegion] = source(length, 0);
+  std::vector<Sge> sges = {{reinterpret_cast<uint64_t>(landing.data()), static_cast<uint32_t>(length),
+                            landingRegion->lkey()}};
+  auto* first = static_cast<uint8_t*>(std::malloc(length));
+  ASSERT_NE(first, nullptr);
+  std::memset(first, 0xAA, length);
+  {
+    auto ref = cache_->acquire(first, length, kAccess);
+    ASSERT_TRUE(ref.isOk()) << ref.status().toString();
+    ASSERT_EQ(read(sges, reinterpret_cast<uint64_t>(first), ref->rkey()), CompletionStatus::kSuccess);
+    EXPECT_EQ(landing, std::vector<uint8_t>(length, 0xAA));
+  }
+  std::free(first);
+  auto* second = static_cast<uint8_t*>(std::malloc(length));
+  ASSERT_NE(second, nullptr);
+  for (size_t i = 0; i < length; ++i) second[i] = static_cast<uint8_t>(i * 5 + 1);
+  {
+    auto ref = cache_->acquire(second, length, kAccess);
+    ASSERT_TRUE(ref.isOk()) << ref.status().toString();
+    ASSERT_EQ(read(sges, reinterpret_cast<uint64_t>(second), ref->rkey()), CompletionStatus::kSuccess);
+    EXPECT_EQ(std::memcmp(landing.data(), second, length), 0) << (second == first ? "same address" : "new address");
+  }
+  std::free(second);
 }
 
 TEST_F(ShmMemoryTest, ColumnsGatheredThroughGroupedRegions) {
@@ -216,6 +255,38 @@ TEST_F(ShmMemoryTest, GroupRegistrationSplitsAroundAHoleShmRefuses) {
     offset += block.length;
   }
   EXPECT_EQ(offset, total);
+}
+
+TEST_F(ShmMemoryTest, ThreadsShareACacheAndAPoolOnOneDomain) {
+  // shm's registration table is not thread-safe; the memory layer serializes
+  // its calls, and every key it hands out still carries a write.
+  size_t page = b_.domain->caps().pageSize;
+  PoolOptions poolOptions;
+  poolOptions.highWaterBytes = 0;
+  auto pool = BufferPool::create(*b_.domain, poolOptions);
+  ASSERT_TRUE(pool.isOk());
+  Mapping memory(64 * page);
+  std::atomic<int> failures{0};
+  auto worker = [&](int id) {
+    for (int round = 0; round < 200; ++round) {
+      auto buffer = (*pool)->get(page << (round % 3));
+      size_t offset = static_cast<size_t>((id * 5 + round * 3) % 60) * page;
+      auto ref = cache_->acquire(memory.data() + offset, 2 * page, kAccess);
+      if (!buffer.isOk() || !ref.isOk()) ++failures;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back(worker, i);
+  for (auto& thread : threads) thread.join();
+  ASSERT_EQ(failures.load(), 0);
+
+  auto [bytes, region] = source(4 * page, 11);
+  auto target = cache_->acquire(memory.data() + 8 * page, 4 * page, kAccess);
+  ASSERT_TRUE(target.isOk());
+  ASSERT_EQ(write({{reinterpret_cast<uint64_t>(bytes.data()), static_cast<uint32_t>(4 * page), region->lkey()}},
+                  reinterpret_cast<uint64_t>(memory.data() + 8 * page), target->rkey()),
+            CompletionStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(memory.data() + 8 * page, bytes.data(), 4 * page), 0);
 }
 
 TEST_F(ShmMemoryTest, RegistrationCostIsMeasurable) {

@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "transport/memory/page_range.h"
+#include "transport/memory/provider_lock.h"
 
 namespace ibdt::memory {
 
@@ -24,6 +25,11 @@ Result<PoolOptions> PoolOptions::fromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(options.maxBufferBytes, config::getSize("IBDT_POOL_MAX_BUFFER"));
   IBDT_ASSIGN_OR_RETURN(options.highWaterBytes, config::getSize("IBDT_POOL_HIGH_WATER"));
   return options;
+}
+
+std::string describe(const PoolCounters& c) {
+  return strCat("gets=", c.gets, " hits=", c.hits, " growths=", c.growths, " releases=", c.releases,
+                " oversize=", c.oversize, " in-use=", c.buffersInUse, " allocated=", c.bytesAllocated, "B");
 }
 
 PoolBuffer& PoolBuffer::operator=(PoolBuffer&& other) noexcept {
@@ -60,7 +66,8 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Domain& domain, c
   return std::unique_ptr<BufferPool>(new BufferPool(domain, options));
 }
 
-BufferPool::BufferPool(fabric::Domain& domain, const PoolOptions& options) : domain_(domain), options_(options) {
+BufferPool::BufferPool(fabric::Domain& domain, const PoolOptions& options)
+    : domain_(domain), providerLock_(providerLock(domain)), options_(options) {
   size_t page = domain.caps().pageSize;
   for (size_t size = page; size < options.maxBufferBytes; size *= 2) classSizes_.push_back(size);
   classSizes_.push_back(std::bit_ceil(std::max(options.maxBufferBytes, page)));
@@ -69,15 +76,22 @@ BufferPool::BufferPool(fabric::Domain& domain, const PoolOptions& options) : dom
 }
 
 BufferPool::~BufferPool() {
+  auto stats = config::getBool("IBDT_STATS");
+  if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("buffer pool: ", describe(counters())));
   std::lock_guard lock(mutex_);
-  if (counters_.buffersInUse == 0) return;
-  // Unregistering memory a transfer still uses would fault it; leak instead.
-  IBDT_LOG(kError, "buffer pool destroyed with ", counters_.buffersInUse, " buffers still in use; leaking their chunks");
-  auto leak = [](std::unique_ptr<PoolChunk>& chunk) {
-    if (chunk->freeSlots.size() != chunk->buffers) (void)chunk.release();
+  if (counters_.buffersInUse > 0) {
+    // Deregistering memory a transfer still uses would fault it; leak instead.
+    IBDT_LOG(kError, "buffer pool destroyed with ", counters_.buffersInUse, " buffers still in use; leaking their chunks");
+  }
+  auto destroy = [&](std::unique_ptr<PoolChunk>& chunk) {
+    if (chunk->freeSlots.size() == chunk->buffers) {
+      destroyRegion(providerLock_, std::move(chunk->region));
+    } else {
+      (void)chunk.release();
+    }
   };
-  for (SizeClass& sizeClass : classes_) std::for_each(sizeClass.chunks.begin(), sizeClass.chunks.end(), leak);
-  std::for_each(oversize_.begin(), oversize_.end(), leak);
+  for (SizeClass& sizeClass : classes_) std::for_each(sizeClass.chunks.begin(), sizeClass.chunks.end(), destroy);
+  std::for_each(oversize_.begin(), oversize_.end(), destroy);
 }
 
 size_t BufferPool::classIndex(size_t bytes) const {
@@ -90,7 +104,12 @@ size_t BufferPool::classSize(size_t bytes) const {
 }
 
 Result<std::unique_ptr<PoolChunk>> BufferPool::makeChunk(size_t bufferBytes, uint32_t buffers) {
-  IBDT_ASSIGN_OR_RETURN(auto region, domain_.allocateMemory(bufferBytes * buffers, options_.access));
+  Result<std::unique_ptr<fabric::MemoryRegion>> allocated = Status(Code::kInternal, "not allocated");
+  {
+    std::lock_guard provider(providerLock_);
+    allocated = domain_.allocateMemory(bufferBytes * buffers, options_.access);
+  }
+  IBDT_ASSIGN_OR_RETURN(auto region, std::move(allocated));
   auto chunk = std::make_unique<PoolChunk>();
   chunk->region = std::move(region);
   chunk->bufferBytes = bufferBytes;
@@ -183,6 +202,7 @@ void BufferPool::giveBack(PoolChunk* chunk, uint32_t slot) {
       }
     }
   }
+  if (released != nullptr) destroyRegion(providerLock_, std::move(released->region));
 }
 
 PoolCounters BufferPool::counters() const {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "ibdt/fabric.h"
@@ -42,6 +43,9 @@ struct PoolCounters {
   uint64_t buffersInUse = 0;
   uint64_t bytesAllocated = 0;  // registered by the pool now
 };
+
+// "gets=… hits=… …" for logs, IBDT_STATS and tools.
+std::string describe(const PoolCounters& counters);
 
 class BufferPool;
 struct PoolChunk;
@@ -107,6 +111,7 @@ class BufferPool {
   size_t classIndex(size_t bytes) const;
 
   fabric::Domain& domain_;
+  std::mutex& providerLock_;  // held for every call into domain_ (always the innermost lock)
   const PoolOptions options_;
   std::vector<size_t> classSizes_;
 

@@ -31,6 +31,12 @@ Result<CacheOptions> CacheOptions::fromEnvironment() {
   return options;
 }
 
+std::string describe(const CacheCounters& c) {
+  return strCat("hits=", c.hits, " misses=", c.misses, " evictions=", c.evictions, " invalidations=", c.invalidations,
+                " registrations=", c.registrations, " failures=", c.failures, " pinned=", c.pinnedBytes, "B/",
+                c.pinnedRegions, " regions");
+}
+
 RegionRef& RegionRef::operator=(RegionRef&& other) noexcept {
   if (this != &other) {
     reset();
@@ -44,7 +50,7 @@ RegionRef& RegionRef::operator=(RegionRef&& other) noexcept {
 
 void RegionRef::reset() {
   if (entry_ != nullptr) cache_->release(entry_);
-  owned_.reset();
+  if (owned_ != nullptr) destroyRegion(cache_->providerLock_, std::move(owned_));
   region_ = nullptr;
   cache_ = nullptr;
   entry_ = nullptr;
@@ -87,6 +93,7 @@ Result<std::unique_ptr<RegistrationCache>> RegistrationCache::create(fabric::Dom
 RegistrationCache::RegistrationCache(fabric::Domain& domain, const CacheOptions& options, bool caching,
                                      std::string description)
     : domain_(domain),
+      providerLock_(providerLock(domain)),
       options_(options),
       pageSize_(domain.caps().pageSize),
       caching_(caching),
@@ -94,29 +101,28 @@ RegistrationCache::RegistrationCache(fabric::Domain& domain, const CacheOptions&
 
 RegistrationCache::~RegistrationCache() {
   if (caching_) removeUnmapListener(this);
+  auto stats = config::getBool("IBDT_STATS");
+  if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("registration cache: ", describe(counters())));
   DeadList dead;
-  size_t inUse = 0;
+  uint64_t inUse = 0;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [begin, entry] : index_) {
-      entry->indexed = false;
-      if (entry->refs == 0) {
-        dead.push_back(entry);
-      } else {
-        ++inUse;
-      }
-    }
-    index_.clear();
+    while (lruHead_ != nullptr) retireLocked(lruHead_, dead);
+    inUse = counters_.pinnedRegions;  // indexed or retired, still referenced
   }
   if (inUse > 0) {
     // Deregistering memory a transfer still uses would fault it; leak instead.
     IBDT_LOG(kError, "registration cache destroyed with ", inUse, " registrations still in use; leaking them");
   }
-  for (CacheEntry* entry : dead) delete entry;
+  destroy(dead);
 }
 
 Result<std::unique_ptr<fabric::MemoryRegion>> RegistrationCache::registerRange(PageRange range, uint32_t access) {
-  auto region = domain_.registerMemory(reinterpret_cast<void*>(range.begin), range.bytes(), access);
+  Result<std::unique_ptr<fabric::MemoryRegion>> region = Status(Code::kInternal, "not registered");
+  {
+    std::lock_guard provider(providerLock_);
+    region = domain_.registerMemory(reinterpret_cast<void*>(range.begin), range.bytes(), access);
+  }
   std::lock_guard lock(mutex_);
   ++(region.isOk() ? counters_.registrations : counters_.failures);
   return region;
@@ -144,6 +150,7 @@ Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length,
     }
     IBDT_ASSIGN_OR_RETURN(ref.owned_, registerRange(wanted, access));
     ref.region_ = ref.owned_.get();
+    ref.cache_ = this;
     return ref;
   }
 
@@ -366,7 +373,10 @@ void RegistrationCache::lruPushLocked(CacheEntry* entry) {
 }
 
 void RegistrationCache::destroy(DeadList& dead) {
-  for (CacheEntry* entry : dead) delete entry;  // deregisters
+  for (CacheEntry* entry : dead) {
+    destroyRegion(providerLock_, std::move(entry->region));
+    delete entry;
+  }
   dead.clear();
 }
 

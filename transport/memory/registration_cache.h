@@ -38,6 +38,7 @@
 #include "ibdt/fabric.h"
 #include "ibdt/status.h"
 #include "transport/memory/page_range.h"
+#include "transport/memory/provider_lock.h"
 #include "transport/memory/unmap_events.h"
 
 namespace ibdt::memory {
@@ -67,6 +68,9 @@ struct CacheCounters {
   uint64_t pinnedRegions = 0;
 };
 
+// "hits=… misses=… …" for logs, IBDT_STATS and tools.
+std::string describe(const CacheCounters& counters);
+
 class RegistrationCache;
 struct CacheEntry;
 
@@ -90,7 +94,7 @@ class RegionRef {
   const fabric::MemoryRegion* region_ = nullptr;
   RegistrationCache* cache_ = nullptr;
   CacheEntry* entry_ = nullptr;
-  std::unique_ptr<fabric::MemoryRegion> owned_;  // a registration made for this use only
+  std::unique_ptr<fabric::MemoryRegion> owned_;  // pass-through mode: a registration for this use only
 };
 
 class RegistrationCache final : private UnmapListener {
@@ -139,6 +143,7 @@ class RegistrationCache final : private UnmapListener {
   Result<std::unique_ptr<fabric::MemoryRegion>> registerRange(PageRange range, uint32_t access);
 
   fabric::Domain& domain_;
+  std::mutex& providerLock_;  // held for every call into domain_
   const CacheOptions options_;
   const size_t pageSize_;
   const bool caching_;

@@ -8,10 +8,13 @@
 #include <cstring>
 #include <vector>
 
+#include "transport/memory/provider_lock.h"
+
 namespace ibdt::memory {
 namespace {
 
 Result<double> medianRegistrationNs(fabric::Domain& domain, void* address, size_t length, int reps) {
+  std::lock_guard provider(providerLock(domain));
   std::vector<double> samples;
   for (int i = 0; i < reps + 1; ++i) {  // the first round is a warm-up
     auto start = std::chrono::steady_clock::now();
