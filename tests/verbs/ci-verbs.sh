@@ -17,14 +17,19 @@ qemu-system-x86_64 -version > /dev/null 2>&1 || skip "qemu-system-x86_64 cannot 
 "$root/tests/verbs/run-in-rxe-vm.sh" --setup \
   || skip "the guest kernel could not be fetched or prepared (offline? see the messages above)"
 
-# The suites: the provider's own tests, and every shared provider suite with IBDT_PROVIDER=verbs.
+# The suites: the provider's own tests, and the shared provider suite on verbs.
+# rxe answers a too-small receive with other statuses than HCAs do (README,
+# "Where rxe differs from real HCAs"); the provider's own test covers that case.
+rxe_differs='-*ReceiveTooSmallFailsBothSides/verbs'
+names=(verbs_test)
 suites=("$build/bin/verbs_test")
-for extra in fabric_provider_test fabric_test; do
-  [[ -x $build/bin/$extra ]] && suites+=("IBDT_PROVIDER=verbs $build/bin/$extra")
-done
+if [[ -x $build/bin/fabric_test ]]; then
+  names+=(fabric_test)
+  suites+=("IBDT_PROVIDER=verbs $build/bin/fabric_test '--gtest_filter=$rxe_differs'")
+fi
 script=""
-for suite in "${suites[@]}"; do
-  script+="echo '=== rxe0: $suite'; $suite --gtest_brief=1 || failed=\"\$failed ${suite##*/}\"; "
+for i in "${!suites[@]}"; do
+  script+="echo '=== rxe0: ${names[i]}'; ${suites[i]} --gtest_brief=1 || failed=\"\$failed ${names[i]}\"; "
 done
 script+='[ -z "$failed" ] || { echo "ci-verbs: failed suites:$failed"; exit 1; }'
 

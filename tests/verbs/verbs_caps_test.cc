@@ -158,6 +158,9 @@ TEST(VerbsMemory, RejectsBadRegistrations) {
   ASSERT_FALSE(flags.isOk());
   EXPECT_EQ(flags.status().code(), Code::kInvalidArgument);
   EXPECT_NE(flags.status().message().find("access"), std::string_view::npos);
+  auto remoteOnly = domain->registerMemory(buffer.data(), buffer.size(), kRemoteWrite);
+  ASSERT_FALSE(remoteOnly.isOk());
+  EXPECT_EQ(remoteOnly.status().code(), Code::kInvalidArgument);
 
   // A range with an unmapped hole fails like ibv_reg_mr (optimistic group registration depends on it).
   size_t page = domain->caps().pageSize;

@@ -40,6 +40,14 @@ void expectFailedAndFlushing(Fixture& f) {
   EXPECT_EQ(done[0].id, 55u);
   EXPECT_EQ(done[0].status, CompletionStatus::kFlushed);
   for (size_t i = 0; i < f.target->length(); ++i) ASSERT_EQ(bytesOf(*f.target)[i], 0) << "target corrupted at " << i;
+  // A receive posted now is flushed too, not left waiting.
+  ASSERT_TRUE(f.pair.a->postRecv(RecvRequest{.id = 56}).isOk());
+  auto flushed = collect(*f.pair.cqA, 1);
+  ASSERT_EQ(flushed.size(), 1u);
+  EXPECT_EQ(flushed[0].id, 56u);
+  EXPECT_EQ(flushed[0].opcode, Opcode::kRecv);
+  EXPECT_EQ(flushed[0].status, CompletionStatus::kFlushed);
+  EXPECT_EQ(flushed[0].endpointId, f.pair.a->id());
 }
 
 #define IBDT_FIXTURE_OR_SKIP(f, targetAccess)                                   \

@@ -285,32 +285,48 @@ TEST(VerbsProcesses, FourProcessMesh) {
   runMesh(4);
 }
 
+// A peer that connects over fds[1], then kills itself (SIGKILL, no cleanup)
+// when a byte arrives.
+pid_t spawnVictim(const int fds[2]) {
+  return spawn([fds] {
+    close(fds[0]);
+    Side side;
+    RemoteKey key;
+    if (!side.open(4096) || !side.connect(fds[1], "survivor", key)) return 40;
+    char byte = 0;
+    readAll(fds[1], &byte, 1);
+    raise(SIGKILL);
+    return 41;
+  });
+}
+
+// Runs `survivor` (given its socket to a victim from spawnVictim()) in its own
+// process, with short transport timeouts: 4.096 us * 2^12 = 17 ms per try, 2 retries.
+void runAgainstVictim(const std::function<int(int fd)>& survivor) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  pid_t victim = spawnVictim(fds);
+  close(fds[1]);
+  pid_t child = spawn([&] {
+    setenv("IBDT_VERBS_TIMEOUT", "12", 1);
+    setenv("IBDT_VERBS_RETRY_COUNT", "2", 1);
+    return survivor(fds[0]);
+  });
+  close(fds[0]);
+  EXPECT_EQ(reap(child), 0);
+  EXPECT_EQ(reap(victim), 128 + SIGKILL);
+}
+
 // The peer exits without a word after connecting: the survivor's requests
 // fail with retry-exceeded within the configured time and never hang.
 TEST(VerbsProcesses, KilledPeerFailsRequestsWithRetryExceeded) {
   {
     IBDT_OPEN_VERBS_OR_SKIP(probe);
   }
-  int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  pid_t victim = spawn([&] {
-    close(fds[0]);
+  runAgainstVictim([](int fd) {
     Side side;
     RemoteKey key;
-    if (!side.open(4096) || !side.connect(fds[1], "survivor", key)) return 40;
-    char byte = 0;
-    readAll(fds[1], &byte, 1);  // told to die
-    raise(SIGKILL);
-    return 41;
-  });
-  close(fds[1]);
-  pid_t survivor = spawn([&] {
-    // Short transport timeouts: 4.096 us * 2^12 = 17 ms per try, 2 retries.
-    setenv("IBDT_VERBS_TIMEOUT", "12", 1);
-    setenv("IBDT_VERBS_RETRY_COUNT", "2", 1);
-    Side side;
-    RemoteKey key;
-    if (!side.open(4096) || !side.connect(fds[0], "victim", key)) return 50;
+    if (!side.open(4096) || !side.connect(fd, "victim", key)) return 50;
     Endpoint& ep = *side.endpoints[0];
     Sge sge{reinterpret_cast<uint64_t>(side.buffer->address()), 64, side.buffer->lkey()};
     SendRequest write{.id = 1, .opcode = Opcode::kWrite, .sgList = &sge, .numSge = 1, .remoteAddress = key.address,
@@ -319,21 +335,44 @@ TEST(VerbsProcesses, KilledPeerFailsRequestsWithRetryExceeded) {
     Completion c;
     if (!side.next(c) || c.status != CompletionStatus::kSuccess) return 52;  // alive: works
     char byte = 'k';
-    writeAll(fds[0], &byte, 1);
-    readAll(fds[0], &byte, 1);  // EOF once the victim is gone
-    write.id = 2;
-    if (!ep.postSend(write).isOk()) return 53;
-    if (!side.next(c)) return 54;
-    if (c.id != 2 || c.status != CompletionStatus::kRetryExceeded) {
+    writeAll(fd, &byte, 1);
+    readAll(fd, &byte, 1);  // EOF: the victim is dying (its QP may outlive its socket briefly)
+    // Keep writing until the death shows; it must show as retry-exceeded.
+    for (write.id = 2; write.id < 500; ++write.id) {
+      if (!ep.postSend(write).isOk()) return 53;
+      if (!side.next(c) || c.id != write.id) return 54;
+      if (c.status != CompletionStatus::kSuccess) break;
+      usleep(10000);
+    }
+    if (c.status != CompletionStatus::kRetryExceeded) {
       return side.fail(strCat("expected retry-exceeded, got id ", c.id, " ", completionStatusCode(c))), 55;
     }
     if (ep.state() != EndpointState::kError) return 56;
     return 0;
   });
-  close(fds[0]);
-  EXPECT_EQ(reap(survivor), 0);
-  int victimStatus = reap(victim);
-  EXPECT_EQ(victimStatus, 128 + SIGKILL);
+}
+
+// The peer dies while a SEND waits for it to post a receive (RNR retries).
+TEST(VerbsProcesses, PeerKilledDuringReceiverNotReadyRetries) {
+  {
+    IBDT_OPEN_VERBS_OR_SKIP(probe);
+  }
+  runAgainstVictim([](int fd) {
+    Side side;
+    RemoteKey key;
+    if (!side.open(65536) || !side.connect(fd, "victim", key)) return 50;
+    Sge sge{reinterpret_cast<uint64_t>(side.buffer->address()), 4096, side.buffer->lkey()};
+    if (!side.endpoints[0]->postSend(SendRequest{.id = 1, .sgList = &sge, .numSge = 1}).isOk()) return 51;
+    usleep(200000);  // receiver-not-ready retries are under way
+    char byte = 'k';
+    writeAll(fd, &byte, 1);
+    Completion c;
+    if (!side.next(c)) return 52;
+    if (c.id != 1 || c.status != CompletionStatus::kRetryExceeded) {
+      return side.fail(strCat("expected retry-exceeded, got id ", c.id, " ", completionStatusCode(c))), 53;
+    }
+    return 0;
+  });
 }
 
 }  // namespace

@@ -255,6 +255,26 @@ TEST(VerbsTransfer, UnsignalledStreamNeverStallsTheSendQueue) {
   }
 }
 
+TEST(VerbsTransfer, SendWaitsForTheReceiverToPostAReceive) {
+  IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
+  auto [source, target] = sourceAndTarget(*domain, 8192, 15);
+  Sge sge = sgeOf(*source, 0, 5000);
+  ASSERT_TRUE(pair.a->postSend(SendRequest{.id = 1, .sgList = &sge, .numSge = 1}).isOk());
+  // No receive yet: the target answers receiver-not-ready and the sender retries.
+  Status idle = pair.cqA->wait(Deadline::after(std::chrono::milliseconds(300)));
+  EXPECT_EQ(pollAll(*pair.cqA), 0u) << idle.toString();
+  Sge recvSge = sgeOf(*target, 0, 8192);
+  ASSERT_TRUE(pair.b->postRecv(RecvRequest{.id = 2, .sgList = &recvSge, .numSge = 1}).isOk());
+  auto received = collect(*pair.cqB, 1);
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].status, CompletionStatus::kSuccess);
+  EXPECT_EQ(received[0].byteLength, 5000u);
+  EXPECT_EQ(std::memcmp(bytesOf(*target), bytesOf(*source), 5000), 0);
+  auto sent = collect(*pair.cqA, 1);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].status, CompletionStatus::kSuccess);
+}
+
 TEST(VerbsTransfer, CompletionChannelWakesAWaiter) {
   IBDT_CONNECTED_PAIR_OR_SKIP(domain, pair);
   Status idle = pair.cqB->wait(Deadline::after(std::chrono::milliseconds(20)));

@@ -58,6 +58,11 @@ VerbsCompletionQueue::~VerbsCompletionQueue() {
   }
 }
 
+void VerbsCompletionQueue::detach(uint32_t qpNumber) {
+  endpoints_.erase(qpNumber);
+  std::erase_if(software_, [qpNumber](const Completion& completion) { return completion.endpointId == qpNumber; });
+}
+
 void VerbsCompletionQueue::setSharedReceiveQueue(std::unique_ptr<VerbsReceiveQueue> queue) {
   sharedReceiveQueue_ = std::move(queue);
 }
@@ -98,7 +103,10 @@ size_t VerbsCompletionQueue::poll(std::span<Completion> out) {
       pending_.clear();
       pendingHead_ = 0;
     }
-    if (pendingHead_ == pending_.size() && fetch(std::min(kPollBatch, out.size() - delivered)) == 0) break;
+    if (pendingHead_ == pending_.size() && fetch(std::min(kPollBatch, out.size() - delivered)) == 0) {
+      for (; !software_.empty() && delivered < out.size(); software_.pop_front()) out[delivered++] = software_.front();
+      break;
+    }
     // Each entry yields at most one completion, so `out` cannot overflow.
     while (pendingHead_ < pending_.size() && delivered < out.size()) {
       if (translate(pending_[pendingHead_++], out[delivered])) ++delivered;
@@ -133,7 +141,7 @@ bool VerbsCompletionQueue::translate(const ibv_wc& wc, Completion& out) {
 }
 
 Status VerbsCompletionQueue::wait(Deadline deadline) {
-  if (pendingHead_ < pending_.size()) return Status::ok();
+  if (pendingHead_ < pending_.size() || !software_.empty()) return Status::ok();
   // Arm first, then look: an entry that arrived before arming is seen by the
   // poll, one that arrives after it raises the event.
   if (int rc = ibv_req_notify_cq(cq_, 0); rc != 0) return verbsCallError("ibv_req_notify_cq", rc, device_);

@@ -15,6 +15,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,7 +51,12 @@ class VerbsCompletionQueue final : public CompletionQueue {
   // (its QP is in ERR, so everything outstanding flushes); other endpoints'
   // entries stay queued for poll(). Gives up at `deadline`.
   void drain(VerbsEndpoint& endpoint, Deadline deadline);
-  void detach(uint32_t qpNumber) { endpoints_.erase(qpNumber); }
+  // Forgets the endpoint, and the completions the provider made for it.
+  void detach(uint32_t qpNumber);
+
+  // A completion made by the provider itself (a receive posted after its QP
+  // failed); returned once the device has no entry left, so order is kept.
+  void addSoftwareCompletion(const Completion& completion) { software_.push_back(completion); }
 
   // The SRQ of the endpoints whose receives complete here (IBDT_VERBS_SRQ=1).
   VerbsReceiveQueue* sharedReceiveQueue() const { return sharedReceiveQueue_.get(); }
@@ -71,6 +77,7 @@ class VerbsCompletionQueue final : public CompletionQueue {
   std::unique_ptr<VerbsReceiveQueue> sharedReceiveQueue_;
   std::vector<ibv_wc> pending_;  // polled from the device, not yet returned
   size_t pendingHead_ = 0;
+  std::deque<Completion> software_;
 };
 
 }  // namespace ibdt::fabric::verbs

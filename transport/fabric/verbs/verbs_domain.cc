@@ -21,7 +21,7 @@ struct Knobs {
   std::string device;
   int gidIndex = kAutoGidIndex;
   uint8_t ackTimeout = 14;
-  uint8_t retryCount = 7;
+  uint8_t retryCount = 6;
   uint8_t rnrRetry = 7;
   bool sharedReceiveQueue = false;
 };

@@ -353,6 +353,12 @@ Status VerbsEndpoint::postSend(const SendRequest& first, const SendRequest** bad
 }
 
 Status VerbsEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRequest) {
+  // Receives posted once the QP is known to have failed complete as flushed.
+  // Some devices never flush a receive posted in the error state (rdma_rxe on
+  // Linux 6.1), so the provider does it for every device.
+  if (state_ == EndpointState::kError && ownReceiveQueue_) {
+    return ownReceiveQueue_->flush(first, badRequest, peerLabel(), id());
+  }
   return receiveQueue_->post(first, badRequest, peerLabel());
 }
 

@@ -37,7 +37,7 @@ struct EndpointSettings {
   uint64_t maxMessageSize = 0;
   uint8_t readsInFlight = 1;   // max_rd_atomic and max_dest_rd_atomic
   uint8_t ackTimeout = 14;     // 4.096 us * 2^timeout
-  uint8_t retryCount = 7;
+  uint8_t retryCount = 6;
   uint8_t rnrRetry = 7;        // 7: retry forever
   bool sharedReceiveQueue = false;
 };

@@ -16,7 +16,7 @@ constexpr uint32_t kKnownAccess = kLocalWrite | kRemoteWrite | kRemoteRead;
 
 int toIbvAccess(uint32_t access) {
   int flags = 0;
-  if (access & (kLocalWrite | kRemoteWrite)) flags |= IBV_ACCESS_LOCAL_WRITE;
+  if (access & kLocalWrite) flags |= IBV_ACCESS_LOCAL_WRITE;
   if (access & kRemoteWrite) flags |= IBV_ACCESS_REMOTE_WRITE;
   if (access & kRemoteRead) flags |= IBV_ACCESS_REMOTE_READ;
   return flags;
@@ -27,6 +27,9 @@ Result<std::unique_ptr<MemoryRegion>> VerbsMemoryRegion::create(ibv_pd* pd, cons
   if ((access & ~kKnownAccess) != 0) {
     return makeError(Code::kInvalidArgument, device, ": registerMemory: unknown access bits 0x", std::hex,
                      access & ~kKnownAccess);
+  }
+  if ((access & kRemoteWrite) != 0 && (access & kLocalWrite) == 0) {
+    return makeError(Code::kInvalidArgument, device, ": registerMemory: kRemoteWrite requires kLocalWrite (as ibv_reg_mr)");
   }
   if (address == nullptr || length == 0) {
     return makeError(Code::kInvalidArgument, device, ": registerMemory: empty range (address ", address, ", length ",

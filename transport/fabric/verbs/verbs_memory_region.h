@@ -28,7 +28,7 @@ class VerbsMemoryRegion final : public MemoryRegion {
 Result<std::unique_ptr<MemoryRegion>> allocateRegistered(ibv_pd* pd, const std::string& device, size_t length,
                                                          uint32_t access);
 
-// ibv access flags for Access bits; remote write implies local write (verbs requires it).
+// ibv access flags for Access bits (callers ensure remote write comes with local write).
 int toIbvAccess(uint32_t access);
 
 }  // namespace ibdt::fabric::verbs

@@ -41,16 +41,36 @@ VerbsReceiveQueue::~VerbsReceiveQueue() {
   }
 }
 
+Status VerbsReceiveQueue::validate(const RecvRequest& request, const std::string& peer) const {
+  if (request.numSge <= maxSge_ && (request.numSge == 0 || request.sgList != nullptr)) return Status::ok();
+  return makeError(Code::kInvalidArgument, device_, ": postRecv (id ", request.id, ", peer ", peer, "): ",
+                   request.numSge > maxSge_ ? strCat(request.numSge, " SGEs exceed maxRecvSge ", maxSge_)
+                                            : std::string("null sgList"));
+}
+
+Status VerbsReceiveQueue::flush(const RecvRequest& first, const RecvRequest** badRequest, const std::string& peer,
+                                uint32_t endpointId) {
+  for (const RecvRequest* request = &first; request != nullptr; request = request->next) {
+    Status status = validate(*request, peer);
+    if (!status.isOk()) {
+      if (badRequest != nullptr) *badRequest = request;
+      return status;
+    }
+    cq_.addSoftwareCompletion(Completion{.id = request->id, .opcode = Opcode::kRecv,
+                                         .status = CompletionStatus::kFlushed, .endpointId = endpointId});
+  }
+  if (badRequest != nullptr) *badRequest = nullptr;
+  return Status::ok();
+}
+
 Status VerbsReceiveQueue::post(const RecvRequest& first, const RecvRequest** badRequest, const std::string& peer) {
   Status status;
   const RecvRequest* stop = nullptr;
   std::vector<const RecvRequest*>& requests = scratchRequests_;
   requests.clear();
   for (const RecvRequest* request = &first; request != nullptr; request = request->next) {
-    if (request->numSge > maxSge_ || (request->numSge > 0 && request->sgList == nullptr)) {
-      status = makeError(Code::kInvalidArgument, device_, ": postRecv (id ", request->id, ", peer ", peer, "): ",
-                         request->numSge > maxSge_ ? strCat(request->numSge, " SGEs exceed maxRecvSge ", maxSge_)
-                                                   : std::string("null sgList"));
+    status = validate(*request, peer);
+    if (!status.isOk()) {
       stop = request;
       break;
     }

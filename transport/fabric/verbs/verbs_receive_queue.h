@@ -38,6 +38,9 @@ class VerbsReceiveQueue {
   uint32_t outstanding() const { return depth_ - static_cast<uint32_t>(free_.size()); }
 
   Status post(const RecvRequest& first, const RecvRequest** badRequest, const std::string& peer);
+  // Completes each request as kFlushed without giving it to the device.
+  Status flush(const RecvRequest& first, const RecvRequest** badRequest, const std::string& peer,
+               uint32_t endpointId);
   // Fills `out` from a receive completion; false when wr_id names no posted
   // receive (a stale entry).
   bool complete(const ibv_wc& wc, Completion& out);
@@ -45,6 +48,8 @@ class VerbsReceiveQueue {
   void abandon();
 
  private:
+  Status validate(const RecvRequest& request, const std::string& peer) const;
+
   VerbsCompletionQueue& cq_;
   ibv_qp* qp_ = nullptr;
   ibv_srq* srq_ = nullptr;
