@@ -1,0 +1,70 @@
+// datatype/copy_kernels.h — gather/scatter loops for many runs of one size.
+//
+// A memcpy call per 8-byte run reaches ~2 GB/s; with the size known at
+// compile time the copy is a register move and the loop runs at memory
+// speed. Runs of common small sizes get such a loop; others call memcpy.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace ibdt::datatype {
+
+// kPack: typed -> packed (gather); otherwise packed -> typed (scatter).
+template <bool kPack, int64_t kBytes>
+inline void copyOne(char* packed, uintptr_t typed) {
+  char* t = reinterpret_cast<char*>(typed);
+  if constexpr (kPack) {
+    __builtin_memcpy(packed, t, kBytes);
+  } else {
+    __builtin_memcpy(t, packed, kBytes);
+  }
+}
+
+// Runs at typed + i*stride, or at typed + displs[i] when displs is given.
+template <bool kPack, int64_t kBytes>
+inline void copyFixed(char* packed, uintptr_t typed, int64_t count, int64_t stride, const int64_t* displs) {
+  int64_t i = 0;
+  if (displs != nullptr) {
+    for (; i < count; ++i) copyOne<kPack, kBytes>(packed + i * kBytes, typed + static_cast<uintptr_t>(displs[i]));
+    return;
+  }
+  const uintptr_t step = static_cast<uintptr_t>(stride);
+  for (; i + 4 <= count; i += 4) {  // unrolled: the loop is bound by loads/stores, not branches
+    const uintptr_t t = typed + static_cast<uintptr_t>(i) * step;
+    char* p = packed + i * kBytes;
+    copyOne<kPack, kBytes>(p, t);
+    copyOne<kPack, kBytes>(p + kBytes, t + step);
+    copyOne<kPack, kBytes>(p + 2 * kBytes, t + 2 * step);
+    copyOne<kPack, kBytes>(p + 3 * kBytes, t + 3 * step);
+  }
+  for (; i < count; ++i) copyOne<kPack, kBytes>(packed + i * kBytes, typed + static_cast<uintptr_t>(i) * step);
+}
+
+template <bool kPack>
+inline void copyRuns(char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
+                     const int64_t* displs) {
+  switch (bytes) {
+    case 1: return copyFixed<kPack, 1>(packed, typed, count, stride, displs);
+    case 2: return copyFixed<kPack, 2>(packed, typed, count, stride, displs);
+    case 4: return copyFixed<kPack, 4>(packed, typed, count, stride, displs);
+    case 8: return copyFixed<kPack, 8>(packed, typed, count, stride, displs);
+    case 12: return copyFixed<kPack, 12>(packed, typed, count, stride, displs);
+    case 16: return copyFixed<kPack, 16>(packed, typed, count, stride, displs);
+    case 24: return copyFixed<kPack, 24>(packed, typed, count, stride, displs);
+    case 32: return copyFixed<kPack, 32>(packed, typed, count, stride, displs);
+    case 64: return copyFixed<kPack, 64>(packed, typed, count, stride, displs);
+    default: break;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    char* t = reinterpret_cast<char*>(typed + static_cast<uintptr_t>(displs ? displs[i] : i * stride));
+    char* p = packed + i * bytes;
+    if constexpr (kPack) {
+      std::memcpy(p, t, static_cast<size_t>(bytes));
+    } else {
+      std::memcpy(t, p, static_cast<size_t>(bytes));
+    }
+  }
+}
+
+}  // namespace ibdt::datatype
