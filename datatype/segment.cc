@@ -175,7 +175,8 @@ Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, voi
                  int64_t dstCount, int64_t first, int64_t last) {
   IBDT_ASSIGN_OR_RETURN(Segment from, Segment::create(srcType, srcCount));
   IBDT_ASSIGN_OR_RETURN(Segment to, Segment::create(dstType, dstCount));
-  if (from.size() <= to.size()) {
+  // The shorter description must be a prefix of the longer one.
+  if (srcType.impl()->signature.elements * srcCount <= dstType.impl()->signature.elements * dstCount) {
     IBDT_RETURN_IF_ERROR(checkMatch(srcType, srcCount, dstType, dstCount));
   } else {
     IBDT_RETURN_IF_ERROR(checkMatch(dstType, dstCount, srcType, srcCount));
