@@ -11,10 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ibdt::messaging {
+#include "ibdt/messaging.h"  // kAnySource, kAnyTag
 
-inline constexpr int32_t kAnySource = -1;
-inline constexpr int32_t kAnyTag = -1;
+namespace ibdt::messaging {
 
 // Who sent a message, with which tag, on which communicator (context id).
 struct Envelope {
