@@ -4,8 +4,10 @@
 
 namespace ibdt::perf {
 
+void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
+
 std::vector<AddBenchmark> allBenchmarks() {
-  return {};
+  return {addFabricBenchmark};
 }
 
 namespace {

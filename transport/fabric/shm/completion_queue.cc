@@ -1,0 +1,67 @@
+#include "transport/fabric/shm/completion_queue.h"
+
+#include <algorithm>
+
+#include "transport/fabric/shm/domain.h"
+#include "transport/fabric/shm/endpoint.h"
+
+namespace ibdt::fabric::shm {
+
+ShmCompletionQueue::ShmCompletionQueue(std::shared_ptr<DomainState> state, uint32_t doorbell, uint32_t depth)
+    : state_(std::move(state)), doorbell_(doorbell), depth_(depth) {}
+
+ShmCompletionQueue::~ShmCompletionQueue() {
+  // Endpoints outliving their queue would touch freed memory: detach them.
+  for (ShmEndpoint* endpoint : endpoints_) endpoint->forgetQueue(this);
+  state_->releaseDoorbell(doorbell_);
+}
+
+void ShmCompletionQueue::attach(ShmEndpoint* endpoint) {
+  if (std::find(endpoints_.begin(), endpoints_.end(), endpoint) == endpoints_.end()) endpoints_.push_back(endpoint);
+}
+
+void ShmCompletionQueue::detach(ShmEndpoint* endpoint) {
+  endpoints_.erase(std::remove(endpoints_.begin(), endpoints_.end(), endpoint), endpoints_.end());
+}
+
+void ShmCompletionQueue::progress() {
+  auto now = std::chrono::steady_clock::now();
+  for (ShmEndpoint* endpoint : endpoints_) endpoint->progress(now);
+}
+
+size_t ShmCompletionQueue::poll(std::span<Completion> out) {
+  if (ready_.size() < out.size()) progress();
+  size_t count = std::min(out.size(), ready_.size());
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = ready_.front();
+    ready_.pop_front();
+    for (ShmEndpoint* endpoint : endpoints_) {
+      if (endpoint->id() == out[i].endpointId) endpoint->completionPolled(out[i]);
+    }
+  }
+  return count;
+}
+
+Status ShmCompletionQueue::wait(Deadline deadline) {
+  Doorbell& bell = state_->doorbell(doorbell_);
+  for (;;) {
+    if (!ready_.empty()) return Status::ok();
+    bell.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    uint32_t seen = bell.sequence.load(std::memory_order_seq_cst);
+    progress();
+    if (!ready_.empty()) {
+      bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
+      return Status::ok();
+    }
+    if (deadline.expired()) {
+      bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
+      return makeError(Code::kTimeout, "shm completion queue: no completion before the deadline");
+    }
+    // Wake up at least every liveness interval to notice dead peers.
+    auto nap = std::min<std::chrono::nanoseconds>(state_->livenessInterval(), deadline.remaining());
+    sleepOnDoorbell(bell, seen, nap);
+    bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace ibdt::fabric::shm

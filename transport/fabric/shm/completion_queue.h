@@ -1,0 +1,45 @@
+// transport/fabric/shm/completion_queue.h — a completion queue of the shm
+// provider. Polling drives progress of the endpoints attached to it
+// (inbound notifications, sends waiting for a receive, peer liveness);
+// wait() sleeps on a futex doorbell that peers ring.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "ibdt/fabric.h"
+
+namespace ibdt::fabric::shm {
+
+class DomainState;
+class ShmEndpoint;
+
+class ShmCompletionQueue final : public CompletionQueue {
+ public:
+  ShmCompletionQueue(std::shared_ptr<DomainState> state, uint32_t doorbell, uint32_t depth);
+  ~ShmCompletionQueue() override;
+
+  size_t poll(std::span<Completion> out) override;
+  Status wait(Deadline deadline) override;
+
+  DomainState* state() const { return state_.get(); }
+  uint32_t doorbell() const { return doorbell_; }
+  void attach(ShmEndpoint* endpoint);
+  void detach(ShmEndpoint* endpoint);
+  void push(const Completion& completion) { ready_.push_back(completion); }
+  bool full() const { return ready_.size() >= depth_; }
+
+ private:
+  // Runs progress on every attached endpoint.
+  void progress();
+
+  std::shared_ptr<DomainState> state_;
+  uint32_t doorbell_;
+  uint32_t depth_;
+  std::deque<Completion> ready_;
+  std::vector<ShmEndpoint*> endpoints_;
+};
+
+}  // namespace ibdt::fabric::shm

@@ -1,0 +1,620 @@
+#include "transport/fabric/shm/endpoint.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+#include "transport/fabric/shm/completion_queue.h"
+#include "transport/fabric/shm/domain.h"
+#include "transport/fabric/shm/remote_copy.h"
+
+namespace ibdt::fabric::shm {
+namespace {
+
+// Bounce buffer per endpoint, used only when cross-memory attach is not
+// permitted (chunks of a larger transfer go through it one at a time).
+constexpr size_t kBounceSize = 256 * 1024;
+
+// The endpoint address exchanged through the bootstrap (same host, so
+// native byte order).
+struct AddressBlob {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t pid;
+  uint32_t endpointId;
+  int32_t domainFd;
+  int32_t endpointFd;
+  uint64_t domainInode;
+  uint64_t endpointInode;
+};
+
+bool isReceiveOpcode(Opcode opcode) { return opcode == Opcode::kRecv || opcode == Opcode::kRecvWriteWithImm; }
+
+bool hasImm(Opcode opcode) { return opcode == Opcode::kSendWithImm || opcode == Opcode::kWriteWithImm; }
+
+}  // namespace
+
+ShmEndpoint::Work ShmEndpoint::Pending::work() const {
+  return Work{request, sges, inlineData, length};
+}
+
+ShmEndpoint::ShmEndpoint(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue,
+                         ShmCompletionQueue& recvQueue)
+    : domain_(std::move(state)), sendQueue_(&sendQueue), recvQueue_(&recvQueue) {}
+
+Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainState> state,
+                                                      ShmCompletionQueue& sendQueue, ShmCompletionQueue& recvQueue,
+                                                      const EndpointOptions& options) {
+  const Caps& caps = state->caps();
+  uint32_t maxSendSge = options.maxSendSge == 0 ? caps.maxSendSge : options.maxSendSge;
+  uint32_t maxRecvSge = options.maxRecvSge == 0 ? caps.maxRecvSge : options.maxRecvSge;
+  if (options.sendQueueDepth == 0 || options.sendQueueDepth > caps.maxSendQueueDepth ||
+      options.recvQueueDepth == 0 || options.recvQueueDepth > caps.maxRecvQueueDepth ||
+      maxSendSge > caps.maxSendSge || maxRecvSge > caps.maxRecvSge || options.maxInline > caps.maxInline) {
+    return makeError(Code::kInvalidArgument, "shm endpoint options exceed caps: send depth ", options.sendQueueDepth,
+                     " (max ", caps.maxSendQueueDepth, "), recv depth ", options.recvQueueDepth, " (max ",
+                     caps.maxRecvQueueDepth, "), send sge ", maxSendSge, "/", caps.maxSendSge, ", recv sge ",
+                     maxRecvSge, "/", caps.maxRecvSge, ", inline ", options.maxInline, "/", caps.maxInline);
+  }
+  std::unique_ptr<ShmEndpoint> endpoint(new ShmEndpoint(std::move(state), sendQueue, recvQueue));
+  endpoint->id_ = endpoint->domain_->nextEndpointId();
+  endpoint->sendDepth_ = options.sendQueueDepth;
+  endpoint->recvDepth_ = options.recvQueueDepth;
+  endpoint->maxSendSge_ = maxSendSge;
+  endpoint->maxRecvSge_ = maxRecvSge;
+  endpoint->maxInline_ = options.maxInline;
+
+  size_t slotSize = recvSlotSize(maxRecvSge);
+  size_t recvOffset = roundUp(sizeof(EndpointHeader), kCacheLine);
+  size_t notifyOffset = roundUp(recvOffset + slotSize * options.recvQueueDepth, kCacheLine);
+  uint32_t notifyCapacity = options.recvQueueDepth + 1;
+  size_t bounceOffset = roundUp(notifyOffset + sizeof(Notification) * notifyCapacity, kCacheLine);
+  size_t total = bounceOffset + kBounceSize;
+  IBDT_ASSIGN_OR_RETURN(endpoint->segment_,
+                        Segment::create(strCat(endpoint->domain_->jobTag(), "-endpoint"), total));
+  auto* header = new (endpoint->segment_.data()) EndpointHeader();
+  header->magic = kEndpointMagic;
+  header->version = kLayoutVersion;
+  header->pid = static_cast<uint32_t>(getpid());
+  header->endpointId = endpoint->id_;
+  header->recvDepth = options.recvQueueDepth;
+  header->recvSlotSize = static_cast<uint32_t>(slotSize);
+  header->sendDoorbell = sendQueue.doorbell();
+  header->recvDoorbell = recvQueue.doorbell();
+  header->recvRingOffset = recvOffset;
+  header->notifyRingOffset = notifyOffset;
+  header->notifyCapacity = notifyCapacity;
+  header->bounceSize = static_cast<uint32_t>(kBounceSize);
+  header->bounceOffset = bounceOffset;
+  endpoint->header_ = header;
+  endpoint->recvSlots_ = endpoint->segment_.data() + recvOffset;
+  endpoint->notifications_ = reinterpret_cast<Notification*>(endpoint->segment_.data() + notifyOffset);
+  endpoint->bounce_ = endpoint->segment_.data() + bounceOffset;
+  sendQueue.attach(endpoint.get());
+  recvQueue.attach(endpoint.get());
+  return std::unique_ptr<Endpoint>(std::move(endpoint));
+}
+
+ShmEndpoint::~ShmEndpoint() {
+  header_->phase.store(static_cast<uint32_t>(EndpointPhase::kClosed), std::memory_order_release);
+  if (peer_ != nullptr) {
+    peer_->ring(peerHeader_->recvDoorbell);
+    peer_->ring(peerHeader_->sendDoorbell);
+  }
+  if (sendQueue_ != nullptr) sendQueue_->detach(this);
+  if (recvQueue_ != nullptr) recvQueue_->detach(this);
+}
+
+void ShmEndpoint::forgetQueue(ShmCompletionQueue* queue) {
+  if (sendQueue_ == queue) sendQueue_ = nullptr;
+  if (recvQueue_ == queue) recvQueue_ = nullptr;
+}
+
+std::vector<uint8_t> ShmEndpoint::address() const {
+  AddressBlob blob{kEndpointMagic,
+                   kLayoutVersion,
+                   static_cast<uint32_t>(domain_->pid()),
+                   id_,
+                   domain_->segmentFd(),
+                   segment_.fd(),
+                   domain_->segmentInode(),
+                   segment_.inode()};
+  std::vector<uint8_t> bytes(sizeof blob);
+  std::memcpy(bytes.data(), &blob, sizeof blob);
+  return bytes;
+}
+
+Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
+  if (state_ != EndpointState::kCreated) {
+    return makeError(Code::kState, "shm endpoint ", id_, ": connect() on an endpoint that is already ",
+                     state_ == EndpointState::kConnected ? "connected" : "in the error state");
+  }
+  AddressBlob blob{};
+  if (peerAddress.size() != sizeof blob) {
+    return makeError(Code::kProtocol, "shm endpoint: peer address of ", peerAddress.size(), " bytes, expected ",
+                     sizeof blob, " (not an shm address?)");
+  }
+  std::memcpy(&blob, peerAddress.data(), sizeof blob);
+  if (blob.magic != kEndpointMagic || blob.version != kLayoutVersion) {
+    return makeError(Code::kProtocol, "shm endpoint: peer address has magic 0x", std::hex, blob.magic,
+                     " version ", std::dec, blob.version, " (expected an shm address of layout version ",
+                     kLayoutVersion, ")");
+  }
+  auto peer = domain_->peer(static_cast<pid_t>(blob.pid), blob.domainFd, blob.domainInode);
+  if (!peer.isOk()) return std::move(peer).takeStatus().withContext(strCat("connecting to ", peerLabel()));
+  auto segment = Segment::openPeer(static_cast<pid_t>(blob.pid), blob.endpointFd, blob.endpointInode);
+  if (!segment.isOk()) return std::move(segment).takeStatus().withContext(strCat("connecting to ", peerLabel()));
+  auto* header = reinterpret_cast<EndpointHeader*>(segment->data());
+  size_t length = segment->length();
+  bool sane = length >= sizeof(EndpointHeader) && header->magic == kEndpointMagic &&
+              header->version == kLayoutVersion && header->recvDepth > 0 &&
+              header->recvSlotSize >= recvSlotSize(1) && header->recvSlotSize <= recvSlotSize(kMaxSge) &&
+              header->recvRingOffset + uint64_t{header->recvSlotSize} * header->recvDepth <= length &&
+              header->notifyCapacity == header->recvDepth + 1 &&
+              header->notifyRingOffset + sizeof(Notification) * uint64_t{header->notifyCapacity} <= length &&
+              header->bounceSize > 0 && header->bounceOffset + header->bounceSize <= length;
+  if (!sane) {
+    return makeError(Code::kProtocol, "shm endpoint: the endpoint segment of ", peerLabel(), " (process ", blob.pid,
+                     ") has an unexpected layout");
+  }
+  peer_ = std::move(peer).value();
+  peerSegment_ = std::move(segment).value();
+  peerHeader_ = header;
+  peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
+  peerNotifications_ = reinterpret_cast<Notification*>(peerSegment_.data() + header->notifyRingOffset);
+  peerBounce_ = peerSegment_.data() + header->bounceOffset;
+  state_ = EndpointState::kConnected;
+  header_->phase.store(static_cast<uint32_t>(EndpointPhase::kConnected), std::memory_order_release);
+  lastPeerCheck_ = std::chrono::steady_clock::now();
+  return Status::ok();
+}
+
+Status ShmEndpoint::validate(const SendRequest& request, uint64_t& length) const {
+  if (isReceiveOpcode(request.opcode) || static_cast<uint8_t>(request.opcode) > static_cast<uint8_t>(Opcode::kRead)) {
+    return makeError(Code::kInvalidArgument, "shm endpoint ", id_, ": opcode ", static_cast<int>(request.opcode),
+                     " cannot be posted to a send queue");
+  }
+  if (request.numSge > maxSendSge_ || (request.numSge > 0 && request.sgList == nullptr)) {
+    return makeError(Code::kInvalidArgument, "shm endpoint ", id_, ": ", request.numSge,
+                     " scatter/gather entries (max ", maxSendSge_, ")", request.sgList == nullptr ? " and no list" : "");
+  }
+  length = 0;
+  for (uint32_t i = 0; i < request.numSge; ++i) length += request.sgList[i].length;
+  if (length > domain_->caps().maxMessageSize) {
+    return makeError(Code::kInvalidArgument, "shm endpoint ", id_, ": request of ", length,
+                     " bytes exceeds the maximum message size ", domain_->caps().maxMessageSize);
+  }
+  if ((request.flags & kInline) != 0 && length > maxInline_) {
+    return makeError(Code::kInvalidArgument, "shm endpoint ", id_, ": inline request of ", length,
+                     " bytes exceeds maxInline ", maxInline_);
+  }
+  if ((request.flags & kInline) != 0 && request.opcode == Opcode::kRead) {
+    return makeError(Code::kInvalidArgument, "shm endpoint ", id_, ": an RDMA READ cannot be inline");
+  }
+  return Status::ok();
+}
+
+Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRequest) {
+  for (const SendRequest* request = &first; request != nullptr; request = request->next) {
+    uint64_t length = 0;
+    Status status = validate(*request, length);
+    if (status.isOk() && state_ == EndpointState::kCreated) {
+      status = makeError(Code::kState, "shm endpoint ", id_, ": postSend before connect()");
+    }
+    if (status.isOk() && sendInUse_ >= sendDepth_) {
+      status = Status(Code::kAgain, strCat("shm endpoint ", id_, ": send queue full (", sendDepth_, " requests)"));
+    }
+    if (!status.isOk()) {
+      if (badRequest != nullptr) *badRequest = request;
+      progressSends();
+      return status;
+    }
+    ++sendInUse_;
+    Work work{*request, std::span<const Sge>(request->sgList, request->numSge), {}, length};
+    if (state_ == EndpointState::kError) {
+      finish(work, flushStatus());
+      continue;
+    }
+    CompletionStatus outcome = CompletionStatus::kSuccess;
+    if (pending_.empty() && execute(work, outcome) == Step::kDone) {
+      finish(work, outcome);  // fast path: nothing queued before it, executed now
+      continue;
+    }
+    // Keep a copy; inline payloads are copied now since the caller may reuse them.
+    Pending& stored = pending_.emplace_back();
+    stored.request = *request;
+    stored.request.next = nullptr;
+    stored.sges.assign(request->sgList, request->sgList + request->numSge);
+    stored.length = length;
+    if ((request->flags & kInline) != 0) {
+      stored.inlineData.resize(length);
+      uint8_t* at = stored.inlineData.data();
+      for (const Sge& sge : stored.sges) {
+        std::memcpy(at, reinterpret_cast<const void*>(sge.address), sge.length);
+        at += sge.length;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRequest) {
+  bool posted = false;
+  for (const RecvRequest* request = &first; request != nullptr; request = request->next) {
+    Status status;
+    if (request->numSge > maxRecvSge_ || (request->numSge > 0 && request->sgList == nullptr)) {
+      status = makeError(Code::kInvalidArgument, "shm endpoint ", id_, ": receive with ", request->numSge,
+                         " scatter/gather entries (max ", maxRecvSge_, ")");
+    } else if (postedRecvs_.size() >= recvDepth_) {
+      status = Status(Code::kAgain, strCat("shm endpoint ", id_, ": receive queue full (", recvDepth_, ")"));
+    }
+    if (!status.isOk()) {
+      if (badRequest != nullptr) *badRequest = request;
+      if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+      return status;
+    }
+    Completion completion;
+    completion.id = request->id;
+    completion.opcode = Opcode::kRecv;
+    completion.endpointId = id_;
+    if (state_ == EndpointState::kError) {
+      completion.status = flushStatus();
+      pushRecv(completion);
+      continue;
+    }
+    uint64_t head = header_->recvRing.head.load(std::memory_order_relaxed);
+    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * header_->recvSlotSize);
+    bool valid = true;
+    for (uint32_t i = 0; i < request->numSge && valid; ++i) {
+      const Sge& sge = request->sgList[i];
+      uint32_t regionIndex = 0;
+      valid = sge.length == 0 || domain_->checkLocal(sge, kLocalWrite, &regionIndex);
+      slot->sge[i] = RecvSge{sge.address, sge.length, regionIndex};
+    }
+    if (!valid) {
+      completion.status = CompletionStatus::kLocalProtection;
+      pushRecv(completion);
+      fail(CompletionStatus::kFlushed);
+      continue;
+    }
+    slot->numSge = request->numSge;
+    header_->recvRing.head.store(head + 1, std::memory_order_release);
+    postedRecvs_.push_back(request->id);
+    posted = true;
+  }
+  // A peer's send may be waiting for this receive.
+  if (posted && peer_ != nullptr) peer_->ring(peerHeader_->sendDoorbell);
+  return Status::ok();
+}
+
+ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& status) {
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) {
+    status = CompletionStatus::kRetryExceeded;  // the peer endpoint no longer answers
+    return Step::kDone;
+  }
+  iovec local[kMaxSge];
+  size_t count = 0;
+  if (!work.inlineData.empty()) {
+    local[count++] = {const_cast<uint8_t*>(work.inlineData.data()), work.inlineData.size()};
+  } else {
+    uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
+    for (const Sge& sge : work.sges) {
+      if (sge.length == 0) continue;
+      if (!domain_->checkLocal(sge, access)) {
+        status = CompletionStatus::kLocalProtection;
+        return Step::kDone;
+      }
+      local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
+    }
+  }
+  std::span<const iovec> iovs(local, count);
+  if (work.request.opcode == Opcode::kSend || work.request.opcode == Opcode::kSendWithImm) {
+    return executeSend(work, iovs, status);
+  }
+  return executeOneSided(work, iovs, status);
+}
+
+bool ShmEndpoint::peerReceiveAvailable() const {
+  return peerHeader_->recvRing.head.load(std::memory_order_acquire) !=
+         peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+}
+
+ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status) {
+  if (!peerReceiveAvailable()) return Step::kBlocked;
+  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+  const auto* slot =
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerHeader_->recvDepth) * peerHeader_->recvSlotSize);
+  uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerHeader_->recvSlotSize - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
+  uint64_t capacity = 0;
+  for (uint32_t i = 0; i < numSge; ++i) capacity += slot->sge[i].length;
+  bool imm = hasImm(work.request.opcode);
+  if (work.length > capacity) {
+    // As on InfiniBand: the receiver sees a local length error, the sender
+    // an invalid request; both endpoints fail.
+    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+    notifyPeer(Opcode::kRecv, CompletionStatus::kLocalLength, 0, imm, work.request.immData);
+    status = CompletionStatus::kRemoteInvalidRequest;
+    return Step::kDone;
+  }
+  RemotePiece remote[kMaxSge];
+  size_t pieces = 0;
+  uint64_t left = work.length;
+  bool allMapped = true;
+  for (uint32_t i = 0; i < numSge && left > 0; ++i) {
+    uint64_t take = std::min<uint64_t>(left, slot->sge[i].length);
+    status = peer_->resolveReceive(slot->sge[i].regionIndex, slot->sge[i].address, take, remote[pieces]);
+    if (status != CompletionStatus::kSuccess) break;
+    allMapped = allMapped && remote[pieces].mapped != nullptr;
+    ++pieces;
+    left -= take;
+  }
+  if (status == CompletionStatus::kSuccess) {
+    if (!allMapped && !crossMemoryAttach()) {
+      // The receiver scatters the payload itself, chunk by chunk.
+      if (bounce(NotificationKind::kBounceReceive, local, 0, 0, work.length) == Step::kBlocked) return Step::kBlocked;
+    } else {
+      CopyOutcome outcome = copyRemote(Direction::kToPeer, peer_->pid(), local, std::span(remote, pieces));
+      if (outcome.error == EPERM) {
+        peer_->denyCrossMemoryAttach();
+        return executeSend(work, local, status);  // again, through the bounce path
+      }
+      status = outcome.status;
+    }
+  }
+  peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+  CompletionStatus delivered =
+      status == CompletionStatus::kSuccess ? CompletionStatus::kSuccess : CompletionStatus::kRemoteOperation;
+  if (status != CompletionStatus::kRetryExceeded) {
+    notifyPeer(Opcode::kRecv, delivered, static_cast<uint32_t>(work.length), imm, work.request.immData);
+  }
+  return Step::kDone;
+}
+
+ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const iovec> local,
+                                               CompletionStatus& status) {
+  Opcode opcode = work.request.opcode;
+  if (opcode == Opcode::kWriteWithImm && !peerReceiveAvailable()) return Step::kBlocked;
+  if (work.length > 0) {
+    RemotePiece remote;
+    uint32_t access = opcode == Opcode::kRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
+    status = peer_->checkAccess(work.request.rkey, work.request.remoteAddress, work.length, access, remote);
+    if (status != CompletionStatus::kSuccess) return Step::kDone;
+    if (remote.mapped == nullptr && !crossMemoryAttach()) {
+      NotificationKind kind = opcode == Opcode::kRead ? NotificationKind::kBounceRead : NotificationKind::kBounceWrite;
+      if (bounce(kind, local, work.request.rkey, remote.address, work.length) == Step::kBlocked) return Step::kBlocked;
+    } else {
+      Direction direction = opcode == Opcode::kRead ? Direction::kFromPeer : Direction::kToPeer;
+      CopyOutcome outcome = copyRemote(direction, peer_->pid(), local, std::span(&remote, 1));
+      if (outcome.error == EPERM) {
+        peer_->denyCrossMemoryAttach();
+        return executeOneSided(work, local, status);  // again, through the bounce path
+      }
+      status = outcome.status;
+      if (status != CompletionStatus::kSuccess) return Step::kDone;
+    }
+  }
+  status = CompletionStatus::kSuccess;
+  if (opcode == Opcode::kWriteWithImm) {
+    uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+    notifyPeer(Opcode::kRecvWriteWithImm, CompletionStatus::kSuccess, static_cast<uint32_t>(work.length), true,
+               work.request.immData);
+  }
+  return Step::kDone;
+}
+
+void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool imm,
+                             uint32_t immData) {
+  Notification note{};
+  note.byteLength = byteLength;
+  note.immData = immData;
+  note.opcode = static_cast<uint8_t>(opcode);
+  note.hasImm = imm ? 1 : 0;
+  note.status = static_cast<uint8_t>(status);
+  note.kind = static_cast<uint8_t>(NotificationKind::kReceiveDone);
+  pushNotification(note);
+}
+
+void ShmEndpoint::pushNotification(const Notification& note) {
+  RingIndices& ring = peerHeader_->notifyRing;
+  uint64_t head = ring.head.load(std::memory_order_relaxed);
+  // Never full: each notification answers one consumed receive (the peer
+  // has at most recvDepth outstanding) or is the one bounce request in flight.
+  peerNotifications_[head % peerHeader_->notifyCapacity] = note;
+  ring.head.store(head + 1, std::memory_order_release);
+  peer_->ring(peerHeader_->recvDoorbell);
+}
+
+bool ShmEndpoint::crossMemoryAttach() const {
+  return domain_->crossMemoryAttach() && !peer_->crossMemoryAttachDenied();
+}
+
+ShmEndpoint::Step ShmEndpoint::bounce(NotificationKind kind, std::span<const iovec> local, uint64_t rkey,
+                                      uint64_t remoteAddress, uint64_t total) {
+  if (bounceChunk_ != 0) {
+    if (header_->bounceAcked.load(std::memory_order_acquire) != bounceIssued_) return Step::kBlocked;
+    if (kind == NotificationKind::kBounceRead) scatterToIovecs(local, bounceDone_, bounce_, bounceChunk_);
+    bounceDone_ += bounceChunk_;
+    bounceChunk_ = 0;
+  }
+  if (bounceDone_ == total) {
+    bounceDone_ = 0;
+    return Step::kDone;
+  }
+  auto chunk = static_cast<uint32_t>(std::min<uint64_t>(kBounceSize, total - bounceDone_));
+  if (kind != NotificationKind::kBounceRead) gatherFromIovecs(local, bounceDone_, bounce_, chunk);
+  Notification note{};
+  note.kind = static_cast<uint8_t>(kind);
+  note.chunkLength = chunk;
+  note.address = kind == NotificationKind::kBounceReceive ? bounceDone_ : remoteAddress + bounceDone_;
+  note.immData = rkeyIndex(rkey);  // the target checks its own table again
+  note.byteLength = rkeyGeneration(rkey);
+  pushNotification(note);
+  ++bounceIssued_;
+  bounceChunk_ = chunk;
+  return Step::kBlocked;
+}
+
+void ShmEndpoint::serveBounce(const Notification& note) {
+  auto kind = static_cast<NotificationKind>(note.kind);
+  bool valid = note.chunkLength <= peerHeader_->bounceSize;
+  if (valid && kind == NotificationKind::kBounceReceive) {
+    // The initiator has not consumed the receive yet: it is at our tail.
+    uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
+    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * header_->recvSlotSize);
+    iovec iovs[kMaxSge];
+    uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
+    for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
+    scatterToIovecs(std::span(iovs, count), note.address, peerBounce_, note.chunkLength);
+  } else if (valid) {
+    uint32_t access = kind == NotificationKind::kBounceRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
+    uint64_t rkey = makeRkey(note.immData, note.byteLength);
+    if (domain_->checkOwnRegion(rkey, note.address, note.chunkLength, access)) {
+      auto* mine = reinterpret_cast<uint8_t*>(note.address);
+      if (kind == NotificationKind::kBounceWrite) {
+        std::memcpy(mine, peerBounce_, note.chunkLength);
+      } else {
+        std::memcpy(peerBounce_, mine, note.chunkLength);
+      }
+    }
+  }
+  peerHeader_->bounceAcked.fetch_add(1, std::memory_order_release);
+  peer_->ring(peerHeader_->sendDoorbell);
+}
+
+void ShmEndpoint::finish(const Work& work, CompletionStatus status) {
+  bounceChunk_ = 0;
+  bounceDone_ = 0;
+  if (status == CompletionStatus::kSuccess && (work.request.flags & kSignaled) == 0) {
+    --sendInUse_;
+  } else {
+    Completion completion;
+    completion.id = work.request.id;
+    completion.opcode = work.request.opcode;
+    completion.status = status;
+    completion.byteLength = static_cast<uint32_t>(work.length);
+    completion.endpointId = id_;
+    pushSend(completion);
+  }
+  if (status != CompletionStatus::kSuccess && status != CompletionStatus::kFlushed &&
+      state_ != EndpointState::kError) {
+    IBDT_LOG(kDebug, "shm endpoint ", id_, " to ", peerLabel(), ": request ", work.request.id, " failed with ",
+             completionStatusName(status), "; endpoint moves to the error state");
+    fail(CompletionStatus::kFlushed);
+  }
+}
+
+void ShmEndpoint::progressSends() {
+  while (!pending_.empty() && state_ == EndpointState::kConnected) {
+    Work work = pending_.front().work();
+    CompletionStatus status = CompletionStatus::kSuccess;
+    if (execute(work, status) == Step::kBlocked) return;
+    Pending done = std::move(pending_.front());
+    pending_.pop_front();
+    finish(done.work(), status);
+  }
+}
+
+bool ShmEndpoint::drainNotifications() {
+  RingIndices& ring = header_->notifyRing;
+  uint64_t tail = ring.tail.load(std::memory_order_relaxed);
+  uint64_t head = ring.head.load(std::memory_order_acquire);
+  bool ok = true;
+  for (; tail != head; ++tail) {
+    const Notification& note = notifications_[tail % header_->notifyCapacity];
+    if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
+      if (peer_ != nullptr) serveBounce(note);
+      continue;
+    }
+    if (postedRecvs_.empty()) continue;  // flushed already (we are in the error state)
+    Completion completion;
+    completion.id = postedRecvs_.front();
+    postedRecvs_.pop_front();
+    completion.opcode = static_cast<Opcode>(note.opcode);
+    completion.status = static_cast<CompletionStatus>(note.status);
+    completion.byteLength = note.byteLength;
+    completion.hasImm = note.hasImm != 0;
+    completion.immData = note.immData;
+    completion.endpointId = id_;
+    if (!isReceiveOpcode(completion.opcode) || note.status > static_cast<uint8_t>(CompletionStatus::kFatal)) {
+      completion.opcode = Opcode::kRecv;
+      completion.status = CompletionStatus::kFatal;  // corrupt notification
+    }
+    ok = ok && completion.status == CompletionStatus::kSuccess;
+    pushRecv(completion);
+  }
+  ring.tail.store(tail, std::memory_order_release);
+  return ok;
+}
+
+void ShmEndpoint::checkPeer(std::chrono::steady_clock::time_point now) {
+  if (now - lastPeerCheck_ < domain_->livenessInterval()) return;
+  lastPeerCheck_ = now;
+  bool closed = peerHeader_->phase.load(std::memory_order_acquire) == static_cast<uint32_t>(EndpointPhase::kClosed);
+  if (closed || !peer_->alive()) {
+    IBDT_LOG(kInfo, "shm endpoint ", id_, ": ", peerLabel(), " (process ", peer_->pid(), ") ",
+             closed ? "closed its endpoint" : "died", "; failing outstanding requests");
+    fail(CompletionStatus::kRetryExceeded);
+  }
+}
+
+void ShmEndpoint::progress(std::chrono::steady_clock::time_point now) {
+  if (state_ != EndpointState::kConnected) return;
+  if (!drainNotifications()) {
+    fail(CompletionStatus::kFlushed);
+    return;
+  }
+  progressSends();
+  if (state_ == EndpointState::kConnected) checkPeer(now);
+}
+
+CompletionStatus ShmEndpoint::flushStatus() {
+  if (lossUnreported_) {
+    lossUnreported_ = false;
+    return CompletionStatus::kRetryExceeded;
+  }
+  return CompletionStatus::kFlushed;
+}
+
+void ShmEndpoint::fail(CompletionStatus cause) {
+  if (state_ == EndpointState::kError) return;
+  if (state_ == EndpointState::kConnected) drainNotifications();  // deliver what already arrived
+  state_ = EndpointState::kError;
+  header_->phase.store(static_cast<uint32_t>(EndpointPhase::kError), std::memory_order_release);
+  lossUnreported_ = cause == CompletionStatus::kRetryExceeded;
+  while (!pending_.empty()) {
+    Pending done = std::move(pending_.front());
+    pending_.pop_front();
+    finish(done.work(), flushStatus());
+  }
+  while (!postedRecvs_.empty()) {
+    Completion completion;
+    completion.id = postedRecvs_.front();
+    postedRecvs_.pop_front();
+    completion.opcode = Opcode::kRecv;
+    completion.status = flushStatus();
+    completion.endpointId = id_;
+    pushRecv(completion);
+  }
+  if (peer_ != nullptr) {
+    peer_->ring(peerHeader_->recvDoorbell);
+    peer_->ring(peerHeader_->sendDoorbell);
+  }
+}
+
+void ShmEndpoint::pushSend(const Completion& completion) {
+  if (sendQueue_ != nullptr) sendQueue_->push(completion);
+}
+
+void ShmEndpoint::pushRecv(const Completion& completion) {
+  if (recvQueue_ != nullptr) recvQueue_->push(completion);
+}
+
+void ShmEndpoint::completionPolled(const Completion& completion) {
+  if (!isReceiveOpcode(completion.opcode) && sendInUse_ > 0) --sendInUse_;
+}
+
+}  // namespace ibdt::fabric::shm

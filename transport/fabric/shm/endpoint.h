@@ -1,0 +1,132 @@
+// transport/fabric/shm/endpoint.h — an RC endpoint of the shm provider.
+//
+// The initiator carries out every request itself, in posting order:
+//   * WRITE/READ: checks the rkey against the target's registration table,
+//     then copies (memcpy into a mapped shared segment, or one
+//     process_vm_writev/readv with iovec lists on both sides);
+//   * SEND and WRITE_WITH_IMM: take the next receive from the target's
+//     receive ring, copy the payload into its buffers (SEND), then push a
+//     notification into the target's notification ring and ring its doorbell.
+// A SEND or WRITE_WITH_IMM finding no posted receive waits in the send queue
+// (like an RNR retry) and is retried by progress; so does everything posted
+// after it, keeping requests in order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ibdt/fabric.h"
+#include "transport/fabric/shm/layout.h"
+#include "transport/fabric/shm/peer.h"
+#include "transport/fabric/shm/remote_copy.h"
+#include "transport/fabric/shm/segment.h"
+
+namespace ibdt::fabric::shm {
+
+class DomainState;
+class ShmCompletionQueue;
+
+class ShmEndpoint final : public Endpoint {
+ public:
+  static Result<std::unique_ptr<Endpoint>> create(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue,
+                                                  ShmCompletionQueue& recvQueue, const EndpointOptions& options);
+  ~ShmEndpoint() override;
+
+  std::vector<uint8_t> address() const override;
+  Status connect(std::span<const uint8_t> peerAddress) override;
+  Status postSend(const SendRequest& first, const SendRequest** badRequest = nullptr) override;
+  Status postRecv(const RecvRequest& first, const RecvRequest** badRequest = nullptr) override;
+  EndpointState state() const override { return state_; }
+  uint32_t id() const override { return id_; }
+
+  // Called by the completion queues.
+  void progress(std::chrono::steady_clock::time_point now);
+  void completionPolled(const Completion& completion);
+  void forgetQueue(ShmCompletionQueue* queue);
+
+ private:
+  // A send request as executed: the caller's (fast path) or a stored copy.
+  struct Work {
+    SendRequest request;
+    std::span<const Sge> sges;
+    std::span<const uint8_t> inlineData;  // set for kInline requests that had to wait
+    uint64_t length = 0;
+  };
+  struct Pending {
+    SendRequest request;
+    std::vector<Sge> sges;
+    std::vector<uint8_t> inlineData;
+    uint64_t length = 0;
+    Work work() const;
+  };
+  enum class Step { kDone, kBlocked };
+
+  ShmEndpoint(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue, ShmCompletionQueue& recvQueue);
+
+  Status validate(const SendRequest& request, uint64_t& length) const;
+  Step execute(const Work& work, CompletionStatus& status);
+  Step executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status);
+  Step executeOneSided(const Work& work, std::span<const iovec> local, CompletionStatus& status);
+  bool peerReceiveAvailable() const;
+  void notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool hasImm, uint32_t immData);
+  void pushNotification(const Notification& note);
+  bool crossMemoryAttach() const;
+  // Bounce path: moves the head request's bytes through our bounce buffer
+  // one chunk at a time, the peer copying to/from its own memory; kBlocked
+  // until the last chunk is acknowledged.
+  Step bounce(NotificationKind kind, std::span<const iovec> local, uint64_t rkey, uint64_t remoteAddress,
+              uint64_t total);
+  // Target side of the bounce path.
+  void serveBounce(const Notification& note);
+  void finish(const Work& work, CompletionStatus status);
+  void progressSends();
+  // Turns inbound notifications into receive completions; false when one
+  // reported an error (the endpoint must then fail).
+  bool drainNotifications();
+  void checkPeer(std::chrono::steady_clock::time_point now);
+  // Moves to the error state and flushes everything outstanding; the first
+  // flushed request reports `cause` when it is not kFlushed.
+  void fail(CompletionStatus cause);
+  CompletionStatus flushStatus();
+  void pushSend(const Completion& completion);
+  void pushRecv(const Completion& completion);
+
+  std::shared_ptr<DomainState> domain_;
+  ShmCompletionQueue* sendQueue_;
+  ShmCompletionQueue* recvQueue_;
+  uint32_t id_ = 0;
+  EndpointState state_ = EndpointState::kCreated;
+  uint32_t sendDepth_ = 0;
+  uint32_t recvDepth_ = 0;
+  uint32_t maxSendSge_ = 0;
+  uint32_t maxRecvSge_ = 0;
+  uint32_t maxInline_ = 0;
+
+  Segment segment_;
+  EndpointHeader* header_ = nullptr;
+  uint8_t* recvSlots_ = nullptr;
+  Notification* notifications_ = nullptr;
+  uint8_t* bounce_ = nullptr;
+  uint64_t bounceIssued_ = 0;  // bounce requests pushed to the peer
+  uint64_t bounceDone_ = 0;    // bytes of the head request moved so far
+  uint32_t bounceChunk_ = 0;   // bytes of the chunk in flight, 0 when none
+
+  std::shared_ptr<PeerDomain> peer_;
+  Segment peerSegment_;
+  EndpointHeader* peerHeader_ = nullptr;
+  uint8_t* peerRecvSlots_ = nullptr;
+  Notification* peerNotifications_ = nullptr;
+  uint8_t* peerBounce_ = nullptr;
+
+  std::deque<Pending> pending_;
+  std::deque<uint64_t> postedRecvs_;
+  uint32_t sendInUse_ = 0;  // send-queue slots: pending, or completed but not yet polled
+  bool lossUnreported_ = false;
+  std::chrono::steady_clock::time_point lastPeerCheck_{};
+};
+
+}  // namespace ibdt::fabric::shm

@@ -1,0 +1,141 @@
+// transport/fabric/shm/layout.h — the structures the shm provider places in
+// shared memory, read and written by several processes at once.
+//
+// Two kinds of segment exist per process:
+//   * the domain segment: a header, the registration table (checked by
+//     peers on every one-sided access) and the completion-queue doorbells
+//     (futex words peers bump to wake a sleeping waiter);
+//   * one endpoint segment per endpoint: its receive queue (produced by the
+//     owner, consumed by the peer that executes a SEND) and its inbound
+//     notification ring (produced by the peer, consumed by the owner).
+// Every field another process reads is an atomic; indices live on their own
+// cache lines so producer and consumer never share one.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ibdt::fabric::shm {
+
+constexpr size_t kCacheLine = 64;
+constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kDomainMagic = 0x49424453;    // "IBDS"
+constexpr uint32_t kEndpointMagic = 0x49424445;  // "IBDE"
+
+// Capacity of a domain's registration table; the slot index is the low 16
+// bits of lkey and the low 32 bits of rkey.
+constexpr uint32_t kMaxRegions = 1u << 16;
+constexpr uint32_t kMaxCompletionQueues = 1024;
+constexpr uint32_t kMaxSge = 64;
+
+// One registered region. `sequence` is a seqlock word: odd while the slot
+// is free or being rewritten, even and equal to the rkey's generation while
+// the registration is live, so a deregistered or reused slot fails every
+// key issued before.
+struct RegionEntry {
+  std::atomic<uint32_t> sequence{1};
+  std::atomic<uint32_t> access{0};
+  std::atomic<uint64_t> address{0};
+  std::atomic<uint64_t> length{0};
+  // Provider-allocated memory: the memfd that peers map to access it with a
+  // plain copy (fd number in the owner, inode to confirm the reopen).
+  std::atomic<int32_t> segmentFd{-1};
+  std::atomic<uint32_t> reserved{0};
+  std::atomic<uint64_t> segmentInode{0};
+};
+
+// A futex word per completion queue. Peers bump `sequence` after producing
+// work for the queue's owner and wake it when `sleepers` is non-zero.
+struct alignas(kCacheLine) Doorbell {
+  std::atomic<uint32_t> sequence{0};
+  std::atomic<uint32_t> sleepers{0};
+};
+
+struct DomainHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t pid;
+  uint32_t regionCapacity;
+  uint32_t doorbellCapacity;
+  uint32_t reserved;
+  uint64_t regionsOffset;
+  uint64_t doorbellsOffset;
+};
+
+// Producer and consumer indices of a single-producer single-consumer ring,
+// each on its own cache line. Indices grow without wrapping; slot = index % capacity.
+struct RingIndices {
+  alignas(kCacheLine) std::atomic<uint64_t> head{0};  // written by the producer
+  alignas(kCacheLine) std::atomic<uint64_t> tail{0};  // written by the consumer
+};
+
+// A receive work request as the peer sees it: where a SEND may scatter.
+struct RecvSge {
+  uint64_t address;
+  uint32_t length;
+  uint32_t regionIndex;  // slot in the owner's registration table (checked at post)
+};
+
+struct RecvSlot {
+  uint32_t numSge;
+  uint32_t reserved;
+  RecvSge sge[1];  // numSge entries; the slot stride holds maxRecvSge of them
+};
+
+// What a notification asks of the owner.
+enum class NotificationKind : uint8_t {
+  kReceiveDone = 0,  // one of the owner's receives was consumed: complete it
+  // Bounce path (cross-memory attach not permitted): the owner copies
+  // between its own memory and the initiator's bounce buffer, then acks.
+  kBounceWrite = 1,     // bounce -> [address, address + chunkLength)
+  kBounceRead = 2,      // [address, address + chunkLength) -> bounce
+  kBounceReceive = 3,   // bounce -> the next receive's buffers at message offset `address`
+};
+
+// What a peer tells the owner: a consumed receive, or a bounce request.
+struct Notification {
+  uint32_t byteLength;
+  uint32_t immData;
+  uint8_t opcode;  // fabric::Opcode of the receive completion
+  uint8_t hasImm;
+  uint8_t status;  // fabric::CompletionStatus
+  uint8_t kind;    // NotificationKind
+  uint32_t chunkLength;
+  uint64_t address;
+};
+
+enum class EndpointPhase : uint32_t { kCreated = 0, kConnected = 1, kError = 2, kClosed = 3 };
+
+struct EndpointHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t pid;
+  uint32_t endpointId;
+  uint32_t recvDepth;
+  uint32_t recvSlotSize;
+  uint32_t sendDoorbell;  // index of the owner's send-queue CQ doorbell
+  uint32_t recvDoorbell;  // index of the owner's receive-queue CQ doorbell
+  uint64_t recvRingOffset;
+  uint64_t notifyRingOffset;
+  uint32_t notifyCapacity;  // recvDepth + 1: receives plus one bounce request
+  uint32_t bounceSize;
+  uint64_t bounceOffset;    // the owner's bounce buffer, filled/drained by the peer
+  std::atomic<uint32_t> phase{0};  // EndpointPhase
+  uint32_t reserved;
+  // Bounce requests of the owner that the peer carried out (peer writes).
+  alignas(kCacheLine) std::atomic<uint64_t> bounceAcked{0};
+  // recv ring: owner produces (head), peer consumes (tail).
+  RingIndices recvRing;
+  // notification ring: peer produces (head), owner consumes (tail).
+  RingIndices notifyRing;
+};
+
+inline size_t recvSlotSize(uint32_t maxSge) {
+  size_t bytes = offsetof(RecvSlot, sge) + sizeof(RecvSge) * (maxSge == 0 ? 1 : maxSge);
+  return (bytes + 15) & ~size_t{15};
+}
+
+inline size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+}  // namespace ibdt::fabric::shm

@@ -1,0 +1,132 @@
+#include "transport/fabric/shm/peer.h"
+
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace ibdt::fabric::shm {
+namespace {
+
+constexpr size_t kMaxMappedSegments = 256;
+
+}  // namespace
+
+PeerDomain::~PeerDomain() {
+  if (pidfd_ >= 0) close(pidfd_);
+}
+
+Result<std::unique_ptr<PeerDomain>> PeerDomain::attach(pid_t pid, int domainFd, uint64_t domainInode) {
+  std::unique_ptr<PeerDomain> peer(new PeerDomain());
+  peer->pid_ = pid;
+  peer->domainInode_ = domainInode;
+  // A pidfd is immune to pid reuse; without one (old kernels) kill(pid, 0) is used.
+  peer->pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (peer->pidfd_ < 0 && errno == ESRCH) {
+    return makeError(Code::kPeerFailed, "shm: peer process ", pid, " does not exist");
+  }
+  IBDT_ASSIGN_OR_RETURN(peer->domain_, Segment::openPeer(pid, domainFd, domainInode));
+  if (peer->domain_.length() < sizeof(DomainHeader)) {
+    return makeError(Code::kProtocol, "shm: domain segment of process ", pid, " is too small");
+  }
+  peer->header_ = reinterpret_cast<const DomainHeader*>(peer->domain_.data());
+  const DomainHeader& header = *peer->header_;
+  if (header.magic != kDomainMagic || header.version != kLayoutVersion ||
+      header.regionsOffset + uint64_t{header.regionCapacity} * sizeof(RegionEntry) > peer->domain_.length() ||
+      header.doorbellsOffset + uint64_t{header.doorbellCapacity} * sizeof(Doorbell) > peer->domain_.length()) {
+    return makeError(Code::kProtocol, "shm: domain segment of process ", pid,
+                     " has a foreign layout (magic/version/size mismatch: mixed ibdt builds?)");
+  }
+  peer->regions_ = reinterpret_cast<const RegionEntry*>(peer->domain_.data() + header.regionsOffset);
+  peer->doorbells_ = reinterpret_cast<Doorbell*>(peer->domain_.data() + header.doorbellsOffset);
+  return peer;
+}
+
+bool PeerDomain::alive() const {
+  if (pidfd_ >= 0) {
+    pollfd entry{pidfd_, POLLIN, 0};
+    return poll(&entry, 1, 0) == 0;
+  }
+  return kill(pid_, 0) == 0 || errno != ESRCH;
+}
+
+void PeerDomain::ring(uint32_t index) {
+  if (index < header_->doorbellCapacity) ringDoorbell(doorbells_[index]);
+}
+
+CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64_t length, uint32_t access,
+                                         RemotePiece& piece) {
+  RegionSnapshot region;
+  uint32_t index = rkeyIndex(rkey);
+  if (!readRegion(regions_, header_->regionCapacity, index, region) || region.generation != rkeyGeneration(rkey)) {
+    return CompletionStatus::kRemoteAccess;  // unknown, deregistered or reused key
+  }
+  if ((region.access & access) != access) return CompletionStatus::kRemoteAccess;
+  if (address < region.address || address - region.address > region.length ||
+      length > region.length - (address - region.address)) {
+    return CompletionStatus::kRemoteAccess;
+  }
+  piece.address = address;
+  piece.length = length;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, index, address) : nullptr;
+  if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
+  return CompletionStatus::kSuccess;
+}
+
+CompletionStatus PeerDomain::resolveReceive(uint32_t regionIndex, uint64_t address, uint64_t length,
+                                            RemotePiece& piece) {
+  RegionSnapshot region;
+  if (!readRegion(regions_, header_->regionCapacity, regionIndex, region)) {
+    return CompletionStatus::kRemoteOperation;  // the peer deregistered a posted receive buffer
+  }
+  piece.address = address;
+  piece.length = length;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, regionIndex, address) : nullptr;
+  if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
+  return CompletionStatus::kSuccess;
+}
+
+uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address) {
+  auto found = segments_.find(region.segmentInode);
+  if (found == segments_.end()) {
+    if (segments_.size() >= kMaxMappedSegments) {
+      // Unmap segments whose registration is gone (the peer freed them).
+      for (auto it = segments_.begin(); it != segments_.end();) {
+        RegionSnapshot current;
+        bool live = readRegion(regions_, header_->regionCapacity, it->second.regionIndex, current) &&
+                    current.segmentInode == it->first;
+        it = live ? std::next(it) : segments_.erase(it);
+      }
+    }
+    auto segment = Segment::openPeer(pid_, region.segmentFd, region.segmentInode);
+    if (!segment.isOk()) {
+      IBDT_LOG(kWarn, "shm: cannot map a segment of process ", pid_, ": ", segment.status().toString());
+      return nullptr;
+    }
+    found = segments_.emplace(region.segmentInode, Mapped{std::move(segment).value(), index}).first;
+  }
+  uint64_t offset = address - region.address;
+  if (offset > found->second.segment.length()) return nullptr;
+  return found->second.segment.data() + offset;
+}
+
+void ringDoorbell(Doorbell& doorbell) {
+  doorbell.sequence.fetch_add(1, std::memory_order_seq_cst);
+  if (doorbell.sleepers.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, &doorbell.sequence, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
+void sleepOnDoorbell(Doorbell& doorbell, uint32_t seen, std::chrono::nanoseconds timeout) {
+  timespec span{static_cast<time_t>(timeout.count() / 1'000'000'000), static_cast<long>(timeout.count() % 1'000'000'000)};
+  syscall(SYS_futex, &doorbell.sequence, FUTEX_WAIT, seen, &span, nullptr, 0);
+}
+
+}  // namespace ibdt::fabric::shm

@@ -1,0 +1,58 @@
+// transport/fabric/shm/registration_table.h — the registration table in the
+// domain segment, written by its owner and checked by peers on every
+// one-sided access.
+//
+// Each slot carries a seqlock word: even while free (zero-filled memory is a
+// table of free slots), odd while a registration is live. Keys embed the odd
+// value as their generation, so deregistration (which makes it even) stops
+// every key issued for the slot at once, and a reused slot never honours an
+// old key.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "ibdt/status.h"
+#include "transport/fabric/shm/layout.h"
+
+namespace ibdt::fabric::shm {
+
+struct RegionSnapshot {
+  uint32_t generation = 0;
+  uint32_t access = 0;
+  uint64_t address = 0;
+  uint64_t length = 0;
+  int32_t segmentFd = -1;
+  uint64_t segmentInode = 0;
+};
+
+inline uint64_t makeRkey(uint32_t index, uint32_t generation) { return (uint64_t{generation} << 32) | index; }
+inline uint32_t rkeyIndex(uint64_t rkey) { return static_cast<uint32_t>(rkey); }
+inline uint32_t rkeyGeneration(uint64_t rkey) { return static_cast<uint32_t>(rkey >> 32); }
+inline uint32_t makeLkey(uint32_t index, uint32_t generation) { return ((generation & 0xffffu) << 16) | index; }
+inline uint32_t lkeyIndex(uint32_t lkey) { return lkey & 0xffffu; }
+inline uint32_t lkeyGeneration(uint32_t lkey) { return lkey >> 16; }
+
+// Consistent read of one slot; false when the slot is free or changed under us.
+bool readRegion(const RegionEntry* table, uint32_t capacity, uint32_t index, RegionSnapshot& out);
+
+// Owner side: hands out slots and publishes registrations.
+class RegistrationTable {
+ public:
+  RegistrationTable(RegionEntry* entries, uint32_t capacity);
+
+  // Publishes a registration; returns the slot index (generation via generation()).
+  Result<uint32_t> add(uint64_t address, uint64_t length, uint32_t access, int32_t segmentFd, uint64_t segmentInode);
+  void remove(uint32_t index);
+  uint32_t generation(uint32_t index) const;
+  const RegionEntry* entries() const { return entries_; }
+  uint32_t capacity() const { return capacity_; }
+
+ private:
+  RegionEntry* entries_;
+  uint32_t capacity_;
+  uint32_t nextUnused_ = 0;
+  std::deque<uint32_t> freed_;  // FIFO reuse keeps generations of a slot far apart in time
+};
+
+}  // namespace ibdt::fabric::shm

@@ -1,0 +1,101 @@
+#include "transport/fabric/shm/segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace ibdt::fabric::shm {
+
+Segment::~Segment() { reset(); }
+
+Segment::Segment(Segment&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      length_(std::exchange(other.length_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
+      inode_(std::exchange(other.inode_, 0)) {}
+
+Segment& Segment::operator=(Segment&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = std::exchange(other.data_, nullptr);
+    length_ = std::exchange(other.length_, 0);
+    fd_ = std::exchange(other.fd_, -1);
+    inode_ = std::exchange(other.inode_, 0);
+  }
+  return *this;
+}
+
+void Segment::reset() {
+  if (data_ != nullptr) munmap(data_, length_);
+  if (fd_ >= 0) close(fd_);
+  data_ = nullptr;
+  length_ = 0;
+  fd_ = -1;
+  inode_ = 0;
+}
+
+Result<Segment> Segment::create(std::string_view name, size_t length) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t rounded = (length == 0 ? page : (length + page - 1) / page * page);
+  std::string label = strCat("ibdt-", name);
+  Segment segment;
+  segment.fd_ = memfd_create(label.c_str(), MFD_CLOEXEC);
+  if (segment.fd_ < 0) {
+    return makeError(Code::kSystem, "memfd_create(", label, "): ", std::strerror(errno));
+  }
+  if (ftruncate(segment.fd_, static_cast<off_t>(rounded)) != 0) {
+    return makeError(Code::kResource, "ftruncate(", label, ", ", rounded, "): ", std::strerror(errno));
+  }
+  void* data = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, segment.fd_, 0);
+  if (data == MAP_FAILED) {
+    return makeError(Code::kResource, "mmap of shared segment ", label, " (", rounded, " bytes): ", std::strerror(errno));
+  }
+  segment.data_ = static_cast<uint8_t*>(data);
+  segment.length_ = rounded;
+  struct stat info {};
+  if (fstat(segment.fd_, &info) != 0) {
+    return makeError(Code::kSystem, "fstat(", label, "): ", std::strerror(errno));
+  }
+  segment.inode_ = info.st_ino;
+  return segment;
+}
+
+Result<Segment> Segment::openPeer(pid_t pid, int fd, uint64_t inode) {
+  std::string path = strCat("/proc/", pid, "/fd/", fd);
+  int local = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (local < 0) {
+    int error = errno;
+    Code code = (error == ENOENT || error == ESRCH) ? Code::kPeerFailed : Code::kSystem;
+    return makeError(code, "open(", path, ") to map a segment of process ", pid, ": ", std::strerror(error),
+                     error == EACCES || error == EPERM ? " (peers must run as the same user)" : "");
+  }
+  Segment segment;
+  segment.fd_ = local;
+  struct stat info {};
+  if (fstat(local, &info) != 0) {
+    return makeError(Code::kSystem, "fstat(", path, "): ", std::strerror(errno));
+  }
+  if (info.st_ino != inode) {
+    return makeError(Code::kProtocol, path, " is inode ", info.st_ino, ", expected ", inode,
+                     " (the peer closed the segment)");
+  }
+  size_t length = static_cast<size_t>(info.st_size);
+  void* data = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);
+  if (data == MAP_FAILED) {
+    return makeError(Code::kResource, "mmap of ", path, " (", length, " bytes): ", std::strerror(errno));
+  }
+  close(local);
+  segment.fd_ = -1;
+  segment.data_ = static_cast<uint8_t*>(data);
+  segment.length_ = length;
+  segment.inode_ = inode;
+  return segment;
+}
+
+}  // namespace ibdt::fabric::shm

@@ -1,0 +1,119 @@
+// transport/memory/buffer_pool.h — pre-registered buffers for eager rings,
+// staging and pack buffers.
+//
+// Buffers are page-aligned, come from Domain::allocateMemory (on shm: shared
+// memory peers map, so one-sided access is a plain copy) and are registered
+// when they are made, so handing one out costs a free-list pop. Sizes are
+// power-of-two multiples of the page size up to a maximum; a class that runs
+// empty grows by one chunk (a single allocation and registration cut into
+// buffers); a chunk whose buffers are all free again is released once the
+// class keeps more free bytes than the high-water mark. Requests larger than
+// the largest class get a dedicated registration, released on return.
+//
+// One pool serves every peer of a process. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ibdt/fabric.h"
+#include "ibdt/status.h"
+
+namespace ibdt::memory {
+
+struct PoolOptions {
+  size_t chunkBytes = size_t{1} << 20;      // bytes allocated per growth (at least one buffer)
+  size_t maxBufferBytes = size_t{4} << 20;  // largest size class
+  size_t highWaterBytes = size_t{32} << 20; // free bytes kept per class
+  uint32_t access = fabric::kLocalWrite | fabric::kRemoteWrite | fabric::kRemoteRead;
+
+  // IBDT_POOL_CHUNK_BYTES, IBDT_POOL_MAX_BUFFER, IBDT_POOL_HIGH_WATER.
+  static Result<PoolOptions> fromEnvironment();
+};
+
+struct PoolCounters {
+  uint64_t gets = 0;
+  uint64_t hits = 0;       // served from a free list
+  uint64_t growths = 0;    // chunks allocated and registered
+  uint64_t releases = 0;   // chunks released above the high-water mark
+  uint64_t oversize = 0;   // dedicated allocations larger than the largest class
+  uint64_t buffersInUse = 0;
+  uint64_t bytesAllocated = 0;  // registered by the pool now
+};
+
+class BufferPool;
+struct PoolChunk;
+
+// A pooled buffer. Move-only; returns to its pool on reset or destruction and
+// must not outlive it.
+class PoolBuffer {
+ public:
+  PoolBuffer() = default;
+  PoolBuffer(PoolBuffer&& other) noexcept { *this = std::move(other); }
+  PoolBuffer& operator=(PoolBuffer&& other) noexcept;
+  ~PoolBuffer() { reset(); }
+
+  explicit operator bool() const { return data_ != nullptr; }
+  void* data() const { return data_; }
+  size_t size() const { return size_; }  // the class size: at least what was asked
+  // The registration the buffer lies in (it may hold other buffers too).
+  const fabric::MemoryRegion& region() const { return *region_; }
+  uint32_t lkey() const { return region_->lkey(); }
+  uint64_t rkey() const { return region_->rkey(); }
+  fabric::Sge sge(uint32_t length) const { return {reinterpret_cast<uint64_t>(data_), length, lkey()}; }
+  fabric::RemoteKey remoteKey() const { return {reinterpret_cast<uint64_t>(data_), size_, rkey()}; }
+  void reset();
+
+ private:
+  friend class BufferPool;
+  BufferPool* pool_ = nullptr;
+  PoolChunk* chunk_ = nullptr;
+  uint32_t slot_ = 0;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  const fabric::MemoryRegion* region_ = nullptr;
+};
+
+class BufferPool {
+ public:
+  static Result<std::unique_ptr<BufferPool>> create(fabric::Domain& domain, const PoolOptions& options);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // A registered, page-aligned buffer of at least `bytes` bytes (0: the
+  // smallest class). Fails only when the provider cannot allocate.
+  Result<PoolBuffer> get(size_t bytes);
+
+  PoolCounters counters() const;
+  // The buffer size a request for `bytes` gets (bytes rounded up to a page
+  // multiple when larger than the largest class).
+  size_t classSize(size_t bytes) const;
+  size_t maxBufferBytes() const { return classSizes_.back(); }
+
+ private:
+  struct SizeClass {
+    size_t bufferBytes = 0;
+    std::vector<std::unique_ptr<PoolChunk>> chunks;  // oldest first
+    size_t freeBuffers = 0;
+  };
+
+  BufferPool(fabric::Domain& domain, const PoolOptions& options);
+  friend class PoolBuffer;
+  void giveBack(PoolChunk* chunk, uint32_t slot);
+  Result<std::unique_ptr<PoolChunk>> makeChunk(size_t bufferBytes, uint32_t buffers);
+  size_t classIndex(size_t bytes) const;
+
+  fabric::Domain& domain_;
+  const PoolOptions options_;
+  std::vector<size_t> classSizes_;
+
+  mutable std::mutex mutex_;
+  std::vector<SizeClass> classes_;
+  std::vector<std::unique_ptr<PoolChunk>> oversize_;
+  PoolCounters counters_;
+};
+
+}  // namespace ibdt::memory
