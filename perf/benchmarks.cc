@@ -5,9 +5,10 @@
 namespace ibdt::perf {
 
 void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
+void addVectorBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addFabricBenchmark};
+  return {addFabricBenchmark, addVectorBenchmark};
 }
 
 namespace {

@@ -19,8 +19,9 @@
 // completes with Code::kTruncated), cancel of a receive not yet matched.
 //
 // Endpoints to every rank are created and connected by create() (no lazy
-// connection yet). User buffers used for zero-copy are registered for each
-// message and deregistered after it (no registration cache yet).
+// connection yet). Staging buffers come from the shared buffer pool
+// (IBDT_POOL_*); user buffers used in place are registered as one span
+// through the pin-down cache (IBDT_REG_CACHE*).
 //
 // Progress is explicit: test(), wait(), waitAll() and progress() drive it.
 // There is no progress thread. Threads: one thread at a time may use a
@@ -38,6 +39,10 @@
 #include "ibdt/deadline.h"
 #include "ibdt/fabric.h"
 #include "ibdt/status.h"
+
+namespace ibdt::bootstrap {
+class Store;
+}
 
 namespace ibdt::messaging {
 
@@ -64,7 +69,6 @@ struct Options {
   int64_t eagerLimit = 8192;      // largest packed message sent eagerly
   uint32_t eagerCredits = 32;     // eager receive buffers per peer
   int64_t segmentSize = 65536;    // pipeline unit of BC-SPUP and RWG-UP
-  uint32_t poolBuffers = 64;      // pre-registered staging buffers of segmentSize
   Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme (kAuto: Table 1)
   // Mean block size (bytes) below which a side packs (sender) or unpacks
   // (receiver) instead of using its blocks directly; <0: from the cost model.
@@ -98,7 +102,7 @@ struct Counters {
   uint64_t schemeCount[kSchemeCount] = {};
   uint64_t layoutsSent = 0;        // receiver layouts put on the wire
   uint64_t layoutCacheHits = 0;    // rendezvous that reused a cached layout
-  uint64_t poolFallbacks = 0;      // staging buffers allocated beyond the pool
+  uint64_t poolGrowths = 0;        // times the staging pool allocated and registered more
   uint64_t unexpected = 0;         // messages that arrived before their receive
 };
 
@@ -124,6 +128,9 @@ class Context {
   // `bootstrap` (collective over all ranks). `domain` must outlive it.
   static Result<std::unique_ptr<Context>> create(fabric::Domain& domain, const Bootstrap& bootstrap,
                                                  const Options& options);
+  // The same through the job's Store (collective; waits until `deadline`).
+  static Result<std::unique_ptr<Context>> create(fabric::Domain& domain, bootstrap::Store& store,
+                                                 const Options& options, Deadline deadline);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

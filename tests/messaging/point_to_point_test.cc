@@ -21,7 +21,6 @@ Options smallOptions() {
   options.eagerLimit = 256;
   options.eagerCredits = 4;  // few credits: flow control is exercised
   options.segmentSize = 1000;
-  options.poolBuffers = 4;
   return options;
 }
 

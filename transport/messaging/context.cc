@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "base/backoff.h"
+#include "ibdt/store.h"
 #include "transport/messaging/context_impl.h"
 
 namespace ibdt::messaging {
@@ -106,6 +107,15 @@ Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, const B
   return std::unique_ptr<Context>(new Context(std::move(impl)));
 }
 
+Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, bootstrap::Store& store,
+                                                 const Options& options, Deadline deadline) {
+  Bootstrap bootstrap;
+  bootstrap.rank = store.rank();
+  bootstrap.size = store.size();
+  bootstrap.allgather = [&store, deadline](std::span<const uint8_t> value) { return store.allgather(value, deadline); };
+  return create(domain, bootstrap, options);
+}
+
 Context::Context(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
 
 Context::~Context() {
@@ -115,7 +125,7 @@ Context::~Context() {
 int Context::rank() const { return impl_->rank_; }
 int Context::size() const { return impl_->size_; }
 const Counters& Context::counters() const {
-  impl_->counters_.poolFallbacks = impl_->pool_->fallbacks();
+  impl_->counters_.poolGrowths = impl_->pool_->counters().growths;
   return impl_->counters_;
 }
 double Context::packBelowBlock() const { return impl_->packBelow_; }

@@ -13,11 +13,7 @@ constexpr size_t kPollBatch = 32;
 constexpr uint32_t kSendSlotsMin = 64;
 
 Status completionFailure(const fabric::Completion& completion, const Peer& peer, std::string_view what) {
-  Code code = Code::kPeerFailed;
-  if (completion.status == fabric::CompletionStatus::kFlushed) code = Code::kFlushed;
-  if (completion.status == fabric::CompletionStatus::kRemoteAccess) code = Code::kRemoteAccess;
-  return makeError(code, what, " with rank ", peer.rank, " failed: completion status ",
-                   static_cast<int>(completion.status), " (vendor error ", completion.vendorError, ")");
+  return fabric::completionError(completion, strCat("rank ", peer.rank)).withContext(what);
 }
 
 // Addresses of this rank's endpoints, one per rank, length-prefixed.
@@ -86,6 +82,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   fabric::EndpointOptions endpointOptions;
   endpointOptions.sendQueueDepth = sendQueueDepth_;
   endpointOptions.recvQueueDepth = recvDepth;
+  endpointOptions.maxInline = caps.maxInline;  // small control messages go inline
 
   // One endpoint per peer; to reach itself a rank connects a pair.
   peers_.resize(static_cast<size_t>(size_));
@@ -131,8 +128,18 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
   IBDT_ASSIGN_OR_RETURN(sendSlots_, domain_.allocateMemory(sendSlots * slotSize(), fabric::kLocalWrite));
   for (uint32_t slot = sendSlots; slot-- > 0;) freeSendSlots_.push_back(slot);
-  IBDT_ASSIGN_OR_RETURN(pool_, StagingPool::create(domain_, static_cast<size_t>(options_.segmentSize),
-                                                   options_.poolBuffers, size_t{64} << 20));
+  IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
+  IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(cache_, memory::RegistrationCache::create(domain_, cacheOptions));
+  {
+    // Pre-register a few segment buffers so the first rendezvous finds them.
+    std::vector<memory::PoolBuffer> warm;
+    for (int i = 0; i < 4; ++i) {
+      IBDT_ASSIGN_OR_RETURN(auto buffer, pool_->get(static_cast<size_t>(options_.segmentSize)));
+      warm.push_back(std::move(buffer));
+    }
+  }
   // Nobody sends before every rank has its receives posted.
   IBDT_ASSIGN_OR_RETURN(auto barrier, bootstrap.allgather(std::span<const uint8_t>()));
   (void)barrier;
@@ -368,8 +375,24 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
   }
 }
 
-Result<std::unique_ptr<fabric::MemoryRegion>> ContextImpl::registerUser(const Operation& op, int64_t bytes,
-                                                                        uint32_t access, uint64_t* firstAddress) {
+Result<Staging> ContextImpl::pooledBuffer(size_t bytes) {
+  Staging staging;
+  IBDT_ASSIGN_OR_RETURN(staging.pooled, pool_->get(bytes));
+  return staging;
+}
+
+Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
+  Staging staging;
+  auto region = domain_.allocateMemory(bytes, memory::PoolOptions().access);
+  if (!region.isOk()) {
+    return std::move(region).takeStatus().withContext(strCat("allocating a ", bytes, "-byte staging buffer"));
+  }
+  staging.dedicated = std::move(region).value();
+  return staging;
+}
+
+Result<memory::RegionRef> ContextImpl::registerUser(const Operation& op, int64_t bytes, uint32_t access,
+                                                    uint64_t* firstAddress) {
   // The span every element of count x type touches.
   int64_t last = (op.count - 1) * op.type.extent();
   int64_t low = op.type.trueLb() + std::min<int64_t>(0, last);
@@ -379,7 +402,8 @@ Result<std::unique_ptr<fabric::MemoryRegion>> ContextImpl::registerUser(const Op
   IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(base), 0, bytes, &first, 1));
   if (fill.entries != 1) return makeError(Code::kInternal, "no first block for ", bytes, " packed bytes");
   *firstAddress = first.address;
-  auto region = domain_.registerMemory(base + low, static_cast<size_t>(high - low), access);
+  // One region over the span, through the pin-down cache.
+  auto region = cache_->acquire(base + low, static_cast<size_t>(high - low), access);
   if (!region.isOk()) {
     return std::move(region).takeStatus().withContext(
         strCat("registering the ", high - low, "-byte user buffer of a message with rank ", op.peer));

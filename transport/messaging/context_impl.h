@@ -15,7 +15,9 @@
 #include "ibdt/messaging.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
-#include "transport/messaging/staging_pool.h"
+#include "transport/memory/buffer_pool.h"
+#include "transport/memory/registration_cache.h"
+#include "transport/messaging/staging.h"
 #include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
@@ -59,7 +61,7 @@ struct SendTransfer {
   wire::Cts cts{};
   std::optional<datatype::Segment> remoteSegment;  // receiver's layout (Multi-W)
   uint64_t remoteStart = 0;                        // address of packed byte 0 (contiguous receiver)
-  std::unique_ptr<fabric::MemoryRegion> userRegion;
+  memory::RegionRef userRegion;
   Staging packed;                                  // generic / P-RRS
   int64_t next = 0;                                // next packed byte to post
   uint64_t posted = 0;
@@ -79,7 +81,7 @@ struct RecvTransfer {
   int64_t segmentSize = 0;
   int64_t unpacked = 0;
   Staging unpackBuffer;
-  std::unique_ptr<fabric::MemoryRegion> userRegion;
+  memory::RegionRef userRegion;
   // P-RRS
   bool reading = false;
   wire::Packed packed{};
@@ -161,8 +163,9 @@ class ContextImpl {
   Status handleSendCompletion(const fabric::Completion& completion);
   Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
   Status repostSlot(Peer& peer, uint32_t slot);
-  Result<std::unique_ptr<fabric::MemoryRegion>> registerUser(const Operation& op, int64_t bytes, uint32_t access,
-                                                             uint64_t* firstAddress);
+  Result<memory::RegionRef> registerUser(const Operation& op, int64_t bytes, uint32_t access, uint64_t* firstAddress);
+  Result<Staging> pooledBuffer(size_t bytes);
+  Result<Staging> dedicatedBuffer(size_t bytes);
   void complete(Operation& op, Status status);
   void failPeer(Peer& peer, Status status);
   Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
@@ -179,7 +182,8 @@ class ContextImpl {
   std::vector<Peer> peers_;
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
-  std::unique_ptr<StagingPool> pool_;
+  std::unique_ptr<memory::BufferPool> pool_;
+  std::unique_ptr<memory::RegistrationCache> cache_;
   MatchList<Operation> posted_;
   MatchList<Unexpected> unexpected_;
   std::unordered_map<Operation*, std::shared_ptr<Operation>> postedOwners_;  // keeps posted receives alive

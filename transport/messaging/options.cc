@@ -42,7 +42,6 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(uint64_t eager, config::getSize("IBDT_MSG_EAGER_LIMIT"));
   IBDT_ASSIGN_OR_RETURN(int64_t credits, config::getInt("IBDT_MSG_CREDITS", 2, 4096));
   IBDT_ASSIGN_OR_RETURN(uint64_t segment, config::getSize("IBDT_MSG_SEGMENT_SIZE"));
-  IBDT_ASSIGN_OR_RETURN(int64_t buffers, config::getInt("IBDT_MSG_POOL_BUFFERS", 0, 1 << 20));
   IBDT_ASSIGN_OR_RETURN(std::string scheme, config::getString("IBDT_MSG_SCHEME"));
   IBDT_ASSIGN_OR_RETURN(options.forcedScheme, parseScheme(scheme));
   if (options.forcedScheme == Scheme::kEager) {
@@ -59,7 +58,6 @@ Result<Options> optionsFromEnvironment() {
   options.eagerLimit = static_cast<int64_t>(eager);
   options.eagerCredits = static_cast<uint32_t>(credits);
   options.segmentSize = static_cast<int64_t>(segment);
-  options.poolBuffers = static_cast<uint32_t>(buffers);
   return options;
 }
 

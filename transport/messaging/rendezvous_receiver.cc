@@ -85,8 +85,8 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
                                           ? forced
                                           : Scheme::kAuto);
     transfer->segmentSize = generic ? cts.bytes : options_.segmentSize;
-    auto buffer = generic ? pool_->acquireDynamic(static_cast<size_t>(cts.bytes), /*retain=*/false)
-                          : pool_->acquire(static_cast<size_t>(cts.bytes));
+    auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(cts.bytes))
+                          : pooledBuffer(static_cast<size_t>(cts.bytes));
     if (!buffer.isOk()) return std::move(buffer).takeStatus();
     transfer->unpackBuffer = std::move(buffer).value();
     cts.remoteAddress = transfer->unpackBuffer.address();
@@ -98,8 +98,8 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
     IBDT_ASSIGN_OR_RETURN(transfer->userRegion,
                           registerUser(*op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, &first));
     cts.remoteAddress = first;
-    cts.remoteLength = transfer->userRegion->length();
-    cts.rkey = transfer->userRegion->rkey();
+    cts.remoteLength = transfer->userRegion.region().length();
+    cts.rkey = transfer->userRegion.rkey();
     cts.baseAddress = reinterpret_cast<uint64_t>(op->recvBuffer);
     cts.count = op->count;
     cts.typeId = op->type.id();
@@ -180,7 +180,7 @@ Status ContextImpl::advanceReads(Peer& peer, RecvTransfer& transfer) {
     IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(op.recvBuffer), transfer.readNext,
                                                         last, iovecs.data(), maxSge_));
     for (size_t i = 0; i < fill.entries; ++i) {
-      sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion->lkey()};
+      sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion.lkey()};
     }
     fabric::SendRequest request;
     request.id = wrId(WrKind::kRead, transfer.id);

@@ -68,7 +68,7 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
 
   switch (transfer.scheme) {
     case Scheme::kGeneric: {
-      IBDT_ASSIGN_OR_RETURN(transfer.packed, pool_->acquireDynamic(static_cast<size_t>(cts.bytes), false));
+      IBDT_ASSIGN_OR_RETURN(transfer.packed, dedicatedBuffer(static_cast<size_t>(cts.bytes)));
       IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, transfer.packed.data()));
       break;
     }
@@ -77,9 +77,9 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
       if (op.stats.contiguous) {  // nothing to pack: the receiver reads the user buffer
         IBDT_ASSIGN_OR_RETURN(transfer.userRegion,
                               registerUser(op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteRead, &packed.address));
-        packed.rkey = transfer.userRegion->rkey();
+        packed.rkey = transfer.userRegion.rkey();
       } else {
-        IBDT_ASSIGN_OR_RETURN(transfer.packed, pool_->acquire(static_cast<size_t>(cts.bytes)));
+        IBDT_ASSIGN_OR_RETURN(transfer.packed, pooledBuffer(static_cast<size_t>(cts.bytes)));
         IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, transfer.packed.data()));
         packed.address = transfer.packed.address();
         packed.rkey = transfer.packed.rkey();
@@ -162,7 +162,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
         break;
       case Scheme::kBcSpup: {
         if (q == signalAt && peer.credits == 0) goto blocked;
-        IBDT_ASSIGN_OR_RETURN(staging, pool_->acquire(static_cast<size_t>(q - p)));
+        IBDT_ASSIGN_OR_RETURN(staging, pooledBuffer(static_cast<size_t>(q - p)));
         IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, p, q, staging.data()));
         sges.push_back({staging.address(), static_cast<uint32_t>(q - p), staging.lkey()});
         break;
@@ -179,7 +179,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
       default: {  // gather the user blocks of [p, q)
         IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(userBase, p, q, iovecs.data(), maxSge_));
         for (size_t i = 0; i < fill.entries; ++i) {
-          sges.push_back({iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion->lkey()});
+          sges.push_back({iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion.lkey()});
         }
         q = p + fill.bytes;
         break;
@@ -203,7 +203,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
       requests.push_back(request);
       if (imm) --peer.credits;
       ++transfer.posted;
-      if (staging.valid()) transfer.inFlight.emplace_back(transfer.posted, std::move(staging));
+      if (staging) transfer.inFlight.emplace_back(transfer.posted, std::move(staging));
       transfer.next = q;
     }
   }
