@@ -28,7 +28,7 @@ struct CostModel {
   double unpackBelowBlock() const;
 };
 
-// Times memcpy on this core (best of a few 256 KiB copies).
+// Times memcpy on this core (best of three 8 MiB copies, beyond the caches).
 double measureMemcpyBytesPerNs();
 
 struct SideView {
