@@ -264,6 +264,19 @@ TEST(Schemes, RandomTypesAllSchemes) {
   }
 }
 
+TEST(Schemes, OnePostPerWriteWithoutListPost) {
+  Options options;
+  options.eagerLimit = 128;
+  options.listPost = false;
+  for (Scheme scheme : {Scheme::kMultiW, Scheme::kRwgUp, Scheme::kBcSpup}) {
+    options.forcedScheme = scheme;
+    runRanks(2, options, [&](RankEnv& env) {
+      Datatype type = committed(Datatype::vector(300, 5, 9, ints()));
+      exchange(env, type, 2, type, 2, scheme);
+    });
+  }
+}
+
 TEST(Schemes, LargeMessages) {
   Options options;
   runRanks(2, options, [&](RankEnv& env) {

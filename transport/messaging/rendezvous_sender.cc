@@ -131,7 +131,6 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
   const uint64_t userBase = reinterpret_cast<uint64_t>(op.sendBuffer);
   const int64_t maxWr = static_cast<int64_t>(maxWrBytes_);
   uint32_t room = sendQueueDepth_ - std::min(sendQueueDepth_, peer.sendOutstanding);
-  if (!options_.listPost) room = std::min<uint32_t>(room, 1);
   std::vector<fabric::SendRequest> requests;
   std::vector<fabric::Sge> sges;
   std::vector<datatype::Iovec> iovecs(maxSge_);
@@ -140,10 +139,10 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
   sges.reserve(static_cast<size_t>(sendQueueDepth_) * maxSge_);
 
   while (transfer.next < bytes) {
-    if (requests.size() == room) {
+    // listPost off: one post per write (the paper's "single post many times").
+    if (requests.size() == room || (!options_.listPost && !requests.empty())) {
       IBDT_RETURN_IF_ERROR(post(peer, requests));
       room = sendQueueDepth_ - std::min(sendQueueDepth_, peer.sendOutstanding);
-      if (!options_.listPost) room = std::min<uint32_t>(room, 1);
       sges.clear();
       if (room == 0) break;
     }
