@@ -264,6 +264,29 @@ TEST(Schemes, RandomTypesAllSchemes) {
   }
 }
 
+TEST(Schemes, LayoutTooLargeForAControlMessageFallsBackToUnpack) {
+  Options options;
+  options.eagerLimit = 128;
+  options.forcedScheme = Scheme::kMultiW;
+  runRanks(2, options, [&](RankEnv& env) {
+    // 300 irregular blocks: the receive layout takes far more than 128 bytes.
+    std::vector<int64_t> lens, displs;
+    for (int64_t i = 0, at = 0; i < 300; ++i) {
+      lens.push_back(1 + i % 7);
+      displs.push_back(at);
+      at += lens.back() + 1 + (i * 5) % 11;
+    }
+    Datatype irregular = committed(Datatype::indexed(lens, displs, ints()));
+    int64_t total = 0;
+    for (int64_t len : lens) total += len;
+    Datatype plain = committed(Datatype::vector(total, 1, 2, ints()));
+    exchange(env, plain, 1, irregular, 1, Scheme::kAuto);
+    if (env.rank == 1) {
+      EXPECT_EQ(env.context.counters().layoutsSent, 0u);
+    }
+  });
+}
+
 TEST(Schemes, OnePostPerWriteWithoutListPost) {
   Options options;
   options.eagerLimit = 128;

@@ -76,7 +76,24 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   Scheme forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme
                                                           : static_cast<Scheme>(rts.forcedScheme);
   transfer->unpack = receiverUsesUnpack(forced, rts.senderContiguous != 0, op->stats, unpackBelow_);
+  // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
+  // version). One too large for a control message falls back to unpacking.
   std::vector<uint8_t> layout;
+  bool layoutNeeded = false;
+  if (!transfer->unpack && !op->stats.contiguous) {
+    auto sent = peer.layoutSent.find(op->type.id());
+    layoutNeeded = sent == peer.layoutSent.end() || sent->second != op->type.version();
+    if (layoutNeeded) {
+      IBDT_ASSIGN_OR_RETURN(layout, datatype::serialize(op->type));
+      if (sizeof(wire::Header) + sizeof(cts) + layout.size() > slotSize()) {
+        IBDT_LOG(kDebug, "messaging: receive layout of ", layout.size(), " bytes exceeds an eager buffer; unpacking");
+        transfer->unpack = true;
+        layout.clear();
+        layoutNeeded = false;
+        if (forced == Scheme::kMultiW || forced == Scheme::kPRrs) forced = Scheme::kAuto;
+      }
+    }
+  }
   if (transfer->unpack) {
     bool generic = forced == Scheme::kGeneric;
     cts.mode = wire::ReplyMode::kUnpack;
@@ -104,20 +121,11 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
     cts.count = op->count;
     cts.typeId = op->type.id();
     cts.typeVersion = op->type.version();
-    if (!op->stats.contiguous) {
-      // Section 4.4.2: the layout goes once per (type id, version).
-      auto sent = peer.layoutSent.find(cts.typeId);
-      if (sent == peer.layoutSent.end() || sent->second != cts.typeVersion) {
-        IBDT_ASSIGN_OR_RETURN(layout, datatype::serialize(op->type));
-        cts.hasLayout = 1;
-        cts.layoutBytes = static_cast<uint32_t>(layout.size());
-        if (sizeof(wire::Header) + sizeof(cts) + layout.size() > slotSize()) {
-          return makeError(Code::kUnsupported, "the receive type's layout (", layout.size(),
-                           " bytes) does not fit an eager buffer; raise IBDT_MSG_EAGER_LIMIT");
-        }
-        peer.layoutSent[cts.typeId] = cts.typeVersion;
-        ++counters_.layoutsSent;
-      }
+    if (layoutNeeded) {
+      cts.hasLayout = 1;
+      cts.layoutBytes = static_cast<uint32_t>(layout.size());
+      peer.layoutSent[cts.typeId] = cts.typeVersion;
+      ++counters_.layoutsSent;
     }
   }
   cts.segmentSize = transfer->segmentSize;
