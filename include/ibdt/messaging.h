@@ -24,7 +24,10 @@
 // through the pin-down cache (IBDT_REG_CACHE*).
 //
 // Progress is explicit: test(), wait(), waitAll() and progress() drive it.
-// There is no progress thread. Threads: one thread at a time may use a
+// There is no progress thread. A peer whose endpoint fails (it died, or sent
+// malformed control data) fails every operation involving it; the others go
+// on. Destroy a Context only when its peers are done with it (e.g. after a
+// last exchange and a barrier): its endpoints vanish with it. Threads: one thread at a time may use a
 // Context (MPI_THREAD_SERIALIZED).
 #pragma once
 
