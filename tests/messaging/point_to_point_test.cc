@@ -238,3 +238,50 @@ TEST(PointToPoint, SignatureMismatchIsAnErrorAndWritesNothing) {
 
 }  // namespace
 }  // namespace ibdt::messaging::testing
+
+namespace ibdt::messaging::testing {
+namespace {
+
+TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
+  auto world = makeLoopbackWorld();
+  ThreadExchange exchange(3);
+  std::vector<std::unique_ptr<fabric::Domain>> domains;
+  for (int i = 0; i < 3; ++i) domains.push_back(openLoopbackDomain(world, loopbackCaps()));
+  std::vector<std::unique_ptr<Context>> contexts(3);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 3; ++rank) {
+    threads.emplace_back([&, rank] {
+      Bootstrap bootstrap{rank, 3, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
+      auto context = Context::create(*domains[static_cast<size_t>(rank)], bootstrap, Options());
+      ASSERT_TRUE(context.isOk()) << context.status().toString();
+      contexts[static_cast<size_t>(rank)] = std::move(*context);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  ASSERT_TRUE(contexts[0] && contexts[1] && contexts[2]);
+  Context& survivor = *contexts[0];
+  Datatype type = Datatype::of<int32_t>();
+  int32_t fromDead = -1, fromLive = -1;
+  auto waiting = survivor.irecv(&fromDead, 1, type, 1, 0);
+  ASSERT_TRUE(waiting.isOk());
+  contexts[1].reset();  // rank 1 dies
+  std::vector<int32_t> big(100000, 5);
+  auto lost = survivor.isend(big.data(), static_cast<int64_t>(big.size()), type, 1, 0);
+  ASSERT_TRUE(lost.isOk());
+  Status status = survivor.wait(*lost, nullptr, Deadline::after(std::chrono::seconds(30)));
+  EXPECT_EQ(status.code(), Code::kPeerFailed) << status.toString();
+  EXPECT_EQ(survivor.wait(*waiting, nullptr, Deadline::after(std::chrono::seconds(30))).code(), Code::kPeerFailed);
+  EXPECT_EQ(survivor.isend(big.data(), 1, type, 1, 0).status().code(), Code::kPeerFailed);
+  EXPECT_EQ(fromDead, -1);
+  // Rank 2 is unaffected.
+  int32_t value = 77;
+  auto recv = survivor.irecv(&fromLive, 1, type, 2, 0);
+  ASSERT_TRUE(recv.isOk());
+  ASSERT_TRUE(contexts[2]->send(&value, 1, type, 0, 0).isOk());
+  ASSERT_TRUE(survivor.wait(*recv, nullptr, Deadline::after(std::chrono::seconds(30))).isOk());
+  EXPECT_EQ(fromLive, 77);
+  contexts.clear();
+}
+
+}  // namespace
+}  // namespace ibdt::messaging::testing
