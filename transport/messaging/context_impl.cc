@@ -41,6 +41,24 @@ Result<std::vector<uint8_t>> addressFor(std::span<const uint8_t> blob, int index
   }
 }
 
+// Advances each transfer listed in `ids` once; drops the ids whose requests
+// are all posted (or whose transfer is gone).
+template <typename Transfers, typename Advance, typename AllPosted>
+Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& advance, AllPosted&& allPosted) {
+  Status status;
+  for (size_t i = 0; status.isOk() && i < ids.size();) {
+    auto found = transfers.find(ids[i]);
+    bool drop = found == transfers.end();
+    if (!drop) {
+      status = advance(*found->second);
+      drop = allPosted(*found->second);
+    }
+    if (drop) ids.erase(ids.begin() + static_cast<long>(i));
+    else ++i;
+  }
+  return status;
+}
+
 }  // namespace
 
 Status ContextImpl::init(const Bootstrap& bootstrap) {
@@ -224,31 +242,15 @@ Status ContextImpl::progress() {
   for (Peer& peer : peers_) {
     if (!peer.failure.isOk()) continue;
     Status status = flushControl(peer);
-    for (size_t i = 0; status.isOk() && i < peer.activeSends.size();) {
-      auto found = sendTransfers_.find(peer.activeSends[i]);
-      if (found == sendTransfers_.end()) {
-        peer.activeSends.erase(peer.activeSends.begin() + static_cast<long>(i));
-        continue;
-      }
-      status = advanceSend(peer, *found->second);
-      if (found->second->next == found->second->cts.bytes) {
-        peer.activeSends.erase(peer.activeSends.begin() + static_cast<long>(i));
-      } else {
-        ++i;
-      }
+    if (status.isOk()) {
+      status = advanceListed(
+          peer.activeSends, sendTransfers_, [&](SendTransfer& t) { return advanceSend(peer, t); },
+          [](const SendTransfer& t) { return t.next == t.cts.bytes; });
     }
-    for (size_t i = 0; status.isOk() && i < peer.activeReads.size();) {
-      auto found = recvTransfers_.find(peer.activeReads[i]);
-      if (found == recvTransfers_.end()) {
-        peer.activeReads.erase(peer.activeReads.begin() + static_cast<long>(i));
-        continue;
-      }
-      status = advanceReads(peer, *found->second);
-      if (found->second->readNext == found->second->bytes) {
-        peer.activeReads.erase(peer.activeReads.begin() + static_cast<long>(i));
-      } else {
-        ++i;
-      }
+    if (status.isOk()) {
+      status = advanceListed(
+          peer.activeReads, recvTransfers_, [&](RecvTransfer& t) { return advanceReads(peer, t); },
+          [](const RecvTransfer& t) { return t.readNext == t.bytes; });
     }
     if (status.isOk()) status = sendCreditIfOwed(peer);
     if (!status.isOk()) failPeer(peer, status);
