@@ -8,9 +8,10 @@ void addPackBenchmark(CLI::App& app, const CommonOptions& common);  // perf/pack
 void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
 void addBootstrapBenchmark(CLI::App& app, const CommonOptions& common);
 void addRegistrationBenchmark(CLI::App& app, const CommonOptions& common);
+void addVectorBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addPackBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark};
+  return {addPackBenchmark, addVectorBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark};
 }
 
 namespace {

@@ -1,0 +1,184 @@
+// ibdt/messaging.h — tagged point-to-point messages of derived datatypes.
+//
+// A Context joins one process to the job: it owns an RC endpoint to every
+// rank (itself included) and moves messages by the Wu/Wyckoff/Panda schemes.
+//   * Eager (packed bytes <= eagerLimit): packed straight into a
+//     pre-registered eager buffer, unpacked straight out of the receiver's
+//     one; credit-based flow control per peer.
+//   * Rendezvous: the RTS carries the sender's datatype statistics; the
+//     receiver answers with an unpack buffer or with its user buffer's
+//     remote key and layout (sent once per (type id, version), then cached by
+//     the sender); the sender finalises the scheme by the paper's Table 1:
+//     BC-SPUP, RWG-UP, Multi-W or P-RRS, or plain zero-copy when both sides
+//     are contiguous.
+//
+// Semantics follow MPI point-to-point: envelopes (source, tag, communicator
+// context id), kAnySource / kAnyTag, non-overtaking order per (source, tag,
+// communicator), an unexpected-message queue, truncation (the bytes that fit
+// are delivered, nothing beyond the receive buffer is written, the receive
+// completes with Code::kTruncated), cancel of a receive not yet matched.
+//
+// Endpoints to every rank are created and connected by create() (no lazy
+// connection yet). Staging buffers come from the shared buffer pool
+// (IBDT_POOL_*); user buffers used in place are registered as one span
+// through the pin-down cache (IBDT_REG_CACHE*).
+//
+// Progress is explicit: test(), wait(), waitAll() and progress() drive it.
+// There is no progress thread. A peer whose endpoint fails (it died, or sent
+// malformed control data) fails every operation involving it; the others go
+// on. Destroy a Context only when its peers are done with it (e.g. after a
+// last exchange and a barrier): its endpoints vanish with it. Threads: one thread at a time may use a
+// Context (MPI_THREAD_SERIALIZED).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ibdt/datatype.h"
+#include "ibdt/deadline.h"
+#include "ibdt/fabric.h"
+#include "ibdt/status.h"
+
+namespace ibdt::bootstrap {
+class Store;
+}
+
+namespace ibdt::messaging {
+
+inline constexpr int32_t kAnySource = -1;
+inline constexpr int32_t kAnyTag = -1;
+
+// How a message travels. kAuto lets the rendezvous handshake choose.
+enum class Scheme : uint8_t {
+  kAuto,
+  kEager,       // one copy per side through eager buffers
+  kContiguous,  // both sides contiguous: one RDMA write, zero copy
+  kGeneric,     // pack whole message, write it, unpack whole (the baseline)
+  kBcSpup,      // segment pack -> WRITE_WITH_IMM -> segment unpack, pipelined
+  kRwgUp,       // write-gather from user blocks -> segment unpack
+  kPRrs,        // sender packs; receiver READs with scatter into user blocks
+  kMultiW,      // one write per matching pair of blocks, zero copy
+};
+inline constexpr int kSchemeCount = 8;
+std::string_view schemeName(Scheme scheme);
+// Parses "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w".
+Result<Scheme> parseScheme(std::string_view name);
+
+struct Options {
+  int64_t eagerLimit = 8192;      // largest packed message sent eagerly
+  uint32_t eagerCredits = 32;     // eager receive buffers per peer
+  int64_t segmentSize = 65536;    // pipeline unit of BC-SPUP and RWG-UP
+  Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme (kAuto: Table 1)
+  // Mean block size (bytes) below which a side packs (sender) or unpacks
+  // (receiver) instead of using its blocks directly; <0: from the cost model.
+  double packBelowBlock = -1;
+  double unpackBelowBlock = -1;
+  bool listPost = true;           // post rendezvous writes as chained lists
+};
+// Options from the IBDT_MSG_* environment variables (see README).
+Result<Options> optionsFromEnvironment();
+
+// How the ranks of the job find each other. The bootstrap Store provides
+// this (rank, size, allgather); tests may run ranks as threads.
+struct Bootstrap {
+  int rank = 0;
+  int size = 1;
+  // Collective: every rank contributes bytes, all receive all, by rank.
+  std::function<Result<std::vector<std::vector<uint8_t>>>(std::span<const uint8_t>)> allgather;
+};
+
+// What a completed receive got.
+struct RecvInfo {
+  int32_t source = 0;
+  int32_t tag = 0;
+  int64_t bytes = 0;         // packed bytes delivered
+  int64_t messageBytes = 0;  // packed bytes sent (> bytes when truncated)
+  Scheme scheme = Scheme::kEager;
+};
+
+// Cost-model parameters and choices, readable for tools and benchmarks.
+struct Counters {
+  uint64_t schemeCount[kSchemeCount] = {};
+  uint64_t layoutsSent = 0;        // receiver layouts put on the wire
+  uint64_t layoutCacheHits = 0;    // rendezvous that reused a cached layout
+  uint64_t poolGrowths = 0;        // times the staging pool allocated and registered more
+  uint64_t unexpected = 0;         // messages that arrived before their receive
+};
+
+struct Operation;
+
+// A pending send or receive. Cheap to move; completes through Context.
+class Request {
+ public:
+  Request() = default;
+  bool valid() const { return op_ != nullptr; }
+
+ private:
+  friend class Context;
+  explicit Request(std::shared_ptr<Operation> op) : op_(std::move(op)) {}
+  std::shared_ptr<Operation> op_;
+};
+
+class ContextImpl;
+
+class Context {
+ public:
+  // Creates endpoints to every rank and exchanges their addresses through
+  // `bootstrap` (collective over all ranks). `domain` must outlive it.
+  static Result<std::unique_ptr<Context>> create(fabric::Domain& domain, const Bootstrap& bootstrap,
+                                                 const Options& options);
+  // The same through the job's Store (collective; waits until `deadline`).
+  static Result<std::unique_ptr<Context>> create(fabric::Domain& domain, bootstrap::Store& store,
+                                                 const Options& options, Deadline deadline);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int rank() const;
+  int size() const;
+
+  // Starts sending count x type from buf. The buffer must stay untouched
+  // until the request completes.
+  Result<Request> isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
+                        uint32_t communicator = 0);
+  // Starts receiving into count x type at buf; source may be kAnySource,
+  // tag kAnyTag.
+  Result<Request> irecv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
+                        uint32_t communicator = 0);
+
+  // Drives progress once; true when the request completed (its status
+  // returned by wait). Does not block.
+  Result<bool> test(Request& request, RecvInfo* info = nullptr);
+  // Drives progress until the request completes; returns its outcome. The
+  // request is released afterwards.
+  Status wait(Request& request, RecvInfo* info = nullptr, Deadline deadline = Deadline::never());
+  // Waits for all; returns the first error (every request is still waited for).
+  Status waitAll(std::span<Request> requests, Deadline deadline = Deadline::never());
+  // Cancels a receive that has not been matched yet: its wait() then
+  // returns Code::kCancelled. A matched receive or a send is not cancelled
+  // (returns kState) and completes normally.
+  Status cancel(Request& request);
+
+  Status send(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
+              uint32_t communicator = 0);
+  Status recv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
+              uint32_t communicator = 0, RecvInfo* info = nullptr);
+
+  // Polls completions and advances every protocol once.
+  Status progress();
+
+  const Counters& counters() const;
+  // The thresholds the cost model produced (or the overrides).
+  double packBelowBlock() const;
+  double unpackBelowBlock() const;
+
+ private:
+  explicit Context(std::unique_ptr<ContextImpl> impl);
+  std::unique_ptr<ContextImpl> impl_;
+};
+
+}  // namespace ibdt::messaging

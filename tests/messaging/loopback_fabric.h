@@ -1,0 +1,30 @@
+// tests/messaging/loopback_fabric.h — an in-process fabric for messaging
+// tests that run ranks as threads (Gloo style: fast, deterministic).
+//
+// It follows fabric.h's RC rules strictly so that protocol bugs show: every
+// one-sided access is checked against a registered region (rkey, bounds,
+// access flags); requests of an endpoint execute in order, and one that
+// needs a receive (SEND, WRITE_WITH_IMM) waits for the peer to post one,
+// holding back everything behind it; a failed request moves the endpoint to
+// the error state and flushes the rest. Payloads are gathered at post time.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "ibdt/fabric.h"
+
+namespace ibdt::messaging::testing {
+
+class LoopbackWorld;
+
+// Creates a Domain attached to `world`; one per simulated rank.
+std::unique_ptr<fabric::Domain> openLoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps);
+std::shared_ptr<LoopbackWorld> makeLoopbackWorld();
+// Default caps: small max_sge so gathers span several requests.
+fabric::Caps loopbackCaps();
+
+}  // namespace ibdt::messaging::testing

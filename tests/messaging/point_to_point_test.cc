@@ -1,0 +1,287 @@
+// Matching semantics: wildcards, non-overtaking order, unexpected messages,
+// truncation, cancel, communicators and bad input, for eager and rendezvous.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <numeric>
+#include <vector>
+
+#include "messaging/thread_ranks.h"
+
+namespace ibdt::messaging::testing {
+namespace {
+
+using datatype::Datatype;
+using namespace std::chrono_literals;
+
+Deadline soon() { return Deadline::after(60s); }
+
+Options smallOptions() {
+  Options options;
+  options.eagerLimit = 256;
+  options.eagerCredits = 4;  // few credits: flow control is exercised
+  options.segmentSize = 1000;
+  return options;
+}
+
+// Sizes on both sides of the eager limit.
+const std::vector<int64_t> kCounts = {0, 1, 63, 64, 65, 1000, 20000};
+
+TEST(PointToPoint, ContiguousRoundTripEveryByte) {
+  runRanks(2, smallOptions(), [](RankEnv& env) {
+    Datatype type = Datatype::of<int32_t>();
+    for (int64_t count : kCounts) {
+      std::vector<int32_t> data(static_cast<size_t>(count) + 1, -7);
+      if (env.rank == 0) {
+        std::iota(data.begin(), data.end() - 1, static_cast<int32_t>(count));
+        ASSERT_TRUE(env.context.send(data.data(), count, type, 1, 5).isOk());
+        ASSERT_TRUE(env.context.recv(data.data(), count, type, 1, 6).isOk());
+        for (int64_t i = 0; i < count; ++i) ASSERT_EQ(data[static_cast<size_t>(i)], -static_cast<int32_t>(i));
+      } else {
+        RecvInfo info;
+        Status status = env.context.recv(data.data(), count, type, 0, 5, 0, &info);
+        ASSERT_TRUE(status.isOk()) << status.toString();
+        EXPECT_EQ(info.source, 0);
+        EXPECT_EQ(info.tag, 5);
+        EXPECT_EQ(info.bytes, count * 4);
+        EXPECT_EQ(info.scheme, count * 4 <= 256 ? Scheme::kEager : Scheme::kContiguous);
+        for (int64_t i = 0; i < count; ++i) ASSERT_EQ(data[static_cast<size_t>(i)], count + i) << "count " << count;
+        EXPECT_EQ(data.back(), -7) << "written beyond the receive buffer";
+        for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(i)] = -static_cast<int32_t>(i);
+        ASSERT_TRUE(env.context.send(data.data(), count, type, 0, 6).isOk());
+      }
+    }
+  });
+}
+
+TEST(PointToPoint, NonOvertakingOrderWithWildcardsFromManyRanks) {
+  constexpr int kRanks = 4;
+  constexpr int kMessages = 40;  // many more than the 4 credits
+  runRanks(kRanks, smallOptions(), [](RankEnv& env) {
+    Datatype type = Datatype::of<int64_t>();
+    if (env.rank != 0) {
+      std::vector<Request> requests;
+      std::vector<std::vector<int64_t>> payloads(kMessages);
+      for (int i = 0; i < kMessages; ++i) {
+        // Alternate eager and rendezvous: order must hold across protocols.
+        int64_t count = i % 3 == 0 ? 100 : 4;
+        payloads[static_cast<size_t>(i)].assign(static_cast<size_t>(count), env.rank * 1000 + i);
+        auto request = env.context.isend(payloads[static_cast<size_t>(i)].data(), count, type, 0, 10 + i % 2);
+        ASSERT_TRUE(request.isOk()) << request.status().toString();
+        requests.push_back(std::move(*request));
+      }
+      ASSERT_TRUE(env.context.waitAll(requests, soon()).isOk());
+      return;
+    }
+    std::vector<int> next(kRanks, 0);
+    std::vector<int64_t> buffer(100);
+    for (int n = 0; n < (kRanks - 1) * kMessages; ++n) {
+      RecvInfo info;
+      Status status = env.context.recv(buffer.data(), 100, type, kAnySource, kAnyTag, 0, &info);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      int i = next[static_cast<size_t>(info.source)]++;
+      ASSERT_EQ(buffer[0], info.source * 1000 + i) << "message overtaken";
+      ASSERT_EQ(info.tag, 10 + i % 2);
+      ASSERT_EQ(info.bytes, (i % 3 == 0 ? 100 : 4) * 8);
+    }
+  });
+}
+
+TEST(PointToPoint, TagSelectsAmongQueuedMessagesAndCommunicatorsAreSeparate) {
+  runRanks(2, smallOptions(), [](RankEnv& env) {
+    Datatype type = Datatype::of<int32_t>();
+    if (env.rank == 0) {
+      // Non-blocking: the rendezvous (tag 1) completes only once matched.
+      std::vector<std::vector<int32_t>> payloads;
+      std::vector<Request> requests;
+      for (int tag = 0; tag < 3; ++tag) payloads.emplace_back(tag == 1 ? 500 : 5, tag);
+      payloads.emplace_back(1, 99);
+      for (int i = 0; i < 4; ++i) {
+        auto& v = payloads[static_cast<size_t>(i)];
+        auto request = env.context.isend(v.data(), static_cast<int64_t>(v.size()), type, 1, i < 3 ? i : 2,
+                                         /*communicator=*/i < 3 ? 0 : 7);
+        ASSERT_TRUE(request.isOk());
+        requests.push_back(std::move(*request));
+      }
+      env.barrier();
+      ASSERT_TRUE(env.context.waitAll(requests, soon()).isOk());
+      return;
+    }
+    env.barrier();  // everything above is now unexpected (or in flight)
+    std::vector<int32_t> v(500, -1);
+    int32_t got = 0;
+    ASSERT_TRUE(env.context.recv(&got, 1, type, 0, 2, 7).isOk());
+    EXPECT_EQ(got, 99);
+    ASSERT_TRUE(env.context.recv(v.data(), 500, type, 0, 2, 0).isOk());
+    EXPECT_EQ(v[0], 2);
+    ASSERT_TRUE(env.context.recv(v.data(), 500, type, 0, 1, 0).isOk());
+    for (int i = 0; i < 500; ++i) ASSERT_EQ(v[static_cast<size_t>(i)], 1);
+    ASSERT_TRUE(env.context.recv(v.data(), 500, type, 0, kAnyTag, 0).isOk());
+    EXPECT_EQ(v[0], 0);
+    EXPECT_GE(env.context.counters().unexpected, 1u);
+  });
+}
+
+TEST(PointToPoint, TruncationDeliversWhatFitsAndNothingBeyond) {
+  for (int64_t sent : {40, 5000}) {  // eager, rendezvous
+    runRanks(2, smallOptions(), [sent](RankEnv& env) {
+      Datatype type = Datatype::of<int16_t>();
+      if (env.rank == 0) {
+        std::vector<int16_t> v(static_cast<size_t>(sent));
+        std::iota(v.begin(), v.end(), 1);
+        ASSERT_TRUE(env.context.send(v.data(), sent, type, 1, 3).isOk());
+        return;
+      }
+      int64_t room = sent / 2 + 1;
+      std::vector<int16_t> v(static_cast<size_t>(sent), -1);
+      RecvInfo info;
+      auto request = env.context.irecv(v.data(), room, type, 0, 3);
+      ASSERT_TRUE(request.isOk());
+      Status status = env.context.wait(*request, &info, soon());
+      EXPECT_EQ(status.code(), Code::kTruncated) << status.toString();
+      EXPECT_EQ(info.bytes, room * 2);
+      EXPECT_EQ(info.messageBytes, sent * 2);
+      for (int64_t i = 0; i < room; ++i) ASSERT_EQ(v[static_cast<size_t>(i)], i + 1);
+      for (int64_t i = room; i < sent; ++i) ASSERT_EQ(v[static_cast<size_t>(i)], -1) << "written beyond " << room;
+    });
+  }
+}
+
+TEST(PointToPoint, CancelPendingReceive) {
+  runRanks(2, smallOptions(), [](RankEnv& env) {
+    Datatype type = Datatype::of<int32_t>();
+    if (env.rank == 1) {
+      int32_t a = -1, b = -1;
+      auto first = env.context.irecv(&a, 1, type, 0, 1);
+      ASSERT_TRUE(first.isOk());
+      ASSERT_TRUE(env.context.cancel(*first).isOk());
+      EXPECT_EQ(env.context.wait(*first, nullptr, soon()).code(), Code::kCancelled);
+      env.barrier();
+      ASSERT_TRUE(env.context.recv(&b, 1, type, 0, 1).isOk());
+      EXPECT_EQ(a, -1);
+      EXPECT_EQ(b, 42);
+      // A matched receive is not cancelled.
+      auto done = env.context.irecv(&a, 1, type, 0, 2);
+      ASSERT_TRUE(done.isOk());
+      env.barrier();
+      bool finished = false;
+      for (int i = 0; i < 100000 && !finished; ++i) {
+        auto tested = env.context.test(*done);
+        ASSERT_TRUE(tested.isOk()) << tested.status().toString();
+        finished = *tested;
+      }
+      ASSERT_TRUE(finished);
+      EXPECT_EQ(env.context.cancel(*done).code(), Code::kState);
+      EXPECT_TRUE(env.context.wait(*done).isOk());
+      EXPECT_EQ(a, 43);
+    } else {
+      env.barrier();
+      int32_t v = 42;
+      ASSERT_TRUE(env.context.send(&v, 1, type, 1, 1).isOk());
+      v = 43;
+      ASSERT_TRUE(env.context.send(&v, 1, type, 1, 2).isOk());
+      env.barrier();
+    }
+  });
+}
+
+TEST(PointToPoint, SelfMessagesBothProtocols) {
+  runRanks(1, smallOptions(), [](RankEnv& env) {
+    Datatype type = Datatype::of<double>();
+    for (int64_t count : {3, 3000}) {
+      std::vector<double> out(static_cast<size_t>(count)), in(static_cast<size_t>(count), 0);
+      std::iota(out.begin(), out.end(), 0.5);
+      auto recv = env.context.irecv(in.data(), count, type, 0, 0);
+      auto send = env.context.isend(out.data(), count, type, 0, 0);
+      ASSERT_TRUE(recv.isOk() && send.isOk());
+      ASSERT_TRUE(env.context.wait(*send, nullptr, soon()).isOk());
+      ASSERT_TRUE(env.context.wait(*recv, nullptr, soon()).isOk());
+      EXPECT_EQ(in, out);
+    }
+  });
+}
+
+TEST(PointToPoint, BadInputIsRejected) {
+  runRanks(2, smallOptions(), [](RankEnv& env) {
+    Datatype type = Datatype::of<int32_t>();
+    int32_t v = 0;
+    EXPECT_EQ(env.context.isend(&v, 1, type, 2, 0).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(env.context.isend(&v, 1, type, -1, 0).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(env.context.isend(&v, 1, type, 1, -3).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(env.context.isend(&v, -1, type, 1, 0).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(env.context.isend(nullptr, 1, type, 1, 0).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(env.context.irecv(&v, 1, Datatype(), 1, 0).status().code(), Code::kInvalidArgument);
+    auto uncommitted = Datatype::vector(2, 1, 2, type);
+    ASSERT_TRUE(uncommitted.isOk());
+    EXPECT_EQ(env.context.irecv(&v, 1, *uncommitted, 1, 0).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(env.context.irecv(&v, 1, type, 5, 0).status().code(), Code::kInvalidArgument);
+    Request empty;
+    EXPECT_EQ(env.context.wait(empty).code(), Code::kInvalidArgument);
+  });
+}
+
+TEST(PointToPoint, SignatureMismatchIsAnErrorAndWritesNothing) {
+  for (int64_t count : {4, 400}) {
+    runRanks(2, smallOptions(), [count](RankEnv& env) {
+      if (env.rank == 0) {
+        std::vector<float> v(static_cast<size_t>(count), 1.5f);
+        ASSERT_TRUE(env.context.send(v.data(), count, Datatype::of<float>(), 1, 0).isOk());
+        return;
+      }
+      std::vector<int32_t> v(static_cast<size_t>(count), -1);
+      Status status = env.context.recv(v.data(), count, Datatype::of<int32_t>(), 0, 0);
+      EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.toString();
+      for (int32_t x : v) ASSERT_EQ(x, -1);
+    });
+  }
+}
+
+}  // namespace
+}  // namespace ibdt::messaging::testing
+
+namespace ibdt::messaging::testing {
+namespace {
+
+TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
+  auto world = makeLoopbackWorld();
+  ThreadExchange exchange(3);
+  std::vector<std::unique_ptr<fabric::Domain>> domains;
+  for (int i = 0; i < 3; ++i) domains.push_back(openLoopbackDomain(world, loopbackCaps()));
+  std::vector<std::unique_ptr<Context>> contexts(3);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 3; ++rank) {
+    threads.emplace_back([&, rank] {
+      Bootstrap bootstrap{rank, 3, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
+      auto context = Context::create(*domains[static_cast<size_t>(rank)], bootstrap, Options());
+      ASSERT_TRUE(context.isOk()) << context.status().toString();
+      contexts[static_cast<size_t>(rank)] = std::move(*context);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  ASSERT_TRUE(contexts[0] && contexts[1] && contexts[2]);
+  Context& survivor = *contexts[0];
+  Datatype type = Datatype::of<int32_t>();
+  int32_t fromDead = -1, fromLive = -1;
+  auto waiting = survivor.irecv(&fromDead, 1, type, 1, 0);
+  ASSERT_TRUE(waiting.isOk());
+  contexts[1].reset();  // rank 1 dies
+  std::vector<int32_t> big(100000, 5);
+  auto lost = survivor.isend(big.data(), static_cast<int64_t>(big.size()), type, 1, 0);
+  ASSERT_TRUE(lost.isOk());
+  Status status = survivor.wait(*lost, nullptr, Deadline::after(std::chrono::seconds(30)));
+  EXPECT_EQ(status.code(), Code::kPeerFailed) << status.toString();
+  EXPECT_EQ(survivor.wait(*waiting, nullptr, Deadline::after(std::chrono::seconds(30))).code(), Code::kPeerFailed);
+  EXPECT_EQ(survivor.isend(big.data(), 1, type, 1, 0).status().code(), Code::kPeerFailed);
+  EXPECT_EQ(fromDead, -1);
+  // Rank 2 is unaffected.
+  int32_t value = 77;
+  auto recv = survivor.irecv(&fromLive, 1, type, 2, 0);
+  ASSERT_TRUE(recv.isOk());
+  ASSERT_TRUE(contexts[2]->send(&value, 1, type, 0, 0).isOk());
+  ASSERT_TRUE(survivor.wait(*recv, nullptr, Deadline::after(std::chrono::seconds(30))).isOk());
+  EXPECT_EQ(fromLive, 77);
+  contexts.clear();
+}
+
+}  // namespace
+}  // namespace ibdt::messaging::testing

@@ -1,0 +1,84 @@
+// tests/messaging/thread_ranks.h — run N ranks as threads of one process,
+// each with its own loopback Domain and messaging Context.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ibdt/messaging.h"
+#include "messaging/loopback_fabric.h"
+
+namespace ibdt::messaging::testing {
+
+// A reusable in-process allgather (and so a barrier) for `size` threads.
+class ThreadExchange {
+ public:
+  explicit ThreadExchange(int size) : size_(size), slots_(static_cast<size_t>(size)) {}
+
+  Result<std::vector<std::vector<uint8_t>>> allgather(int rank, std::span<const uint8_t> value) {
+    std::unique_lock lock(mutex_);
+    uint64_t round = round_;
+    slots_[static_cast<size_t>(rank)].assign(value.begin(), value.end());
+    if (++arrived_ == size_) {
+      result_ = slots_;
+      arrived_ = 0;
+      ++round_;
+      changed_.notify_all();
+    } else {
+      changed_.wait(lock, [&] { return round_ != round; });
+    }
+    return result_;
+  }
+
+ private:
+  int size_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::vector<uint8_t>> slots_;
+  std::vector<std::vector<uint8_t>> result_;
+  int arrived_ = 0;
+  uint64_t round_ = 0;
+};
+
+// Per-rank view handed to the test body.
+struct RankEnv {
+  Context& context;
+  ThreadExchange& exchange;
+  int rank;
+  void barrier() { (void)exchange.allgather(rank, {}); }
+};
+
+// Runs body(env) on `size` ranks; gtest assertions inside work per thread.
+inline void runRanks(int size, const Options& options, const std::function<void(RankEnv&)>& body,
+                     fabric::Caps caps = loopbackCaps()) {
+  auto world = makeLoopbackWorld();
+  ThreadExchange exchange(size);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto domain = openLoopbackDomain(world, caps);
+      Bootstrap bootstrap;
+      bootstrap.rank = rank;
+      bootstrap.size = size;
+      bootstrap.allgather = [&exchange, rank](std::span<const uint8_t> value) {
+        return exchange.allgather(rank, value);
+      };
+      auto context = Context::create(*domain, bootstrap, options);
+      ASSERT_TRUE(context.isOk()) << context.status().toString();
+      RankEnv env{**context, exchange, rank};
+      body(env);
+      // Drain: nobody tears down while a peer may still need its replies.
+      env.barrier();
+      for (int i = 0; i < 100; ++i) (void)(*context)->progress();
+      env.barrier();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+}  // namespace ibdt::messaging::testing

@@ -1,0 +1,201 @@
+// The public Context: argument checks, starting operations, waiting.
+#include <algorithm>
+
+#include "base/backoff.h"
+#include "ibdt/store.h"
+#include "transport/messaging/context_impl.h"
+
+namespace ibdt::messaging {
+namespace {
+
+Status checkBuffer(const void* buf, int64_t count, const datatype::Datatype& type, std::string_view what) {
+  if (!type.valid() || type.freed()) return makeError(Code::kInvalidArgument, what, ": invalid datatype");
+  if (!type.committed()) return makeError(Code::kInvalidArgument, what, ": datatype is not committed");
+  if (count < 0) return makeError(Code::kInvalidArgument, what, ": negative count ", count);
+  if (buf == nullptr && count > 0 && type.size() > 0) {
+    return makeError(Code::kInvalidArgument, what, ": null buffer for ", count, " elements");
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::Datatype& type) {
+  auto op = std::make_shared<Operation>();
+  op->count = count;
+  op->type = type;
+  IBDT_ASSIGN_OR_RETURN(op->segment, datatype::Segment::create(type, count));
+  op->bytes = op->segment->size();
+  return op;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64_t count,
+                                                          const datatype::Datatype& type, int dest, int tag,
+                                                          uint32_t communicator) {
+  IBDT_RETURN_IF_ERROR(checkBuffer(buf, count, type, "isend"));
+  if (dest < 0 || dest >= size_) return makeError(Code::kInvalidArgument, "isend: no rank ", dest, " in ", size_);
+  if (tag < 0) return makeError(Code::kInvalidArgument, "isend: negative tag ", tag);
+  Peer& peer = peers_[static_cast<size_t>(dest)];
+  if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", dest));
+  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
+  op->isSend = true;
+  op->sendBuffer = buf;
+  op->peer = dest;
+  op->tag = tag;
+  op->communicator = communicator;
+  if (op->bytes <= options_.eagerLimit) {
+    ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
+    peer.controlQueue.push_back(PendingControl{{}, op});
+  } else {
+    IBDT_ASSIGN_OR_RETURN(op->stats, datatype::stats(type, count));
+    auto transfer = std::make_unique<SendTransfer>();
+    transfer->id = nextTransfer_++;
+    transfer->op = op;
+    transfer->wantsPack = senderWantsPack(op->stats, packBelow_);
+    IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
+    peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
+    sendTransfers_[transfer->id] = std::move(transfer);
+  }
+  IBDT_RETURN_IF_ERROR(flushControl(peer));
+  return op;
+}
+
+Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t count, const datatype::Datatype& type,
+                                                          int source, int tag, uint32_t communicator) {
+  IBDT_RETURN_IF_ERROR(checkBuffer(buf, count, type, "irecv"));
+  if (source != kAnySource && (source < 0 || source >= size_)) {
+    return makeError(Code::kInvalidArgument, "irecv: no rank ", source, " in ", size_);
+  }
+  if (tag < 0 && tag != kAnyTag) return makeError(Code::kInvalidArgument, "irecv: negative tag ", tag);
+  if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
+    return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
+  }
+  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
+  op->recvBuffer = buf;
+  op->spec = MatchSpec{source, tag, communicator};
+  IBDT_ASSIGN_OR_RETURN(op->stats, datatype::stats(type, count));
+  Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
+  if (arrived == nullptr) {
+    posted_.pushBack(op.get());
+    postedOwners_[op.get()] = op;
+    return op;
+  }
+  std::unique_ptr<Unexpected> owned(arrived);
+  if (owned->kind == wire::Kind::kEager) {
+    deliverEager(*op, owned->peer, owned->wireEnvelope, owned->payload);
+  } else {
+    Status status = acceptRts(op, owned->peer, owned->wireEnvelope, owned->rts);
+    if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);
+  }
+  return op;
+}
+
+Status ContextImpl::cancel(Operation& op) {
+  if (op.isSend) return makeError(Code::kState, "cancel: sends are not cancelled");
+  if (!posted_.remove(&op)) return makeError(Code::kState, "cancel: the receive is already matched");
+  complete(op, makeError(Code::kCancelled, "receive cancelled"));
+  postedOwners_.erase(&op);
+  return Status::ok();
+}
+
+// --- Context ---
+
+Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, const Bootstrap& bootstrap,
+                                                 const Options& options) {
+  auto impl = std::make_unique<ContextImpl>(domain, options);
+  IBDT_RETURN_IF_ERROR(impl->init(bootstrap).withContext("creating the messaging context"));
+  return std::unique_ptr<Context>(new Context(std::move(impl)));
+}
+
+Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, bootstrap::Store& store,
+                                                 const Options& options, Deadline deadline) {
+  Bootstrap bootstrap;
+  bootstrap.rank = store.rank();
+  bootstrap.size = store.size();
+  bootstrap.allgather = [&store, deadline](std::span<const uint8_t> value) { return store.allgather(value, deadline); };
+  return create(domain, bootstrap, options);
+}
+
+Context::Context(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
+
+Context::~Context() {
+  while (Unexpected* left = impl_->unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
+}
+
+int Context::rank() const { return impl_->rank_; }
+int Context::size() const { return impl_->size_; }
+const Counters& Context::counters() const {
+  impl_->counters_.poolGrowths = impl_->pool_->counters().growths;
+  return impl_->counters_;
+}
+double Context::packBelowBlock() const { return impl_->packBelow_; }
+double Context::unpackBelowBlock() const { return impl_->unpackBelow_; }
+
+Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
+                               uint32_t communicator) {
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->startSend(buf, count, type, dest, tag, communicator));
+  return Request(std::move(op));
+}
+
+Result<Request> Context::irecv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
+                               uint32_t communicator) {
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->startRecv(buf, count, type, source, tag, communicator));
+  return Request(std::move(op));
+}
+
+Status Context::progress() { return impl_->progress(); }
+
+Result<bool> Context::test(Request& request, RecvInfo* info) {
+  if (!request.valid()) return makeError(Code::kInvalidArgument, "test: empty request");
+  if (!request.op_->done) IBDT_RETURN_IF_ERROR(impl_->progress());
+  if (!request.op_->done) return false;
+  if (info != nullptr) *info = request.op_->info;
+  return true;
+}
+
+Status Context::wait(Request& request, RecvInfo* info, Deadline deadline) {
+  if (!request.valid()) return makeError(Code::kInvalidArgument, "wait: empty request");
+  Backoff backoff;
+  while (!request.op_->done) {
+    uint64_t before = impl_->events_;
+    IBDT_RETURN_IF_ERROR(impl_->progress());
+    if (request.op_->done) break;
+    if (deadline.expired()) return makeError(Code::kTimeout, "wait: the request did not complete in time");
+    if (impl_->events_ != before) backoff.reset();
+    else backoff.pause();
+  }
+  if (info != nullptr) *info = request.op_->info;
+  Status status = request.op_->status;
+  request.op_.reset();
+  return status;
+}
+
+Status Context::waitAll(std::span<Request> requests, Deadline deadline) {
+  Status first;
+  for (Request& request : requests) {
+    if (!request.valid()) continue;
+    Status status = wait(request, nullptr, deadline);
+    if (first.isOk() && !status.isOk()) first = std::move(status);
+  }
+  return first;
+}
+
+Status Context::cancel(Request& request) {
+  if (!request.valid()) return makeError(Code::kInvalidArgument, "cancel: empty request");
+  if (request.op_->done) return makeError(Code::kState, "cancel: the request already completed");
+  return impl_->cancel(*request.op_);
+}
+
+Status Context::send(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
+                     uint32_t communicator) {
+  IBDT_ASSIGN_OR_RETURN(Request request, isend(buf, count, type, dest, tag, communicator));
+  return wait(request);
+}
+
+Status Context::recv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
+                     uint32_t communicator, RecvInfo* info) {
+  IBDT_ASSIGN_OR_RETURN(Request request, irecv(buf, count, type, source, tag, communicator));
+  return wait(request, info);
+}
+
+}  // namespace ibdt::messaging

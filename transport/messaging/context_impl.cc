@@ -1,0 +1,438 @@
+// Context set-up, completion dispatch and matching.
+#include "transport/messaging/context_impl.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "base/log.h"
+
+namespace ibdt::messaging {
+namespace {
+
+constexpr size_t kPollBatch = 32;
+constexpr uint32_t kSendSlotsMin = 64;
+
+Status completionFailure(const fabric::Completion& completion, const Peer& peer, std::string_view what) {
+  return fabric::completionError(completion, strCat("rank ", peer.rank)).withContext(what);
+}
+
+// Addresses of this rank's endpoints, one per rank, length-prefixed.
+std::vector<uint8_t> encodeAddresses(const std::vector<std::vector<uint8_t>>& addresses) {
+  std::vector<uint8_t> out;
+  for (const auto& address : addresses) {
+    uint32_t length = static_cast<uint32_t>(address.size());
+    const auto* raw = reinterpret_cast<const uint8_t*>(&length);
+    out.insert(out.end(), raw, raw + sizeof(length));
+    out.insert(out.end(), address.begin(), address.end());
+  }
+  return out;
+}
+
+Result<std::vector<uint8_t>> addressFor(std::span<const uint8_t> blob, int index, int from) {
+  size_t offset = 0;
+  for (int i = 0;; ++i) {
+    IBDT_ASSIGN_OR_RETURN(uint32_t length, wire::read<uint32_t>(blob, offset));
+    offset += sizeof(length);
+    if (blob.size() - offset < length) {
+      return makeError(Code::kProtocol, "endpoint addresses of rank ", from, " are truncated");
+    }
+    if (i == index) return std::vector<uint8_t>(blob.begin() + offset, blob.begin() + offset + length);
+    offset += length;
+  }
+}
+
+// Advances each transfer listed in `ids` once; drops the ids whose requests
+// are all posted (or whose transfer is gone).
+template <typename Transfers, typename Advance, typename AllPosted>
+Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& advance, AllPosted&& allPosted) {
+  Status status;
+  for (size_t i = 0; status.isOk() && i < ids.size();) {
+    auto found = transfers.find(ids[i]);
+    bool drop = found == transfers.end();
+    if (!drop) {
+      status = advance(*found->second);
+      drop = allPosted(*found->second);
+    }
+    if (drop) ids.erase(ids.begin() + static_cast<long>(i));
+    else ++i;
+  }
+  return status;
+}
+
+}  // namespace
+
+Status ContextImpl::init(const Bootstrap& bootstrap) {
+  rank_ = bootstrap.rank;
+  size_ = bootstrap.size;
+  if (size_ < 1 || rank_ < 0 || rank_ >= size_ || !bootstrap.allgather) {
+    return makeError(Code::kInvalidArgument, "messaging context: bad bootstrap (rank ", rank_, " of ", size_, ")");
+  }
+  if (options_.eagerLimit < 0 || options_.eagerCredits < 2 || options_.segmentSize <= 0) {
+    return makeError(Code::kInvalidArgument, "messaging context: eager limit ", options_.eagerLimit, ", credits ",
+                     options_.eagerCredits, " and segment size ", options_.segmentSize,
+                     " must be >= 0, >= 2 and > 0");
+  }
+  const fabric::Caps& caps = domain_.caps();
+  maxSge_ = std::max<uint32_t>(1, caps.maxSendSge);
+  maxWrBytes_ = std::numeric_limits<uint32_t>::max();
+  if (caps.maxMessageSize != 0) maxWrBytes_ = std::min<uint64_t>(maxWrBytes_, caps.maxMessageSize);
+  sendQueueDepth_ = caps.maxSendQueueDepth != 0 ? std::min<uint32_t>(256, caps.maxSendQueueDepth) : 256;
+  uint32_t recvDepth = options_.eagerCredits + kReserveSlots;
+  if (caps.maxRecvQueueDepth != 0 && recvDepth > caps.maxRecvQueueDepth) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_CREDITS ", options_.eagerCredits, " + ", kReserveSlots,
+                     " reserved exceeds the provider's receive queue depth ", caps.maxRecvQueueDepth);
+  }
+  if (slotSize() > maxWrBytes_) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT ", options_.eagerLimit,
+                     " exceeds the provider's message size ", caps.maxMessageSize);
+  }
+
+  cost_.memcpyBytesPerNs = measureMemcpyBytesPerNs();
+  cost_.transfer = caps.transfer;
+  cost_.rdmaRead = caps.rdmaRead;
+  packBelow_ = options_.packBelowBlock >= 0 ? options_.packBelowBlock : cost_.packBelowBlock();
+  unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : cost_.unpackBelowBlock();
+  IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; pack below ", packBelow_,
+           " B blocks, unpack below ", unpackBelow_, " B blocks");
+
+  IBDT_ASSIGN_OR_RETURN(sendQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * sendQueueDepth_));
+  IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * recvDepth));
+  fabric::EndpointOptions endpointOptions;
+  endpointOptions.sendQueueDepth = sendQueueDepth_;
+  endpointOptions.recvQueueDepth = recvDepth;
+  endpointOptions.maxInline = caps.maxInline;  // small control messages go inline
+
+  // One endpoint per peer; to reach itself a rank connects a pair.
+  peers_.resize(static_cast<size_t>(size_));
+  std::vector<std::vector<uint8_t>> addresses(static_cast<size_t>(size_));
+  fabric::Endpoint* selfReceiver = nullptr;
+  for (int p = 0; p < size_; ++p) {
+    IBDT_ASSIGN_OR_RETURN(auto endpoint, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions));
+    endpoint->setPeerLabel(strCat("rank ", p));
+    Peer& peer = peers_[static_cast<size_t>(p)];
+    peer.rank = p;
+    peer.self = p == rank_;
+    peer.sendEndpoint = peer.recvEndpoint = endpoint.get();
+    endpointRank_[endpoint->id()] = p;
+    addresses[static_cast<size_t>(p)] = endpoint->address();
+    endpoints_.push_back(std::move(endpoint));
+    if (peer.self) {
+      IBDT_ASSIGN_OR_RETURN(auto receiver, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions));
+      receiver->setPeerLabel(strCat("rank ", p, " (self)"));
+      endpointRank_[receiver->id()] = p;
+      selfReceiver = peer.recvEndpoint = receiver.get();
+      endpoints_.push_back(std::move(receiver));
+    }
+  }
+  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather(encodeAddresses(addresses)));
+  if (all.size() != static_cast<size_t>(size_)) {
+    return makeError(Code::kProtocol, "address exchange returned ", all.size(), " entries for ", size_, " ranks");
+  }
+  for (int p = 0; p < size_; ++p) {
+    Peer& peer = peers_[static_cast<size_t>(p)];
+    if (peer.self) {
+      IBDT_RETURN_IF_ERROR(peer.sendEndpoint->connect(selfReceiver->address()));
+      IBDT_RETURN_IF_ERROR(selfReceiver->connect(peer.sendEndpoint->address()));
+    } else {
+      IBDT_ASSIGN_OR_RETURN(auto address, addressFor(all[static_cast<size_t>(p)], rank_, p));
+      IBDT_RETURN_IF_ERROR(peer.sendEndpoint->connect(address).withContext(strCat("connecting to rank ", p)));
+    }
+    IBDT_ASSIGN_OR_RETURN(peer.recvSlots, domain_.allocateMemory(recvDepth * slotSize(), fabric::kLocalWrite));
+    for (uint32_t slot = 0; slot < recvDepth; ++slot) IBDT_RETURN_IF_ERROR(repostSlot(peer, slot));
+    peer.credits = options_.eagerCredits;
+    peer.owed = 0;
+  }
+
+  uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
+  IBDT_ASSIGN_OR_RETURN(sendSlots_, domain_.allocateMemory(sendSlots * slotSize(), fabric::kLocalWrite));
+  for (uint32_t slot = sendSlots; slot-- > 0;) freeSendSlots_.push_back(slot);
+  IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
+  IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(cache_, memory::RegistrationCache::create(domain_, cacheOptions));
+  {
+    // Pre-register a few segment buffers so the first rendezvous finds them.
+    std::vector<memory::PoolBuffer> warm;
+    for (int i = 0; i < 4; ++i) {
+      IBDT_ASSIGN_OR_RETURN(auto buffer, pool_->get(static_cast<size_t>(options_.segmentSize)));
+      warm.push_back(std::move(buffer));
+    }
+  }
+  // Nobody sends before every rank has its receives posted.
+  IBDT_ASSIGN_OR_RETURN(auto barrier, bootstrap.allgather(std::span<const uint8_t>()));
+  (void)barrier;
+  return Status::ok();
+}
+
+Status ContextImpl::repostSlot(Peer& peer, uint32_t slot) {
+  fabric::Sge sge{reinterpret_cast<uint64_t>(peer.recvSlots->address()) + slot * slotSize(),
+                  static_cast<uint32_t>(slotSize()), peer.recvSlots->lkey()};
+  fabric::RecvRequest request;
+  request.id = wrId(WrKind::kRecvSlot, (uint64_t{static_cast<uint32_t>(peer.rank)} << 24) | slot);
+  request.sgList = &sge;
+  request.numSge = 1;
+  return peer.recvEndpoint->postRecv(request);
+}
+
+Result<uint32_t> ContextImpl::takeSendSlot() {
+  if (freeSendSlots_.empty()) return makeError(Code::kAgain, "no free eager send buffer");
+  uint32_t slot = freeSendSlots_.back();
+  freeSendSlots_.pop_back();
+  return slot;
+}
+
+Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests) {
+  if (requests.empty()) return Status::ok();
+  for (size_t i = 0; i + 1 < requests.size(); ++i) requests[i].next = &requests[i + 1];
+  requests.back().next = nullptr;
+  Status status = peer.sendEndpoint->postSend(requests.front());
+  if (!status.isOk()) {
+    // Depth is tracked, so kAgain here means the provider disagrees with it.
+    return status.withContext(strCat("posting ", requests.size(), " requests to rank ", peer.rank));
+  }
+  peer.sendOutstanding += static_cast<uint32_t>(requests.size());
+  requests.clear();
+  return Status::ok();
+}
+
+void ContextImpl::complete(Operation& op, Status status) {
+  op.done = true;
+  op.status = std::move(status);
+}
+
+void ContextImpl::failPeer(Peer& peer, Status status) {
+  if (peer.failure.isOk()) {
+    IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
+    peer.failure = status;
+  }
+  for (auto& message : peer.controlQueue) {
+    if (message.eager) complete(*message.eager, peer.failure);
+  }
+  peer.controlQueue.clear();
+  peer.activeSends.clear();
+  peer.activeReads.clear();
+  std::erase_if(sendTransfers_, [&](auto& entry) {
+    if (entry.second->op->peer != peer.rank) return false;
+    complete(*entry.second->op, peer.failure);
+    return true;
+  });
+  std::erase_if(recvTransfers_, [&](auto& entry) {
+    if (entry.second->op->peer != peer.rank) return false;
+    complete(*entry.second->op, peer.failure);
+    return true;
+  });
+  // Receives that can only match this rank would wait forever.
+  std::vector<Operation*> dead;
+  posted_.forEach([&](Operation& op) {
+    if (op.spec.source == peer.rank) dead.push_back(&op);
+  });
+  for (Operation* op : dead) {
+    posted_.remove(op);
+    complete(*op, peer.failure);
+    postedOwners_.erase(op);
+  }
+}
+
+Status ContextImpl::progress() {
+  fabric::Completion batch[kPollBatch];
+  size_t got = recvQueue_->poll(batch);
+  for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
+  got = sendQueue_->poll(batch);
+  for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
+  for (Peer& peer : peers_) {
+    if (!peer.failure.isOk()) continue;
+    Status status = flushControl(peer);
+    if (status.isOk()) {
+      status = advanceListed(
+          peer.activeSends, sendTransfers_, [&](SendTransfer& t) { return advanceSend(peer, t); },
+          [](const SendTransfer& t) { return t.next == t.cts.bytes; });
+    }
+    if (status.isOk()) {
+      status = advanceListed(
+          peer.activeReads, recvTransfers_, [&](RecvTransfer& t) { return advanceReads(peer, t); },
+          [](const RecvTransfer& t) { return t.readNext == t.bytes; });
+    }
+    if (status.isOk()) status = sendCreditIfOwed(peer);
+    if (!status.isOk()) failPeer(peer, status);
+  }
+  return Status::ok();
+}
+
+Status ContextImpl::handleReceive(const fabric::Completion& completion) {
+  ++events_;
+  auto found = endpointRank_.find(completion.endpointId);
+  if (found == endpointRank_.end() || wrKind(completion.id) != WrKind::kRecvSlot) {
+    return makeError(Code::kInternal, "receive completion for unknown endpoint ", completion.endpointId);
+  }
+  Peer& peer = peers_[static_cast<size_t>(found->second)];
+  uint32_t slot = static_cast<uint32_t>(wrValue(completion.id) & 0xffffff);
+  if (completion.status != fabric::CompletionStatus::kSuccess) {
+    failPeer(peer, completionFailure(completion, peer, "receive"));
+    return Status::ok();
+  }
+  if (!peer.failure.isOk()) return Status::ok();
+  bool countsCredit = true;
+  Status status;
+  if (completion.opcode == fabric::Opcode::kRecvWriteWithImm) {
+    status = handleDataImm(peer, completion.immData);
+  } else {
+    const uint8_t* data = static_cast<const uint8_t*>(peer.recvSlots->address()) + slot * slotSize();
+    std::span<const uint8_t> message(data, std::min<size_t>(completion.byteLength, slotSize()));
+    auto header = wire::read<wire::Header>(message, 0);
+    countsCredit = !header.isOk() || header->kind != wire::Kind::kCredit;
+    status = dispatchControl(peer, message);
+  }
+  if (status.isOk()) status = repostSlot(peer, slot);
+  if (!status.isOk()) {
+    failPeer(peer, status);
+    return Status::ok();
+  }
+  if (countsCredit) {
+    if (peer.self) ++peer.credits;
+    else ++peer.owed;
+  }
+  return Status::ok();
+}
+
+Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {
+  IBDT_ASSIGN_OR_RETURN(wire::Header header, wire::read<wire::Header>(message, 0));
+  if (header.credits > options_.eagerCredits - peer.credits) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " returned ", header.credits, " credits, ", peer.credits,
+                     " of ", options_.eagerCredits, " are already free");
+  }
+  peer.credits += header.credits;
+  size_t offset = sizeof(header);
+  switch (header.kind) {
+    case wire::Kind::kEager: {
+      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
+      auto payload = message.subspan(offset + sizeof(envelope));
+      if (envelope.bytes < 0 || static_cast<uint64_t>(envelope.bytes) != payload.size()) {
+        return makeError(Code::kProtocol, "eager message from rank ", peer.rank, " claims ", envelope.bytes,
+                         " bytes and carries ", payload.size());
+      }
+      handleEager(peer, envelope, payload);
+      return Status::ok();
+    }
+    case wire::Kind::kRts: {
+      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto rts, wire::read<wire::Rts>(message, offset + sizeof(envelope)));
+      if (envelope.bytes <= 0) return makeError(Code::kProtocol, "RTS from rank ", peer.rank, " with no data");
+      handleRts(peer, envelope, rts);
+      return Status::ok();
+    }
+    case wire::Kind::kCts: {
+      IBDT_ASSIGN_OR_RETURN(auto cts, wire::read<wire::Cts>(message, offset));
+      auto layout = message.subspan(offset + sizeof(cts));
+      if (cts.hasLayout && layout.size() != cts.layoutBytes) {
+        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " announces a ", cts.layoutBytes,
+                         "-byte layout and carries ", layout.size());
+      }
+      return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
+    }
+    case wire::Kind::kPacked: {
+      IBDT_ASSIGN_OR_RETURN(auto packed, wire::read<wire::Packed>(message, offset));
+      return handlePacked(peer, packed);
+    }
+    case wire::Kind::kFin: {
+      IBDT_ASSIGN_OR_RETURN(auto fin, wire::read<wire::Fin>(message, offset));
+      return handleFin(peer, fin);
+    }
+    case wire::Kind::kCredit:
+      return Status::ok();
+  }
+  return makeError(Code::kProtocol, "unknown control message kind ", static_cast<int>(header.kind), " from rank ",
+                   peer.rank);
+}
+
+Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
+  ++events_;
+  auto found = endpointRank_.find(completion.endpointId);
+  if (found == endpointRank_.end()) {
+    return makeError(Code::kInternal, "send completion for unknown endpoint ", completion.endpointId);
+  }
+  Peer& peer = peers_[static_cast<size_t>(found->second)];
+  if (peer.sendOutstanding > 0) --peer.sendOutstanding;
+  bool ok = completion.status == fabric::CompletionStatus::kSuccess;
+  uint64_t value = wrValue(completion.id);
+  switch (wrKind(completion.id)) {
+    case WrKind::kSlot:
+      freeSendSlots_.push_back(static_cast<uint32_t>(value));
+      if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));
+      return Status::ok();
+    case WrKind::kSendData: {
+      Status status = ok ? onSendDataCompleted(static_cast<uint32_t>(value))
+                         : completionFailure(completion, peer, "rendezvous write");
+      if (!status.isOk()) failPeer(peer, status);
+      return Status::ok();
+    }
+    case WrKind::kRead: {
+      if (peer.readsOutstanding > 0) --peer.readsOutstanding;
+      Status status = ok ? onReadCompleted(static_cast<uint32_t>(value))
+                         : completionFailure(completion, peer, "P-RRS read");
+      if (!status.isOk()) failPeer(peer, status);
+      return Status::ok();
+    }
+    default:
+      return makeError(Code::kInternal, "send completion with unknown id ", completion.id);
+  }
+}
+
+Result<Staging> ContextImpl::pooledBuffer(size_t bytes) {
+  Staging staging;
+  IBDT_ASSIGN_OR_RETURN(staging.pooled, pool_->get(bytes));
+  return staging;
+}
+
+Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
+  Staging staging;
+  auto region = domain_.allocateMemory(bytes, memory::PoolOptions().access);
+  if (!region.isOk()) {
+    return std::move(region).takeStatus().withContext(strCat("allocating a ", bytes, "-byte staging buffer"));
+  }
+  staging.dedicated = std::move(region).value();
+  return staging;
+}
+
+Result<memory::RegionRef> ContextImpl::registerUser(const Operation& op, int64_t bytes, uint32_t access,
+                                                    uint64_t* firstAddress) {
+  // The span every element of count x type touches.
+  int64_t last = (op.count - 1) * op.type.extent();
+  int64_t low = op.type.trueLb() + std::min<int64_t>(0, last);
+  int64_t high = op.type.trueUb() + std::max<int64_t>(0, last);
+  auto* base = static_cast<uint8_t*>(op.isSend ? const_cast<void*>(op.sendBuffer) : op.recvBuffer);
+  datatype::Iovec first{};
+  IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(base), 0, bytes, &first, 1));
+  if (fill.entries != 1) return makeError(Code::kInternal, "no first block for ", bytes, " packed bytes");
+  *firstAddress = first.address;
+  // One region over the span, through the pin-down cache.
+  auto region = cache_->acquire(base + low, static_cast<size_t>(high - low), access);
+  if (!region.isOk()) {
+    return std::move(region).takeStatus().withContext(
+        strCat("registering the ", high - low, "-byte user buffer of a message with rank ", op.peer));
+  }
+  return std::move(region).value();
+}
+
+Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& envelope,
+                                              std::shared_ptr<Operation>* op) {
+  if (envelope.source != peer.rank) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message claiming source ", envelope.source);
+  }
+  Envelope match{envelope.source, envelope.tag, envelope.communicator};
+  Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });
+  if (found != nullptr) {
+    auto owner = postedOwners_.find(found);
+    *op = std::move(owner->second);
+    postedOwners_.erase(owner);
+    return nullptr;
+  }
+  auto* unexpected = new Unexpected;
+  unexpected->envelope = match;
+  unexpected->peer = peer.rank;
+  unexpected->wireEnvelope = envelope;
+  unexpected_.pushBack(unexpected);
+  ++counters_.unexpected;
+  return unexpected;
+}
+
+}  // namespace ibdt::messaging

@@ -1,0 +1,207 @@
+// transport/messaging/context_impl.h — the state behind a messaging Context.
+//
+// Data flow: isend packs eagerly or queues an RTS on its peer's control
+// queue; progress() polls the two completion queues, dispatches control
+// messages (eager_protocol.cc, rendezvous_*.cc), flushes each peer's control
+// queue within its credits and advances the data phase of every rendezvous.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "ibdt/messaging.h"
+#include "transport/messaging/match_list.h"
+#include "transport/messaging/scheme_select.h"
+#include "transport/memory/buffer_pool.h"
+#include "transport/memory/registration_cache.h"
+#include "transport/messaging/staging.h"
+#include "transport/messaging/wire.h"
+
+namespace ibdt::messaging {
+
+// A user send or receive.
+struct Operation : MatchListHook {
+  bool isSend = false;
+  const void* sendBuffer = nullptr;
+  void* recvBuffer = nullptr;
+  int64_t count = 0;
+  datatype::Datatype type;
+  std::optional<datatype::Segment> segment;
+  datatype::Stats stats;
+  int peer = 0;           // destination (send) or source once matched (recv)
+  MatchSpec spec;         // receive: what it accepts
+  int tag = 0;            // send
+  uint32_t communicator = 0;
+  int64_t bytes = 0;      // packed bytes (send) or capacity (receive)
+  bool done = false;
+  Status status;
+  RecvInfo info;
+};
+
+// A message that arrived before its receive was posted.
+struct Unexpected : MatchListHook {
+  Envelope envelope;
+  int peer = 0;
+  wire::Envelope wireEnvelope{};
+  wire::Kind kind = wire::Kind::kEager;
+  std::vector<uint8_t> payload;  // eager
+  wire::Rts rts{};               // rendezvous
+};
+
+// Sender side of one rendezvous.
+struct SendTransfer {
+  uint32_t id = 0;
+  std::shared_ptr<Operation> op;
+  bool wantsPack = false;
+  bool replied = false;
+  Scheme scheme = Scheme::kAuto;
+  wire::Cts cts{};
+  std::optional<datatype::Segment> remoteSegment;  // receiver's layout (Multi-W)
+  uint64_t remoteStart = 0;                        // address of packed byte 0 (contiguous receiver)
+  memory::RegionRef userRegion;
+  Staging packed;                                  // generic / P-RRS
+  int64_t next = 0;                                // next packed byte to post
+  uint64_t posted = 0;
+  uint64_t completed = 0;
+  bool waitingForFin = false;
+  std::deque<std::pair<uint64_t, Staging>> inFlight;  // staging freed after `first` completions
+};
+
+// Receiver side of one rendezvous.
+struct RecvTransfer {
+  uint32_t id = 0;
+  std::shared_ptr<Operation> op;
+  uint32_t senderTransfer = 0;
+  int64_t bytes = 0;        // packed bytes that will arrive
+  int64_t messageBytes = 0;
+  bool unpack = false;
+  int64_t segmentSize = 0;
+  int64_t unpacked = 0;
+  Staging unpackBuffer;
+  memory::RegionRef userRegion;
+  // P-RRS
+  bool reading = false;
+  wire::Packed packed{};
+  int64_t readNext = 0;
+  uint64_t readsPosted = 0;
+  uint64_t readsCompleted = 0;
+};
+
+// A queued control message: prebuilt bytes, or an eager send packed at flush.
+struct PendingControl {
+  std::vector<uint8_t> bytes;
+  std::shared_ptr<Operation> eager;
+};
+
+struct Peer {
+  int rank = 0;
+  bool self = false;
+  fabric::Endpoint* sendEndpoint = nullptr;
+  fabric::Endpoint* recvEndpoint = nullptr;
+  std::unique_ptr<fabric::MemoryRegion> recvSlots;
+  uint32_t credits = 0;  // eager buffers free at the peer
+  uint32_t owed = 0;     // our buffers consumed and reposted, not yet reported
+  uint32_t sendOutstanding = 0;
+  uint32_t readsOutstanding = 0;
+  std::deque<PendingControl> controlQueue;
+  std::deque<uint32_t> activeSends;  // transfers with data left to post
+  std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
+  Status failure;                    // set once the endpoint broke
+  // Layout cache (Section 4.4.2): receiver layouts by type id -> (version, type).
+  std::unordered_map<uint32_t, std::pair<uint32_t, datatype::Datatype>> remoteLayouts;
+  // Which version of each of our type ids this peer has cached.
+  std::unordered_map<uint32_t, uint32_t> layoutSent;
+};
+
+class ContextImpl {
+ public:
+  static constexpr uint32_t kReserveSlots = 4;  // for credit-only messages
+
+  ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
+  Status init(const Bootstrap& bootstrap);
+
+  Result<std::shared_ptr<Operation>> startSend(const void* buf, int64_t count, const datatype::Datatype& type,
+                                               int dest, int tag, uint32_t communicator);
+  Result<std::shared_ptr<Operation>> startRecv(void* buf, int64_t count, const datatype::Datatype& type,
+                                               int source, int tag, uint32_t communicator);
+  Status cancel(Operation& op);
+  Status progress();
+
+  int rank_ = 0;
+  int size_ = 1;
+  fabric::Domain& domain_;
+  Options options_;
+  CostModel cost_;
+  double packBelow_ = 0;
+  double unpackBelow_ = 0;
+  Counters counters_;
+
+ private:
+  // eager_protocol.cc
+  void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
+  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload);
+  Status flushControl(Peer& peer);
+  Status sendCreditIfOwed(Peer& peer);
+  Status postControl(Peer& peer, PendingControl& message, bool useReserve);
+  // rendezvous_receiver.cc
+  void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
+  Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
+  Status handleDataImm(Peer& peer, uint32_t transferId);
+  Status handlePacked(Peer& peer, const wire::Packed& packed);
+  Status advanceReads(Peer& peer, RecvTransfer& transfer);
+  Status onReadCompleted(uint32_t transferId);
+  // rendezvous_sender.cc
+  Status handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
+  Status handleFin(Peer& peer, const wire::Fin& fin);
+  Status advanceSend(Peer& peer, SendTransfer& transfer);
+  Status onSendDataCompleted(uint32_t transferId);
+  // context_impl.cc
+  Status handleReceive(const fabric::Completion& completion);
+  Status handleSendCompletion(const fabric::Completion& completion);
+  Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
+  Status repostSlot(Peer& peer, uint32_t slot);
+  Result<memory::RegionRef> registerUser(const Operation& op, int64_t bytes, uint32_t access, uint64_t* firstAddress);
+  Result<Staging> pooledBuffer(size_t bytes);
+  Result<Staging> dedicatedBuffer(size_t bytes);
+  void complete(Operation& op, Status status);
+  void failPeer(Peer& peer, Status status);
+  Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
+  Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
+  size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
+  size_t controlCapacity() const;
+  Result<uint32_t> takeSendSlot();
+  Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
+
+  std::unique_ptr<fabric::CompletionQueue> sendQueue_;
+  std::unique_ptr<fabric::CompletionQueue> recvQueue_;
+  std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
+  std::unordered_map<uint32_t, int> endpointRank_;
+  std::vector<Peer> peers_;
+  std::unique_ptr<fabric::MemoryRegion> sendSlots_;
+  std::vector<uint32_t> freeSendSlots_;
+  std::unique_ptr<memory::BufferPool> pool_;
+  std::unique_ptr<memory::RegistrationCache> cache_;
+  MatchList<Operation> posted_;
+  MatchList<Unexpected> unexpected_;
+  std::unordered_map<Operation*, std::shared_ptr<Operation>> postedOwners_;  // keeps posted receives alive
+  std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
+  std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
+  uint32_t nextTransfer_ = 1;
+  uint32_t sendQueueDepth_ = 0;
+  uint32_t maxSge_ = 1;
+  uint64_t maxWrBytes_ = 0;
+  uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
+
+  friend class Context;
+};
+
+// Work request ids: the kind in the top byte, the rest identifies the object.
+enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot };
+inline uint64_t wrId(WrKind kind, uint64_t value) { return (uint64_t{static_cast<uint8_t>(kind)} << 56) | value; }
+inline WrKind wrKind(uint64_t id) { return static_cast<WrKind>(id >> 56); }
+inline uint64_t wrValue(uint64_t id) { return id & ((uint64_t{1} << 56) - 1); }
+
+}  // namespace ibdt::messaging

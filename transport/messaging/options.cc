@@ -1,0 +1,64 @@
+// Scheme names and Options from the IBDT_MSG_* environment variables.
+#include <array>
+#include <charconv>
+
+#include "base/config.h"
+#include "ibdt/messaging.h"
+
+namespace ibdt::messaging {
+namespace {
+
+constexpr std::array<std::string_view, kSchemeCount> kSchemeNames = {
+    "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w"};
+
+// "auto" (-1: from the cost model) or a non-negative number of bytes.
+Result<double> getThreshold(std::string_view knob) {
+  IBDT_ASSIGN_OR_RETURN(std::string text, config::getString(knob));
+  if (text == "auto") return -1.0;
+  auto size = config::parseSize(text);
+  if (!size.isOk()) {
+    return makeError(Code::kInvalidArgument, knob, "=", text, ": expected auto or a byte count (e.g. 2K)");
+  }
+  return static_cast<double>(*size);
+}
+
+}  // namespace
+
+std::string_view schemeName(Scheme scheme) {
+  auto index = static_cast<size_t>(scheme);
+  return index < kSchemeNames.size() ? kSchemeNames[index] : "unknown";
+}
+
+Result<Scheme> parseScheme(std::string_view name) {
+  for (size_t i = 0; i < kSchemeNames.size(); ++i) {
+    if (name == kSchemeNames[i]) return static_cast<Scheme>(i);
+  }
+  return makeError(Code::kInvalidArgument, "unknown scheme '", name,
+                   "': expected auto, eager, contig, generic, bc-spup, rwg-up, p-rrs or multi-w");
+}
+
+Result<Options> optionsFromEnvironment() {
+  Options options;
+  IBDT_ASSIGN_OR_RETURN(uint64_t eager, config::getSize("IBDT_MSG_EAGER_LIMIT"));
+  IBDT_ASSIGN_OR_RETURN(int64_t credits, config::getInt("IBDT_MSG_CREDITS", 2, 4096));
+  IBDT_ASSIGN_OR_RETURN(uint64_t segment, config::getSize("IBDT_MSG_SEGMENT_SIZE"));
+  IBDT_ASSIGN_OR_RETURN(std::string scheme, config::getString("IBDT_MSG_SCHEME"));
+  IBDT_ASSIGN_OR_RETURN(options.forcedScheme, parseScheme(scheme));
+  if (options.forcedScheme == Scheme::kEager) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_SCHEME=eager: the eager path is chosen by size "
+                                             "(IBDT_MSG_EAGER_LIMIT); force a rendezvous scheme");
+  }
+  IBDT_ASSIGN_OR_RETURN(options.packBelowBlock, getThreshold("IBDT_MSG_PACK_BELOW"));
+  IBDT_ASSIGN_OR_RETURN(options.unpackBelowBlock, getThreshold("IBDT_MSG_UNPACK_BELOW"));
+  IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));
+  if (eager > (uint64_t{1} << 20)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT above 1M");
+  if (segment < 64 || segment > (uint64_t{1} << 30)) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_SEGMENT_SIZE must be between 64 and 1G bytes");
+  }
+  options.eagerLimit = static_cast<int64_t>(eager);
+  options.eagerCredits = static_cast<uint32_t>(credits);
+  options.segmentSize = static_cast<int64_t>(segment);
+  return options;
+}
+
+}  // namespace ibdt::messaging

@@ -1,0 +1,229 @@
+// Rendezvous, receiver side: match the RTS, decide unpack buffer or zero-copy
+// (paper Section 5.2, third step), reply, then unpack per segment as the
+// immediates arrive, or READ with scatter for P-RRS.
+#include <algorithm>
+
+#include "base/log.h"
+#include "transport/messaging/context_impl.h"
+
+namespace ibdt::messaging {
+namespace {
+
+Status truncation(const Operation& op, int source, int64_t messageBytes) {
+  return makeError(Code::kTruncated, "message from rank ", source, " tag ", op.info.tag, " has ", messageBytes,
+                   " bytes, the receive buffer takes ", op.bytes, "; those were delivered");
+}
+
+}  // namespace
+
+void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts) {
+  std::shared_ptr<Operation> op;
+  auto unexpected = matchOrQueue(peer, envelope, &op);
+  if (!unexpected.isOk()) {
+    failPeer(peer, unexpected.status());
+    return;
+  }
+  if (!op) {
+    (*unexpected)->kind = wire::Kind::kRts;
+    (*unexpected)->rts = rts;
+    return;
+  }
+  Status status = acceptRts(std::move(op), peer.rank, envelope, rts);
+  if (!status.isOk()) failPeer(peer, status);
+}
+
+Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope,
+                              const wire::Rts& rts) {
+  Peer& peer = peers_[static_cast<size_t>(source)];
+  op->peer = source;
+  op->info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kAuto};
+
+  wire::Cts cts{};
+  cts.senderTransfer = rts.senderTransfer;
+  cts.bytes = std::min(envelope.bytes, op->bytes);
+  Status refusal;
+  if (envelope.bytes == op->bytes) {
+    auto mine = datatype::signature(op->type, op->count);
+    if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
+      refusal = makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
+                          ": the sender's type signature does not match the receive type");
+      cts.bytes = 0;
+    }
+  }
+  PendingControl reply;
+  auto sendReply = [&](std::span<const uint8_t> layout) {
+    reply.bytes.resize(sizeof(wire::Header) + sizeof(cts) + layout.size());
+    size_t at = wire::write(reply.bytes.data(), 0, wire::Header{wire::Kind::kCts, {}, 0});
+    at = wire::write(reply.bytes.data(), at, cts);
+    std::copy(layout.begin(), layout.end(), reply.bytes.begin() + static_cast<long>(at));
+    peer.controlQueue.push_back(std::move(reply));
+  };
+  if (cts.bytes == 0) {
+    sendReply({});
+    complete(*op, !refusal.isOk() ? std::move(refusal) : truncation(*op, source, envelope.bytes));
+    return Status::ok();
+  }
+
+  auto transfer = std::make_unique<RecvTransfer>();
+  transfer->id = nextTransfer_++;
+  transfer->op = op;
+  transfer->senderTransfer = rts.senderTransfer;
+  transfer->bytes = cts.bytes;
+  transfer->messageBytes = envelope.bytes;
+  cts.receiverTransfer = transfer->id;
+  cts.receiverContiguous = op->stats.contiguous;
+
+  Scheme forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme
+                                                          : static_cast<Scheme>(rts.forcedScheme);
+  transfer->unpack = receiverUsesUnpack(forced, rts.senderContiguous != 0, op->stats, unpackBelow_);
+  // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
+  // version). One too large for a control message falls back to unpacking.
+  std::vector<uint8_t> layout;
+  bool layoutNeeded = false;
+  if (!transfer->unpack && !op->stats.contiguous) {
+    auto sent = peer.layoutSent.find(op->type.id());
+    layoutNeeded = sent == peer.layoutSent.end() || sent->second != op->type.version();
+    if (layoutNeeded) {
+      IBDT_ASSIGN_OR_RETURN(layout, datatype::serialize(op->type));
+      if (sizeof(wire::Header) + sizeof(cts) + layout.size() > slotSize()) {
+        IBDT_LOG(kDebug, "messaging: receive layout of ", layout.size(), " bytes exceeds an eager buffer; unpacking");
+        transfer->unpack = true;
+        layout.clear();
+        layoutNeeded = false;
+        if (forced == Scheme::kMultiW || forced == Scheme::kPRrs) forced = Scheme::kAuto;
+      }
+    }
+  }
+  if (transfer->unpack) {
+    bool generic = forced == Scheme::kGeneric;
+    cts.mode = wire::ReplyMode::kUnpack;
+    cts.scheme = static_cast<uint8_t>(forced == Scheme::kGeneric || forced == Scheme::kBcSpup ||
+                                              forced == Scheme::kRwgUp
+                                          ? forced
+                                          : Scheme::kAuto);
+    transfer->segmentSize = generic ? cts.bytes : options_.segmentSize;
+    auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(cts.bytes))
+                          : pooledBuffer(static_cast<size_t>(cts.bytes));
+    if (!buffer.isOk()) return std::move(buffer).takeStatus();
+    transfer->unpackBuffer = std::move(buffer).value();
+    cts.remoteAddress = transfer->unpackBuffer.address();
+    cts.remoteLength = transfer->unpackBuffer.size();
+    cts.rkey = transfer->unpackBuffer.rkey();
+  } else {
+    cts.mode = wire::ReplyMode::kZeroCopy;
+    uint64_t first = 0;
+    IBDT_ASSIGN_OR_RETURN(transfer->userRegion,
+                          registerUser(*op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, &first));
+    cts.remoteAddress = first;
+    cts.remoteLength = transfer->userRegion.region().length();
+    cts.rkey = transfer->userRegion.rkey();
+    cts.baseAddress = reinterpret_cast<uint64_t>(op->recvBuffer);
+    cts.count = op->count;
+    cts.typeId = op->type.id();
+    cts.typeVersion = op->type.version();
+    if (layoutNeeded) {
+      cts.hasLayout = 1;
+      cts.layoutBytes = static_cast<uint32_t>(layout.size());
+      peer.layoutSent[cts.typeId] = cts.typeVersion;
+      ++counters_.layoutsSent;
+    }
+  }
+  cts.segmentSize = transfer->segmentSize;
+  // The sender finalises by the same deterministic rule; record its outcome.
+  op->info.scheme = finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0,
+                                rts.senderContiguous != 0, transfer->unpack, static_cast<Scheme>(cts.scheme),
+                                op->stats.contiguous, cost_.rdmaRead);
+  IBDT_LOG(kDebug, "messaging: receive of ", cts.bytes, " B from rank ", source, ": ",
+           transfer->unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock,
+           " B, unpack below ", unpackBelow_, " B)");
+  recvTransfers_[transfer->id] = std::move(transfer);
+  sendReply(layout);
+  return Status::ok();
+}
+
+Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
+  auto found = recvTransfers_.find(transferId);
+  if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->reading) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " wrote to unknown transfer ", transferId);
+  }
+  RecvTransfer& transfer = *found->second;
+  Operation& op = *transfer.op;
+  if (transfer.unpack) {
+    // Segment unpack: this segment has landed, the next one may be in flight.
+    int64_t end = std::min(transfer.bytes, transfer.unpacked + transfer.segmentSize);
+    IBDT_RETURN_IF_ERROR(op.segment->unpack(op.recvBuffer, transfer.unpacked, end,
+                                            transfer.unpackBuffer.data() + transfer.unpacked));
+    transfer.unpacked = end;
+    if (end < transfer.bytes) return Status::ok();
+  }
+  op.info.bytes = transfer.bytes;
+  complete(op, transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes)
+                                                      : Status::ok());
+  recvTransfers_.erase(found);
+  return Status::ok();
+}
+
+Status ContextImpl::handlePacked(Peer& peer, const wire::Packed& packed) {
+  auto found = recvTransfers_.find(packed.receiverTransfer);
+  if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->unpack ||
+      found->second->reading || packed.length < static_cast<uint64_t>(found->second->bytes)) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " offered packed data for unknown transfer ",
+                     packed.receiverTransfer);
+  }
+  found->second->reading = true;
+  found->second->packed = packed;
+  found->second->op->info.scheme = Scheme::kPRrs;
+  peer.activeReads.push_back(packed.receiverTransfer);
+  return advanceReads(peer, *found->second);
+}
+
+Status ContextImpl::advanceReads(Peer& peer, RecvTransfer& transfer) {
+  uint32_t maxReads = std::max<uint32_t>(1, domain_.caps().maxReadsInFlight);
+  Operation& op = *transfer.op;
+  std::vector<datatype::Iovec> iovecs(maxSge_);
+  std::vector<fabric::Sge> sges(maxSge_);
+  while (transfer.readNext < transfer.bytes && peer.sendOutstanding < sendQueueDepth_ &&
+         peer.readsOutstanding < maxReads) {
+    int64_t last = std::min<int64_t>(transfer.bytes, transfer.readNext + static_cast<int64_t>(maxWrBytes_));
+    IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(op.recvBuffer), transfer.readNext,
+                                                        last, iovecs.data(), maxSge_));
+    for (size_t i = 0; i < fill.entries; ++i) {
+      sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion.lkey()};
+    }
+    fabric::SendRequest request;
+    request.id = wrId(WrKind::kRead, transfer.id);
+    request.opcode = fabric::Opcode::kRead;
+    request.sgList = sges.data();
+    request.numSge = static_cast<uint32_t>(fill.entries);
+    request.remoteAddress = transfer.packed.address + static_cast<uint64_t>(transfer.readNext);
+    request.rkey = transfer.packed.rkey;
+    IBDT_RETURN_IF_ERROR(peer.sendEndpoint->postSend(request));
+    ++peer.sendOutstanding;
+    ++peer.readsOutstanding;
+    ++transfer.readsPosted;
+    transfer.readNext += fill.bytes;
+  }
+  return Status::ok();
+}
+
+Status ContextImpl::onReadCompleted(uint32_t transferId) {
+  auto found = recvTransfers_.find(transferId);
+  if (found == recvTransfers_.end()) return makeError(Code::kInternal, "read for unknown transfer ", transferId);
+  RecvTransfer& transfer = *found->second;
+  ++transfer.readsCompleted;
+  if (transfer.readNext < transfer.bytes || transfer.readsCompleted < transfer.readsPosted) return Status::ok();
+  Peer& peer = peers_[static_cast<size_t>(transfer.op->peer)];
+  PendingControl fin;
+  fin.bytes.resize(sizeof(wire::Header) + sizeof(wire::Fin));
+  size_t at = wire::write(fin.bytes.data(), 0, wire::Header{wire::Kind::kFin, {}, 0});
+  wire::write(fin.bytes.data(), at, wire::Fin{transfer.senderTransfer, 0});
+  peer.controlQueue.push_back(std::move(fin));
+  Operation& op = *transfer.op;
+  op.info.bytes = transfer.bytes;
+  complete(op, transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes)
+                                                      : Status::ok());
+  recvTransfers_.erase(found);
+  return Status::ok();
+}
+
+}  // namespace ibdt::messaging

@@ -1,0 +1,110 @@
+// transport/messaging/wire.h — control messages between messaging contexts.
+//
+// Every control message starts with a Header and travels as a SEND into one
+// of the peer's eager receive buffers; Header::credits returns eager credits
+// piggy-backed. Rendezvous data moves by RDMA; a WRITE_WITH_IMM carries the
+// receiver's transfer id as immediate data. Peers are untrusted: every field
+// is validated before use (parse* return Code::kProtocol).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "ibdt/status.h"
+
+namespace ibdt::messaging::wire {
+
+enum class Kind : uint8_t {
+  kEager = 1,  // Envelope + packed payload
+  kRts,        // rendezvous request: Envelope + Rts
+  kCts,        // rendezvous reply: Cts (+ receiver layout bytes)
+  kPacked,     // P-RRS: the packed data is ready to be read (Packed)
+  kFin,        // P-RRS: the receiver has read everything (Fin)
+  kCredit,     // credits only (uses the reserved receive buffers)
+};
+
+struct Header {
+  Kind kind;
+  uint8_t pad[3];
+  uint32_t credits;  // eager credits returned to the receiver of this message
+};
+
+struct Envelope {
+  int32_t source;
+  int32_t tag;
+  uint32_t communicator;
+  uint32_t pad;
+  int64_t bytes;            // packed bytes of the whole message
+  uint64_t signatureHash;   // of the sender's count x type
+  int64_t signatureElements;
+};
+
+// Sender statistics for the receiver's decision (paper Section 5.2).
+struct Rts {
+  uint32_t senderTransfer;
+  uint8_t senderContiguous;
+  uint8_t senderWantsPack;
+  uint8_t forcedScheme;  // Scheme the sender was told to use, kAuto if none
+  uint8_t pad;
+  int64_t blockCount;
+  double meanBlock;
+  double medianBlock;
+  double stddevBlock;
+};
+
+enum class ReplyMode : uint8_t { kUnpack = 1, kZeroCopy = 2 };
+
+struct Cts {
+  uint32_t senderTransfer;
+  uint32_t receiverTransfer;
+  int64_t bytes;  // packed bytes the receiver accepts (prefix; 0 ends at once)
+  ReplyMode mode;
+  uint8_t scheme;          // kGeneric/kBcSpup/kRwgUp hint for kUnpack; 0 otherwise
+  uint8_t receiverContiguous;
+  uint8_t hasLayout;       // the layout bytes follow this struct
+  uint32_t layoutBytes;
+  // Where to write: unpack buffer (kUnpack) or registered user span (kZeroCopy).
+  uint64_t remoteAddress;
+  uint64_t remoteLength;
+  uint64_t rkey;
+  // kZeroCopy: the receiver's layout, the address its offsets are relative to.
+  uint32_t typeId;
+  uint32_t typeVersion;
+  int64_t count;
+  uint64_t baseAddress;
+  int64_t segmentSize;
+};
+
+struct Packed {
+  uint32_t receiverTransfer;
+  uint32_t pad;
+  uint64_t address;
+  uint64_t length;
+  uint64_t rkey;
+};
+
+struct Fin {
+  uint32_t senderTransfer;
+  uint32_t pad;
+};
+
+// Copies a trivially copyable struct out of untrusted bytes at `offset`.
+template <typename T>
+Result<T> read(std::span<const uint8_t> bytes, size_t offset) {
+  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) {
+    return makeError(Code::kProtocol, "control message too short: ", bytes.size(), " bytes, need ",
+                     offset + sizeof(T));
+  }
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+template <typename T>
+size_t write(uint8_t* out, size_t offset, const T& value) {
+  std::memcpy(out + offset, &value, sizeof(T));
+  return offset + sizeof(T);
+}
+
+}  // namespace ibdt::messaging::wire
