@@ -5,17 +5,12 @@
 
 #include "base/log.h"
 
+#include "support/scoped_env.h"
+
+using ibdt::test::ScopedEnv;
+
 namespace ibdt::config {
 namespace {
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 TEST(Config, DefaultsComeFromTheTable) {
   ::unsetenv("IBDT_STATS");

@@ -9,6 +9,10 @@
 
 #include "ibdt/fabric.h"
 
+#include "support/scoped_env.h"
+
+using ibdt::test::ScopedEnv;
+
 namespace ibdt::fabric {
 namespace {
 
@@ -83,25 +87,6 @@ TEST(Registry, AutoOpensAProviderWithCaps) {
 }
 
 // A bad knob is a clear error at open, never a silent default.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (saved_.empty()) {
-      unsetenv(name_);
-    } else {
-      setenv(name_, saved_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string saved_;
-};
-
 TEST(Registry, BadKnobsAreClearErrors) {
   {
     ScopedEnv env("IBDT_PROVIDER", "carrier-pigeon");

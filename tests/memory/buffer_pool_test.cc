@@ -11,6 +11,10 @@
 #include "memory/fake_domain.h"
 #include "transport/memory/registration_cache.h"
 
+#include "support/scoped_env.h"
+
+using ibdt::test::ScopedEnv;
+
 namespace ibdt::memory {
 namespace {
 
@@ -194,16 +198,6 @@ TEST(MemoryThreads, APoolAndACacheNeverCallTheirDomainConcurrently) {
   EXPECT_GT(domain.stats().registrations, 3u);
   EXPECT_GT((*pool)->counters().releases, 0u);
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 TEST(MemoryOptions, PoolAndCacheKnobsAreReadAndBadValuesRejected) {
   {

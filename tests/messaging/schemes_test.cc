@@ -14,6 +14,10 @@
 #include "datatype/reference.h"
 #include "messaging/thread_ranks.h"
 
+#include "support/scoped_env.h"
+
+using ibdt::test::ScopedEnv;
+
 namespace ibdt::messaging::testing {
 namespace {
 
@@ -42,16 +46,6 @@ struct Layouts {
 };
 
 Datatype ints() { return Datatype::of<int32_t>(); }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 std::vector<Layouts> allLayouts() {
   return {

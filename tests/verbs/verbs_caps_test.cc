@@ -6,31 +6,12 @@
 
 #include "tests/verbs/verbs_test_util.h"
 
+#include "support/scoped_env.h"
+
+using ibdt::test::ScopedEnv;
+
 namespace ibdt::fabric::testing {
 namespace {
-
-// Sets an environment variable for the scope of one test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    hadOld_ = old != nullptr;
-    if (hadOld_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (hadOld_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool hadOld_ = false;
-  std::string old_;
-};
 
 TEST(VerbsProbe, ReportsDevicesOrWhyNot) {
   ProviderInfo info = verbsInfo();
