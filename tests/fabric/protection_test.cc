@@ -95,14 +95,25 @@ TEST_P(Protection, ViolationIsRemoteAccessErrorAndTargetIsUnchanged) {
 }
 
 // Other request failures, once per provider.
-class RequestErrors : public ::testing::TestWithParam<std::string> {};
+// Two nodes of the provider under test joined by one connected endpoint pair.
+class RequestErrors : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    a = Node::open(GetParam());
+    b = Node::open(GetParam());
+    epA = a.endpoint();
+    epB = b.endpoint();
+    connectPair(*epA, *epB);
+  }
+
+  // Declared in this order so the endpoints go before their domains.
+  Node a;
+  Node b;
+  std::unique_ptr<Endpoint> epA;
+  std::unique_ptr<Endpoint> epB;
+};
 
 TEST_P(RequestErrors, ReceiveTooSmallFailsBothSides) {
-  Node a = Node::open(GetParam());
-  Node b = Node::open(GetParam());
-  auto epA = a.endpoint();
-  auto epB = b.endpoint();
-  connectPair(*epA, *epB);
   std::vector<uint8_t> source(128), target(128);
   fillPattern(source.data(), 128, 4);
   auto sourceRegion = a.registered(source);
@@ -118,11 +129,6 @@ TEST_P(RequestErrors, ReceiveTooSmallFailsBothSides) {
 }
 
 TEST_P(RequestErrors, LocalKeyOutsideItsRegionIsLocalProtectionError) {
-  Node a = Node::open(GetParam());
-  Node b = Node::open(GetParam());
-  auto epA = a.endpoint();
-  auto epB = b.endpoint();
-  connectPair(*epA, *epB);
   std::vector<uint8_t> source(128), target(128);
   auto sourceRegion = a.registered(source);
   auto targetRegion = b.registered(target);
@@ -136,11 +142,6 @@ TEST_P(RequestErrors, LocalKeyOutsideItsRegionIsLocalProtectionError) {
 }
 
 TEST_P(RequestErrors, FailureInsideAListStopsThereAndNamesTheRequest) {
-  Node a = Node::open(GetParam());
-  Node b = Node::open(GetParam());
-  auto epA = a.endpoint();
-  auto epB = b.endpoint();
-  connectPair(*epA, *epB);
   constexpr int kWrites = 6;
   constexpr int kBad = 3;
   constexpr size_t kBlock = 4096;
