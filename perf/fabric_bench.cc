@@ -18,6 +18,7 @@
 #include "base/backoff.h"
 #include "ibdt/fabric.h"
 #include "perf/benchmarks.h"
+#include "perf/two_processes.h"
 
 namespace ibdt::perf {
 namespace {
@@ -332,33 +333,14 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
 }
 
 void runFabric(const CommonOptions& common, const FabricOptions& options) {
-  int pair[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    reportFailure("fabric: socketpair failed");
-    return;
-  }
-  std::fflush(nullptr);
-  pid_t child = fork();
-  if (child < 0) {
-    reportFailure("fabric: fork failed");
-    return;
-  }
-  bool initiator = child != 0;
-  close(pair[initiator ? 1 : 0]);
-  Side side(pair[initiator ? 0 : 1], initiator);
   Report report(strCat("fabric: ", options.provider, " provider between two processes"),
                 {"case", "bytes", "median_us", "min_us", "max_us", "MB/s", "memcpy_us", "model_us"});
-  Status status = side.open(options.provider);
-  if (status.isOk()) status = runSchedule(side, common, report);
-  if (!initiator) _exit(status.isOk() ? 0 : 1);
-  close(pair[0]);
-  int childStatus = 0;
-  waitpid(child, &childStatus, 0);
-  if (!status.isOk()) {
-    reportFailure(strCat("fabric: ", status.toString()));
-    return;
-  }
-  if (!WIFEXITED(childStatus) || WEXITSTATUS(childStatus) != 0) reportFailure("fabric: the peer process failed");
+  bool ok = runTwoProcesses("fabric", [&](int socket, int rank) {
+    Side side(socket, rank == 0);
+    IBDT_RETURN_IF_ERROR(side.open(options.provider));
+    return runSchedule(side, common, report);
+  });
+  if (!ok) return;
   report.note("reference", "Open MPI 4.1 on-node contiguous ping-pong on this machine: 0.9 us at 512 B, 160 us at 1 MiB");
   report.note("model_us", "caps().transfer prediction: perRequestNs + perSgeNs*sges + perRemotePageNs*pages + bytes/bytesPerNs");
   report.print(common);

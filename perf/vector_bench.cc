@@ -19,6 +19,7 @@
 
 #include "ibdt/messaging.h"
 #include "perf/benchmarks.h"
+#include "perf/two_processes.h"
 
 namespace ibdt::perf {
 namespace {
@@ -242,29 +243,11 @@ Status runRank(int socket, int rank, const VectorOptions& options, const CommonO
 }
 
 void runVector(const VectorOptions& options, const CommonOptions& common) {
-  int sockets[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sockets) != 0) {
-    reportFailure(std::string("vector: socketpair: ") + std::strerror(errno));
-    return;
-  }
   Report report("vector: 128 x 4096 int, x columns (Wu/Wyckoff/Panda 6.2); latency = half round trip, "
                 "bandwidth = window of 100",
                 {"x", "bytes", "row", "carried by", "latency us", "lat min", "lat max", "MB/s", "MB/s min",
                  "MB/s max"});
-  pid_t child = fork();
-  if (child == 0) {
-    close(sockets[0]);
-    Status status = runRank(sockets[1], 1, options, common, report);
-    if (!status.isOk()) std::fprintf(stderr, "vector (rank 1): %s\n", status.toString().c_str());
-    _exit(status.isOk() ? 0 : 1);
-  }
-  close(sockets[1]);
-  Status status = runRank(sockets[0], 0, options, common, report);
-  close(sockets[0]);
-  int childStatus = 0;
-  waitpid(child, &childStatus, 0);
-  if (!status.isOk()) reportFailure("vector: " + status.toString());
-  if (!WIFEXITED(childStatus) || WEXITSTATUS(childStatus) != 0) reportFailure("vector: the peer process failed");
+  runTwoProcesses("vector", [&](int socket, int rank) { return runRank(socket, rank, options, common, report); });
   report.note("machine", machineDescription());
   report.note("worst-case registration", options.worstCaseRegistration);
   report.note("list post", options.listPost);
