@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -37,6 +38,8 @@ struct VectorOptions {
   bool worstCaseRegistration = false;
   std::string listPost = "on";
   std::string provider = "auto";
+  std::vector<int64_t> columns;    // empty: 1, 2, 4 ... 2048
+  std::vector<std::string> rows;   // empty: every row
 };
 
 // Two ranks over a socket pair: enough of a bootstrap for a forked peer.
@@ -173,9 +176,13 @@ Status runRank(int socket, int rank, const VectorOptions& options, const CommonO
   for (int64_t x = 1; x <= 2048; x *= 2) {
     if (!common.quick || x == 1 || x == 16 || x == 256 || x == 2048) columns.push_back(x);
   }
+  if (!options.columns.empty()) columns = options.columns;
   int reps = common.quick ? 3 : common.reps;
   int warmup = common.quick ? 1 : common.warmup;
   for (const Row& row : kRowsToRun) {
+    if (!options.rows.empty() && std::find(options.rows.begin(), options.rows.end(), row.name) == options.rows.end()) {
+      continue;
+    }
     auto messaging = messaging::optionsFromEnvironment();
     if (!messaging.isOk()) return messaging.status();
     messaging->forcedScheme = row.scheme;
@@ -265,6 +272,11 @@ void addVectorBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--list-post", options->listPost, "on: chained write lists; off: one post per write (Figure 11)")
       ->check(CLI::IsMember({"on", "off"}));
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
+  sub->add_option("--x", options->columns, "column counts to run (default 1, 2, 4 ... 2048)")
+      ->check(CLI::Range(int64_t{1}, kColumns));
+  std::vector<std::string> names;
+  for (const Row& row : kRowsToRun) names.emplace_back(row.name);
+  sub->add_option("--row", options->rows, "rows to run (default all)")->check(CLI::IsMember(names));
   sub->callback([options, &common] { runVector(*options, common); });
 }
 
