@@ -2,7 +2,8 @@
 // computed from the measured rows (latency medians, per x):
 //   auto <= 0.5 x Open MPI for x <= 256 and <= 1 x Open MPI for every x;
 //   auto <= 1.3 x Contig for x >= 256 and <= 2 x Contig for x >= 16;
-//   auto <= 1.1 x the best forced scheme (Generic, BC-SPUP, RWG-UP, P-RRS, Multi-W).
+//   auto <= 1.1 x the best forced scheme (Generic, BC-SPUP, RWG-UP, P-RRS,
+//   Multi-W) among those that carried the messages (not eager ones).
 // A ratio is left out (and no verdict given on it) when a row was not run.
 #pragma once
 
