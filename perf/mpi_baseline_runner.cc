@@ -146,7 +146,16 @@ Result<Finished> run(std::vector<std::string> argv, std::vector<std::string> env
   for (int fd : fds) {
     if (fd >= 0) close(fd);
   }
-  while (waitpid(pid, &done.waitStatus, 0) < 0 && errno == EINTR) {
+  // The pipes are closed; the program may still run (it closed them itself).
+  for (;;) {
+    const pid_t ended = waitpid(pid, &done.waitStatus, done.timedOut ? 0 : WNOHANG);
+    if (ended == pid || (ended < 0 && errno != EINTR)) break;
+    if (ended == 0 && Clock::now() >= deadline) {
+      done.timedOut = true;
+      kill(-pid, SIGKILL);
+    } else if (ended == 0) {
+      poll(nullptr, 0, 10);
+    }
   }
   return done;
 }

@@ -61,6 +61,12 @@ TEST(MpiBaselineRunner, AHungProgramIsStoppedWithItsChildren) {
   EXPECT_NE(lines.status().toString().find("no end after 1 s"), std::string::npos) << lines.status().toString();
 }
 
+TEST(MpiBaselineRunner, AProgramThatClosesItsOutputAndHangsIsStopped) {
+  auto lines = runShell("exec >&- 2>&-; sleep 600", 1);
+  ASSERT_FALSE(lines.isOk());
+  EXPECT_NE(lines.status().toString().find("no end after 1 s"), std::string::npos) << lines.status().toString();
+}
+
 TEST(MpiBaselineRunner, SeveralRanksNeedALauncher) {
   auto lines = runMpiBaseline(fakeLibrary("mpich", ""), "/bin/true", 2, {}, std::chrono::seconds(60));
   ASSERT_FALSE(lines.isOk());
