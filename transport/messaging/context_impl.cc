@@ -2,6 +2,8 @@
 #include "transport/messaging/context_impl.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "base/log.h"
@@ -400,10 +402,17 @@ Result<Staging> ContextImpl::pooledBuffer(size_t bytes) {
 }
 
 Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
+  // The paper's generic scheme: memory allocated for this message and
+  // registered (not cached), as an application would malloc a pack buffer.
   Staging staging;
-  auto region = domain_.allocateMemory(bytes, memory::PoolOptions().access);
+  size_t page = domain_.caps().pageSize;
+  size_t rounded = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+  staging.memory.reset(static_cast<uint8_t*>(std::aligned_alloc(page, rounded)));
+  if (!staging.memory) return makeError(Code::kResource, "allocating a ", bytes, "-byte staging buffer");
+  std::memset(staging.memory.get(), 0, rounded);  // registration wants mapped pages
+  auto region = domain_.registerMemory(staging.memory.get(), rounded, memory::PoolOptions().access);
   if (!region.isOk()) {
-    return std::move(region).takeStatus().withContext(strCat("allocating a ", bytes, "-byte staging buffer"));
+    return std::move(region).takeStatus().withContext(strCat("registering a ", bytes, "-byte staging buffer"));
   }
   staging.dedicated = std::move(region).value();
   return staging;
