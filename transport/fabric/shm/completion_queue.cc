@@ -67,6 +67,7 @@ Status ShmCompletionQueue::wait(Deadline deadline) {
   for (;;) {
     if (!ready_.empty()) return Status::ok();
     bell.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with ringDoorbell's fence
     uint32_t seen = bell.sequence.load(std::memory_order_seq_cst);
     progress();
     if (!ready_.empty()) {

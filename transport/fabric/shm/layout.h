@@ -48,8 +48,8 @@ struct RegionEntry {
   std::atomic<uint64_t> segmentInode{0};
 };
 
-// A futex word per completion queue. Peers bump `sequence` after producing
-// work for the queue's owner and wake it when `sleepers` is non-zero.
+// A futex word per completion queue. After producing work for the queue's
+// owner, peers bump `sequence` and wake it when `sleepers` is non-zero.
 struct alignas(kCacheLine) Doorbell {
   std::atomic<uint32_t> sequence{0};
   std::atomic<uint32_t> sleepers{0};
