@@ -47,7 +47,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
   } else {
-    IBDT_ASSIGN_OR_RETURN(op->stats, datatype::stats(type, count));
+    IBDT_RETURN_IF_ERROR(op->ensureStats());
     auto transfer = std::make_unique<SendTransfer>();
     transfer->id = nextTransfer_++;
     transfer->op = op;
@@ -73,7 +73,6 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
   IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
   op->recvBuffer = buf;
   op->spec = MatchSpec{source, tag, communicator};
-  IBDT_ASSIGN_OR_RETURN(op->stats, datatype::stats(type, count));
   Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
   if (arrived == nullptr) {
     posted_.pushBack(op.get());

@@ -30,7 +30,8 @@ struct Operation : MatchListHook {
   int64_t count = 0;
   datatype::Datatype type;
   std::optional<datatype::Segment> segment;
-  datatype::Stats stats;
+  datatype::Stats stats;  // valid once ensureStats() succeeded
+  bool statsKnown = false;
   int peer = 0;           // destination (send) or source once matched (recv)
   MatchSpec spec;         // receive: what it accepts
   int tag = 0;            // send
@@ -39,6 +40,15 @@ struct Operation : MatchListHook {
   bool done = false;
   Status status;
   RecvInfo info;
+
+  // Block statistics feed only the rendezvous decision, so an eager message
+  // never pays for them: computed on first use.
+  Status ensureStats() {
+    if (statsKnown) return Status::ok();
+    IBDT_ASSIGN_OR_RETURN(stats, datatype::stats(type, count));
+    statsKnown = true;
+    return Status::ok();
+  }
 };
 
 // A message that arrived before its receive was posted.
