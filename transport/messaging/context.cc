@@ -75,8 +75,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
   op->spec = MatchSpec{source, tag, communicator};
   Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
   if (arrived == nullptr) {
-    posted_.pushBack(op.get());
-    postedOwners_[op.get()] = op;
+    postReceive(op);
     return op;
   }
   std::unique_ptr<Unexpected> owned(arrived);
@@ -91,9 +90,9 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
 
 Status ContextImpl::cancel(Operation& op) {
   if (op.isSend) return makeError(Code::kState, "cancel: sends are not cancelled");
-  if (!posted_.remove(&op)) return makeError(Code::kState, "cancel: the receive is already matched");
+  std::shared_ptr<Operation> owner = unpostReceive(op);
+  if (!owner) return makeError(Code::kState, "cancel: the receive is already matched");
   complete(op, makeError(Code::kCancelled, "receive cancelled"));
-  postedOwners_.erase(&op);
   return Status::ok();
 }
 
@@ -119,6 +118,10 @@ Context::Context(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
 
 Context::~Context() {
   while (Unexpected* left = impl_->unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
+  // Receives still posted own themselves: break that cycle.
+  while (Operation* left = impl_->posted_.takeFirst([](const Operation&) { return true; })) {
+    std::shared_ptr<Operation> owner = std::move(left->postedSelf);
+  }
 }
 
 int Context::rank() const { return impl_->rank_; }

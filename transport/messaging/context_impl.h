@@ -40,6 +40,9 @@ struct Operation : MatchListHook {
   bool done = false;
   Status status;
   RecvInfo info;
+  // A posted receive owns itself (the caller may drop its Request) until it
+  // is matched, cancelled or failed.
+  std::shared_ptr<Operation> postedSelf;
 
   // Block statistics feed only the rendezvous decision, so an eager message
   // never pays for them: computed on first use.
@@ -178,6 +181,9 @@ class ContextImpl {
   Result<Staging> dedicatedBuffer(size_t bytes);
   void complete(Operation& op, Status status);
   void failPeer(Peer& peer, Status status);
+  void postReceive(std::shared_ptr<Operation> op);
+  // Takes `op` off the posted list; returns its owner, null if it was not posted.
+  std::shared_ptr<Operation> unpostReceive(Operation& op);
   Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
@@ -196,7 +202,6 @@ class ContextImpl {
   std::unique_ptr<memory::RegistrationCache> cache_;
   MatchList<Operation> posted_;
   MatchList<Unexpected> unexpected_;
-  std::unordered_map<Operation*, std::shared_ptr<Operation>> postedOwners_;  // keeps posted receives alive
   std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
   uint32_t nextTransfer_ = 1;
