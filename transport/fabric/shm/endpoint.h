@@ -76,7 +76,7 @@ class ShmEndpoint final : public Endpoint {
   Step execute(const Work& work, CompletionStatus& status);
   Step executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status);
   Step executeOneSided(const Work& work, std::span<const iovec> local, CompletionStatus& status);
-  bool peerReceiveAvailable() const;
+  bool peerReceiveAvailable();
   void notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool hasImm, uint32_t immData);
   void pushNotification(const Notification& note);
   bool crossMemoryAttach() const;
@@ -133,6 +133,7 @@ class ShmEndpoint final : public Endpoint {
   uint32_t peerRecvSlotSize_ = 0;
   uint32_t peerNotifyCapacity_ = 1;
   uint32_t peerBounceSize_ = 0;
+  uint64_t peerRecvHead_ = 0;  // the peer's receive-ring head as last read
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;
