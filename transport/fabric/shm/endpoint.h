@@ -115,7 +115,7 @@ class ShmEndpoint final : public Endpoint {
   Segment segment_;
   EndpointHeader* header_ = nullptr;
   uint8_t* recvSlots_ = nullptr;
-  Notification* notifications_ = nullptr;
+  NotificationSlot* notifications_ = nullptr;
   uint8_t* bounce_ = nullptr;
   uint64_t bounceIssued_ = 0;  // bounce requests pushed to the peer
   uint64_t bounceDone_ = 0;    // bytes of the head request moved so far
@@ -125,7 +125,7 @@ class ShmEndpoint final : public Endpoint {
   Segment peerSegment_;
   EndpointHeader* peerHeader_ = nullptr;
   uint8_t* peerRecvSlots_ = nullptr;
-  Notification* peerNotifications_ = nullptr;
+  NotificationSlot* peerNotifications_ = nullptr;
   uint8_t* peerBounce_ = nullptr;
   uint32_t peerRecvDoorbell_ = 0;
   uint32_t peerSendDoorbell_ = 0;

@@ -207,8 +207,10 @@ void ShmEndpoint::pushNotification(const Notification& note) {
   uint64_t head = ring.head.load(std::memory_order_relaxed);
   // Never full: each notification answers one consumed receive (the peer
   // has at most recvDepth outstanding) or is the one bounce request in flight.
-  peerNotifications_[head % peerNotifyCapacity_] = note;
-  ring.head.store(head + 1, std::memory_order_release);
+  NotificationSlot& slot = peerNotifications_[head % peerNotifyCapacity_];
+  slot.note = note;
+  slot.sequence.store(head + 1, std::memory_order_release);
+  ring.head.store(head + 1, std::memory_order_relaxed);
   peer_->ring(peerRecvDoorbell_);
 }
 
