@@ -18,11 +18,11 @@ Status checkBuffer(const void* buf, int64_t count, const datatype::Datatype& typ
   return Status::ok();
 }
 
-Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::Datatype& type) {
+Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::Datatype& type, TypeCache& types) {
   auto op = std::make_shared<Operation>();
   op->count = count;
   op->type = type;
-  IBDT_ASSIGN_OR_RETURN(op->segment, datatype::Segment::create(type, count));
+  IBDT_ASSIGN_OR_RETURN(op->segment, types.segment(type, count));
   op->bytes = op->segment->size();
   return op;
 }
@@ -37,7 +37,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
   if (tag < 0) return makeError(Code::kInvalidArgument, "isend: negative tag ", tag);
   Peer& peer = peers_[static_cast<size_t>(dest)];
   if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", dest));
-  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
+  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
   op->isSend = true;
   op->sendBuffer = buf;
   op->peer = dest;
@@ -70,7 +70,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
   if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
     return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
   }
-  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
+  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
   op->recvBuffer = buf;
   op->spec = MatchSpec{source, tag, communicator};
   Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });

@@ -15,7 +15,7 @@
 #include "ibdt/messaging.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
-#include "transport/messaging/signature_cache.h"
+#include "transport/messaging/type_cache.h"
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/staging.h"
@@ -202,7 +202,7 @@ class ContextImpl {
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
   MatchList<Operation> posted_;
-  SignatureCache signatures_;
+  TypeCache types_;
   MatchList<Unexpected> unexpected_;
   std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;

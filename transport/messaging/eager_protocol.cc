@@ -21,7 +21,7 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
     Operation& op = *message.eager;
     wire::Header header{wire::Kind::kEager, {}, 0};
     length = wire::write(data, 0, header);
-    IBDT_ASSIGN_OR_RETURN(auto signature, signatures_.get(op.type, op.count));
+    IBDT_ASSIGN_OR_RETURN(auto signature, types_.signature(op.type, op.count));
     wire::Envelope envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature.hash, signature.elements};
     length = wire::write(data, length, envelope);
     // The one copy of the eager path: user buffer -> registered send buffer.
@@ -102,7 +102,7 @@ void ContextImpl::deliverEager(Operation& op, int source, const wire::Envelope& 
   op.peer = source;
   op.info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kEager};
   if (envelope.bytes == op.bytes) {
-    auto mine = signatures_.get(op.type, op.count);
+    auto mine = types_.signature(op.type, op.count);
     if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
       complete(op, makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
                              ": the sender's type signature does not match the receive type"));
