@@ -288,8 +288,8 @@ TEST_P(Loopback, SendsWaitingForReceivesPostedInTricklesArriveInOrder) {
   auto targetRegion = b_.registered(target);
   for (uint32_t i = 0; i < kMessages; ++i) fillPattern(source.data() + i * kMessage, kMessage, 100 + i);
   for (uint32_t i = 0; i < kMessages; ++i) {
-    ASSERT_TRUE(postOne(*epA_, Opcode::kSend, i, splitSges(*sourceRegion, source.data() + i * kMessage, kMessage, 1))
-                    .isOk());
+    ASSERT_TRUE(
+        postOne(*epA_, Opcode::kSend, i, splitSges(*sourceRegion, source.data() + i * kMessage, kMessage, 1)).isOk());
   }
   uint8_t* slots = target.data();
   uint32_t next = 0;
