@@ -269,6 +269,46 @@ TEST_P(Loopback, FullSendQueueIsBackPressureAndEverythingArrivesInOrder) {
   expectSuccess(*b_.recvQueue);
 }
 
+// A sender that has used up the receives it saw must look again when new
+// ones are posted, one at a time or several at once, across many laps of
+// the receive and notification rings; every message lands whole, in order.
+TEST_P(Loopback, SendsWaitingForReceivesPostedInTricklesArriveInOrder) {
+  epA_.reset();
+  epB_.reset();
+  EndpointOptions options;
+  options.sendQueueDepth = 64;
+  options.recvQueueDepth = 3;
+  epA_ = a_.endpoint(options);
+  epB_ = b_.endpoint(options);
+  connectPair(*epA_, *epB_);
+  constexpr uint32_t kMessages = 48;
+  constexpr size_t kMessage = 200;
+  std::vector<uint8_t> source(kMessages * kMessage), target(kMessages * (kMessage + 2 * kGuard));
+  auto sourceRegion = a_.registered(source);
+  auto targetRegion = b_.registered(target);
+  for (uint32_t i = 0; i < kMessages; ++i) fillPattern(source.data() + i * kMessage, kMessage, 100 + i);
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    ASSERT_TRUE(
+        postOne(*epA_, Opcode::kSend, i, splitSges(*sourceRegion, source.data() + i * kMessage, kMessage, 1)).isOk());
+  }
+  uint8_t* slots = target.data();
+  uint32_t next = 0;
+  for (uint32_t burst = 1; next < kMessages; burst = burst % 3 + 1) {  // 1, 2, 3, 1, ... receives at a time
+    uint32_t end = std::min(kMessages, next + burst);
+    for (uint32_t i = next; i < end; ++i) {
+      postReceive(*epB_, i, splitSges(*targetRegion, slots + i * (kMessage + 2 * kGuard) + kGuard, kMessage, 1));
+    }
+    for (uint32_t i = next; i < end; ++i) {
+      EXPECT_EQ(expectSuccess(*a_.sendQueue).id, i);  // polling the initiator retries its waiting sends
+      Completion received = expectSuccess(*b_.recvQueue);
+      ASSERT_EQ(received.id, i);
+      EXPECT_EQ(received.byteLength, kMessage);
+      expectDelivered(slots + i * (kMessage + 2 * kGuard), kMessage, 100 + i, "send");
+    }
+    next = end;
+  }
+}
+
 TEST_P(Loopback, FullReceiveQueueIsBackPressure) {
   epB_.reset();
   EndpointOptions options;

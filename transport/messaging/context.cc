@@ -18,11 +18,11 @@ Status checkBuffer(const void* buf, int64_t count, const datatype::Datatype& typ
   return Status::ok();
 }
 
-Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::Datatype& type) {
+Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::Datatype& type, TypeCache& types) {
   auto op = std::make_shared<Operation>();
   op->count = count;
   op->type = type;
-  IBDT_ASSIGN_OR_RETURN(op->segment, datatype::Segment::create(type, count));
+  IBDT_ASSIGN_OR_RETURN(op->segment, types.segment(type, count));
   op->bytes = op->segment->size();
   return op;
 }
@@ -37,7 +37,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
   if (tag < 0) return makeError(Code::kInvalidArgument, "isend: negative tag ", tag);
   Peer& peer = peers_[static_cast<size_t>(dest)];
   if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", dest));
-  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
+  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
   op->isSend = true;
   op->sendBuffer = buf;
   op->peer = dest;
@@ -47,7 +47,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
   } else {
-    IBDT_ASSIGN_OR_RETURN(op->stats, datatype::stats(type, count));
+    IBDT_RETURN_IF_ERROR(op->ensureStats());
     auto transfer = std::make_unique<SendTransfer>();
     transfer->id = nextTransfer_++;
     transfer->op = op;
@@ -70,14 +70,12 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
   if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
     return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
   }
-  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type));
+  IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
   op->recvBuffer = buf;
   op->spec = MatchSpec{source, tag, communicator};
-  IBDT_ASSIGN_OR_RETURN(op->stats, datatype::stats(type, count));
   Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
   if (arrived == nullptr) {
-    posted_.pushBack(op.get());
-    postedOwners_[op.get()] = op;
+    postReceive(op);
     return op;
   }
   std::unique_ptr<Unexpected> owned(arrived);
@@ -92,9 +90,9 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
 
 Status ContextImpl::cancel(Operation& op) {
   if (op.isSend) return makeError(Code::kState, "cancel: sends are not cancelled");
-  if (!posted_.remove(&op)) return makeError(Code::kState, "cancel: the receive is already matched");
+  std::shared_ptr<Operation> owner = unpostReceive(op);
+  if (!owner) return makeError(Code::kState, "cancel: the receive is already matched");
   complete(op, makeError(Code::kCancelled, "receive cancelled"));
-  postedOwners_.erase(&op);
   return Status::ok();
 }
 
@@ -120,6 +118,10 @@ Context::Context(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
 
 Context::~Context() {
   while (Unexpected* left = impl_->unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
+  // Receives still posted own themselves: break that cycle.
+  while (Operation* left = impl_->posted_.takeFirst([](const Operation&) { return true; })) {
+    std::shared_ptr<Operation> owner = std::move(left->postedSelf);
+  }
 }
 
 int Context::rank() const { return impl_->rank_; }

@@ -241,10 +241,19 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
     if (op.spec.source == peer.rank) dead.push_back(&op);
   });
   for (Operation* op : dead) {
-    posted_.remove(op);
+    std::shared_ptr<Operation> owner = unpostReceive(*op);
     complete(*op, peer.failure);
-    postedOwners_.erase(op);
   }
+}
+
+void ContextImpl::postReceive(std::shared_ptr<Operation> op) {
+  posted_.pushBack(op.get());
+  op->postedSelf = std::move(op);
+}
+
+std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
+  if (!posted_.remove(&op)) return nullptr;
+  return std::move(op.postedSelf);
 }
 
 Status ContextImpl::progress() {
@@ -437,9 +446,7 @@ Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& 
   Envelope match{envelope.source, envelope.tag, envelope.communicator};
   Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });
   if (found != nullptr) {
-    auto owner = postedOwners_.find(found);
-    *op = std::move(owner->second);
-    postedOwners_.erase(owner);
+    *op = std::move(found->postedSelf);
     return nullptr;
   }
   auto* unexpected = new Unexpected;

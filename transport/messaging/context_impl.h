@@ -15,6 +15,7 @@
 #include "ibdt/messaging.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
+#include "transport/messaging/type_cache.h"
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/staging.h"
@@ -31,7 +32,8 @@ struct Operation : MatchListHook {
   int64_t count = 0;
   datatype::Datatype type;
   std::optional<datatype::Segment> segment;
-  datatype::Stats stats;
+  datatype::Stats stats;  // valid once ensureStats() succeeded
+  bool statsKnown = false;
   int peer = 0;           // destination (send) or source once matched (recv)
   MatchSpec spec;         // receive: what it accepts
   int tag = 0;            // send
@@ -40,6 +42,18 @@ struct Operation : MatchListHook {
   bool done = false;
   Status status;
   RecvInfo info;
+  // A posted receive owns itself (the caller may drop its Request) until it
+  // is matched, cancelled or failed.
+  std::shared_ptr<Operation> postedSelf;
+
+  // Block statistics feed only the rendezvous decision, so an eager message
+  // never pays for them: computed on first use.
+  Status ensureStats() {
+    if (statsKnown) return Status::ok();
+    IBDT_ASSIGN_OR_RETURN(stats, datatype::stats(type, count));
+    statsKnown = true;
+    return Status::ok();
+  }
 };
 
 // A message that arrived before its receive was posted.
@@ -175,6 +189,9 @@ class ContextImpl {
   Result<Staging> dedicatedBuffer(size_t bytes);
   void complete(Operation& op, Status status);
   void failPeer(Peer& peer, Status status);
+  void postReceive(std::shared_ptr<Operation> op);
+  // Takes `op` off the posted list; returns its owner, null if it was not posted.
+  std::shared_ptr<Operation> unpostReceive(Operation& op);
   Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
@@ -193,8 +210,8 @@ class ContextImpl {
   std::unique_ptr<memory::RegistrationCache> cache_;
   memory::GroupPlanOptions groupPlan_;
   MatchList<Operation> posted_;
+  TypeCache types_;
   MatchList<Unexpected> unexpected_;
-  std::unordered_map<Operation*, std::shared_ptr<Operation>> postedOwners_;  // keeps posted receives alive
   std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
   uint32_t nextTransfer_ = 1;

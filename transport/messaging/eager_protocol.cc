@@ -21,11 +21,16 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
     Operation& op = *message.eager;
     wire::Header header{wire::Kind::kEager, {}, 0};
     length = wire::write(data, 0, header);
-    IBDT_ASSIGN_OR_RETURN(auto signature, datatype::signature(op.type, op.count));
-    wire::Envelope envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature.hash, signature.elements};
-    length = wire::write(data, length, envelope);
-    // The one copy of the eager path: user buffer -> registered send buffer.
-    Status packed = op.bytes > 0 ? op.segment->pack(op.sendBuffer, 0, op.bytes, data + length) : Status::ok();
+    // A failure here is this send's, not the peer's: the send completes
+    // with it and the buffer goes back.
+    auto signature = types_.signature(op.type, op.count);
+    Status packed = signature.status();
+    if (packed.isOk()) {
+      wire::Envelope envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature->hash, signature->elements};
+      length = wire::write(data, length, envelope);
+      // The one copy of the eager path: user buffer -> registered send buffer.
+      if (op.bytes > 0) packed = op.segment->pack(op.sendBuffer, 0, op.bytes, data + length);
+    }
     if (!packed.isOk()) {
       freeSendSlots_.push_back(slot);
       complete(op, std::move(packed));
@@ -102,7 +107,7 @@ void ContextImpl::deliverEager(Operation& op, int source, const wire::Envelope& 
   op.peer = source;
   op.info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kEager};
   if (envelope.bytes == op.bytes) {
-    auto mine = datatype::signature(op.type, op.count);
+    auto mine = types_.signature(op.type, op.count);
     if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
       complete(op, makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
                              ": the sender's type signature does not match the receive type"));

@@ -62,7 +62,7 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   size_t recvOffset = roundUp(sizeof(EndpointHeader), kCacheLine);
   size_t notifyOffset = roundUp(recvOffset + slotSize * options.recvQueueDepth, kCacheLine);
   uint32_t notifyCapacity = options.recvQueueDepth + 1;
-  size_t bounceOffset = roundUp(notifyOffset + sizeof(Notification) * notifyCapacity, kCacheLine);
+  size_t bounceOffset = roundUp(notifyOffset + sizeof(NotificationSlot) * notifyCapacity, kCacheLine);
   size_t total = bounceOffset + kBounceSize;
   IBDT_ASSIGN_OR_RETURN(endpoint->segment_,
                         Segment::create(strCat(endpoint->domain_->jobTag(), "-endpoint"), total));
@@ -83,7 +83,7 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->bounceOffset = bounceOffset;
   endpoint->header_ = header;
   endpoint->recvSlots_ = endpoint->segment_.data() + recvOffset;
-  endpoint->notifications_ = reinterpret_cast<Notification*>(endpoint->segment_.data() + notifyOffset);
+  endpoint->notifications_ = reinterpret_cast<NotificationSlot*>(endpoint->segment_.data() + notifyOffset);
   endpoint->bounce_ = endpoint->segment_.data() + bounceOffset;
   sendQueue.attach(endpoint.get());
   recvQueue.attach(endpoint.get());
@@ -146,7 +146,7 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
               header->recvSlotSize >= recvSlotSize(1) && header->recvSlotSize <= recvSlotSize(kMaxSge) &&
               header->recvRingOffset + uint64_t{header->recvSlotSize} * header->recvDepth <= length &&
               header->notifyCapacity == header->recvDepth + 1 &&
-              header->notifyRingOffset + sizeof(Notification) * uint64_t{header->notifyCapacity} <= length &&
+              header->notifyRingOffset + sizeof(NotificationSlot) * uint64_t{header->notifyCapacity} <= length &&
               header->bounceSize > 0 && header->bounceOffset + header->bounceSize <= length;
   if (!sane) {
     return makeError(Code::kProtocol, "shm endpoint: the endpoint segment of ", peerLabel(), " (process ", blob.pid,
@@ -163,7 +163,7 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peerNotifyCapacity_ = header->notifyCapacity;
   peerBounceSize_ = header->bounceSize;
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
-  peerNotifications_ = reinterpret_cast<Notification*>(peerSegment_.data() + header->notifyRingOffset);
+  peerNotifications_ = reinterpret_cast<NotificationSlot*>(peerSegment_.data() + header->notifyRingOffset);
   peerBounce_ = peerSegment_.data() + header->bounceOffset;
   state_ = EndpointState::kConnected;
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kConnected), std::memory_order_release);
@@ -331,10 +331,11 @@ void ShmEndpoint::progressSends() {
 bool ShmEndpoint::drainNotifications() {
   RingIndices& ring = header_->notifyRing;
   uint64_t tail = ring.tail.load(std::memory_order_relaxed);
-  uint64_t head = ring.head.load(std::memory_order_acquire);
   bool ok = true;
-  for (; tail != head; ++tail) {
-    const Notification& note = notifications_[tail % (recvDepth_ + 1)];
+  for (;; ++tail) {
+    const NotificationSlot& slot = notifications_[tail % (recvDepth_ + 1)];
+    if (slot.sequence.load(std::memory_order_acquire) != tail + 1) break;
+    const Notification note = slot.note;  // one read of what the peer wrote
     if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
       if (peer_ != nullptr) serveBounce(note);
       continue;

@@ -76,7 +76,7 @@ class ShmEndpoint final : public Endpoint {
   Step execute(const Work& work, CompletionStatus& status);
   Step executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status);
   Step executeOneSided(const Work& work, std::span<const iovec> local, CompletionStatus& status);
-  bool peerReceiveAvailable() const;
+  bool peerReceiveAvailable();
   void notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool hasImm, uint32_t immData);
   void pushNotification(const Notification& note);
   bool crossMemoryAttach() const;
@@ -115,7 +115,7 @@ class ShmEndpoint final : public Endpoint {
   Segment segment_;
   EndpointHeader* header_ = nullptr;
   uint8_t* recvSlots_ = nullptr;
-  Notification* notifications_ = nullptr;
+  NotificationSlot* notifications_ = nullptr;
   uint8_t* bounce_ = nullptr;
   uint64_t bounceIssued_ = 0;  // bounce requests pushed to the peer
   uint64_t bounceDone_ = 0;    // bytes of the head request moved so far
@@ -125,7 +125,7 @@ class ShmEndpoint final : public Endpoint {
   Segment peerSegment_;
   EndpointHeader* peerHeader_ = nullptr;
   uint8_t* peerRecvSlots_ = nullptr;
-  Notification* peerNotifications_ = nullptr;
+  NotificationSlot* peerNotifications_ = nullptr;
   uint8_t* peerBounce_ = nullptr;
   uint32_t peerRecvDoorbell_ = 0;
   uint32_t peerSendDoorbell_ = 0;
@@ -133,6 +133,7 @@ class ShmEndpoint final : public Endpoint {
   uint32_t peerRecvSlotSize_ = 0;
   uint32_t peerNotifyCapacity_ = 1;
   uint32_t peerBounceSize_ = 0;
+  uint64_t peerRecvHead_ = 0;  // the peer's receive-ring head as last read
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;

@@ -94,9 +94,14 @@ ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& statu
   return executeOneSided(work, iovs, status);
 }
 
-bool ShmEndpoint::peerReceiveAvailable() const {
-  return peerHeader_->recvRing.head.load(std::memory_order_acquire) !=
-         peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+bool ShmEndpoint::peerReceiveAvailable() {
+  // The peer wrote its head when it last posted, so reading it is a cache
+  // miss: read it again only once the receives seen last time are used up.
+  // The acquire of that read covers every receive slot below it.
+  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+  if (peerRecvHead_ != tail) return true;
+  peerRecvHead_ = peerHeader_->recvRing.head.load(std::memory_order_acquire);
+  return peerRecvHead_ != tail;
 }
 
 ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status) {
@@ -202,8 +207,10 @@ void ShmEndpoint::pushNotification(const Notification& note) {
   uint64_t head = ring.head.load(std::memory_order_relaxed);
   // Never full: each notification answers one consumed receive (the peer
   // has at most recvDepth outstanding) or is the one bounce request in flight.
-  peerNotifications_[head % peerNotifyCapacity_] = note;
-  ring.head.store(head + 1, std::memory_order_release);
+  NotificationSlot& slot = peerNotifications_[head % peerNotifyCapacity_];
+  slot.note = note;
+  slot.sequence.store(head + 1, std::memory_order_release);
+  ring.head.store(head + 1, std::memory_order_relaxed);
   peer_->ring(peerRecvDoorbell_);
 }
 

@@ -19,7 +19,7 @@
 namespace ibdt::fabric::shm {
 
 constexpr size_t kCacheLine = 64;
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr uint32_t kDomainMagic = 0x49424453;    // "IBDS"
 constexpr uint32_t kEndpointMagic = 0x49424445;  // "IBDE"
 
@@ -48,8 +48,8 @@ struct RegionEntry {
   std::atomic<uint64_t> segmentInode{0};
 };
 
-// A futex word per completion queue. Peers bump `sequence` after producing
-// work for the queue's owner and wake it when `sleepers` is non-zero.
+// A futex word per completion queue. After producing work for the queue's
+// owner, peers bump `sequence` and wake it when `sleepers` is non-zero.
 struct alignas(kCacheLine) Doorbell {
   std::atomic<uint32_t> sequence{0};
   std::atomic<uint32_t> sleepers{0};
@@ -108,6 +108,14 @@ struct Notification {
   uint64_t address;
 };
 
+// One entry of the notification ring. The owner polls the entry at its tail
+// rather than the ring's head index: one cache line to miss on per arrival
+// instead of two (head, then entry).
+struct NotificationSlot {
+  std::atomic<uint64_t> sequence{0};  // ring index + 1 once `note` is complete
+  Notification note;
+};
+
 enum class EndpointPhase : uint32_t { kCreated = 0, kConnected = 1, kError = 2, kClosed = 3 };
 
 struct EndpointHeader {
@@ -130,7 +138,8 @@ struct EndpointHeader {
   alignas(kCacheLine) std::atomic<uint64_t> bounceAcked{0};
   // recv ring: owner produces (head), peer consumes (tail).
   RingIndices recvRing;
-  // notification ring: peer produces (head), owner consumes (tail).
+  // notification ring: peer produces (head), owner consumes (tail); the
+  // owner learns of new entries from their sequence (NotificationSlot).
   RingIndices notifyRing;
 };
 

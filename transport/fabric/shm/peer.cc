@@ -113,8 +113,14 @@ uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, ui
 }
 
 void ringDoorbell(Doorbell& doorbell) {
-  doorbell.sequence.fetch_add(1, std::memory_order_seq_cst);
-  if (doorbell.sleepers.load(std::memory_order_seq_cst) != 0) {
+  // Dekker with the sleeper (ShmCompletionQueue::wait): it counts itself in
+  // `sleepers`, fences, then looks for work; we published the work, fence,
+  // then look for sleepers. One of us sees the other, so with nobody asleep
+  // the doorbell line is only read: a busy-polling peer's cache keeps it and
+  // a ping-pong pays no cross-core write per message.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (doorbell.sleepers.load(std::memory_order_relaxed) != 0) {
+    doorbell.sequence.fetch_add(1, std::memory_order_seq_cst);
     syscall(SYS_futex, &doorbell.sequence, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
   }
 }

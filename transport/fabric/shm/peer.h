@@ -68,7 +68,8 @@ class PeerDomain {
   std::map<uint64_t, Mapped> segments_;  // by inode
 };
 
-// Bumps a doorbell and wakes its sleepers (a futex shared between processes).
+// Called after publishing work: bumps the doorbell and wakes its sleepers
+// (a futex shared between processes) when there are any.
 void ringDoorbell(Doorbell& doorbell);
 // Sleeps until `doorbell` moves past `seen` or `timeout` passes.
 void sleepOnDoorbell(Doorbell& doorbell, uint32_t seen, std::chrono::nanoseconds timeout);
