@@ -22,6 +22,7 @@ enum class Kind : uint8_t {
   kPacked,     // P-RRS: the packed data is ready to be read (Packed)
   kFin,        // P-RRS: the receiver has read everything (Fin)
   kCredit,     // credits only (uses the reserved receive buffers)
+  kClose,      // close(): nothing more follows from the sender (reserved buffers)
 };
 
 struct Header {
