@@ -124,12 +124,9 @@ Status ContextImpl::startListening(const Bootstrap& bootstrap) {
   }
   std::memcpy(&job_, all[0].data(), sizeof job_);
   for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
     const auto& entry = all[static_cast<size_t>(p)];
-    if (entry.size() < sizeof nonce) return makeError(Code::kProtocol, "rank ", p, " sent no listener address");
-    auto handle = listener_->addPeer(std::span<const uint8_t>(entry).subspan(sizeof nonce));
-    if (!handle.isOk()) return std::move(handle).takeStatus().withContext(strCat("the listener of rank ", p));
-    peers_[static_cast<size_t>(p)].link.listener = *handle;
+    if (entry.size() <= sizeof nonce) return makeError(Code::kProtocol, "rank ", p, " sent no listener address");
+    if (p != rank_) peers_[static_cast<size_t>(p)].link.listenerAddress.assign(entry.begin() + sizeof nonce, entry.end());
   }
   return Status::ok();
 }
@@ -142,7 +139,12 @@ Status ContextImpl::sendDatagram(Peer& peer, connection::Kind kind) {
     address = own;
   }
   auto bytes = connection::encode(kind, rank_, peer.rank, job_, address);
-  Status status = listener_->send(peer.link.listener, bytes);
+  if (!peer.link.listener) {
+    auto handle = listener_->addPeer(peer.link.listenerAddress);
+    if (!handle.isOk()) return std::move(handle).takeStatus().withContext(strCat("the listener of rank ", peer.rank));
+    peer.link.listener = *handle;
+  }
+  Status status = listener_->send(*peer.link.listener, bytes);
   // A full inbox or a lost datagram is retried by the requester's timer.
   if (status.code() == Code::kAgain) return Status::ok();
   return status;

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,7 +35,10 @@ enum class LinkState : uint8_t {
 struct Link {
   LinkState state = LinkState::kIdle;
   bool remoteReady = false;           // the peer's side is connected: we may send
-  uint32_t listener = 0;              // the peer's listener (fabric::Listener handle)
+  // The peer's listener: its address from create(), resolved at first use
+  // (a rank that never talks to it never maps it, and may be gone by then).
+  std::vector<uint8_t> listenerAddress;
+  std::optional<uint32_t> listener;   // fabric::Listener handle once resolved
   std::vector<uint8_t> remoteAddress;  // the peer endpoint we connected to
   Deadline deadline = Deadline::never();  // requester: give up after this
   std::chrono::steady_clock::time_point nextRequest{};

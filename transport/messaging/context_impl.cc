@@ -163,7 +163,9 @@ void ContextImpl::complete(Operation& op, Status status) {
 
 void ContextImpl::failPeer(Peer& peer, Status status) {
   if (peer.failure.isOk()) {
-    IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
+    // After its close() a peer tears its endpoints down: expected, not a warning.
+    if (peer.link.closeReceived) IBDT_LOG(kDebug, "messaging: rank ", peer.rank, " closed: ", status.toString());
+    else IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
     peer.failure = status;
   }
   if (peer.link.state == LinkState::kRequested) {
