@@ -159,21 +159,8 @@ TEST(LazyConnect, AnySourceAcceptsPeersNotYetConnected) {
 // Rank 1 is gone before anyone connected to it: rank 0's messages to it
 // fail with kPeerFailed naming the connection; rank 2 is unaffected.
 TEST(LazyConnect, DeadPeerDuringConnectFailsOnlyItsOperations) {
-  auto world = makeLoopbackWorld();
-  ThreadExchange exchange(3);
-  std::vector<std::unique_ptr<fabric::Domain>> domains;
-  for (int i = 0; i < 3; ++i) domains.push_back(openLoopbackDomain(world, loopbackCaps()));
-  std::vector<std::unique_ptr<Context>> contexts(3);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 3; ++rank) {
-    threads.emplace_back([&, rank] {
-      Bootstrap bootstrap{rank, 3, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
-      auto context = Context::create(*domains[static_cast<size_t>(rank)], bootstrap, lazy());
-      ASSERT_TRUE(context.isOk()) << context.status().toString();
-      contexts[static_cast<size_t>(rank)] = std::move(*context);
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  Ranks ranks = createRanks(3, lazy());
+  auto& contexts = ranks.contexts;
   ASSERT_TRUE(contexts[0] && contexts[1] && contexts[2]);
   Context& survivor = *contexts[0];
   Datatype type = Datatype::of<int32_t>();
@@ -199,13 +186,7 @@ TEST(LazyConnect, DeadPeerDuringConnectFailsOnlyItsOperations) {
   auto toSurvivor = contexts[2]->isend(big.data(), 5000, type, 0, 4);
   auto recv = survivor.irecv(in.data(), 5000, type, 2, 4);
   ASSERT_TRUE(toSurvivor.isOk() && recv.isOk());
-  auto done = [](Result<bool> result) { return result.isOk() && *result; };
-  bool a = false, b = false;
-  for (auto deadline = Deadline::after(30s); !(a && b) && !deadline.expired();) {
-    if (!a) a = done(survivor.test(*recv));
-    if (!b) b = done(contexts[2]->test(*toSurvivor));
-  }
-  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(completeBoth(survivor, *recv, *contexts[2], *toSurvivor));
   EXPECT_TRUE(survivor.wait(*recv).isOk());
   EXPECT_EQ(in, big);
   EXPECT_EQ(survivor.counters().connections, 1u);

@@ -243,21 +243,8 @@ namespace ibdt::messaging::testing {
 namespace {
 
 TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
-  auto world = makeLoopbackWorld();
-  ThreadExchange exchange(3);
-  std::vector<std::unique_ptr<fabric::Domain>> domains;
-  for (int i = 0; i < 3; ++i) domains.push_back(openLoopbackDomain(world, loopbackCaps()));
-  std::vector<std::unique_ptr<Context>> contexts(3);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 3; ++rank) {
-    threads.emplace_back([&, rank] {
-      Bootstrap bootstrap{rank, 3, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
-      auto context = Context::create(*domains[static_cast<size_t>(rank)], bootstrap, Options());
-      ASSERT_TRUE(context.isOk()) << context.status().toString();
-      contexts[static_cast<size_t>(rank)] = std::move(*context);
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  Ranks ranks = createRanks(3, Options());
+  auto& contexts = ranks.contexts;
   ASSERT_TRUE(contexts[0] && contexts[1] && contexts[2]);
   Context& survivor = *contexts[0];
   Datatype type = Datatype::of<int32_t>();
@@ -279,14 +266,7 @@ TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
   ASSERT_TRUE(recv.isOk());
   auto send = contexts[2]->isend(&value, 1, type, 0, 0);
   ASSERT_TRUE(send.isOk());
-  // One thread drives both ranks (a lazy connection needs both to progress).
-  bool received = false, sent = false;
-  auto done = [](Result<bool> result) { return result.isOk() && *result; };
-  for (auto deadline = Deadline::after(std::chrono::seconds(30)); !(received && sent) && !deadline.expired();) {
-    if (!received) received = done(survivor.test(*recv));
-    if (!sent) sent = done(contexts[2]->test(*send));
-  }
-  ASSERT_TRUE(received && sent);
+  ASSERT_TRUE(completeBoth(survivor, *recv, *contexts[2], *send));
   ASSERT_TRUE(survivor.wait(*recv).isOk());
   ASSERT_TRUE(contexts[2]->wait(*send).isOk());
   EXPECT_EQ(fromLive, 77);

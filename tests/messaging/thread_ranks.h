@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -82,6 +83,45 @@ inline void runRanks(int size, const Options& options, const std::function<void(
     });
   }
   for (auto& thread : threads) thread.join();
+}
+
+// Ranks whose Contexts one test thread drives (e.g. to let one die).
+struct Ranks {
+  std::shared_ptr<LoopbackWorld> world;
+  std::vector<std::unique_ptr<fabric::Domain>> domains;
+  std::vector<std::unique_ptr<Context>> contexts;
+};
+
+// Creates `size` Contexts (create() is collective: one thread per rank).
+inline Ranks createRanks(int size, const Options& options) {
+  Ranks ranks;
+  ranks.world = makeLoopbackWorld();
+  ThreadExchange exchange(size);
+  for (int i = 0; i < size; ++i) ranks.domains.push_back(openLoopbackDomain(ranks.world, loopbackCaps()));
+  ranks.contexts.resize(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) {
+    threads.emplace_back([&, rank] {
+      Bootstrap bootstrap{rank, size, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
+      auto context = Context::create(*ranks.domains[static_cast<size_t>(rank)], bootstrap, options);
+      EXPECT_TRUE(context.isOk()) << context.status().toString();
+      if (context.isOk()) ranks.contexts[static_cast<size_t>(rank)] = std::move(*context);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return ranks;
+}
+
+// Drives two ranks' requests from one thread until both completed (a lazy
+// connection needs both ranks to progress); false after 30 s.
+inline bool completeBoth(Context& a, Request& ra, Context& b, Request& rb) {
+  auto done = [](Result<bool> result) { return result.isOk() && *result; };
+  bool doneA = false, doneB = false;
+  for (auto deadline = Deadline::after(std::chrono::seconds(30)); !(doneA && doneB) && !deadline.expired();) {
+    if (!doneA) doneA = done(a.test(ra));
+    if (!doneB) doneB = done(b.test(rb));
+  }
+  return doneA && doneB;
 }
 
 }  // namespace ibdt::messaging::testing
