@@ -99,8 +99,12 @@ struct Options {
   double packBelowBlock = -1;
   double unpackBelowBlock = -1;
   bool listPost = true;           // post rendezvous writes as chained lists
-  Connect connect = Connect::kAuto;  // endpoints at create() or on first use
-  int64_t connectTimeoutMs = 60000;  // lazy: a peer that does not answer fails
+  // Endpoints at create() or on first use; kAuto: IBDT_MSG_CONNECT decides
+  // (its own auto: eager up to kEagerConnectRanks ranks).
+  Connect connect = Connect::kAuto;
+  // Lazy: a peer that does not answer a connection request within this
+  // fails (it died, or does not call into the library for that long).
+  int64_t connectTimeoutMs = 60000;
 };
 // Options from the IBDT_MSG_* environment variables (see README).
 Result<Options> optionsFromEnvironment();
