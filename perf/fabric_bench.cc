@@ -171,8 +171,9 @@ Status checkPattern(const uint8_t* data, size_t length, size_t seed, const std::
 double modelMicros(const Caps& caps, uint32_t requests, uint32_t sges, uint64_t remotePages, uint64_t bytes,
                    bool sharedTarget) {
   const TransferCost& cost = caps.transfer;
+  if (sharedTarget) return (cost.allocatedPerRequestNs * requests + bytes / cost.allocatedBytesPerNs) / 1000.0;
   double ns = cost.perRequestNs * requests + cost.perSgeNs * sges + bytes / cost.bytesPerNs;
-  if (!sharedTarget) ns += cost.perRemotePageNs * remotePages;
+  ns += cost.perRemotePageNs * remotePages;
   return ns / 1000.0;
 }
 

@@ -1,7 +1,7 @@
 // perf/mpi_pack_baseline.cc — MPI_Pack/MPI_Unpack on the `ibdt-bench pack`
 // cases, built once per MPI library found (Open MPI, MPICH) and run by
-// ibdt-bench as a singleton process. Prints one line per case:
-//   <case name> TAB <pack GB/s> TAB <unpack GB/s>
+// ibdt-bench as a singleton process. Prints one JSON line per case:
+//   {"case": "<name>", "pack": <GB/s>, "unpack": <GB/s>}
 // Usage: ibdt-mpi-pack-<mpi> [--quick] [--reps N] [--warmup N]
 #include <mpi.h>
 
@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
       int position = 0;
       MPI_Unpack(packed.data(), packSize, &position, typed.data(), c.count, c.type, MPI_COMM_SELF);
     }));
-    std::printf("%s\t%.6f\t%.6f\n", pc.name.c_str(), bytes / pack.median / 1e9, bytes / unpack.median / 1e9);
+    const nlohmann::json line = {
+        {"case", pc.name}, {"pack", bytes / pack.median / 1e9}, {"unpack", bytes / unpack.median / 1e9}};
+    std::printf("%s\n", line.dump().c_str());
     MPI_Type_free(&c.type);
   }
   MPI_Finalize();

@@ -17,6 +17,7 @@
 
 #include "ibdt/datatype.h"
 #include "perf/benchmarks.h"
+#include "perf/mpi_baseline_runner.h"
 #include "perf/pack_cases.h"
 
 namespace ibdt::perf {
@@ -171,40 +172,22 @@ struct Baseline {
   std::map<std::string, std::pair<double, double>> rates;  // case -> pack, unpack GB/s
 };
 
-void runBaseline(const std::string& label, const std::string& program, const CommonOptions& common,
-                 std::vector<Baseline>& out, Report& report) {
-  std::ostringstream cmd;
-  cmd << program << (common.quick ? " --quick" : "") << " --reps " << common.reps << " --warmup " << common.warmup
-      << " 2>/dev/null";
-  Baseline b{label, {}};
-  if (FILE* pipe = popen(cmd.str().c_str(), "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof line, pipe)) {
-      std::istringstream fields(line);
-      std::string name, pack, unpack;
-      if (std::getline(fields, name, '\t') && std::getline(fields, pack, '\t') && std::getline(fields, unpack)) {
-        b.rates[name] = {std::atof(pack.c_str()), std::atof(unpack.c_str())};
-      }
-    }
-    if (pclose(pipe) != 0) b.rates.clear();
-  }
-  if (b.rates.empty()) {
-    report.note(label + " baseline", "not available (" + program + " failed)");
-    return;
-  }
-  out.push_back(std::move(b));
-}
-
 std::vector<Baseline> runBaselines(const CommonOptions& common, Report& report) {
   std::vector<Baseline> out;
-#ifdef IBDT_MPI_PACK_OPENMPI
-  runBaseline("ompi", IBDT_MPI_PACK_OPENMPI, common, out, report);
-#endif
-#ifdef IBDT_MPI_PACK_MPICH
-  runBaseline("mpich", IBDT_MPI_PACK_MPICH, common, out, report);
-#endif
-  (void)common;
-  (void)report;
+  std::vector<std::string> args = {"--reps", std::to_string(common.reps), "--warmup", std::to_string(common.warmup)};
+  if (common.quick) args.emplace_back("--quick");
+  for (const MpiLibrary& library : mpiLibraries()) {
+    auto lines = runMpiBaseline(library, library.packProgram, 1, args, std::chrono::seconds(600));
+    if (!lines.isOk()) {
+      report.note(library.label + " baseline", "not available: " + lines.status().toString());
+      continue;
+    }
+    Baseline b{library.label, {}};
+    for (const nlohmann::json& line : *lines) {
+      if (line.contains("case")) b.rates[line["case"]] = {line.value("pack", 0.0), line.value("unpack", 0.0)};
+    }
+    out.push_back(std::move(b));
+  }
   return out;
 }
 

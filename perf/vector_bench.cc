@@ -6,7 +6,9 @@
 // contiguous (Contig) and packed by hand (Manual). --worst-case-registration
 // gives every iteration fresh user buffers and turns pooling and the
 // registration cache off (Figure 12); --list-post off posts one write at a
-// time (Figure 11).
+// time (Figure 11). The same experiment with MPI_Type_vector under Open MPI
+// and MPICH (perf/mpi_vector_baseline.cc) runs after the ibdt rows, into the
+// same table, followed by the targets computed from the rows.
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +22,10 @@
 
 #include "ibdt/messaging.h"
 #include "perf/benchmarks.h"
+#include "perf/mpi_baseline_runner.h"
 #include "perf/two_processes.h"
+#include "perf/vector_cases.h"
+#include "perf/vector_targets.h"
 
 namespace ibdt::perf {
 namespace {
@@ -30,9 +35,9 @@ using messaging::Context;
 using messaging::Request;
 using messaging::Scheme;
 
-constexpr int64_t kRows = 128;
-constexpr int64_t kColumns = 4096;
-constexpr int kWindow = 100;
+constexpr int64_t kRows = kVectorRows;
+constexpr int64_t kColumns = kVectorColumns;
+constexpr int kWindow = kVectorWindow;
 
 struct VectorOptions {
   bool worstCaseRegistration = false;
@@ -53,6 +58,21 @@ const Row kRowsToRun[] = {
     {"RWG-UP", Scheme::kRwgUp, Row::kVector},    {"P-RRS", Scheme::kPRrs, Row::kVector},
     {"Multi-W", Scheme::kMultiW, Row::kVector},  {"auto", Scheme::kAuto, Row::kVector},
     {"Contig", Scheme::kAuto, Row::kContig},     {"Manual", Scheme::kAuto, Row::kManual},
+};
+
+// The MPI rows (perf/mpi_vector_baseline.cc): "<library>" and "<library> contig".
+constexpr const char* kMpiLibraryNames[] = {"Open MPI", "MPICH"};
+
+bool wanted(const VectorOptions& options, const std::string& row) {
+  return options.rows.empty() || std::find(options.rows.begin(), options.rows.end(), row) != options.rows.end();
+}
+
+// What every row runs: the same sizes, repetitions and warm-up.
+struct Plan {
+  std::vector<int64_t> columns;
+  int reps = 0;
+  int warmup = 0;
+  bool quick = false;
 };
 
 // One rank's buffers for one x.
@@ -91,6 +111,25 @@ class Runner {
         }
     }
     return Status::ok();
+  }
+
+  // One checked message from rank 0 to rank 1, both sides' buffers patterned
+  // first: rank 1 checks every int of its buffer (the sent columns and that
+  // nothing else changed) and tells rank 0, so both fail together.
+  Status check(const Row& row, int64_t x, const Datatype& vector, Buffers& buffers) {
+    fillVectorPattern(buffers.array, rank_);
+    fillContigPattern(buffers.packed, x, rank_);
+    IBDT_RETURN_IF_ERROR(transfer(row, x, vector, buffers, rank_ == 0, 5));
+    std::string wrong;
+    if (rank_ == 1) {
+      wrong = row.kind == Row::kContig ? checkContig(buffers.packed, x, 0) : checkVectorColumns(buffers.array, x, 0, 1);
+    }
+    int32_t bad = wrong.empty() ? 0 : 1;
+    IBDT_RETURN_IF_ERROR(rank_ == 1 ? ctx_.send(&bad, 1, Datatype::of<int32_t>(), 1 - rank_, 6)
+                                    : ctx_.recv(&bad, 1, Datatype::of<int32_t>(), 1 - rank_, 6));
+    if (bad == 0) return Status::ok();
+    return makeError(Code::kInternal, row.name, ": wrong data received",
+                     wrong.empty() ? " (see rank 1)" : ": " + wrong);
   }
 
   Status pingPong(const Row& row, int64_t x, const Datatype& vector, Buffers& buffers) {
@@ -132,7 +171,23 @@ class Runner {
   const VectorOptions& options_;
 };
 
-Status runRank(int socket, int rank, const VectorOptions& options, const CommonOptions& common, Report& report) {
+// One (row, x) result: round trip and window times in seconds.
+void addRow(Report& report, int64_t x, const std::string& row, const std::string& carriedBy, const Summary& roundTrip,
+            const Summary& window) {
+  const double bytes = static_cast<double>(vectorBytes(x));
+  report.add({{"x", x},
+              {"bytes", vectorBytes(x)},
+              {"row", row},
+              {"carried by", carriedBy},
+              {"latency us", roundTrip.median / 2 * 1e6},
+              {"lat min", roundTrip.min / 2 * 1e6},
+              {"lat max", roundTrip.max / 2 * 1e6},
+              {"MB/s", kWindow * bytes / window.median / 1e6},
+              {"MB/s min", kWindow * bytes / window.max / 1e6},
+              {"MB/s max", kWindow * bytes / window.min / 1e6}});
+}
+
+Status runRank(int socket, int rank, const VectorOptions& options, const Plan& plan, Report& report) {
   if (options.worstCaseRegistration) {
     setenv("IBDT_REG_CACHE", "off", 1);
     setenv("IBDT_POOL_HIGH_WATER", "0", 1);
@@ -141,17 +196,8 @@ Status runRank(int socket, int rank, const VectorOptions& options, const CommonO
   // The job tag: the parent's pid, the same on both sides.
   std::string tag = "vector-bench-" + std::to_string(rank == 0 ? getpid() : getppid());
   IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {tag, ""}));
-  std::vector<int64_t> columns;
-  for (int64_t x = 1; x <= 2048; x *= 2) {
-    if (!common.quick || x == 1 || x == 16 || x == 256 || x == 2048) columns.push_back(x);
-  }
-  if (!options.columns.empty()) columns = options.columns;
-  int reps = common.quick ? 3 : common.reps;
-  int warmup = common.quick ? 1 : common.warmup;
   for (const Row& row : kRowsToRun) {
-    if (!options.rows.empty() && std::find(options.rows.begin(), options.rows.end(), row.name) == options.rows.end()) {
-      continue;
-    }
+    if (!wanted(options, row.name)) continue;
     auto messaging = messaging::optionsFromEnvironment();
     if (!messaging.isOk()) return messaging.status();
     messaging->forcedScheme = row.scheme;
@@ -172,21 +218,19 @@ Status runRank(int socket, int rank, const VectorOptions& options, const CommonO
         (void)bootstrap.allgather({});
       }
     } quiesce{*context, bootstrap, rank};
-    for (int64_t x : columns) {
+    for (int64_t x : plan.columns) {
       IBDT_ASSIGN_OR_RETURN(Datatype vector, Datatype::vector(kRows, x, kColumns, Datatype::of<int32_t>()));
       IBDT_RETURN_IF_ERROR(vector.commit());
       Buffers buffers;
-      buffers.array.assign(static_cast<size_t>(kRows * kColumns), rank);
-      buffers.packed.assign(static_cast<size_t>(kRows * x), rank);
+      IBDT_RETURN_IF_ERROR(runner.check(row, x, vector, buffers));
       messaging::Counters before = context->counters();
       Status failed;
-      int inner = x <= 64 ? 20 : 4;
-      auto latency = measure(warmup, reps, inner, [&] {
+      auto latency = measure(plan.warmup, plan.reps, vectorPingPongsPerRep(x), [&] {
         Status s = runner.pingPong(row, x, vector, buffers);
         if (failed.isOk() && !s.isOk()) failed = s;
       });
       IBDT_RETURN_IF_ERROR(failed);
-      auto bandwidth = measure(warmup, reps, 1, [&] {
+      auto bandwidth = measure(plan.warmup, plan.reps, 1, [&] {
         Status s = runner.window(row, x, vector, buffers);
         if (failed.isOk() && !s.isOk()) failed = s;
       });
@@ -200,22 +244,44 @@ Status runRank(int socket, int rank, const VectorOptions& options, const CommonO
           chosen += (chosen.empty() ? "" : "+") + std::string(messaging::schemeName(static_cast<Scheme>(s)));
         }
       }
-      Summary lat = summarize(latency);
-      Summary bw = summarize(bandwidth);
-      double bytes = static_cast<double>(kRows * x * 4);
-      report.add({{"x", x},
-                  {"bytes", kRows * x * 4},
-                  {"row", row.name},
-                  {"carried by", chosen},
-                  {"latency us", lat.median / 2 * 1e6},
-                  {"lat min", lat.min / 2 * 1e6},
-                  {"lat max", lat.max / 2 * 1e6},
-                  {"MB/s", kWindow * bytes / bw.median / 1e6},
-                  {"MB/s min", kWindow * bytes / bw.max / 1e6},
-                  {"MB/s max", kWindow * bytes / bw.min / 1e6}});
+      addRow(report, x, row.name, chosen, summarize(latency), summarize(bandwidth));
     }
   }
   return Status::ok();
+}
+
+Summary summaryOf(const nlohmann::json& triple) {
+  return {triple.at(0).get<double>(), triple.at(1).get<double>(), triple.at(2).get<double>(), 0};
+}
+
+// The same experiment with MPI_Type_vector (and contiguous MPI_INT), two
+// ranks under the library's own launcher, into the same table.
+void runMpiRows(const MpiLibrary& library, const VectorOptions& options, const Plan& plan, Report& report) {
+  const std::string contigRow = library.name + " contig";
+  const bool vector = wanted(options, library.name), contig = wanted(options, contigRow);
+  if (!vector && !contig) return;
+  std::string columns;
+  for (int64_t x : plan.columns) columns += (columns.empty() ? "" : ",") + std::to_string(x);
+  const std::vector<std::string> args = {"--x", columns, "--reps", std::to_string(plan.reps), "--warmup",
+                                         std::to_string(plan.warmup), "--rows",
+                                         std::string(vector ? "vector" : "") + (contig ? ",contig" : "")};
+  // Generous: the full run takes well under a minute on an idle machine.
+  auto lines = runMpiBaseline(library, library.vectorProgram, 2, args, std::chrono::seconds(plan.quick ? 300 : 1200));
+  if (!lines.isOk()) {
+    report.note(library.name, "not measured: " + lines.status().toString());
+    return;
+  }
+  for (const nlohmann::json& line : *lines) {
+    if (line.contains("library")) {
+      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
+                                    mpiLaunchDescription(library, 2) + "` (one rank per core)");
+    }
+    if (!line.contains("row")) continue;
+    const bool isContig = line["row"] == "contig";
+    addRow(report, line["x"].get<int64_t>(), isContig ? contigRow : library.name,
+           isContig ? "MPI_INT contiguous" : "MPI_Type_vector", summaryOf(line["round_trip"]),
+           summaryOf(line["window"]));
+  }
 }
 
 void runVector(const VectorOptions& options, const CommonOptions& common) {
@@ -223,12 +289,39 @@ void runVector(const VectorOptions& options, const CommonOptions& common) {
                 "bandwidth = window of 100",
                 {"x", "bytes", "row", "carried by", "latency us", "lat min", "lat max", "MB/s", "MB/s min",
                  "MB/s max"});
-  runTwoProcesses("vector", [&](int socket, int rank) { return runRank(socket, rank, options, common, report); });
+  Plan plan;
+  plan.quick = common.quick;
+  plan.columns = options.columns.empty() ? vectorColumnCounts(common.quick) : options.columns;
+  plan.reps = common.quick ? 3 : common.reps;
+  plan.warmup = common.quick ? 1 : common.warmup;
+  if (std::any_of(std::begin(kRowsToRun), std::end(kRowsToRun), [&](const Row& r) { return wanted(options, r.name); })) {
+    runTwoProcesses("vector", [&](int socket, int rank) { return runRank(socket, rank, options, plan, report); });
+    report.note("ibdt ranks", "two forked processes, unbound; they yield and nap when idle (base/backoff.h), so a "
+                              "loaded machine costs them more than MPI ranks polling on their own cores");
+  }
+  for (const MpiLibrary& library : mpiLibraries()) runMpiRows(library, options, plan, report);
+  for (const char* name : kMpiLibraryNames) {
+    const bool built = std::any_of(mpiLibraries().begin(), mpiLibraries().end(),
+                                   [&](const MpiLibrary& library) { return library.name == name; });
+    if (!built && (wanted(options, name) || wanted(options, std::string(name) + " contig"))) {
+      report.note(name, "not measured: ibdt-bench was built without it (its compiler wrapper was not found)");
+    }
+  }
   report.note("machine", machineDescription());
   report.note("worst-case registration", options.worstCaseRegistration);
   report.note("list post", options.listPost);
-  report.note("Open MPI", "not measured by this bench (ibdt-bench does not link MPI)");
-  report.print(common);
+  if (options.worstCaseRegistration || options.listPost == "off") {
+    report.note("MPI rows", "MPI runs its defaults: --worst-case-registration and --list-post apply to ibdt rows only");
+  }
+  VectorTargets targets = vectorTargets(report.rows());
+  if (common.json) {  // one JSON document: the targets go in as notes
+    report.note("targets", targets.table.rows());
+    report.note("targets summary", targets.summary);
+    report.print(common);
+  } else {
+    report.print(common);
+    targets.table.print(common);
+  }
 }
 
 }  // namespace
@@ -236,6 +329,7 @@ void runVector(const VectorOptions& options, const CommonOptions& common) {
 void addVectorBenchmark(CLI::App& app, const CommonOptions& common) {
   auto options = std::make_shared<VectorOptions>();
   CLI::App* sub = app.add_subcommand("vector", "Wu/Wyckoff/Panda vector ping-pong and window bandwidth, every scheme");
+  sub->fallthrough();  // `ibdt-bench vector --quick --json` as well as `ibdt-bench --quick --json vector`
   sub->add_flag("--worst-case-registration", options->worstCaseRegistration,
                 "fresh user buffers each iteration, no pool reuse, no registration cache (Figure 12)");
   sub->add_option("--list-post", options->listPost, "on: chained write lists; off: one post per write (Figure 11)")
@@ -245,7 +339,8 @@ void addVectorBenchmark(CLI::App& app, const CommonOptions& common) {
       ->check(CLI::Range(int64_t{1}, kColumns));
   std::vector<std::string> names;
   for (const Row& row : kRowsToRun) names.emplace_back(row.name);
-  sub->add_option("--row", options->rows, "rows to run (default all)")->check(CLI::IsMember(names));
+  for (const char* library : kMpiLibraryNames) names.insert(names.end(), {library, std::string(library) + " contig"});
+  sub->add_option("--row", options->rows, "rows to run (default all; the MPI rows need their library)")->check(CLI::IsMember(names));
   sub->callback([options, &common] { runVector(*options, common); });
 }
 

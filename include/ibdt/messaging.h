@@ -92,10 +92,12 @@ inline constexpr int kEagerConnectRanks = 16;  // kAuto: eager up to this many r
 struct Options {
   int64_t eagerLimit = 8192;      // largest packed message sent eagerly
   uint32_t eagerCredits = 32;     // eager receive buffers per peer
-  int64_t segmentSize = 65536;    // pipeline unit of BC-SPUP and RWG-UP
+  int64_t segmentSize = 0;        // pipeline unit of BC-SPUP and RWG-UP (0: by message size)
+  uint32_t ringSegments = 4;      // their staging buffer: a ring of this many segments
   Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme (kAuto: Table 1)
   // Mean block size (bytes) below which a side packs (sender) or unpacks
-  // (receiver) instead of using its blocks directly; <0: from the cost model.
+  // (receiver) instead of using its blocks directly; <0: from the cost model
+  // (for the receiver: the model compares the schemes for each message).
   double packBelowBlock = -1;
   double unpackBelowBlock = -1;
   bool listPost = true;           // post rendezvous writes as chained lists
@@ -207,7 +209,8 @@ class Context {
   bool closed() const;
 
   const Counters& counters() const;
-  // The thresholds the cost model produced (or the overrides).
+  // The sender's pack threshold (cost model or override); the receiver's
+  // override, or -1 when the cost model decides per message.
   double packBelowBlock() const;
   double unpackBelowBlock() const;
 

@@ -1,14 +1,7 @@
 # Runs `ibdt-bench pack --quick --json` and checks that the JSON parses, has
 # one row per case and sane throughput numbers (a smoke test, not a speed test).
-execute_process(COMMAND ${BENCH} pack --quick --json
-  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "ibdt-bench pack failed (${rc}): ${err}")
-endif()
-string(JSON rows ERROR_VARIABLE jsonError LENGTH "${out}" rows)
-if(jsonError)
-  message(FATAL_ERROR "ibdt-bench pack --json output does not parse: ${jsonError}\n${out}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
+ibdt_run_bench_json(pack --quick)
 if(rows LESS 5)
   message(FATAL_ERROR "ibdt-bench pack --json has ${rows} rows, expected at least 5")
 endif()

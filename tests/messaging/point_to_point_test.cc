@@ -44,7 +44,10 @@ TEST(PointToPoint, ContiguousRoundTripEveryByte) {
         EXPECT_EQ(info.source, 0);
         EXPECT_EQ(info.tag, 5);
         EXPECT_EQ(info.bytes, count * 4);
-        EXPECT_EQ(info.scheme, count * 4 <= 256 ? Scheme::kEager : Scheme::kContiguous);
+        // Contiguous data goes in place, or through the staging ring where the
+        // cost model finds the provider's zero-copy path dearer.
+        if (count * 4 <= 256) EXPECT_EQ(info.scheme, Scheme::kEager);
+        else EXPECT_TRUE(info.scheme == Scheme::kContiguous || info.scheme == Scheme::kRwgUp) << schemeName(info.scheme);
         for (int64_t i = 0; i < count; ++i) ASSERT_EQ(data[static_cast<size_t>(i)], count + i) << "count " << count;
         EXPECT_EQ(data.back(), -7) << "written beyond the receive buffer";
         for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(i)] = -static_cast<int32_t>(i);

@@ -36,25 +36,103 @@ TEST(SchemeSelect, ForcedSchemesAndReceiverHints) {
   EXPECT_EQ(finalScheme(Scheme::kPRrs, true, false, false, Scheme::kAuto, false, false), Scheme::kMultiW);
   // A forced scheme that does not fit the receiver's mode yields Table 1's choice.
   EXPECT_EQ(finalScheme(Scheme::kMultiW, true, false, true, Scheme::kAuto, false, true), Scheme::kBcSpup);
-  EXPECT_TRUE(receiverUsesUnpack(Scheme::kBcSpup, false, statsOf(1e6), 10));
-  EXPECT_FALSE(receiverUsesUnpack(Scheme::kMultiW, false, statsOf(1), 10));
-  EXPECT_FALSE(receiverUsesUnpack(Scheme::kGeneric, true, statsOf(8, true), 10));
+  CostModel model;
+  ReplyInputs in;
+  in.receiver = statsOf(1e6);
+  in.forced = Scheme::kBcSpup;
+  EXPECT_TRUE(receiverUsesUnpack(in, model));
+  in.forced = Scheme::kMultiW;
+  in.receiver = statsOf(1);
+  EXPECT_FALSE(receiverUsesUnpack(in, model));
+  // Both contiguous: a forced unpack scheme does not apply.
+  in.forced = Scheme::kGeneric;
+  in.sender.contiguous = true;
+  in.receiver = statsOf(8, true);
+  EXPECT_FALSE(receiverUsesUnpack(in, model));
+  // The per-block override replaces the model.
+  in.forced = Scheme::kAuto;
+  in.sender.contiguous = false;
+  in.unpackBelowOverride = 10;
+  in.receiver = statsOf(9);
+  EXPECT_TRUE(receiverUsesUnpack(in, model));
+  in.receiver = statsOf(11);
+  EXPECT_FALSE(receiverUsesUnpack(in, model));
 }
 
 TEST(SchemeSelect, ThresholdsComeFromTheCostModel) {
   CostModel model;
   model.memcpyBytesPerNs = 10;
   model.transfer.perSgeNs = 5;
-  model.transfer.perRequestNs = 100;
-  model.transfer.perRemotePageNs = 300;
   EXPECT_DOUBLE_EQ(model.packBelowBlock(), 50);
-  EXPECT_DOUBLE_EQ(model.unpackBelowBlock(), 4000);
   EXPECT_TRUE(senderWantsPack(statsOf(49), model.packBelowBlock()));
   EXPECT_FALSE(senderWantsPack(statsOf(51), model.packBelowBlock()));
   EXPECT_FALSE(senderWantsPack(statsOf(4, true), model.packBelowBlock()));
-  EXPECT_TRUE(receiverWantsUnpack(statsOf(3999), model.unpackBelowBlock()));
-  EXPECT_FALSE(receiverWantsUnpack(statsOf(4001), model.unpackBelowBlock()));
+  EXPECT_TRUE(receiverWantsUnpack(statsOf(3999), 4000));
+  EXPECT_FALSE(receiverWantsUnpack(statsOf(4001), 4000));
   EXPECT_GT(measureMemcpyBytesPerNs(), 0);
+}
+
+// Costs shaped like the two providers: shm pins every remote page of a
+// cross-memory attach and copies with the initiator's CPU; an HCA has no
+// per-page cost and its DMA engine moves the bytes.
+CostModel shmLike() {
+  CostModel model;
+  model.memcpyBytesPerNs = 10;
+  model.transfer = {500, 20, 130, 10, 50, 10, true};
+  model.maxSge = 64;
+  model.listLength = 256;
+  return model;
+}
+
+CostModel hcaLike() {
+  CostModel model;
+  model.memcpyBytesPerNs = 10;
+  model.transfer = {1000, 5, 0, 12, 1000, 12, false};
+  model.maxSge = 32;
+  model.listLength = 256;
+  return model;
+}
+
+ReplyInputs vectorMessage(int64_t rows, double block, bool senderPacks) {
+  ReplyInputs in;
+  in.sender = SideLayout{static_cast<int64_t>(rows * block), false, rows, block};
+  in.senderWantsPack = senderPacks;
+  in.receiver.size = in.sender.bytes;
+  in.receiver.blockCount = rows;
+  in.receiver.meanBlock = block;
+  in.segmentSize = segmentSizeFor(in.sender.bytes, 0);
+  return in;
+}
+
+TEST(SchemeSelect, TheModelRanksSchemesByProvider) {
+  // 128 blocks of 8 KiB: on shm pinning 3 pages per block costs more than the
+  // unpack copy, which runs beside the sender's gather: RWG-UP, not Multi-W.
+  ReplyInputs big = vectorMessage(128, 8192, false);
+  EXPECT_TRUE(receiverUsesUnpack(big, shmLike()));
+  // On an HCA the same blocks go zero-copy (Multi-W).
+  EXPECT_FALSE(receiverUsesUnpack(big, hcaLike()));
+  // Tiny blocks are unpacked everywhere.
+  EXPECT_TRUE(receiverUsesUnpack(vectorMessage(4096, 16, true), hcaLike()));
+  EXPECT_TRUE(receiverUsesUnpack(vectorMessage(4096, 16, true), shmLike()));
+  // A large contiguous message on shm pipelines through a staging buffer;
+  // a small one, and any on an HCA, is written in place.
+  ReplyInputs contiguous;
+  contiguous.sender = SideLayout{8 << 20, true, 1, double(8 << 20)};
+  contiguous.receiver.size = 8 << 20;
+  contiguous.receiver.contiguous = true;
+  contiguous.receiver.blockCount = 1;
+  contiguous.receiver.meanBlock = double(8 << 20);
+  contiguous.segmentSize = segmentSizeFor(8 << 20, 0);
+  EXPECT_TRUE(receiverUsesUnpack(contiguous, shmLike()));
+  EXPECT_FALSE(receiverUsesUnpack(contiguous, hcaLike()));
+  EXPECT_EQ(finalScheme(Scheme::kAuto, false, true, true, Scheme::kAuto, true, true), Scheme::kRwgUp);
+}
+
+TEST(SchemeSelect, SegmentSizeFollowsTheMessage) {
+  EXPECT_EQ(segmentSizeFor(16 << 10, 0), 16 << 10);
+  EXPECT_EQ(segmentSizeFor(128 << 10, 0), 32 << 10);
+  EXPECT_EQ(segmentSizeFor(64 << 20, 0), 64 << 10);
+  EXPECT_EQ(segmentSizeFor(64 << 20, 4096), 4096);
 }
 
 TEST(SchemeSelect, NamesRoundTrip) {

@@ -43,10 +43,14 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_ || !bootstrap.allgather) {
     return makeError(Code::kInvalidArgument, "messaging context: bad bootstrap (rank ", rank_, " of ", size_, ")");
   }
-  if (options_.eagerLimit < 0 || options_.eagerCredits < 2 || options_.segmentSize <= 0) {
+  if (options_.ringSegments < 2) {
+    return makeError(Code::kInvalidArgument, "messaging context: a staging ring needs at least 2 segments, not ",
+                     options_.ringSegments);
+  }
+  if (options_.eagerLimit < 0 || options_.eagerCredits < 2 || options_.segmentSize < 0) {
     return makeError(Code::kInvalidArgument, "messaging context: eager limit ", options_.eagerLimit, ", credits ",
                      options_.eagerCredits, " and segment size ", options_.segmentSize,
-                     " must be >= 0, >= 2 and > 0");
+                     " must be >= 0, >= 2 and >= 0 (0: automatic)");
   }
   const fabric::Caps& caps = domain_.caps();
   maxSge_ = std::max<uint32_t>(1, caps.maxSendSge);
@@ -66,10 +70,16 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   cost_.memcpyBytesPerNs = measureMemcpyBytesPerNs();
   cost_.transfer = caps.transfer;
   cost_.rdmaRead = caps.rdmaRead;
+  cost_.pageSize = caps.pageSize;
+  cost_.maxSge = maxSge_;
+  cost_.listLength = options_.listPost ? sendQueueDepth_ : 1;
+  IBDT_RETURN_IF_ERROR(measureBlockCosts(cost_));
   packBelow_ = options_.packBelowBlock >= 0 ? options_.packBelowBlock : cost_.packBelowBlock();
-  unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : cost_.unpackBelowBlock();
-  IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; pack below ", packBelow_,
-           " B blocks, unpack below ", unpackBelow_, " B blocks");
+  unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : -1;
+  IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; per block ", cost_.iovecNsPerBlock,
+           " ns to list, ", cost_.packNsPerBlock, " ns to pack; pack below ", packBelow_,
+           " B blocks; receiver ", unpackBelow_ >= 0 ? strCat("unpacks below ", unpackBelow_, " B blocks")
+                                                   : std::string("compares the schemes per message"));
 
   IBDT_ASSIGN_OR_RETURN(sendQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * sendQueueDepth_));
   IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * recvDepth));
@@ -110,7 +120,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
     // Pre-register a few segment buffers so the first rendezvous finds them.
     std::vector<memory::PoolBuffer> warm;
     for (int i = 0; i < 4; ++i) {
-      IBDT_ASSIGN_OR_RETURN(auto buffer, pool_->get(static_cast<size_t>(options_.segmentSize)));
+      IBDT_ASSIGN_OR_RETURN(auto buffer, pool_->get(static_cast<size_t>(segmentSizeFor(1 << 30, options_.segmentSize))));
       warm.push_back(std::move(buffer));
     }
   }
@@ -306,6 +316,10 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
     case wire::Kind::kFin: {
       IBDT_ASSIGN_OR_RETURN(auto fin, wire::read<wire::Fin>(message, offset));
       return handleFin(peer, fin);
+    }
+    case wire::Kind::kRelease: {
+      IBDT_ASSIGN_OR_RETURN(auto release, wire::read<wire::Release>(message, offset));
+      return handleRelease(peer, release);
     }
     case wire::Kind::kCredit:
       return Status::ok();

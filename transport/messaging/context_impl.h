@@ -68,6 +68,7 @@ struct SendTransfer {
   int64_t next = 0;                                // next packed byte to post
   uint64_t posted = 0;
   uint64_t completed = 0;
+  uint64_t released = 0;                           // ring segments the receiver freed
   bool waitingForFin = false;
   std::deque<std::pair<uint64_t, Staging>> inFlight;  // staging freed after `first` completions
 };
@@ -83,6 +84,9 @@ struct RecvTransfer {
   int64_t segmentSize = 0;
   int64_t unpacked = 0;
   Staging unpackBuffer;
+  uint32_t ringSegments = 0;   // 0: unpackBuffer holds the whole message
+  uint64_t segmentsDone = 0;
+  uint64_t segmentsReleased = 0;
   memory::RegionRef userRegion;
   // P-RRS
   bool reading = false;
@@ -161,6 +165,7 @@ class ContextImpl {
   // rendezvous_sender.cc
   Status handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
   Status handleFin(Peer& peer, const wire::Fin& fin);
+  Status handleRelease(Peer& peer, const wire::Release& release);
   Status advanceSend(Peer& peer, SendTransfer& transfer);
   Status onSendDataCompleted(uint32_t transferId);
   // connection.cc
@@ -214,6 +219,11 @@ class ContextImpl {
   uint32_t maxSge_ = 1;
   uint64_t maxWrBytes_ = 0;
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
+  struct PostScratch {  // advanceSend's lists, reused rather than reallocated
+    std::vector<fabric::SendRequest> requests;
+    std::vector<fabric::Sge> sges;
+    std::vector<datatype::Iovec> iovecs;
+  } scratch_;
   fabric::EndpointOptions endpointOptions_;
   uint32_t recvDepth_ = 0;
   // Lazy connection: our listener, the job nonce, peers with a request out.

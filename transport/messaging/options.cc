@@ -11,7 +11,7 @@ namespace {
 constexpr std::array<std::string_view, kSchemeCount> kSchemeNames = {
     "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w"};
 
-// "auto" (-1: from the cost model) or a non-negative number of bytes.
+// "auto" (-1: decided by ibdt) or a non-negative number of bytes.
 Result<double> getThreshold(std::string_view knob) {
   IBDT_ASSIGN_OR_RETURN(std::string text, config::getString(knob));
   if (text == "auto") return -1.0;
@@ -41,7 +41,9 @@ Result<Options> optionsFromEnvironment() {
   Options options;
   IBDT_ASSIGN_OR_RETURN(uint64_t eager, config::getSize("IBDT_MSG_EAGER_LIMIT"));
   IBDT_ASSIGN_OR_RETURN(int64_t credits, config::getInt("IBDT_MSG_CREDITS", 2, 4096));
-  IBDT_ASSIGN_OR_RETURN(uint64_t segment, config::getSize("IBDT_MSG_SEGMENT_SIZE"));
+  IBDT_ASSIGN_OR_RETURN(int64_t ring, config::getInt("IBDT_MSG_RING_SEGMENTS", 2, 1024));
+  options.ringSegments = static_cast<uint32_t>(ring);
+  IBDT_ASSIGN_OR_RETURN(double segment, getThreshold("IBDT_MSG_SEGMENT_SIZE"));
   IBDT_ASSIGN_OR_RETURN(std::string scheme, config::getString("IBDT_MSG_SCHEME"));
   IBDT_ASSIGN_OR_RETURN(options.forcedScheme, parseScheme(scheme));
   if (options.forcedScheme == Scheme::kEager) {
@@ -55,12 +57,12 @@ Result<Options> optionsFromEnvironment() {
   options.connect = static_cast<Connect>(connect);
   IBDT_ASSIGN_OR_RETURN(options.connectTimeoutMs, config::getInt("IBDT_MSG_CONNECT_TIMEOUT_MS", 1, 3'600'000));
   if (eager > (uint64_t{1} << 20)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT above 1M");
-  if (segment < 64 || segment > (uint64_t{1} << 30)) {
-    return makeError(Code::kInvalidArgument, "IBDT_MSG_SEGMENT_SIZE must be between 64 and 1G bytes");
+  if (segment >= 0 && (segment < 64 || segment > double(uint64_t{1} << 30))) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_SEGMENT_SIZE must be auto or between 64 and 1G bytes");
   }
   options.eagerLimit = static_cast<int64_t>(eager);
   options.eagerCredits = static_cast<uint32_t>(credits);
-  options.segmentSize = static_cast<int64_t>(segment);
+  options.segmentSize = segment < 0 ? 0 : static_cast<int64_t>(segment);
   return options;
 }
 

@@ -75,7 +75,15 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
 
   Scheme forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme
                                                           : static_cast<Scheme>(rts.forcedScheme);
-  transfer->unpack = receiverUsesUnpack(forced, rts.senderContiguous != 0, op->stats, unpackBelow_);
+  ReplyInputs inputs;
+  inputs.forced = forced;
+  inputs.sender = SideLayout{envelope.bytes, rts.senderContiguous != 0, std::max<int64_t>(1, rts.blockCount),
+                             rts.meanBlock};
+  inputs.senderWantsPack = rts.senderWantsPack != 0;
+  inputs.receiver = op->stats;
+  inputs.unpackBelowOverride = unpackBelow_;
+  inputs.segmentSize = segmentSizeFor(cts.bytes, options_.segmentSize);
+  transfer->unpack = receiverUsesUnpack(inputs, cost_);
   // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
   // version). One too large for a control message falls back to unpacking.
   std::vector<uint8_t> layout;
@@ -101,9 +109,13 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
                                               forced == Scheme::kRwgUp
                                           ? forced
                                           : Scheme::kAuto);
-    transfer->segmentSize = generic ? cts.bytes : options_.segmentSize;
-    auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(cts.bytes))
-                          : pooledBuffer(static_cast<size_t>(cts.bytes));
+    transfer->segmentSize = generic ? cts.bytes : inputs.segmentSize;
+    // A ring of segments bounds the staging of a large message (and keeps it
+    // in cache); the generic baseline stages the whole message.
+    int64_t segments = (cts.bytes + transfer->segmentSize - 1) / transfer->segmentSize;
+    if (!generic && segments > options_.ringSegments) transfer->ringSegments = options_.ringSegments;
+    int64_t staging = transfer->ringSegments != 0 ? transfer->ringSegments * transfer->segmentSize : cts.bytes;
+    auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(staging)) : pooledBuffer(static_cast<size_t>(staging));
     if (!buffer.isOk()) return std::move(buffer).takeStatus();
     transfer->unpackBuffer = std::move(buffer).value();
     cts.remoteAddress = transfer->unpackBuffer.address();
@@ -129,13 +141,14 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
     }
   }
   cts.segmentSize = transfer->segmentSize;
+  cts.ringSegments = transfer->ringSegments;
   // The sender finalises by the same deterministic rule; record its outcome.
   op->info.scheme = finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0,
                                 rts.senderContiguous != 0, transfer->unpack, static_cast<Scheme>(cts.scheme),
                                 op->stats.contiguous, cost_.rdmaRead);
   IBDT_LOG(kDebug, "messaging: receive of ", cts.bytes, " B from rank ", source, ": ",
-           transfer->unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock,
-           " B, unpack below ", unpackBelow_, " B)");
+           transfer->unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
+           rts.meanBlock, " B; ", schemeName(op->info.scheme), ")");
   recvTransfers_[transfer->id] = std::move(transfer);
   sendReply(layout);
   return Status::ok();
@@ -151,10 +164,29 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
   if (transfer.unpack) {
     // Segment unpack: this segment has landed, the next one may be in flight.
     int64_t end = std::min(transfer.bytes, transfer.unpacked + transfer.segmentSize);
-    IBDT_RETURN_IF_ERROR(op.segment->unpack(op.recvBuffer, transfer.unpacked, end,
-                                            transfer.unpackBuffer.data() + transfer.unpacked));
+    int64_t at = transfer.unpacked;
+    if (transfer.ringSegments != 0) {
+      at = static_cast<int64_t>(transfer.segmentsDone % transfer.ringSegments) * transfer.segmentSize;
+    }
+    IBDT_RETURN_IF_ERROR(op.segment->unpack(op.recvBuffer, transfer.unpacked, end, transfer.unpackBuffer.data() + at));
     transfer.unpacked = end;
-    if (end < transfer.bytes) return Status::ok();
+    ++transfer.segmentsDone;
+    if (end < transfer.bytes) {
+      // Free ring slots half a ring at a time (fewer control messages, and
+      // the sender has the other half to write meanwhile), and only while a
+      // segment still waits for a slot: the sender cannot have finished then.
+      uint64_t segments = static_cast<uint64_t>((transfer.bytes + transfer.segmentSize - 1) / transfer.segmentSize);
+      if (transfer.ringSegments != 0 && segments > transfer.segmentsReleased + transfer.ringSegments &&
+          transfer.segmentsDone - transfer.segmentsReleased >= std::max<uint32_t>(1, transfer.ringSegments / 2)) {
+        transfer.segmentsReleased = transfer.segmentsDone;
+        PendingControl release;
+        release.bytes.resize(sizeof(wire::Header) + sizeof(wire::Release));
+        size_t offset = wire::write(release.bytes.data(), 0, wire::Header{wire::Kind::kRelease, {}, 0});
+        wire::write(release.bytes.data(), offset, wire::Release{transfer.senderTransfer, 0, transfer.segmentsDone});
+        peer.controlQueue.push_back(std::move(release));
+      }
+      return Status::ok();
+    }
   }
   op.info.bytes = transfer.bytes;
   complete(op, transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes)

@@ -17,6 +17,14 @@
 #include "transport/messaging/context_impl.h"
 
 namespace ibdt::messaging {
+namespace {
+
+// Bytes of staging an unpack-mode reply must offer: its ring, or the message.
+int64_t stagingBytes(const wire::Cts& cts) {
+  return cts.ringSegments != 0 ? static_cast<int64_t>(cts.ringSegments) * cts.segmentSize : cts.bytes;
+}
+
+}  // namespace
 
 Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
   Operation& op = *transfer.op;
@@ -56,8 +64,9 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
     return Status::ok();
   }
   bool unpack = cts.mode == wire::ReplyMode::kUnpack;
-  if (unpack && cts.segmentSize <= 0) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " asked for segments of ", cts.segmentSize, " bytes");
+  if (unpack && (cts.segmentSize <= 0 || cts.remoteLength < static_cast<uint64_t>(stagingBytes(cts)))) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", cts.remoteLength, " bytes of staging for ",
+                     cts.ringSegments, " segments of ", cts.segmentSize, " bytes");
   }
   transfer.scheme = finalScheme(options_.forcedScheme, transfer.wantsPack, op.stats.contiguous, unpack,
                                 static_cast<Scheme>(cts.scheme), cts.receiverContiguous != 0, cost_.rdmaRead);
@@ -131,12 +140,15 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
   const uint64_t userBase = reinterpret_cast<uint64_t>(op.sendBuffer);
   const int64_t maxWr = static_cast<int64_t>(maxWrBytes_);
   uint32_t room = sendQueueDepth_ - std::min(sendQueueDepth_, peer.sendOutstanding);
-  std::vector<fabric::SendRequest> requests;
-  std::vector<fabric::Sge> sges;
-  std::vector<datatype::Iovec> iovecs(maxSge_);
-  // Never reallocated while requests point into them.
+  // Scratch kept across calls; sized once so requests may point into sges.
+  std::vector<fabric::SendRequest>& requests = scratch_.requests;
+  std::vector<fabric::Sge>& sges = scratch_.sges;
+  std::vector<datatype::Iovec>& iovecs = scratch_.iovecs;
+  requests.clear();
+  sges.clear();
   requests.reserve(sendQueueDepth_);
   sges.reserve(static_cast<size_t>(sendQueueDepth_) * maxSge_);
+  iovecs.resize(maxSge_);
 
   while (transfer.next < bytes) {
     // listPost off: one post per write (the paper's "single post many times").
@@ -152,6 +164,13 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
     if (unpack) signalAt = std::min(bytes, (p / cts.segmentSize + 1) * cts.segmentSize);
     int64_t q = std::min(signalAt, p + maxWr);
     uint64_t remote = cts.remoteAddress + static_cast<uint64_t>(p);
+    if (unpack && cts.ringSegments != 0) {
+      // Segment s goes to ring slot s mod ringSegments once the receiver freed it.
+      auto segment = static_cast<uint64_t>(p / cts.segmentSize);
+      if (segment >= transfer.released + cts.ringSegments) break;
+      remote = cts.remoteAddress + (segment % cts.ringSegments) * static_cast<uint64_t>(cts.segmentSize) +
+               static_cast<uint64_t>(p % cts.segmentSize);
+    }
     size_t sgeStart = sges.size();
     Staging staging;
     switch (transfer.scheme) {
@@ -223,6 +242,23 @@ Status ContextImpl::onSendDataCompleted(uint32_t transferId) {
     complete(*transfer.op, Status::ok());
     sendTransfers_.erase(found);
   }
+  return Status::ok();
+}
+
+Status ContextImpl::handleRelease(Peer& peer, const wire::Release& release) {
+  auto found = sendTransfers_.find(release.senderTransfer);
+  if (found == sendTransfers_.end() || found->second->op->peer != peer.rank || !found->second->replied) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " released staging of unknown transfer ",
+                     release.senderTransfer);
+  }
+  SendTransfer& transfer = *found->second;
+  const wire::Cts& cts = transfer.cts;
+  uint64_t segments = static_cast<uint64_t>((cts.bytes + cts.segmentSize - 1) / std::max<int64_t>(1, cts.segmentSize));
+  if (cts.ringSegments == 0 || release.segments < transfer.released || release.segments > segments) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " released ", release.segments, " of ", segments,
+                     " segments (", transfer.released, " already) of transfer ", release.senderTransfer);
+  }
+  transfer.released = release.segments;
   return Status::ok();
 }
 

@@ -1,33 +1,6 @@
 #include "transport/messaging/scheme_select.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cstring>
-#include <vector>
-
 namespace ibdt::messaging {
-
-double CostModel::packBelowBlock() const { return transfer.perSgeNs * memcpyBytesPerNs; }
-
-double CostModel::unpackBelowBlock() const {
-  return (transfer.perRequestNs + transfer.perRemotePageNs) * memcpyBytesPerNs;
-}
-
-double measureMemcpyBytesPerNs() {
-  // Larger than the caches: rendezvous messages are copied from memory, not L2.
-  constexpr size_t kBytes = 8u << 20;
-  std::vector<uint8_t> from(kBytes, 1), to(kBytes, 0);
-  double best = 0;
-  for (int i = 0; i < 3; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    std::memcpy(to.data(), from.data(), kBytes);
-    // Keep the copy from being optimised away.
-    asm volatile("" : : "r"(to.data()) : "memory");
-    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-    if (ns > 0) best = std::max(best, kBytes / ns);
-  }
-  return best > 0 ? best : 1;
-}
 
 bool senderWantsPack(const datatype::Stats& stats, double packBelowBlock) {
   return !stats.contiguous && stats.meanBlock < packBelowBlock;
@@ -37,25 +10,33 @@ bool receiverWantsUnpack(const datatype::Stats& stats, double unpackBelowBlock) 
   return !stats.contiguous && stats.meanBlock < unpackBelowBlock;
 }
 
-bool receiverUsesUnpack(Scheme forced, bool senderContiguous, const datatype::Stats& receiver,
-                        double unpackBelowBlock) {
-  if (senderContiguous && receiver.contiguous) return false;
-  switch (forced) {
+bool receiverUsesUnpack(const ReplyInputs& in, const CostModel& model) {
+  bool bothContiguous = in.sender.contiguous && in.receiver.contiguous;
+  switch (in.forced) {
     case Scheme::kGeneric:
     case Scheme::kBcSpup:
     case Scheme::kRwgUp:
-      return true;
+      return !bothContiguous;
     case Scheme::kMultiW:
     case Scheme::kPRrs:
+    case Scheme::kContiguous:
       return false;
     default:
-      return receiverWantsUnpack(receiver, unpackBelowBlock);
+      break;
   }
+  if (in.unpackBelowOverride >= 0) return receiverWantsUnpack(in.receiver, in.unpackBelowOverride);
+  SideLayout receiver = sideLayout(in.receiver);
+  auto cost = [&](bool unpack) {
+    Scheme scheme = finalScheme(Scheme::kAuto, in.senderWantsPack, in.sender.contiguous, unpack, Scheme::kAuto,
+                                in.receiver.contiguous, model.rdmaRead);
+    return estimateNs(scheme, in.sender, receiver, model, in.segmentSize);
+  };
+  return cost(true) < cost(false);
 }
 
 Scheme finalScheme(Scheme forced, bool senderWantsPack, bool senderContiguous, bool receiverUnpacks,
                    Scheme receiverHint, bool receiverContiguous, bool rdmaRead) {
-  if (senderContiguous && receiverContiguous) return Scheme::kContiguous;
+  if (senderContiguous && receiverContiguous && !receiverUnpacks) return Scheme::kContiguous;
   if (forced == Scheme::kAuto) forced = receiverHint;
   if (receiverUnpacks) {
     if (forced == Scheme::kGeneric || forced == Scheme::kBcSpup || forced == Scheme::kRwgUp) return forced;

@@ -1,50 +1,43 @@
 // transport/messaging/scheme_select.h — which rendezvous scheme a message
-// uses: each side's initial wish from its datatype statistics, then the
-// paper's Table 1 (Wu, Wyckoff, Panda, Section 5.2).
+// uses: each side's wish, then the paper's Table 1 (Wu, Wyckoff, Panda,
+// Section 5.2).
 //
-// The thresholds come from a cost model with measured parameters:
-//   * a sender packs when copying a block costs less than gathering it as
-//     one more scatter/gather entry: meanBlock / memcpy < perSgeNs;
-//   * a receiver unpacks when copying a block costs less than the sender
-//     writing it as its own request into a (likely distinct) page:
-//     meanBlock / memcpy < perRequestNs + perRemotePageNs.
-// Either threshold can be overridden (IBDT_MSG_PACK_BELOW,
-// IBDT_MSG_UNPACK_BELOW), and the whole choice forced (IBDT_MSG_SCHEME).
+//   * The sender wants to pack when copying a block costs less than
+//     gathering it as one more scatter/gather entry (CostModel::packBelowBlock).
+//   * The receiver, holding both sides' statistics once the RTS arrived,
+//     replies "unpack buffer" or "zero-copy", whichever makes Table 1's
+//     resulting scheme cheaper by the cost model (cost_model.h). That may
+//     mean a staging buffer even for contiguous data, where the provider's
+//     zero-copy path costs more than a pipelined copy (shm: the kernel pins
+//     every page of a cross-memory attach).
+//   * The sender finalises by Table 1.
+// Overrides: IBDT_MSG_PACK_BELOW, IBDT_MSG_UNPACK_BELOW (a plain per-block
+// threshold instead of the model), and IBDT_MSG_SCHEME forces the scheme.
 #pragma once
 
 #include "ibdt/datatype.h"
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
+#include "transport/messaging/cost_model.h"
 
 namespace ibdt::messaging {
 
-struct CostModel {
-  double memcpyBytesPerNs = 1;
-  fabric::TransferCost transfer;
-  bool rdmaRead = false;
-
-  // Mean block sizes below which the sender packs / the receiver unpacks.
-  double packBelowBlock() const;
-  double unpackBelowBlock() const;
-};
-
-// Times memcpy on this core (best of three 8 MiB copies, beyond the caches).
-double measureMemcpyBytesPerNs();
-
-struct SideView {
-  bool contiguous = false;
-  double meanBlock = 0;
-  bool wantsCopy = false;  // sender: pack; receiver: unpack
-};
-
 // Sender's initial decision (Section 5.2, second step).
 bool senderWantsPack(const datatype::Stats& stats, double packBelowBlock);
-// Receiver's decision: unpack (true) or zero-copy into its user blocks.
+// The receiver's per-block rule when IBDT_MSG_UNPACK_BELOW overrides the model.
 bool receiverWantsUnpack(const datatype::Stats& stats, double unpackBelowBlock);
 
-// The receiver's reply mode for a forced scheme, or from its wish under kAuto.
-bool receiverUsesUnpack(Scheme forced, bool senderContiguous, const datatype::Stats& receiver,
-                        double unpackBelowBlock);
+// What the receiver needs to decide its reply.
+struct ReplyInputs {
+  Scheme forced = Scheme::kAuto;  // the scheme forced on either side
+  SideLayout sender;              // from the RTS
+  bool senderWantsPack = false;
+  datatype::Stats receiver;
+  double unpackBelowOverride = -1;  // >= 0: IBDT_MSG_UNPACK_BELOW
+  int64_t segmentSize = 0;
+};
+// The receiver's reply mode: unpack buffer (true) or zero-copy (false).
+bool receiverUsesUnpack(const ReplyInputs& inputs, const CostModel& model);
 
 // Table 1: the sender's final decision once the reply arrived.
 //   pack      + unpack    -> BC-SPUP
@@ -52,8 +45,8 @@ bool receiverUsesUnpack(Scheme forced, bool senderContiguous, const datatype::St
 //   any       + zero-copy -> Multi-W (P-RRS when the sender is contiguous and
 //                            the provider reads: the receiver scatters with
 //                            one READ per max_sge blocks, nothing is packed)
-// Both sides contiguous -> kContiguous. A forced scheme wins when it fits the
-// receiver's mode; otherwise the mode's Table 1 choice is used.
+// Both sides contiguous and zero-copy -> kContiguous. A forced scheme wins
+// when it fits the receiver's mode; otherwise the mode's Table 1 choice is used.
 Scheme finalScheme(Scheme forced, bool senderWantsPack, bool senderContiguous, bool receiverUnpacks,
                    Scheme receiverHint, bool receiverContiguous, bool rdmaRead);
 

@@ -22,6 +22,7 @@ enum class Kind : uint8_t {
   kPacked,     // P-RRS: the packed data is ready to be read (Packed)
   kFin,        // P-RRS: the receiver has read everything (Fin)
   kCredit,     // credits only (uses the reserved receive buffers)
+  kRelease,    // unpack schemes: the receiver freed staging ring segments (Release)
   kClose,      // close(): nothing more follows from the sender (reserved buffers)
 };
 
@@ -75,6 +76,10 @@ struct Cts {
   int64_t count;
   uint64_t baseAddress;
   int64_t segmentSize;
+  // kUnpack: the staging buffer is a ring of this many segments (segment s
+  // lands at (s mod ringSegments) * segmentSize); 0: it holds the whole message.
+  uint32_t ringSegments;
+  uint32_t pad2;
 };
 
 struct Packed {
@@ -83,6 +88,14 @@ struct Packed {
   uint64_t address;
   uint64_t length;
   uint64_t rkey;
+};
+
+// Segments [0, segments) of a transfer are unpacked: their ring slots may be
+// written again.
+struct Release {
+  uint32_t senderTransfer;
+  uint32_t pad;
+  uint64_t segments;
 };
 
 struct Fin {

@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "transport/fabric/providers.h"
+#include "transport/fabric/shm/calibration.h"
 #include "transport/fabric/shm/completion_queue.h"
 #include "transport/fabric/shm/endpoint.h"
 #include "transport/fabric/shm/listener.h"
@@ -21,15 +22,6 @@ namespace {
 
 constexpr uint32_t kAllAccess = kLocalWrite | kRemoteWrite | kRemoteRead;
 
-// Published costs of this provider for one-sided access to user memory
-// (cross-memory attach), measured with `ibdt-bench fabric` on the
-// development machine (2 shared cores, Linux 6.18), which prints this model
-// beside its measurements: one process_vm_writev costs ~550 ns, each extra
-// local iovec ~25 ns, each remote page ~95 ns (the kernel pins it), and
-// bytes stream at ~20 B/ns. A chained list of plain writes runs as one
-// call, each write costing about one entry plus one remote page.
-// Provider-allocated (shared) memory skips the syscall and the pinning.
-// Registration (a mincore() plus a table write) is measured at open.
 Caps makeCaps() {
   Caps caps;
   caps.provider = "shm";
@@ -45,7 +37,6 @@ Caps makeCaps() {
   caps.rdmaRead = true;
   caps.writeWithImm = true;
   caps.pageSize = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  caps.transfer = {550.0, 25.0, 95.0, 20.0};
   return caps;
 }
 
@@ -148,6 +139,7 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
   state->table_ = RegistrationTable(reinterpret_cast<RegionEntry*>(state->segment_.data() + regionsOffset), kMaxRegions);
   state->doorbells_ = reinterpret_cast<Doorbell*>(state->segment_.data() + doorbellsOffset);
   state->caps_.registration = calibrateRegistration(state->table_, state->segment_.data(), state->caps_.pageSize);
+  state->caps_.transfer = calibrateTransfer(state->caps_.pageSize, state->crossMemoryAttach_);
   for (uint32_t i = kMaxCompletionQueues; i > 0; --i) state->freeDoorbells_.push_back(i - 1);
   return state;
 }

@@ -96,6 +96,9 @@ TransferCost nominalTransferCost(const ibv_port_attr& port) {
   cost.perRequestNs = 1000;  // doorbell, DMA of the WQE, wire round trip of a small RC request
   cost.perSgeNs = 5;         // one more DMA descriptor read by the HCA
   cost.perRemotePageNs = 0;  // the target HCA translates pages itself: no per-page cost
+  cost.allocatedPerRequestNs = cost.perRequestNs;  // staging memory is just registered memory here
+  cost.allocatedBytesPerNs = cost.bytesPerNs;
+  cost.initiatorCopies = false;  // the HCA's DMA engine moves the bytes
   return cost;
 }
 

@@ -1,0 +1,143 @@
+#include "transport/messaging/cost_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace ibdt::messaging {
+namespace {
+
+double ceilDiv(double a, double b) { return std::ceil(a / std::max(b, 1.0)); }
+
+// Distinct pages `side` touches: each block starts somewhere in a page.
+double pagesTouched(const SideLayout& side, size_t page) {
+  if (side.contiguous) return ceilDiv(static_cast<double>(side.bytes), static_cast<double>(page)) + 1;
+  double perBlock = side.meanBlock / static_cast<double>(page) + 1;
+  return std::min(static_cast<double>(side.blocks) * perBlock,
+                  static_cast<double>(side.blocks) + static_cast<double>(side.bytes) / static_cast<double>(page));
+}
+
+// Two pipelined stages over `segments` segments: the slower one dominates,
+// the other adds its share of one segment.
+double pipelined(double first, double second, double segments) {
+  return std::max(first, second) + std::min(first, second) / std::max(segments, 1.0);
+}
+
+}  // namespace
+
+double CostModel::packBelowBlock() const {
+  return std::max(0.0, iovecNsPerBlock + transfer.perSgeNs - packNsPerBlock) * memcpyBytesPerNs;
+}
+
+SideLayout sideLayout(const datatype::Stats& stats) {
+  return SideLayout{stats.size, stats.contiguous, std::max<int64_t>(1, stats.blockCount), stats.meanBlock};
+}
+
+int64_t segmentSizeFor(int64_t bytes, int64_t configured) {
+  if (configured > 0) return configured;
+  constexpr int64_t kMin = 16 << 10, kMax = 64 << 10;
+  return std::clamp<int64_t>((bytes / 4 + 4095) / 4096 * 4096, kMin, kMax);
+}
+
+double estimateNs(Scheme scheme, const SideLayout& sender, const SideLayout& receiver, const CostModel& model,
+                  int64_t segmentSize) {
+  const fabric::TransferCost& t = model.transfer;
+  const double n = static_cast<double>(std::min(sender.bytes, receiver.bytes));
+  const double copy = n / model.memcpyBytesPerNs;
+  const double wire = n / t.bytesPerNs;                 // into user memory
+  const double staged = n / t.allocatedBytesPerNs;      // into allocated memory
+  const double segments = ceilDiv(n, static_cast<double>(segmentSize));
+  const double list = std::max<uint32_t>(1, model.listLength);
+  const double sge = std::max<uint32_t>(1, model.maxSge);
+  const double senderBlocks = sender.contiguous ? 1 : static_cast<double>(sender.blocks);
+  const double receiverBlocks = receiver.contiguous ? 1 : static_cast<double>(receiver.blocks);
+  const double unpack = copy;  // the receiver copies out of its staging buffer
+  switch (scheme) {
+    case Scheme::kContiguous:
+      return t.perRequestNs + t.perSgeNs + t.perRemotePageNs * pagesTouched(receiver, model.pageSize) + wire;
+    case Scheme::kMultiW: {
+      double writes = receiver.contiguous ? ceilDiv(senderBlocks, sge) : receiverBlocks;
+      return t.perRequestNs * ceilDiv(writes, list) + t.perSgeNs * (senderBlocks + receiverBlocks) +
+             t.perRemotePageNs * pagesTouched(receiver, model.pageSize) + wire;
+    }
+    case Scheme::kPRrs: {
+      double reads = ceilDiv(receiverBlocks, sge);
+      double request = t.perRequestNs * ceilDiv(reads, list) + t.perSgeNs * receiverBlocks;
+      if (sender.contiguous) return request + t.perRemotePageNs * pagesTouched(sender, model.pageSize) + wire;
+      return copy + request + staged;  // pack all, then read from allocated memory
+    }
+    case Scheme::kRwgUp: {
+      double writes = segments + ceilDiv(senderBlocks, sge);
+      double send = t.allocatedPerRequestNs * writes + t.perSgeNs * senderBlocks +
+                    (t.initiatorCopies ? staged : 0);
+      double transport = t.initiatorCopies ? 0 : staged;
+      return pipelined(send + transport, unpack, segments);
+    }
+    case Scheme::kBcSpup: {
+      double send = copy + t.allocatedPerRequestNs * segments + (t.initiatorCopies ? staged : 0);
+      double transport = t.initiatorCopies ? 0 : staged;
+      return pipelined(std::max(send, transport) + std::min(send, transport) / std::max(segments, 1.0), unpack,
+                       segments);
+    }
+    case Scheme::kGeneric:
+      return copy + t.allocatedPerRequestNs + staged + copy;
+    default:
+      return 0;
+  }
+}
+
+Status measureBlockCosts(CostModel& model) {
+  constexpr int64_t kBlocks = 4096;
+  IBDT_ASSIGN_OR_RETURN(auto type, datatype::Datatype::vector(kBlocks, 2, 4, datatype::Datatype::of<int32_t>()));
+  IBDT_RETURN_IF_ERROR(type.commit());
+  IBDT_ASSIGN_OR_RETURN(auto segment, datatype::Segment::create(type, 1));
+  std::vector<uint8_t> user(static_cast<size_t>(kBlocks * 16), 1), packed(static_cast<size_t>(segment.size()));
+  std::vector<datatype::Iovec> iovecs(64);
+  auto base = reinterpret_cast<uint64_t>(user.data());
+  auto fastest = [](auto&& fn) {
+    double best = 1e18;
+    for (int round = 0; round < 5; ++round) {
+      auto start = std::chrono::steady_clock::now();
+      fn();
+      best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+  };
+  Status failed;
+  double listing = fastest([&] {
+    for (int64_t at = 0; at < segment.size() && failed.isOk();) {  // as a sender walks it: 64 iovecs at a time
+      auto fill = segment.iovecs(base, at, segment.size(), iovecs.data(), iovecs.size());
+      if (!fill.isOk()) failed = fill.status();
+      else at += fill->bytes;
+    }
+  });
+  double packing = fastest([&] {
+    Status status = segment.pack(user.data(), 0, segment.size(), packed.data());
+    if (!status.isOk()) failed = status;
+  });
+  IBDT_RETURN_IF_ERROR(failed);
+  double copying = static_cast<double>(segment.size()) / model.memcpyBytesPerNs;
+  model.iovecNsPerBlock = listing / kBlocks;
+  model.packNsPerBlock = std::max(0.0, packing - copying) / kBlocks;
+  return Status::ok();
+}
+
+double measureMemcpyBytesPerNs() {
+  // Larger than the caches: rendezvous messages are copied from memory, not L2.
+  constexpr size_t kBytes = 8u << 20;
+  std::vector<uint8_t> from(kBytes, 1), to(kBytes, 0);
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    std::memcpy(to.data(), from.data(), kBytes);
+    // Keep the copy from being optimised away.
+    asm volatile("" : : "r"(to.data()) : "memory");
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    if (ns > 0) best = std::max(best, kBytes / ns);
+  }
+  return best > 0 ? best : 1;
+}
+
+}  // namespace ibdt::messaging
