@@ -90,7 +90,7 @@ enum class Connect : uint8_t { kAuto, kEager, kLazy };
 inline constexpr int kEagerConnectRanks = 16;  // kAuto: eager up to this many ranks
 
 struct Options {
-  int64_t eagerLimit = 8192;      // largest packed message sent eagerly
+  int64_t eagerLimit = 32768;     // largest packed message sent eagerly
   uint32_t eagerCredits = 32;     // eager receive buffers per peer
   int64_t segmentSize = 0;        // pipeline unit of BC-SPUP and RWG-UP (0: by message size)
   uint32_t ringSegments = 4;      // their staging buffer: a ring of this many segments

@@ -2,6 +2,8 @@
 #include "transport/messaging/context_impl.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "base/config.h"
@@ -116,6 +118,8 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
   IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
   IBDT_ASSIGN_OR_RETURN(cache_, memory::RegistrationCache::create(domain_, cacheOptions));
+  groupPlan_.cost = caps.registration;
+  groupPlan_.pageSize = caps.pageSize;
   {
     // Pre-register a few segment buffers so the first rendezvous finds them.
     std::vector<memory::PoolBuffer> warm;
@@ -371,33 +375,31 @@ Result<Staging> ContextImpl::pooledBuffer(size_t bytes) {
 }
 
 Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
+  // The paper's generic scheme: memory allocated for this message and
+  // registered (not cached), as an application would malloc a pack buffer.
   Staging staging;
-  auto region = domain_.allocateMemory(bytes, memory::PoolOptions().access);
+  size_t page = domain_.caps().pageSize;
+  size_t rounded = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+  staging.memory.reset(static_cast<uint8_t*>(std::aligned_alloc(page, rounded)));
+  if (!staging.memory) return makeError(Code::kResource, "allocating a ", bytes, "-byte staging buffer");
+  std::memset(staging.memory.get(), 0, rounded);  // registration wants mapped pages
+  auto region = domain_.registerMemory(staging.memory.get(), rounded, memory::PoolOptions().access);
   if (!region.isOk()) {
-    return std::move(region).takeStatus().withContext(strCat("allocating a ", bytes, "-byte staging buffer"));
+    return std::move(region).takeStatus().withContext(strCat("registering a ", bytes, "-byte staging buffer"));
   }
   staging.dedicated = std::move(region).value();
   return staging;
 }
 
-Result<memory::RegionRef> ContextImpl::registerUser(const Operation& op, int64_t bytes, uint32_t access,
-                                                    uint64_t* firstAddress) {
-  // The span every element of count x type touches.
-  int64_t last = (op.count - 1) * op.type.extent();
-  int64_t low = op.type.trueLb() + std::min<int64_t>(0, last);
-  int64_t high = op.type.trueUb() + std::max<int64_t>(0, last);
-  auto* base = static_cast<uint8_t*>(op.isSend ? const_cast<void*>(op.sendBuffer) : op.recvBuffer);
-  datatype::Iovec first{};
-  IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(base), 0, bytes, &first, 1));
-  if (fill.entries != 1) return makeError(Code::kInternal, "no first block for ", bytes, " packed bytes");
-  *firstAddress = first.address;
-  // One region over the span, through the pin-down cache.
-  auto region = cache_->acquire(base + low, static_cast<size_t>(high - low), access);
-  if (!region.isOk()) {
-    return std::move(region).takeStatus().withContext(
-        strCat("registering the ", high - low, "-byte user buffer of a message with rank ", op.peer));
+Result<UserRegistration> ContextImpl::registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) {
+  const void* base = op.isSend ? op.sendBuffer : op.recvBuffer;
+  auto registration = UserRegistration::create(*cache_, groupPlan_, *op.segment, op.type, op.count, base, bytes, access,
+                                               single);
+  if (!registration.isOk()) {
+    return std::move(registration).takeStatus().withContext(
+        strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));
   }
-  return std::move(region).value();
+  return registration;
 }
 
 Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& envelope,

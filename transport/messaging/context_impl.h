@@ -20,6 +20,7 @@
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/staging.h"
+#include "transport/messaging/user_registration.h"
 #include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
@@ -63,7 +64,7 @@ struct SendTransfer {
   wire::Cts cts{};
   std::optional<datatype::Segment> remoteSegment;  // receiver's layout (Multi-W)
   uint64_t remoteStart = 0;                        // address of packed byte 0 (contiguous receiver)
-  memory::RegionRef userRegion;
+  UserRegistration userRegistration;
   Staging packed;                                  // generic / P-RRS
   int64_t next = 0;                                // next packed byte to post
   uint64_t posted = 0;
@@ -87,7 +88,7 @@ struct RecvTransfer {
   uint32_t ringSegments = 0;   // 0: unpackBuffer holds the whole message
   uint64_t segmentsDone = 0;
   uint64_t segmentsReleased = 0;
-  memory::RegionRef userRegion;
+  UserRegistration userRegistration;
   // P-RRS
   bool reading = false;
   wire::Packed packed{};
@@ -188,7 +189,8 @@ class ContextImpl {
   Status handleSendCompletion(const fabric::Completion& completion);
   Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
   Status repostSlot(Peer& peer, uint32_t slot);
-  Result<memory::RegionRef> registerUser(const Operation& op, int64_t bytes, uint32_t access, uint64_t* firstAddress);
+  // The user buffer of `op` for in-place use; `single`: one region (for a peer).
+  Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
   Result<Staging> pooledBuffer(size_t bytes);
   Result<Staging> dedicatedBuffer(size_t bytes);
   void complete(Operation& op, Status status);
@@ -209,6 +211,7 @@ class ContextImpl {
   std::vector<uint32_t> freeSendSlots_;
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
+  memory::GroupPlanOptions groupPlan_;
   MatchList<Operation> posted_;
   MatchList<Unexpected> unexpected_;
   std::unordered_map<Operation*, std::shared_ptr<Operation>> postedOwners_;  // keeps posted receives alive

@@ -88,19 +88,29 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   // version). One too large for a control message falls back to unpacking.
   std::vector<uint8_t> layout;
   bool layoutNeeded = false;
+  auto unpackInstead = [&](const std::string& why) {
+    IBDT_LOG(kDebug, "messaging: ", why, "; unpacking");
+    transfer->unpack = true;
+    layout.clear();
+    layoutNeeded = false;
+    if (forced == Scheme::kMultiW || forced == Scheme::kPRrs) forced = Scheme::kAuto;
+  };
   if (!transfer->unpack && !op->stats.contiguous) {
     auto sent = peer.layoutSent.find(op->type.id());
     layoutNeeded = sent == peer.layoutSent.end() || sent->second != op->type.version();
     if (layoutNeeded) {
       IBDT_ASSIGN_OR_RETURN(layout, datatype::serialize(op->type));
       if (sizeof(wire::Header) + sizeof(cts) + layout.size() > slotSize()) {
-        IBDT_LOG(kDebug, "messaging: receive layout of ", layout.size(), " bytes exceeds an eager buffer; unpacking");
-        transfer->unpack = true;
-        layout.clear();
-        layoutNeeded = false;
-        if (forced == Scheme::kMultiW || forced == Scheme::kPRrs) forced = Scheme::kAuto;
+        unpackInstead(strCat("receive layout of ", layout.size(), " bytes exceeds an eager buffer"));
       }
     }
+  }
+  if (!transfer->unpack) {
+    // A peer writes with one rkey: the receive buffer's span must register
+    // as one region (it cannot where unmapped pages lie inside it).
+    auto registration = registerUser(*op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, true);
+    if (registration.isOk()) transfer->userRegistration = std::move(registration).value();
+    else unpackInstead(registration.status().toString());
   }
   if (transfer->unpack) {
     bool generic = forced == Scheme::kGeneric;
@@ -123,12 +133,9 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
     cts.rkey = transfer->unpackBuffer.rkey();
   } else {
     cts.mode = wire::ReplyMode::kZeroCopy;
-    uint64_t first = 0;
-    IBDT_ASSIGN_OR_RETURN(transfer->userRegion,
-                          registerUser(*op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, &first));
-    cts.remoteAddress = first;
-    cts.remoteLength = transfer->userRegion.region().length();
-    cts.rkey = transfer->userRegion.rkey();
+    cts.remoteAddress = transfer->userRegistration.firstAddress();
+    cts.remoteLength = transfer->userRegistration.front().region().length();
+    cts.rkey = transfer->userRegistration.front().rkey();
     cts.baseAddress = reinterpret_cast<uint64_t>(op->recvBuffer);
     cts.count = op->count;
     cts.typeId = op->type.id();
@@ -220,7 +227,8 @@ Status ContextImpl::advanceReads(Peer& peer, RecvTransfer& transfer) {
     IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(op.recvBuffer), transfer.readNext,
                                                         last, iovecs.data(), maxSge_));
     for (size_t i = 0; i < fill.entries; ++i) {
-      sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion.lkey()};
+      sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
+                 transfer.userRegistration.lkey(iovecs[i].address, iovecs[i].length)};
     }
     fabric::SendRequest request;
     request.id = wrId(WrKind::kRead, transfer.id);

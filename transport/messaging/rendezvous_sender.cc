@@ -84,9 +84,10 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
     case Scheme::kPRrs: {
       wire::Packed packed{cts.receiverTransfer, 0, 0, static_cast<uint64_t>(cts.bytes), 0};
       if (op.stats.contiguous) {  // nothing to pack: the receiver reads the user buffer
-        IBDT_ASSIGN_OR_RETURN(transfer.userRegion,
-                              registerUser(op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteRead, &packed.address));
-        packed.rkey = transfer.userRegion.rkey();
+        IBDT_ASSIGN_OR_RETURN(transfer.userRegistration,
+                              registerUser(op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteRead, true));
+        packed.address = transfer.userRegistration.firstAddress();
+        packed.rkey = transfer.userRegistration.front().rkey();
       } else {
         IBDT_ASSIGN_OR_RETURN(transfer.packed, pooledBuffer(static_cast<size_t>(cts.bytes)));
         IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, transfer.packed.data()));
@@ -105,8 +106,7 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
     case Scheme::kBcSpup:
       break;
     default: {  // kContiguous, kRwgUp, kMultiW write from the user blocks
-      uint64_t first = 0;
-      IBDT_ASSIGN_OR_RETURN(transfer.userRegion, registerUser(op, cts.bytes, fabric::kLocalWrite, &first));
+      IBDT_ASSIGN_OR_RETURN(transfer.userRegistration, registerUser(op, cts.bytes, fabric::kLocalWrite, false));
       if (transfer.scheme == Scheme::kMultiW && !cts.receiverContiguous) {
         auto cached = peer.remoteLayouts.find(cts.typeId);
         if (!layout.empty()) {
@@ -197,7 +197,8 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
       default: {  // gather the user blocks of [p, q)
         IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(userBase, p, q, iovecs.data(), maxSge_));
         for (size_t i = 0; i < fill.entries; ++i) {
-          sges.push_back({iovecs[i].address, static_cast<uint32_t>(iovecs[i].length), transfer.userRegion.lkey()});
+          sges.push_back({iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
+                          transfer.userRegistration.lkey(iovecs[i].address, iovecs[i].length)});
         }
         q = p + fill.bytes;
         break;

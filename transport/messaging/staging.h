@@ -1,10 +1,12 @@
 // transport/messaging/staging.h — a registered buffer for packing or
 // unpacking: from the shared buffer pool (memory::BufferPool, which grows by
 // allocation plus registration when it runs empty, paper Section 3.2.3), or
-// a dedicated allocation (the generic scheme's per-message buffers).
+// a dedicated allocation and registration (the generic scheme's per-message
+// buffers).
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 #include "ibdt/fabric.h"
@@ -13,8 +15,12 @@
 namespace ibdt::messaging {
 
 struct Staging {
+  struct Free {
+    void operator()(uint8_t* memory) const { std::free(memory); }
+  };
   memory::PoolBuffer pooled;
-  std::unique_ptr<fabric::MemoryRegion> dedicated;
+  std::unique_ptr<uint8_t, Free> memory;             // dedicated: the allocation...
+  std::unique_ptr<fabric::MemoryRegion> dedicated;   // ...and its registration (destroyed first)
 
   explicit operator bool() const { return pooled || dedicated != nullptr; }
   uint8_t* data() const {

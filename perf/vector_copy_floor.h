@@ -1,0 +1,32 @@
+// perf/vector_copy_floor.h — the "shared memcpy" row of `ibdt-bench vector`:
+// what the experiment costs with nothing but memory copies and a spinning
+// flag. For large x it is the copy floor of any shared-memory transport on
+// this machine; for small x it shows the cost of handing a cache line from
+// one core to the other (a transport whose waiter yields may hand over on
+// one core and beat it).
+//
+// Two processes share both 128 x 4096 arrays. The sender copies its x
+// columns row by row straight into the peer's array (one copy in all, as a
+// kernel-assisted or XPMEM single copy would, with no registration, no
+// matching and no handshake) and hands over by a flag the peer spins on.
+// The ping-pong therefore also pays what the machine charges for moving
+// data the other core wrote last, as every transport does here.
+#pragma once
+
+#include <cstdint>
+
+#include "ibdt/status.h"
+#include "perf/report.h"
+
+namespace ibdt::perf {
+
+struct CopyFloor {
+  Summary roundTrip;  // seconds per round trip
+  Summary window;     // seconds per window of kVectorWindow messages plus the ack
+};
+
+// Forks the peer, measures with the vector rows' repetition counts, checks
+// the columns of one transfer each way.
+Result<CopyFloor> measureCopyFloor(int64_t x, int warmup, int reps, int pingPongsPerRep);
+
+}  // namespace ibdt::perf
