@@ -9,9 +9,11 @@ void addFabricBenchmark(CLI::App& app, const CommonOptions& common);
 void addBootstrapBenchmark(CLI::App& app, const CommonOptions& common);
 void addRegistrationBenchmark(CLI::App& app, const CommonOptions& common);
 void addVectorBenchmark(CLI::App& app, const CommonOptions& common);
+void addConnectBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addPackBenchmark, addVectorBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark};
+  return {addPackBenchmark, addVectorBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark,
+          addConnectBenchmark};
 }
 
 namespace {

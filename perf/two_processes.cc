@@ -44,4 +44,34 @@ bool runTwoProcesses(std::string_view benchmark, const std::function<Status(int 
   return status.isOk();
 }
 
+messaging::Bootstrap socketBootstrap(int socket, int rank) {
+  messaging::Bootstrap bootstrap;
+  bootstrap.rank = rank;
+  bootstrap.size = 2;
+  bootstrap.allgather = [socket, rank](std::span<const uint8_t> value)
+      -> Result<std::vector<std::vector<uint8_t>>> {
+    uint64_t length = value.size();
+    if (write(socket, &length, sizeof(length)) != sizeof(length) ||
+        (length > 0 && write(socket, value.data(), length) != static_cast<ssize_t>(length))) {
+      return makeError(Code::kSystem, "two-process bootstrap: socket write: ", std::strerror(errno));
+    }
+    uint64_t peerLength = 0;
+    if (read(socket, &peerLength, sizeof(peerLength)) != sizeof(peerLength)) {
+      return makeError(Code::kSystem, "two-process bootstrap: socket read failed");
+    }
+    std::vector<uint8_t> peer(peerLength);
+    size_t got = 0;
+    while (got < peerLength) {
+      ssize_t n = read(socket, peer.data() + got, peerLength - got);
+      if (n <= 0) return makeError(Code::kSystem, "two-process bootstrap: socket read failed");
+      got += static_cast<size_t>(n);
+    }
+    std::vector<std::vector<uint8_t>> all(2);
+    all[static_cast<size_t>(rank)].assign(value.begin(), value.end());
+    all[static_cast<size_t>(1 - rank)] = std::move(peer);
+    return all;
+  };
+  return bootstrap;
+}
+
 }  // namespace ibdt::perf

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string_view>
 
+#include "ibdt/messaging.h"
 #include "ibdt/status.h"
 
 namespace ibdt::perf {
@@ -13,5 +14,8 @@ namespace ibdt::perf {
 // either side through reportFailure(), naming `benchmark`; returns whether
 // rank 0 (this process) succeeded.
 bool runTwoProcesses(std::string_view benchmark, const std::function<Status(int fd, int rank)>& body);
+
+// Two ranks over a socket pair: enough of a bootstrap for a forked peer.
+messaging::Bootstrap socketBootstrap(int socket, int rank);
 
 }  // namespace ibdt::perf

@@ -48,37 +48,6 @@ struct VectorOptions {
   std::vector<std::string> rows;   // empty: every row
 };
 
-// Two ranks over a socket pair: enough of a bootstrap for a forked peer.
-messaging::Bootstrap socketBootstrap(int socket, int rank) {
-  messaging::Bootstrap bootstrap;
-  bootstrap.rank = rank;
-  bootstrap.size = 2;
-  bootstrap.allgather = [socket, rank](std::span<const uint8_t> value)
-      -> Result<std::vector<std::vector<uint8_t>>> {
-    uint64_t length = value.size();
-    if (write(socket, &length, sizeof(length)) != sizeof(length) ||
-        (length > 0 && write(socket, value.data(), length) != static_cast<ssize_t>(length))) {
-      return makeError(Code::kSystem, "vector bench: socket write: ", std::strerror(errno));
-    }
-    uint64_t peerLength = 0;
-    if (read(socket, &peerLength, sizeof(peerLength)) != sizeof(peerLength)) {
-      return makeError(Code::kSystem, "vector bench: socket read failed");
-    }
-    std::vector<uint8_t> peer(peerLength);
-    size_t got = 0;
-    while (got < peerLength) {
-      ssize_t n = read(socket, peer.data() + got, peerLength - got);
-      if (n <= 0) return makeError(Code::kSystem, "vector bench: socket read failed");
-      got += static_cast<size_t>(n);
-    }
-    std::vector<std::vector<uint8_t>> all(2);
-    all[static_cast<size_t>(rank)].assign(value.begin(), value.end());
-    all[static_cast<size_t>(1 - rank)] = std::move(peer);
-    return all;
-  };
-  return bootstrap;
-}
-
 struct Row {
   const char* name;
   Scheme scheme;  // forced (kAuto for auto, Contig, Manual)

@@ -236,6 +236,38 @@ class Endpoint {
   std::string peerLabel_ = "peer";
 };
 
+// A connectionless inbox through which endpoints created on demand find
+// each other (InfiniBand's classic answer is a UD queue pair, as MVAPICH's
+// on-demand connection manager uses; rdma_cm uses a listener). Each user
+// creates one per domain, publishes its address() once (e.g. in an
+// allgather at start-up) and then exchanges small datagrams with any peer
+// listener: a connection request carrying an Endpoint::address() and the
+// reply carrying the other's. O(1) resources per listener, whatever the
+// job size.
+//
+// Delivery, as on a UD queue pair: a datagram arrives whole or not at all;
+// datagrams may be lost (verbs) or reordered, never duplicated or
+// corrupted by the provider; the protocol above retries. Polled, never
+// blocking: receive() is cheap when nothing arrived. Not thread-safe.
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // Opaque address to give peers (through the bootstrap).
+  virtual std::vector<uint8_t> address() const = 0;
+  // Largest datagram send() accepts (at least 128 bytes).
+  virtual size_t maxDatagram() const = 0;
+  // Resolves a peer listener's address once (like ibv_create_ah) and
+  // returns the handle send() takes. Validates the blob (kProtocol).
+  virtual Result<uint32_t> addPeer(std::span<const uint8_t> peerAddress) = 0;
+  // Sends one datagram to peer `handle`. kAgain: no room right now (the
+  // peer's inbox or our send queue is full), retry later; kPeerFailed: the
+  // provider knows the peer is gone (shm: its process exited). Success
+  // means queued, not delivered.
+  virtual Status send(uint32_t handle, std::span<const uint8_t> datagram) = 0;
+  // Takes the next datagram that arrived into `datagram`; false when none.
+  virtual Result<bool> receive(std::vector<uint8_t>& datagram) = 0;
+};
+
 struct DomainOptions {
   // Names this job's shared resources (shm segment names); the bootstrap
   // supplies a job-unique value.
@@ -260,6 +292,10 @@ class Domain {
   virtual Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) = 0;
   virtual Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
                                                           const EndpointOptions& options) = 0;
+  // Creates a connection inbox (see Listener). kUnsupported by default.
+  virtual Result<std::unique_ptr<Listener>> createListener() {
+    return makeError(Code::kUnsupported, "provider ", caps().provider, " has no connection listener");
+  }
 };
 
 struct ProviderInfo {

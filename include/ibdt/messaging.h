@@ -1,7 +1,7 @@
 // ibdt/messaging.h — tagged point-to-point messages of derived datatypes.
 //
-// A Context joins one process to the job: it owns an RC endpoint to every
-// rank (itself included) and moves messages by the Wu/Wyckoff/Panda schemes.
+// A Context joins one process to the job: it owns an RC endpoint to each
+// rank it talks to (itself included) and moves messages by the Wu/Wyckoff/Panda schemes.
 //   * Eager (packed bytes <= eagerLimit): packed straight into a
 //     pre-registered eager buffer, unpacked straight out of the receiver's
 //     one; credit-based flow control per peer.
@@ -18,17 +18,34 @@
 // are delivered, nothing beyond the receive buffer is written, the receive
 // completes with Code::kTruncated), cancel of a receive not yet matched.
 //
-// Endpoints to every rank are created and connected by create() (no lazy
-// connection yet). Staging buffers come from the shared buffer pool
-// (IBDT_POOL_*); user buffers used in place are registered as one span
-// through the pin-down cache (IBDT_REG_CACHE*).
+// Connections (Options::connect, IBDT_MSG_CONNECT): eagerly, create()
+// connects an RC endpoint to every rank; lazily, create() only publishes a
+// connection listener per rank (one small allgather) and the endpoint pair
+// to rank p is set up by the first message to or from p: the sender asks
+// p's listener, p answers with its endpoint's address, messages queued
+// meanwhile leave in order once it is up. When two ranks connect to each
+// other at once, the lower rank's request wins, so there is one pair.
+// A peer that does not answer within connectTimeoutMs (or is known dead)
+// fails what was queued for it, and nothing else. kAuto connects eagerly up
+// to kEagerConnectRanks ranks and lazily above (as MVAPICH and UCX connect
+// on demand in large jobs: most ranks of a large job talk to few others).
+// Staging buffers come from the shared buffer pool (IBDT_POOL_*); user
+// buffers used in place are registered as one span through the pin-down
+// cache (IBDT_REG_CACHE*).
 //
 // Progress is explicit: test(), wait(), waitAll() and progress() drive it.
 // There is no progress thread. A peer whose endpoint fails (it died, or sent
 // malformed control data) fails every operation involving it; the others go
-// on. Destroy a Context only when its peers are done with it (e.g. after a
-// last exchange and a barrier): its endpoints vanish with it. Threads: one thread at a time may use a
-// Context (MPI_THREAD_SERIALIZED).
+// on. Threads: one thread at a time may use a Context (MPI_THREAD_SERIALIZED).
+//
+// Shutdown: close() completes this rank's pending sends, returns owed
+// credits, and tells every connected peer "nothing more from me", waiting
+// until each of them has said the same; the Context may then be destroyed
+// with no barrier, as every peer's traffic to it has ended. As with
+// MPI_Finalize, every message must have been received before close (a
+// receive still posted then completes with kCancelled). Destroying a Context
+// without close() is safe for this process, but a peer still exchanging with
+// it sees it fail.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +85,10 @@ std::string_view schemeName(Scheme scheme);
 // Parses "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w".
 Result<Scheme> parseScheme(std::string_view name);
 
+// When endpoints to the other ranks are set up (see above).
+enum class Connect : uint8_t { kAuto, kEager, kLazy };
+inline constexpr int kEagerConnectRanks = 16;  // kAuto: eager up to this many ranks
+
 struct Options {
   int64_t eagerLimit = 32768;     // largest packed message sent eagerly
   uint32_t eagerCredits = 32;     // eager receive buffers per peer
@@ -80,6 +101,12 @@ struct Options {
   double packBelowBlock = -1;
   double unpackBelowBlock = -1;
   bool listPost = true;           // post rendezvous writes as chained lists
+  // Endpoints at create() or on first use; kAuto: IBDT_MSG_CONNECT decides
+  // (its own auto: eager up to kEagerConnectRanks ranks).
+  Connect connect = Connect::kAuto;
+  // Lazy: a peer that does not answer a connection request within this
+  // fails (it died, or does not call into the library for that long).
+  int64_t connectTimeoutMs = 60000;
 };
 // Options from the IBDT_MSG_* environment variables (see README).
 Result<Options> optionsFromEnvironment();
@@ -109,6 +136,7 @@ struct Counters {
   uint64_t layoutCacheHits = 0;    // rendezvous that reused a cached layout
   uint64_t poolGrowths = 0;        // times the staging pool allocated and registered more
   uint64_t unexpected = 0;         // messages that arrived before their receive
+  uint64_t connections = 0;        // endpoint pairs set up to other ranks
 };
 
 struct Operation;
@@ -172,6 +200,13 @@ class Context {
 
   // Polls completions and advances every protocol once.
   Status progress();
+
+  // Ends this rank's part in the job's traffic (see the file comment):
+  // waits until the sends are complete and every connected peer closed
+  // too. kTimeout when that takes past `deadline` (the Context is then
+  // still open). Afterwards isend/irecv fail with kState; destroy it.
+  Status close(Deadline deadline = Deadline::never());
+  bool closed() const;
 
   const Counters& counters() const;
   // The sender's pack threshold (cost model or override); the receiver's

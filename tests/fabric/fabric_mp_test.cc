@@ -58,7 +58,6 @@ TEST(FabricMp, EveryRankToEveryRankEveryOperation) {
     fillPattern(readable.data(), kBlock, seedOf(me, me, 3));
 
     MeshOptions options;
-    options.tag = "mp-test-" + provider;
     options.prepare = [&](Endpoint& endpoint, int peer) -> Status {
       for (uint64_t id : {uint64_t(peer), uint64_t(1000 + peer)}) {
         auto sges = id < 1000 ? splitSges(*inboxRegion, inbox.data() + peer * largest, largest, maxSge)

@@ -27,6 +27,8 @@ class LoopbackWorld {
   std::condition_variable changed;
   std::map<uint64_t, Region> regions;  // by key (lkey == rkey)
   std::map<uint32_t, LoopbackEndpoint*> endpoints;
+  std::map<uint32_t, std::deque<std::vector<uint8_t>>> inboxes;  // by listener id; erased when it is destroyed
+  uint32_t nextListener = 1;
   uint64_t nextKey = 1;
   uint32_t nextEndpoint = 1;
 
@@ -309,6 +311,55 @@ class LoopbackEndpoint : public fabric::Endpoint {
   std::deque<PostedRecv> recvs_;
 };
 
+// A connection inbox: reliable and ordered, like the shm provider's; a
+// destroyed listener's peers get kPeerFailed (its rank "died").
+class LoopbackListener : public fabric::Listener {
+ public:
+  explicit LoopbackListener(std::shared_ptr<LoopbackWorld> world) : world_(std::move(world)) {
+    std::lock_guard lock(world_->mutex);
+    id_ = world_->nextListener++;
+    world_->inboxes[id_];
+  }
+  ~LoopbackListener() override {
+    std::lock_guard lock(world_->mutex);
+    world_->inboxes.erase(id_);
+  }
+  std::vector<uint8_t> address() const override {
+    std::vector<uint8_t> bytes(sizeof id_);
+    std::memcpy(bytes.data(), &id_, sizeof id_);
+    return bytes;
+  }
+  size_t maxDatagram() const override { return 256; }
+  Result<uint32_t> addPeer(std::span<const uint8_t> peerAddress) override {
+    uint32_t id = 0;
+    if (peerAddress.size() != sizeof id) return makeError(Code::kProtocol, "loopback listener: bad address");
+    std::memcpy(&id, peerAddress.data(), sizeof id);
+    return id;
+  }
+  Status send(uint32_t handle, std::span<const uint8_t> datagram) override {
+    if (datagram.empty() || datagram.size() > maxDatagram()) {
+      return makeError(Code::kInvalidArgument, "loopback listener: datagram of ", datagram.size(), " bytes");
+    }
+    std::lock_guard lock(world_->mutex);
+    auto found = world_->inboxes.find(handle);
+    if (found == world_->inboxes.end()) return makeError(Code::kPeerFailed, "loopback listener ", handle, " is gone");
+    found->second.emplace_back(datagram.begin(), datagram.end());
+    return Status::ok();
+  }
+  Result<bool> receive(std::vector<uint8_t>& datagram) override {
+    std::lock_guard lock(world_->mutex);
+    auto& inbox = world_->inboxes[id_];
+    if (inbox.empty()) return false;
+    datagram = std::move(inbox.front());
+    inbox.pop_front();
+    return true;
+  }
+
+ private:
+  std::shared_ptr<LoopbackWorld> world_;
+  uint32_t id_ = 0;
+};
+
 class LoopbackDomain : public fabric::Domain {
  public:
   LoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps)
@@ -334,6 +385,9 @@ class LoopbackDomain : public fabric::Domain {
     return std::unique_ptr<fabric::Endpoint>(new LoopbackEndpoint(world_, static_cast<LoopbackCq&>(sendQueue),
                                                                   static_cast<LoopbackCq&>(recvQueue), options,
                                                                   caps_.maxSendSge));
+  }
+  Result<std::unique_ptr<fabric::Listener>> createListener() override {
+    return std::unique_ptr<fabric::Listener>(new LoopbackListener(world_));
   }
 
  private:

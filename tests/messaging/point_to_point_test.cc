@@ -246,21 +246,8 @@ namespace ibdt::messaging::testing {
 namespace {
 
 TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
-  auto world = makeLoopbackWorld();
-  ThreadExchange exchange(3);
-  std::vector<std::unique_ptr<fabric::Domain>> domains;
-  for (int i = 0; i < 3; ++i) domains.push_back(openLoopbackDomain(world, loopbackCaps()));
-  std::vector<std::unique_ptr<Context>> contexts(3);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 3; ++rank) {
-    threads.emplace_back([&, rank] {
-      Bootstrap bootstrap{rank, 3, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
-      auto context = Context::create(*domains[static_cast<size_t>(rank)], bootstrap, Options());
-      ASSERT_TRUE(context.isOk()) << context.status().toString();
-      contexts[static_cast<size_t>(rank)] = std::move(*context);
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  Ranks ranks = createRanks(3, Options());
+  auto& contexts = ranks.contexts;
   ASSERT_TRUE(contexts[0] && contexts[1] && contexts[2]);
   Context& survivor = *contexts[0];
   Datatype type = Datatype::of<int32_t>();
@@ -280,8 +267,11 @@ TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
   int32_t value = 77;
   auto recv = survivor.irecv(&fromLive, 1, type, 2, 0);
   ASSERT_TRUE(recv.isOk());
-  ASSERT_TRUE(contexts[2]->send(&value, 1, type, 0, 0).isOk());
-  ASSERT_TRUE(survivor.wait(*recv, nullptr, Deadline::after(std::chrono::seconds(30))).isOk());
+  auto send = contexts[2]->isend(&value, 1, type, 0, 0);
+  ASSERT_TRUE(send.isOk());
+  ASSERT_TRUE(completeBoth(survivor, *recv, *contexts[2], *send));
+  ASSERT_TRUE(survivor.wait(*recv).isOk());
+  ASSERT_TRUE(contexts[2]->wait(*send).isOk());
   EXPECT_EQ(fromLive, 77);
   contexts.clear();
 }

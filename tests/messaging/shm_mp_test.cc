@@ -13,35 +13,17 @@
 
 #include "ibdt/messaging.h"
 #include "ibdt/store.h"
+#include "messaging/mp_support.h"
 #include "support/mp_test.h"
 
 namespace ibdt::messaging {
 namespace {
 
 using datatype::Datatype;
+using testing::mpDomain;
+using testing::pattern;
 using test::mpDeadline;
 using test::mpStore;
-
-// A job-unique tag for the provider's shared resources: rank 0's pid.
-std::string jobTag(bootstrap::Store& store) {
-  uint32_t pid = static_cast<uint32_t>(getpid());
-  std::vector<uint8_t> mine(sizeof(pid));
-  std::memcpy(mine.data(), &pid, sizeof(pid));
-  auto all = store.allgather(mine, mpDeadline());
-  EXPECT_TRUE(all.isOk());
-  std::memcpy(&pid, (*all)[0].data(), sizeof(pid));
-  return "msg-mp-" + std::to_string(pid);
-}
-
-std::unique_ptr<fabric::Domain>& domain() {
-  static std::unique_ptr<fabric::Domain> opened;
-  if (!opened) {
-    auto result = fabric::openDomain("auto", {jobTag(mpStore()), ""});
-    EXPECT_TRUE(result.isOk()) << result.status().toString();
-    if (result.isOk()) opened = std::move(result).value();
-  }
-  return opened;
-}
 
 Datatype committed(Result<Datatype> type) {
   EXPECT_TRUE(type.isOk());
@@ -49,23 +31,16 @@ Datatype committed(Result<Datatype> type) {
   return *type;
 }
 
-std::vector<uint8_t> pattern(size_t bytes, uint32_t seed) {
-  std::vector<uint8_t> out(bytes);
-  std::mt19937 rng(seed);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
-
 int64_t spanOf(const Datatype& type, int64_t count) { return (count - 1) * type.extent() + type.trueUb(); }
 
 void allPairs(Scheme scheme, int64_t units) {
   bootstrap::Store& store = mpStore();
-  ASSERT_TRUE(domain());
+  ASSERT_TRUE(mpDomain());
   Options options;
   options.eagerLimit = 1024;
   options.segmentSize = 4000;  // not a multiple of the element: boundaries inside them
   options.forcedScheme = scheme;
-  auto context = Context::create(*domain(), store, options, mpDeadline());
+  auto context = Context::create(*mpDomain(), store, options, mpDeadline());
   ASSERT_TRUE(context.isOk()) << context.status().toString();
   Context& ctx = **context;
   const int me = store.rank(), size = store.size();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -54,8 +55,10 @@ struct RankEnv {
 };
 
 // Runs body(env) on `size` ranks; gtest assertions inside work per thread.
+// With `drain` the ranks meet and progress before tearing down; without it
+// each rank destroys its Context as soon as its body returns (after close()).
 inline void runRanks(int size, const Options& options, const std::function<void(RankEnv&)>& body,
-                     fabric::Caps caps = loopbackCaps()) {
+                     fabric::Caps caps = loopbackCaps(), bool drain = true) {
   auto world = makeLoopbackWorld();
   ThreadExchange exchange(size);
   std::vector<std::thread> threads;
@@ -72,6 +75,7 @@ inline void runRanks(int size, const Options& options, const std::function<void(
       ASSERT_TRUE(context.isOk()) << context.status().toString();
       RankEnv env{**context, exchange, rank};
       body(env);
+      if (!drain) return;
       // Drain: nobody tears down while a peer may still need its replies.
       env.barrier();
       for (int i = 0; i < 100; ++i) (void)(*context)->progress();
@@ -79,6 +83,45 @@ inline void runRanks(int size, const Options& options, const std::function<void(
     });
   }
   for (auto& thread : threads) thread.join();
+}
+
+// Ranks whose Contexts one test thread drives (e.g. to let one die).
+struct Ranks {
+  std::shared_ptr<LoopbackWorld> world;
+  std::vector<std::unique_ptr<fabric::Domain>> domains;
+  std::vector<std::unique_ptr<Context>> contexts;
+};
+
+// Creates `size` Contexts (create() is collective: one thread per rank).
+inline Ranks createRanks(int size, const Options& options) {
+  Ranks ranks;
+  ranks.world = makeLoopbackWorld();
+  ThreadExchange exchange(size);
+  for (int i = 0; i < size; ++i) ranks.domains.push_back(openLoopbackDomain(ranks.world, loopbackCaps()));
+  ranks.contexts.resize(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) {
+    threads.emplace_back([&, rank] {
+      Bootstrap bootstrap{rank, size, [&exchange, rank](std::span<const uint8_t> v) { return exchange.allgather(rank, v); }};
+      auto context = Context::create(*ranks.domains[static_cast<size_t>(rank)], bootstrap, options);
+      EXPECT_TRUE(context.isOk()) << context.status().toString();
+      if (context.isOk()) ranks.contexts[static_cast<size_t>(rank)] = std::move(*context);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return ranks;
+}
+
+// Drives two ranks' requests from one thread until both completed (a lazy
+// connection needs both ranks to progress); false after 30 s.
+inline bool completeBoth(Context& a, Request& ra, Context& b, Request& rb) {
+  auto done = [](Result<bool> result) { return result.isOk() && *result; };
+  bool doneA = false, doneB = false;
+  for (auto deadline = Deadline::after(std::chrono::seconds(30)); !(doneA && doneB) && !deadline.expired();) {
+    if (!doneA) doneA = done(a.test(ra));
+    if (!doneB) doneB = done(b.test(rb));
+  }
+  return doneA && doneB;
 }
 
 }  // namespace ibdt::messaging::testing

@@ -27,6 +27,15 @@ if [[ -x $build/bin/fabric_test ]]; then
   names+=(fabric_test)
   suites+=("IBDT_PROVIDER=verbs $build/bin/fabric_test '--gtest_filter=$rxe_differs'")
 fi
+# Messaging connecting on demand: RC endpoints set up through the UD listener.
+if [[ -x $build/bin/messaging_mp_test && -x $build/bin/ibdt-run ]]; then
+  names+=(messaging_mp_test_lazy)
+  suites+=("IBDT_PROVIDER=verbs IBDT_MSG_CONNECT=lazy $build/bin/ibdt-run -n 4 --timeout 200 -- $build/bin/messaging_mp_test")
+fi
+if [[ -x $build/bin/messaging_dead_peer_test ]]; then
+  names+=(messaging_dead_peer_test)
+  suites+=("IBDT_PROVIDER=verbs $build/bin/messaging_dead_peer_test")
+fi
 script=""
 for i in "${!suites[@]}"; do
   script+="echo '=== rxe0: ${names[i]}'; ${suites[i]} --gtest_brief=1 || failed=\"\$failed ${names[i]}\"; "

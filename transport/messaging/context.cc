@@ -56,7 +56,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
     peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
     sendTransfers_[transfer->id] = std::move(transfer);
   }
-  IBDT_RETURN_IF_ERROR(flushControl(peer));
+  IBDT_RETURN_IF_ERROR(connectAndFlush(peer));
   return op;
 }
 
@@ -135,17 +135,21 @@ double Context::unpackBelowBlock() const { return impl_->unpackBelow_; }
 
 Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
                                uint32_t communicator) {
+  if (impl_->closed_) return makeError(Code::kState, "isend: the context is closed");
   IBDT_ASSIGN_OR_RETURN(auto op, impl_->startSend(buf, count, type, dest, tag, communicator));
   return Request(std::move(op));
 }
 
 Result<Request> Context::irecv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
                                uint32_t communicator) {
+  if (impl_->closed_) return makeError(Code::kState, "irecv: the context is closed");
   IBDT_ASSIGN_OR_RETURN(auto op, impl_->startRecv(buf, count, type, source, tag, communicator));
   return Request(std::move(op));
 }
 
 Status Context::progress() { return impl_->progress(); }
+Status Context::close(Deadline deadline) { return impl_->close(deadline); }
+bool Context::closed() const { return impl_->closed_; }
 
 Result<bool> Context::test(Request& request, RecvInfo* info) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "test: empty request");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/config.h"
 #include "base/log.h"
 
 namespace ibdt::messaging {
@@ -16,31 +17,6 @@ constexpr uint32_t kSendSlotsMin = 64;
 
 Status completionFailure(const fabric::Completion& completion, const Peer& peer, std::string_view what) {
   return fabric::completionError(completion, strCat("rank ", peer.rank)).withContext(what);
-}
-
-// Addresses of this rank's endpoints, one per rank, length-prefixed.
-std::vector<uint8_t> encodeAddresses(const std::vector<std::vector<uint8_t>>& addresses) {
-  std::vector<uint8_t> out;
-  for (const auto& address : addresses) {
-    uint32_t length = static_cast<uint32_t>(address.size());
-    const auto* raw = reinterpret_cast<const uint8_t*>(&length);
-    out.insert(out.end(), raw, raw + sizeof(length));
-    out.insert(out.end(), address.begin(), address.end());
-  }
-  return out;
-}
-
-Result<std::vector<uint8_t>> addressFor(std::span<const uint8_t> blob, int index, int from) {
-  size_t offset = 0;
-  for (int i = 0;; ++i) {
-    IBDT_ASSIGN_OR_RETURN(uint32_t length, wire::read<uint32_t>(blob, offset));
-    offset += sizeof(length);
-    if (blob.size() - offset < length) {
-      return makeError(Code::kProtocol, "endpoint addresses of rank ", from, " are truncated");
-    }
-    if (i == index) return std::vector<uint8_t>(blob.begin() + offset, blob.begin() + offset + length);
-    offset += length;
-  }
 }
 
 // Advances each transfer listed in `ids` once; drops the ids whose requests
@@ -109,51 +85,31 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
 
   IBDT_ASSIGN_OR_RETURN(sendQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * sendQueueDepth_));
   IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * recvDepth));
-  fabric::EndpointOptions endpointOptions;
-  endpointOptions.sendQueueDepth = sendQueueDepth_;
-  endpointOptions.recvQueueDepth = recvDepth;
-  endpointOptions.maxInline = caps.maxInline;  // small control messages go inline
+  endpointOptions_.sendQueueDepth = sendQueueDepth_;
+  endpointOptions_.recvQueueDepth = recvDepth;
+  endpointOptions_.maxInline = caps.maxInline;  // small control messages go inline
+  recvDepth_ = recvDepth;
 
-  // One endpoint per peer; to reach itself a rank connects a pair.
+  // To reach itself a rank connects a pair of its own endpoints.
   peers_.resize(static_cast<size_t>(size_));
-  std::vector<std::vector<uint8_t>> addresses(static_cast<size_t>(size_));
-  fabric::Endpoint* selfReceiver = nullptr;
   for (int p = 0; p < size_; ++p) {
-    IBDT_ASSIGN_OR_RETURN(auto endpoint, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions));
-    endpoint->setPeerLabel(strCat("rank ", p));
-    Peer& peer = peers_[static_cast<size_t>(p)];
-    peer.rank = p;
-    peer.self = p == rank_;
-    peer.sendEndpoint = peer.recvEndpoint = endpoint.get();
-    endpointRank_[endpoint->id()] = p;
-    addresses[static_cast<size_t>(p)] = endpoint->address();
-    endpoints_.push_back(std::move(endpoint));
-    if (peer.self) {
-      IBDT_ASSIGN_OR_RETURN(auto receiver, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions));
-      receiver->setPeerLabel(strCat("rank ", p, " (self)"));
-      endpointRank_[receiver->id()] = p;
-      selfReceiver = peer.recvEndpoint = receiver.get();
-      endpoints_.push_back(std::move(receiver));
-    }
+    peers_[static_cast<size_t>(p)].rank = p;
+    peers_[static_cast<size_t>(p)].self = p == rank_;
   }
-  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather(encodeAddresses(addresses)));
-  if (all.size() != static_cast<size_t>(size_)) {
-    return makeError(Code::kProtocol, "address exchange returned ", all.size(), " entries for ", size_, " ranks");
-  }
-  for (int p = 0; p < size_; ++p) {
-    Peer& peer = peers_[static_cast<size_t>(p)];
-    if (peer.self) {
-      IBDT_RETURN_IF_ERROR(peer.sendEndpoint->connect(selfReceiver->address()));
-      IBDT_RETURN_IF_ERROR(selfReceiver->connect(peer.sendEndpoint->address()));
-    } else {
-      IBDT_ASSIGN_OR_RETURN(auto address, addressFor(all[static_cast<size_t>(p)], rank_, p));
-      IBDT_RETURN_IF_ERROR(peer.sendEndpoint->connect(address).withContext(strCat("connecting to rank ", p)));
-    }
-    IBDT_ASSIGN_OR_RETURN(peer.recvSlots, domain_.allocateMemory(recvDepth * slotSize(), fabric::kLocalWrite));
-    for (uint32_t slot = 0; slot < recvDepth; ++slot) IBDT_RETURN_IF_ERROR(repostSlot(peer, slot));
-    peer.credits = options_.eagerCredits;
-    peer.owed = 0;
-  }
+  Peer& self = peers_[static_cast<size_t>(rank_)];
+  IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * sender, createPeerEndpoint(self));
+  self.sendEndpoint = sender;
+  endpointRank_[sender->id()] = rank_;
+  IBDT_ASSIGN_OR_RETURN(auto receiver, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions_));
+  receiver->setPeerLabel(strCat("rank ", rank_, " (self)"));
+  endpointRank_[receiver->id()] = rank_;
+  self.recvEndpoint = receiver.get();
+  endpoints_.push_back(std::move(receiver));
+  IBDT_RETURN_IF_ERROR(sender->connect(self.recvEndpoint->address()));
+  IBDT_RETURN_IF_ERROR(self.recvEndpoint->connect(sender->address()));
+  IBDT_RETURN_IF_ERROR(preparePeer(self, *self.recvEndpoint));
+  self.link.state = LinkState::kConnected;
+  self.link.remoteReady = true;
 
   uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
   IBDT_ASSIGN_OR_RETURN(sendSlots_, domain_.allocateMemory(sendSlots * slotSize(), fabric::kLocalWrite));
@@ -172,10 +128,15 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
       warm.push_back(std::move(buffer));
     }
   }
-  // Nobody sends before every rank has its receives posted.
-  IBDT_ASSIGN_OR_RETURN(auto barrier, bootstrap.allgather(std::span<const uint8_t>()));
-  (void)barrier;
-  return Status::ok();
+  Connect connect = options_.connect;
+  if (connect == Connect::kAuto) {
+    IBDT_ASSIGN_OR_RETURN(int chosen, config::getChoice("IBDT_MSG_CONNECT", {"auto", "eager", "lazy"}));
+    connect = static_cast<Connect>(chosen);
+  }
+  if (connect == Connect::kAuto) connect = size_ <= kEagerConnectRanks ? Connect::kEager : Connect::kLazy;
+  IBDT_LOG(kDebug, "messaging: rank ", rank_, " of ", size_, " connects ",
+           connect == Connect::kEager ? "eagerly" : "lazily");
+  return connect == Connect::kEager ? connectEager(bootstrap) : startListening(bootstrap);
 }
 
 Status ContextImpl::repostSlot(Peer& peer, uint32_t slot) {
@@ -216,8 +177,14 @@ void ContextImpl::complete(Operation& op, Status status) {
 
 void ContextImpl::failPeer(Peer& peer, Status status) {
   if (peer.failure.isOk()) {
-    IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
+    // After its close() a peer tears its endpoints down: expected, not a warning.
+    if (peer.link.closeReceived) IBDT_LOG(kDebug, "messaging: rank ", peer.rank, " closed: ", status.toString());
+    else IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
     peer.failure = status;
+  }
+  if (peer.link.state == LinkState::kRequested) {
+    peer.link.state = LinkState::kIdle;
+    --requesting_;
   }
   for (auto& message : peer.controlQueue) {
     if (message.eager) complete(*message.eager, peer.failure);
@@ -257,13 +224,15 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 }
 
 Status ContextImpl::progress() {
+  if (closed_) return Status::ok();
+  if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
   fabric::Completion batch[kPollBatch];
   size_t got = recvQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
   got = sendQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
   for (Peer& peer : peers_) {
-    if (!peer.failure.isOk()) continue;
+    if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;
     Status status = flushControl(peer);
     if (status.isOk()) {
       status = advanceListed(
@@ -294,6 +263,7 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     return Status::ok();
   }
   if (!peer.failure.isOk()) return Status::ok();
+  peer.link.remoteReady = true;  // it sent this, so its side is connected
   bool countsCredit = true;
   Status status;
   if (completion.opcode == fabric::Opcode::kRecvWriteWithImm) {
@@ -302,7 +272,7 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     const uint8_t* data = static_cast<const uint8_t*>(peer.recvSlots->address()) + slot * slotSize();
     std::span<const uint8_t> message(data, std::min<size_t>(completion.byteLength, slotSize()));
     auto header = wire::read<wire::Header>(message, 0);
-    countsCredit = !header.isOk() || header->kind != wire::Kind::kCredit;
+    countsCredit = !header.isOk() || (header->kind != wire::Kind::kCredit && header->kind != wire::Kind::kClose);
     status = dispatchControl(peer, message);
   }
   if (status.isOk()) status = repostSlot(peer, slot);
@@ -365,6 +335,9 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       return handleRelease(peer, release);
     }
     case wire::Kind::kCredit:
+      return Status::ok();
+    case wire::Kind::kClose:
+      peer.link.closeReceived = true;
       return Status::ok();
   }
   return makeError(Code::kProtocol, "unknown control message kind ", static_cast<int>(header.kind), " from rank ",

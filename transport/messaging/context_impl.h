@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "ibdt/messaging.h"
+#include "transport/fabric/mesh.h"
+#include "transport/messaging/connection.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
 #include "transport/messaging/type_cache.h"
@@ -129,6 +131,7 @@ struct Peer {
   std::deque<uint32_t> activeSends;  // transfers with data left to post
   std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
   Status failure;                    // set once the endpoint broke
+  Link link;                         // connection state (connection.cc)
   // Layout cache (Section 4.4.2): receiver layouts by type id -> (version, type).
   std::unordered_map<uint32_t, std::pair<uint32_t, datatype::Datatype>> remoteLayouts;
   // Which version of each of our type ids this peer has cached.
@@ -148,6 +151,8 @@ class ContextImpl {
                                                int source, int tag, uint32_t communicator);
   Status cancel(Operation& op);
   Status progress();
+  // connection.cc
+  Status close(Deadline deadline);
 
   int rank_ = 0;
   int size_ = 1;
@@ -178,6 +183,21 @@ class ContextImpl {
   Status handleRelease(Peer& peer, const wire::Release& release);
   Status advanceSend(Peer& peer, SendTransfer& transfer);
   Status onSendDataCompleted(uint32_t transferId);
+  // connection.cc
+  Status connectEager(const Bootstrap& bootstrap);
+  Status startListening(const Bootstrap& bootstrap);
+  Status preparePeer(Peer& peer, fabric::Endpoint& endpoint);
+  Result<fabric::Endpoint*> createPeerEndpoint(Peer& peer);
+  // Sends queued control messages once the link is up; starts it if idle.
+  Status connectAndFlush(Peer& peer);
+  Status pollConnections();
+  Status handleDatagram(std::span<const uint8_t> bytes);
+  Status accept(Peer& peer, std::span<const uint8_t> address);
+  Status linkUp(Peer& peer, std::span<const uint8_t> address, bool remoteReady);
+  Status sendDatagram(Peer& peer, connection::Kind kind);
+  Status retryRequests();
+  bool quietToward(const Peer& peer) const;
+  Status sendClose(Peer& peer);
   // context_impl.cc
   Status handleReceive(const fabric::Completion& completion);
   Status handleSendCompletion(const fabric::Completion& completion);
@@ -224,6 +244,14 @@ class ContextImpl {
     std::vector<fabric::Sge> sges;
     std::vector<datatype::Iovec> iovecs;
   } scratch_;
+  fabric::EndpointOptions endpointOptions_;
+  uint32_t recvDepth_ = 0;
+  // Lazy connection: our listener, the job nonce, peers with a request out.
+  std::unique_ptr<fabric::Listener> listener_;
+  uint64_t job_ = 0;
+  uint32_t requesting_ = 0;
+  std::vector<uint8_t> datagram_;
+  bool closed_ = false;
 
   friend class Context;
 };

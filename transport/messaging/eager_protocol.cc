@@ -68,6 +68,7 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
 }
 
 Status ContextImpl::flushControl(Peer& peer) {
+  if (!peer.link.ready()) return Status::ok();  // queued until the connection is up
   while (!peer.controlQueue.empty() && peer.credits > 0 && !freeSendSlots_.empty() &&
          peer.sendOutstanding < sendQueueDepth_) {
     PendingControl message = std::move(peer.controlQueue.front());

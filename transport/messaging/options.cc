@@ -53,6 +53,9 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(options.packBelowBlock, getThreshold("IBDT_MSG_PACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.unpackBelowBlock, getThreshold("IBDT_MSG_UNPACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));
+  IBDT_ASSIGN_OR_RETURN(int connect, config::getChoice("IBDT_MSG_CONNECT", {"auto", "eager", "lazy"}));
+  options.connect = static_cast<Connect>(connect);
+  IBDT_ASSIGN_OR_RETURN(options.connectTimeoutMs, config::getInt("IBDT_MSG_CONNECT_TIMEOUT_MS", 1, 3'600'000));
   if (eager > (uint64_t{1} << 20)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT above 1M");
   if (segment >= 0 && (segment < 64 || segment > double(uint64_t{1} << 30))) {
     return makeError(Code::kInvalidArgument, "IBDT_MSG_SEGMENT_SIZE must be auto or between 64 and 1G bytes");

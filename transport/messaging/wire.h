@@ -23,6 +23,7 @@ enum class Kind : uint8_t {
   kFin,        // P-RRS: the receiver has read everything (Fin)
   kCredit,     // credits only (uses the reserved receive buffers)
   kRelease,    // unpack schemes: the receiver freed staging ring segments (Release)
+  kClose,      // close(): nothing more follows from the sender (reserved buffers)
 };
 
 struct Header {

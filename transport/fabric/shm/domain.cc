@@ -14,6 +14,7 @@
 #include "transport/fabric/shm/calibration.h"
 #include "transport/fabric/shm/completion_queue.h"
 #include "transport/fabric/shm/endpoint.h"
+#include "transport/fabric/shm/listener.h"
 #include "transport/fabric/shm/remote_copy.h"
 
 namespace ibdt::fabric::shm {
@@ -226,6 +227,8 @@ Result<std::unique_ptr<Endpoint>> ShmDomain::createEndpoint(CompletionQueue& sen
   }
   return ShmEndpoint::create(state_, *send, *recv, options);
 }
+
+Result<std::unique_ptr<Listener>> ShmDomain::createListener() { return ShmListener::create(state_); }
 
 ProviderInfo probe() {
   ProviderInfo info;

@@ -74,6 +74,7 @@ class ShmDomain final : public Domain {
   Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) override;
   Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
                                                   const EndpointOptions& options) override;
+  Result<std::unique_ptr<Listener>> createListener() override;
 
  private:
   std::shared_ptr<DomainState> state_;

@@ -31,4 +31,18 @@ std::vector<uint8_t> encodeAddress(const VerbsAddress& address);
 // kProtocol when the blob is not a valid verbs address.
 Result<VerbsAddress> decodeAddress(std::span<const uint8_t> bytes);
 
+// The address of a connection listener (a UD queue pair): the same fields
+// but the PSN and MTU, plus the Q_Key; its own magic.
+struct ListenerAddress {
+  bool ethernet = false;
+  uint16_t lid = 0;
+  uint32_t qpNumber = 0;
+  uint32_t qkey = 0;
+  std::array<uint8_t, 16> gid{};
+};
+inline constexpr size_t kListenerAddressSize = 36;
+
+std::vector<uint8_t> encodeListenerAddress(const ListenerAddress& address);
+Result<ListenerAddress> decodeListenerAddress(std::span<const uint8_t> bytes);
+
 }  // namespace ibdt::fabric::verbs

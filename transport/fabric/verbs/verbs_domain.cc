@@ -10,6 +10,7 @@
 #include "transport/fabric/verbs/verbs_calibration.h"
 #include "transport/fabric/verbs/verbs_completion_queue.h"
 #include "transport/fabric/verbs/verbs_fork.h"
+#include "transport/fabric/verbs/verbs_listener.h"
 #include "transport/fabric/verbs/verbs_memory_region.h"
 #include "transport/fabric/verbs/verbs_status.h"
 #include "transport/fabric/verbs/verbs_work_id.h"
@@ -144,5 +145,7 @@ Result<std::unique_ptr<Endpoint>> VerbsDomain::createEndpoint(CompletionQueue& s
   IBDT_ASSIGN_OR_RETURN(auto endpoint, VerbsEndpoint::create(settings_, *sendCq, *recvCq, options, epoch, psn));
   return std::unique_ptr<Endpoint>(std::move(endpoint));
 }
+
+Result<std::unique_ptr<Listener>> VerbsDomain::createListener() { return VerbsListener::create(port_, pd_, label_); }
 
 }  // namespace ibdt::fabric::verbs

@@ -24,6 +24,7 @@ class VerbsDomain final : public Domain {
   Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) override;
   Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
                                                   const EndpointOptions& options) override;
+  Result<std::unique_ptr<Listener>> createListener() override;
 
  private:
   explicit VerbsDomain(SelectedPort port);

@@ -1,0 +1,115 @@
+// ibdt-bench connect — what connecting eagerly or lazily costs between two
+// processes (the bench forks its peer): Context::create(), the first 8-byte
+// ping-pong (lazily it includes setting up the endpoint pair through the
+// listeners), an 8-byte ping-pong on the connected pair (the baseline), and
+// close(). Every repetition creates and closes a fresh Context; every
+// message is checked.
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ibdt/messaging.h"
+#include "perf/benchmarks.h"
+#include "perf/two_processes.h"
+
+namespace ibdt::perf {
+namespace {
+
+using datatype::Datatype;
+using messaging::Connect;
+using messaging::Context;
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One 8-byte round trip started by rank 0; checks the value that comes back.
+Status pingPong(Context& context, int rank, int64_t round) {
+  int64_t out = round * 2 + rank, in = -1;
+  int peer = 1 - rank;
+  if (rank == 0) {
+    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
+  } else {
+    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
+  }
+  if (in != round * 2 + peer) return makeError(Code::kInternal, "connect bench: round ", round, " got ", in);
+  return Status::ok();
+}
+
+using Samples = std::map<std::string, std::vector<double>>;
+
+Status runRank(int socket, int rank, const std::string& provider, int repetitions, Samples& samples) {
+  messaging::Bootstrap bootstrap = socketBootstrap(socket, rank);
+  std::string tag = "connect-bench-" + std::to_string(rank == 0 ? getpid() : getppid());
+  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(provider, {tag, ""}));
+  constexpr int kSteady = 200;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    for (Connect connect : {Connect::kEager, Connect::kLazy}) {
+      std::string mode = connect == Connect::kEager ? "eager" : "lazy";
+      messaging::Options options;
+      options.connect = connect;
+      IBDT_RETURN_IF_ERROR(bootstrap.allgather({}).status());  // start together
+      auto start = std::chrono::steady_clock::now();
+      IBDT_ASSIGN_OR_RETURN(auto context, Context::create(*domain, bootstrap, options));
+      samples["create() " + mode].push_back(secondsSince(start));
+      start = std::chrono::steady_clock::now();
+      IBDT_RETURN_IF_ERROR(pingPong(*context, rank, 0));
+      samples["first 8 B ping-pong, " + mode].push_back(secondsSince(start) / 2);
+      start = std::chrono::steady_clock::now();
+      for (int i = 1; i <= kSteady; ++i) IBDT_RETURN_IF_ERROR(pingPong(*context, rank, i));
+      samples["8 B ping-pong once connected, " + mode].push_back(secondsSince(start) / kSteady / 2);
+      start = std::chrono::steady_clock::now();
+      IBDT_RETURN_IF_ERROR(context->close());
+      samples["close() " + mode].push_back(secondsSince(start));
+      if (context->counters().connections != 1) {
+        return makeError(Code::kInternal, "connect bench: ", context->counters().connections, " connections");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+void run(const CommonOptions& common, const std::string& provider) {
+  int warmup = common.quick ? 1 : common.warmup;
+  int reps = common.quick ? 3 : common.reps;
+  Samples samples;
+  bool ok = runTwoProcesses("connect", [&](int fd, int rank) {
+    Samples mine;
+    Status status = runRank(fd, rank, provider, warmup + reps, mine);
+    if (rank == 0) samples = std::move(mine);
+    return status;
+  });
+  if (!ok) return;
+  Report report("connect: eager vs lazy endpoint set-up, 2 processes (µs; half round trip for ping-pongs)",
+                {"case", "median", "min", "max"});
+  for (const char* name :
+       {"create() eager", "create() lazy", "first 8 B ping-pong, eager", "first 8 B ping-pong, lazy",
+        "8 B ping-pong once connected, eager", "8 B ping-pong once connected, lazy", "close() eager",
+        "close() lazy"}) {
+    std::vector<double> timed(samples[name].begin() + warmup, samples[name].end());
+    Summary summary = summarize(std::move(timed));
+    report.add({{"case", name}, {"median", summary.median * 1e6}, {"min", summary.min * 1e6},
+                {"max", summary.max * 1e6}});
+  }
+  report.note("machine", machineDescription());
+  report.note("provider", provider);
+  report.note("repetitions", reps);
+  report.note("create", "includes the cost model's memcpy timing (8 MiB) in both modes");
+  report.print(common);
+}
+
+}  // namespace
+
+void addConnectBenchmark(CLI::App& app, const CommonOptions& common) {
+  auto* command = app.add_subcommand("connect", "eager vs lazy connection: create(), first message, close()");
+  static std::string provider = "auto";
+  command->add_option("--provider", provider, "fabric provider (auto, shm, verbs)");
+  command->callback([&common] { run(common, provider); });
+}
+
+}  // namespace ibdt::perf

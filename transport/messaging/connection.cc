@@ -1,0 +1,342 @@
+// Connecting to peers: all at create() (eager), or on first use through the
+// fabric Listener (lazy; protocol in connection.h); and close().
+#include "transport/messaging/connection.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "base/backoff.h"
+#include "base/log.h"
+#include "transport/messaging/context_impl.h"
+
+namespace ibdt::messaging {
+namespace connection {
+namespace {
+
+constexpr uint32_t kMagic = 0x49424443;  // "IBDC"
+
+// magic(4) kind(1) pad(1) addressBytes(2) from(4) to(4) job(8), then the address.
+struct Fixed {
+  uint32_t magic;
+  uint8_t kind;
+  uint8_t pad;
+  uint16_t addressBytes;
+  int32_t from;
+  int32_t to;
+  uint64_t job;
+};
+
+}  // namespace
+
+std::vector<uint8_t> encode(Kind kind, int32_t from, int32_t to, uint64_t job, std::span<const uint8_t> address) {
+  Fixed fixed{kMagic, static_cast<uint8_t>(kind), 0, static_cast<uint16_t>(address.size()), from, to, job};
+  std::vector<uint8_t> out(sizeof fixed + address.size());
+  std::memcpy(out.data(), &fixed, sizeof fixed);
+  std::copy(address.begin(), address.end(), out.begin() + sizeof fixed);
+  return out;
+}
+
+Result<Datagram> decode(std::span<const uint8_t> bytes) {
+  Fixed fixed{};
+  if (bytes.size() < sizeof fixed) {
+    return makeError(Code::kProtocol, "connection datagram of ", bytes.size(), " bytes is too short");
+  }
+  std::memcpy(&fixed, bytes.data(), sizeof fixed);
+  if (fixed.magic != kMagic || fixed.kind < static_cast<uint8_t>(Kind::kRequest) ||
+      fixed.kind > static_cast<uint8_t>(Kind::kReady) || bytes.size() != sizeof fixed + fixed.addressBytes) {
+    return makeError(Code::kProtocol, "malformed connection datagram (magic 0x", std::hex, fixed.magic, std::dec,
+                     ", kind ", int{fixed.kind}, ", ", bytes.size(), " bytes)");
+  }
+  Datagram datagram;
+  datagram.kind = static_cast<Kind>(fixed.kind);
+  datagram.from = fixed.from;
+  datagram.to = fixed.to;
+  datagram.job = fixed.job;
+  datagram.address = bytes.subspan(sizeof fixed);
+  return datagram;
+}
+
+}  // namespace connection
+
+namespace {
+
+constexpr auto kFirstRetry = std::chrono::milliseconds(20);
+constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
+
+bool sameAddress(const std::vector<uint8_t>& known, std::span<const uint8_t> address) {
+  return std::equal(known.begin(), known.end(), address.begin(), address.end());
+}
+
+}  // namespace
+
+Result<fabric::Endpoint*> ContextImpl::createPeerEndpoint(Peer& peer) {
+  auto endpoint = domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions_);
+  if (!endpoint.isOk()) return std::move(endpoint).takeStatus().withContext(strCat("endpoint to rank ", peer.rank));
+  (*endpoint)->setPeerLabel(strCat("rank ", peer.rank));
+  endpoints_.push_back(std::move(endpoint).value());
+  return endpoints_.back().get();
+}
+
+Status ContextImpl::preparePeer(Peer& peer, fabric::Endpoint& endpoint) {
+  if (!peer.self) peer.sendEndpoint = peer.recvEndpoint = &endpoint;
+  endpointRank_[endpoint.id()] = peer.rank;
+  IBDT_ASSIGN_OR_RETURN(peer.recvSlots, domain_.allocateMemory(recvDepth_ * slotSize(), fabric::kLocalWrite));
+  for (uint32_t slot = 0; slot < recvDepth_; ++slot) IBDT_RETURN_IF_ERROR(repostSlot(peer, slot));
+  peer.credits = options_.eagerCredits;
+  peer.owed = 0;
+  return Status::ok();
+}
+
+Status ContextImpl::connectEager(const Bootstrap& bootstrap) {
+  fabric::MeshOptions mesh;
+  mesh.endpoint = endpointOptions_;
+  mesh.prepare = [this](fabric::Endpoint& endpoint, int rank) {
+    return preparePeer(peers_[static_cast<size_t>(rank)], endpoint);
+  };
+  IBDT_ASSIGN_OR_RETURN(auto endpoints,
+                        fabric::connectMesh(domain_, *sendQueue_, *recvQueue_, rank_, size_, bootstrap.allgather, mesh));
+  for (auto& endpoint : endpoints) {
+    if (endpoint) endpoints_.push_back(std::move(endpoint));
+  }
+  for (Peer& peer : peers_) {
+    if (peer.self) continue;
+    peer.link.state = LinkState::kConnected;
+    peer.link.remoteReady = true;
+    ++counters_.connections;
+  }
+  return Status::ok();
+}
+
+Status ContextImpl::startListening(const Bootstrap& bootstrap) {
+  IBDT_ASSIGN_OR_RETURN(listener_, domain_.createListener());
+  // A job nonce (rank 0's) keeps datagrams of an earlier Context out.
+  uint64_t nonce = std::random_device{}();
+  nonce = (nonce << 32) ^ std::random_device{}() ^ static_cast<uint64_t>(rank_);
+  std::vector<uint8_t> mine(sizeof nonce);
+  std::memcpy(mine.data(), &nonce, sizeof nonce);
+  auto address = listener_->address();
+  mine.insert(mine.end(), address.begin(), address.end());
+  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather(mine));
+  if (all.size() != static_cast<size_t>(size_) || all[0].size() < sizeof nonce) {
+    return makeError(Code::kProtocol, "listener address exchange returned ", all.size(), " entries for ", size_,
+                     " ranks");
+  }
+  std::memcpy(&job_, all[0].data(), sizeof job_);
+  for (int p = 0; p < size_; ++p) {
+    const auto& entry = all[static_cast<size_t>(p)];
+    if (entry.size() <= sizeof nonce) return makeError(Code::kProtocol, "rank ", p, " sent no listener address");
+    if (p != rank_) peers_[static_cast<size_t>(p)].link.listenerAddress.assign(entry.begin() + sizeof nonce, entry.end());
+  }
+  return Status::ok();
+}
+
+Status ContextImpl::sendDatagram(Peer& peer, connection::Kind kind) {
+  std::span<const uint8_t> address;
+  std::vector<uint8_t> own;
+  if (kind != connection::Kind::kReady) {
+    own = peer.sendEndpoint->address();
+    address = own;
+  }
+  auto bytes = connection::encode(kind, rank_, peer.rank, job_, address);
+  if (!peer.link.listener) {
+    auto handle = listener_->addPeer(peer.link.listenerAddress);
+    if (!handle.isOk()) return std::move(handle).takeStatus().withContext(strCat("the listener of rank ", peer.rank));
+    peer.link.listener = *handle;
+  }
+  Status status = listener_->send(*peer.link.listener, bytes);
+  // A full inbox or a lost datagram is retried by the requester's timer.
+  if (status.code() == Code::kAgain) return Status::ok();
+  return status;
+}
+
+Status ContextImpl::connectAndFlush(Peer& peer) {
+  if (peer.link.ready()) return flushControl(peer);
+  if (peer.link.state != LinkState::kIdle) return Status::ok();  // queued until it is up
+  IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * endpoint, createPeerEndpoint(peer));
+  IBDT_RETURN_IF_ERROR(preparePeer(peer, *endpoint));
+  peer.link.state = LinkState::kRequested;
+  peer.link.deadline = Deadline::after(std::chrono::milliseconds(options_.connectTimeoutMs));
+  peer.link.interval = kFirstRetry;
+  peer.link.nextRequest = std::chrono::steady_clock::now() + peer.link.interval;
+  ++requesting_;
+  IBDT_LOG(kDebug, "messaging: rank ", rank_, " requests a connection to rank ", peer.rank);
+  Status status = sendDatagram(peer, connection::Kind::kRequest);
+  // A dead peer fails what was queued for it (the caller's request), not the call.
+  if (!status.isOk()) failPeer(peer, status.withContext(strCat("connecting to rank ", peer.rank)));
+  return Status::ok();
+}
+
+Status ContextImpl::linkUp(Peer& peer, std::span<const uint8_t> address, bool remoteReady) {
+  IBDT_RETURN_IF_ERROR(peer.sendEndpoint->connect(address).withContext(strCat("connecting to rank ", peer.rank)));
+  if (peer.link.state == LinkState::kRequested) --requesting_;
+  peer.link.state = LinkState::kConnected;
+  peer.link.remoteReady = remoteReady;
+  peer.link.remoteAddress.assign(address.begin(), address.end());
+  ++counters_.connections;
+  IBDT_LOG(kDebug, "messaging: rank ", rank_, " connected to rank ", peer.rank);
+  return Status::ok();
+}
+
+Status ContextImpl::accept(Peer& peer, std::span<const uint8_t> address) {
+  if (peer.link.state == LinkState::kIdle) {
+    IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * endpoint, createPeerEndpoint(peer));
+    IBDT_RETURN_IF_ERROR(preparePeer(peer, *endpoint));
+  }
+  IBDT_RETURN_IF_ERROR(linkUp(peer, address, /*remoteReady=*/false));
+  return sendDatagram(peer, connection::Kind::kAccept);
+}
+
+Status ContextImpl::handleDatagram(std::span<const uint8_t> bytes) {
+  auto datagram = connection::decode(bytes);
+  if (!datagram.isOk()) {
+    IBDT_LOG(kWarn, "messaging: rank ", rank_, " drops a datagram: ", datagram.status().toString());
+    return Status::ok();
+  }
+  if (datagram->job != job_ || datagram->to != rank_ || datagram->from < 0 || datagram->from >= size_ ||
+      datagram->from == rank_) {
+    IBDT_LOG(kDebug, "messaging: rank ", rank_, " drops a stale or misdirected connection datagram");
+    return Status::ok();
+  }
+  Peer& peer = peers_[static_cast<size_t>(datagram->from)];
+  Link& link = peer.link;
+  if (!peer.failure.isOk()) return Status::ok();
+  Status status;
+  switch (datagram->kind) {
+    case connection::Kind::kRequest:
+      if (link.state == LinkState::kConnected) {
+        // A repeat: our answer was lost or is still on its way.
+        if (!sameAddress(link.remoteAddress, datagram->address)) {
+          status = makeError(Code::kProtocol, "rank ", peer.rank, " asked to connect a second endpoint");
+        } else if (!link.remoteReady) {
+          status = sendDatagram(peer, connection::Kind::kAccept);
+        }
+      } else if (link.state == LinkState::kIdle || rank_ > peer.rank) {
+        // Crossed requests: the lower rank's wins; we reuse our endpoint.
+        status = accept(peer, datagram->address);
+      }
+      break;
+    case connection::Kind::kAccept:
+      if (link.state == LinkState::kRequested) {
+        status = linkUp(peer, datagram->address, /*remoteReady=*/true);
+        if (status.isOk()) status = sendDatagram(peer, connection::Kind::kReady);
+        if (status.isOk()) status = flushControl(peer);
+      } else if (link.state == LinkState::kIdle || !sameAddress(link.remoteAddress, datagram->address)) {
+        status = makeError(Code::kProtocol, "rank ", peer.rank, " accepted a connection never requested");
+      }
+      break;
+    case connection::Kind::kReady:
+      if (link.state == LinkState::kConnected && !link.remoteReady) {
+        link.remoteReady = true;
+        status = flushControl(peer);
+      }
+      break;
+  }
+  if (!status.isOk()) failPeer(peer, status);
+  return Status::ok();
+}
+
+Status ContextImpl::retryRequests() {
+  auto now = std::chrono::steady_clock::now();
+  for (Peer& peer : peers_) {
+    Link& link = peer.link;
+    if (link.state != LinkState::kRequested || !peer.failure.isOk() || now < link.nextRequest) continue;
+    Status status;
+    if (link.deadline.expired()) {
+      status = makeError(Code::kPeerFailed, "rank ", peer.rank, " did not answer the connection request within ",
+                         options_.connectTimeoutMs, " ms (IBDT_MSG_CONNECT_TIMEOUT_MS)");
+    } else {
+      link.interval = std::min<std::chrono::milliseconds>(2 * link.interval, kMaxRetry);
+      link.nextRequest = now + link.interval;
+      status = sendDatagram(peer, connection::Kind::kRequest);
+    }
+    if (!status.isOk()) failPeer(peer, status.withContext(strCat("connecting to rank ", peer.rank)));
+  }
+  return Status::ok();
+}
+
+Status ContextImpl::pollConnections() {
+  for (;;) {
+    IBDT_ASSIGN_OR_RETURN(bool got, listener_->receive(datagram_));
+    if (!got) break;
+    ++events_;
+    IBDT_RETURN_IF_ERROR(handleDatagram(datagram_));
+  }
+  return requesting_ > 0 ? retryRequests() : Status::ok();
+}
+
+// --- close ---
+
+bool ContextImpl::quietToward(const Peer& peer) const {
+  if (!peer.controlQueue.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() ||
+      peer.sendOutstanding != 0) {
+    return false;
+  }
+  for (const auto& entry : sendTransfers_) {
+    if (entry.second->op->peer == peer.rank) return false;
+  }
+  for (const auto& entry : recvTransfers_) {
+    if (entry.second->op->peer == peer.rank) return false;
+  }
+  return true;
+}
+
+Status ContextImpl::sendClose(Peer& peer) {
+  if (freeSendSlots_.empty()) return Status::ok();  // next round
+  PendingControl message;
+  message.bytes.resize(sizeof(wire::Header));
+  wire::write(message.bytes.data(), 0, wire::Header{wire::Kind::kClose, {}, 0});
+  IBDT_RETURN_IF_ERROR(postControl(peer, message, /*useReserve=*/true));
+  peer.link.closeSent = true;
+  return Status::ok();
+}
+
+Status ContextImpl::close(Deadline deadline) {
+  if (closed_) return Status::ok();
+  Backoff backoff;
+  for (;;) {
+    uint64_t before = events_;
+    IBDT_RETURN_IF_ERROR(progress());
+    bool done = true;
+    for (Peer& peer : peers_) {
+      if (!peer.failure.isOk() || peer.link.state == LinkState::kIdle) continue;
+      if (peer.self) {
+        done = done && quietToward(peer);
+        continue;
+      }
+      if (!peer.link.closeSent && peer.link.ready() && quietToward(peer)) {
+        Status status = sendClose(peer);
+        if (!status.isOk()) failPeer(peer, status);
+      }
+      // Our "nothing more" has left (its send completed) and theirs arrived.
+      bool finished = peer.link.closeSent && peer.sendOutstanding == 0 && peer.link.closeReceived;
+      done = done && (finished || !peer.failure.isOk());
+    }
+    if (done) break;
+    if (deadline.expired()) {
+      int waiting = 0;
+      for (const Peer& peer : peers_) {
+        if (!peer.self && peer.failure.isOk() && peer.link.state != LinkState::kIdle && !peer.link.closeReceived) {
+          waiting = peer.rank;
+          break;
+        }
+      }
+      return makeError(Code::kTimeout, "close: rank ", rank_, " is still exchanging with its peers (e.g. rank ",
+                       waiting, ")");
+    }
+    if (events_ != before) backoff.reset();
+    else backoff.pause();
+  }
+  // Receives no message will match any more.
+  std::vector<Operation*> left;
+  posted_.forEach([&](Operation& op) { left.push_back(&op); });
+  for (Operation* op : left) {
+    posted_.remove(op);
+    complete(*op, makeError(Code::kCancelled, "receive still posted when the context closed"));
+    postedOwners_.erase(op);
+  }
+  closed_ = true;
+  return Status::ok();
+}
+
+}  // namespace ibdt::messaging
