@@ -1,9 +1,10 @@
 // perf/vector_copy_floor.h — the "shared memcpy" row of `ibdt-bench vector`:
-// what the experiment costs with nothing but memory copies and a spinning
-// flag. For large x it is the copy floor of any shared-memory transport on
-// this machine; for small x it shows the cost of handing a cache line from
-// one core to the other (a transport whose waiter yields may hand over on
-// one core and beat it).
+// what the experiment costs with one memory copy and a spinning flag. It is
+// not a lower bound: for small x it shows the cost of handing a cache line
+// from one core to the other (a transport whose waiter yields may hand over
+// on one core and beat it), and for large x a pipelined copy through a
+// shared buffer keeps both cores copying at once and can beat one core's
+// single copy of data the other core wrote last.
 //
 // Two processes share both 128 x 4096 arrays. The sender copies its x
 // columns row by row straight into the peer's array (one copy in all, as a

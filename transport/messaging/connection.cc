@@ -331,9 +331,8 @@ Status ContextImpl::close(Deadline deadline) {
   std::vector<Operation*> left;
   posted_.forEach([&](Operation& op) { left.push_back(&op); });
   for (Operation* op : left) {
-    posted_.remove(op);
+    std::shared_ptr<Operation> owner = unpostReceive(*op);  // keeps it alive while it completes
     complete(*op, makeError(Code::kCancelled, "receive still posted when the context closed"));
-    postedOwners_.erase(op);
   }
   closed_ = true;
   return Status::ok();
