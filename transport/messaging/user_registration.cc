@@ -5,9 +5,11 @@
 namespace ibdt::messaging {
 namespace {
 
-// Above this many blocks the block list costs more than it may save: the
-// span is registered, and OGR is tried only when that fails.
-constexpr int64_t kMaxPlannedBlocks = 4096;
+// A span up to this size is registered whole first: through the cache a
+// buffer sent again then costs one lookup, where planning groups would list
+// every block of every message. Larger spans that carry little data are
+// planned by OGR at once, so as not to pin gigabytes of gaps.
+constexpr int64_t kSpanFirstBytes = int64_t{256} << 20;
 
 }  // namespace
 
@@ -32,7 +34,8 @@ Result<UserRegistration> UserRegistration::create(memory::RegistrationCache& cac
     return cache.acquire(const_cast<uint8_t*>(bytesBase) + low, static_cast<size_t>(high - low), access);
   };
   auto stats = datatype::stats(type, count);
-  bool planned = !single && stats.isOk() && !stats->contiguous && stats->blockCount <= kMaxPlannedBlocks;
+  bool planned = !single && stats.isOk() && !stats->contiguous && high - low > kSpanFirstBytes &&
+                 high - low > 4 * bytes;
   if (!planned) {
     auto region = spanRegistration();
     if (region.isOk() || single || !stats.isOk() || stats->contiguous) {

@@ -5,8 +5,8 @@
 // pin-down cache (a buffer sent again hits the cache). A noncontiguous buffer
 // whose span cannot be registered — its blocks lie in separate mappings with
 // unmapped pages between, as a struct type over separately allocated arrays
-// does — or whose span would pin far more than it carries is registered by
-// Optimistic Group Registration instead (paper Section 4.4.1,
+// does — or whose span is beyond 256 MiB and four times its data is
+// registered by Optimistic Group Registration instead (paper Section 4.4.1,
 // memory/group_registration.h): a few regions, each local SGE taking the
 // lkey of the region that covers it. A peer needs one rkey, so only the
 // local side (the sender's gather, the receiver's READ scatter) may use
