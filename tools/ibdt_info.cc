@@ -31,10 +31,10 @@ void printProviders() {
                 caps.maxCompletionQueueDepth, caps.maxReadsInFlight, caps.rdmaRead ? "yes" : "no",
                 caps.writeWithImm ? "yes" : "no");
     std::printf("         registration cost: %.0f ns + %.1f ns/page; transfer cost: %.0f ns/request + %.0f ns/sge + "
-                "%.0f ns/remote page + %.1f B/ns (into allocated memory: %.0f ns/request + %.1f B/ns)%s\n",
+                "%.0f ns/remote page + %.1f B/ns (into allocated memory: %.0f ns/request + %.1f ns/sge + %.1f B/ns)%s\n",
                 caps.registration.fixedNs, caps.registration.perPageNs, caps.transfer.perRequestNs,
                 caps.transfer.perSgeNs, caps.transfer.perRemotePageNs, caps.transfer.bytesPerNs,
-                caps.transfer.allocatedPerRequestNs, caps.transfer.allocatedBytesPerNs,
+                caps.transfer.allocatedPerRequestNs, caps.transfer.allocatedPerSgeNs, caps.transfer.allocatedBytesPerNs,
                 caps.transfer.initiatorCopies ? ", copied by the initiator" : "");
   }
 }

@@ -51,8 +51,9 @@ struct RegistrationCost {
 // + perRemotePageNs * distinct remote pages + bytes / bytesPerNs. (On shm
 // the per-page term is real: the kernel pins each remote page.) A request
 // whose remote side is memory from Domain::allocateMemory (staging buffers,
-// pools) costs allocatedPerRequestNs + bytes / allocatedBytesPerNs (on shm a
-// plain copy into the mapped segment; on an HCA the same as user memory).
+// pools) costs allocatedPerRequestNs + allocatedPerSgeNs * entries + bytes /
+// allocatedBytesPerNs (on shm a plain copy into the mapped segment; on an
+// HCA the same as user memory).
 struct TransferCost {
   double perRequestNs = 0;
   double perSgeNs = 0;
@@ -60,6 +61,7 @@ struct TransferCost {
   double bytesPerNs = 1;
   double allocatedPerRequestNs = 0;
   double allocatedBytesPerNs = 1;
+  double allocatedPerSgeNs = 0;
   // The initiating process's CPU moves the bytes (shm), so a sender's
   // packing and its transfers do not overlap; false where a DMA engine does.
   bool initiatorCopies = false;

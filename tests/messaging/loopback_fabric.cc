@@ -421,7 +421,7 @@ fabric::Caps loopbackCaps() {
   caps.rdmaRead = true;
   caps.writeWithImm = true;
   caps.pageSize = 4096;
-  caps.transfer = {200, 20, 400, 5, 200, 5, false};
+  caps.transfer = {200, 20, 400, 5, 200, 5, 20, false};
   caps.registration = {1000, 100};
   return caps;
 }

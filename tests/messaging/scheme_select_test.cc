@@ -61,8 +61,8 @@ TEST(SchemeSelect, ForcedSchemesAndReceiverHints) {
 
 TEST(SchemeSelect, ThresholdsComeFromTheCostModel) {
   CostModel model;
-  model.memcpyBytesPerNs = 10;
-  model.transfer.perSgeNs = 5;
+  model.packBytesPerNs = 10;
+  model.transfer.allocatedPerSgeNs = 5;
   EXPECT_DOUBLE_EQ(model.packBelowBlock(), 50);
   EXPECT_TRUE(senderWantsPack(statsOf(49), model.packBelowBlock()));
   EXPECT_FALSE(senderWantsPack(statsOf(51), model.packBelowBlock()));
@@ -78,7 +78,7 @@ TEST(SchemeSelect, ThresholdsComeFromTheCostModel) {
 CostModel shmLike() {
   CostModel model;
   model.memcpyBytesPerNs = 10;
-  model.transfer = {500, 20, 130, 10, 50, 10, true};
+  model.transfer = {500, 20, 130, 10, 50, 10, 20, true};
   model.maxSge = 64;
   model.listLength = 256;
   return model;
@@ -87,7 +87,7 @@ CostModel shmLike() {
 CostModel hcaLike() {
   CostModel model;
   model.memcpyBytesPerNs = 10;
-  model.transfer = {1000, 5, 0, 12, 1000, 12, false};
+  model.transfer = {1000, 5, 0, 12, 1000, 12, 5, false};
   model.maxSge = 32;
   model.listLength = 256;
   return model;

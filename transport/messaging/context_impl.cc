@@ -79,7 +79,8 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   packBelow_ = options_.packBelowBlock >= 0 ? options_.packBelowBlock : cost_.packBelowBlock();
   unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : -1;
   IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; per block ", cost_.iovecNsPerBlock,
-           " ns to list, ", cost_.packNsPerBlock, " ns to pack; pack below ", packBelow_,
+           " ns to list, ", cost_.packNsPerBlock, " ns to pack (warm at ", cost_.packBytesPerNs,
+           " B/ns); pack below ", packBelow_,
            " B blocks; receiver ", unpackBelow_ >= 0 ? strCat("unpacks below ", unpackBelow_, " B blocks")
                                                    : std::string("compares the schemes per message"));
 

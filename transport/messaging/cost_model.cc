@@ -28,7 +28,7 @@ double pipelined(double first, double second, double segments) {
 }  // namespace
 
 double CostModel::packBelowBlock() const {
-  return std::max(0.0, iovecNsPerBlock + transfer.perSgeNs - packNsPerBlock) * memcpyBytesPerNs;
+  return std::max(0.0, iovecNsPerBlock + transfer.allocatedPerSgeNs - packNsPerBlock) * packBytesPerNs;
 }
 
 SideLayout sideLayout(const datatype::Stats& stats) {
@@ -70,7 +70,7 @@ double estimateNs(Scheme scheme, const SideLayout& sender, const SideLayout& rec
     }
     case Scheme::kRwgUp: {
       double writes = segments + ceilDiv(senderBlocks, sge);
-      double send = t.allocatedPerRequestNs * writes + t.perSgeNs * senderBlocks +
+      double send = t.allocatedPerRequestNs * writes + (t.allocatedPerSgeNs + model.iovecNsPerBlock) * senderBlocks +
                     (t.initiatorCopies ? staged : 0);
       double transport = t.initiatorCopies ? 0 : staged;
       return pipelined(send + transport, unpack, segments);
@@ -118,7 +118,18 @@ Status measureBlockCosts(CostModel& model) {
     if (!status.isOk()) failed = status;
   });
   IBDT_RETURN_IF_ERROR(failed);
-  double copying = static_cast<double>(segment.size()) / model.memcpyBytesPerNs;
+  // Warm blocks of a typical size: the rate a sender packs what it just used.
+  IBDT_ASSIGN_OR_RETURN(auto rows, datatype::Datatype::vector(128, 128, 1024, datatype::Datatype::of<int32_t>()));
+  IBDT_RETURN_IF_ERROR(rows.commit());
+  IBDT_ASSIGN_OR_RETURN(auto rowSegment, datatype::Segment::create(rows, 1));
+  std::vector<uint8_t> matrix(static_cast<size_t>(128 * 4096), 3), out(static_cast<size_t>(rowSegment.size()));
+  double warm = fastest([&] {
+    Status status = rowSegment.pack(matrix.data(), 0, rowSegment.size(), out.data());
+    if (!status.isOk()) failed = status;
+  });
+  IBDT_RETURN_IF_ERROR(failed);
+  model.packBytesPerNs = static_cast<double>(rowSegment.size()) / std::max(warm, 1.0);
+  double copying = static_cast<double>(segment.size()) / model.packBytesPerNs;
   model.iovecNsPerBlock = listing / kBlocks;
   model.packNsPerBlock = std::max(0.0, packing - copying) / kBlocks;
   return Status::ok();

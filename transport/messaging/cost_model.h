@@ -37,12 +37,15 @@ struct CostModel {
   uint32_t maxSge = 1;
   uint32_t listLength = 1;  // writes posted per call (1 with list posting off)
   // Per-block work of the datatype engine (measured by measureBlockCosts):
-  // listing a block as an iovec, and packing one beyond its bytes.
+  // listing a block as an iovec, packing one beyond its bytes, and the rate
+  // at which it packs blocks the sender just touched (cache-warm).
   double iovecNsPerBlock = 0;
   double packNsPerBlock = 0;
+  double packBytesPerNs = 1;
 
   // Mean block size below which the sender packs: copying a block costs
-  // less than listing and gathering it as one more scatter/gather entry.
+  // less than listing and gathering it as one more entry of a write into
+  // the receiver's staging buffer.
   double packBelowBlock() const;
 };
 
@@ -67,7 +70,8 @@ double estimateNs(Scheme scheme, const SideLayout& sender, const SideLayout& rec
 // Times memcpy on this core (best of three 8 MiB copies, beyond the caches).
 double measureMemcpyBytesPerNs();
 // Sets iovecNsPerBlock and packNsPerBlock from a 4096-block vector of 8-byte
-// blocks (small enough that the per-block work dominates).
+// blocks (small enough that the per-block work dominates), and
+// packBytesPerNs from 128 blocks of 512 bytes packed twice in a row.
 Status measureBlockCosts(CostModel& model);
 
 }  // namespace ibdt::messaging

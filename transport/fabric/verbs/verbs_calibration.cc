@@ -98,6 +98,7 @@ TransferCost nominalTransferCost(const ibv_port_attr& port) {
   cost.perRemotePageNs = 0;  // the target HCA translates pages itself: no per-page cost
   cost.allocatedPerRequestNs = cost.perRequestNs;  // staging memory is just registered memory here
   cost.allocatedBytesPerNs = cost.bytesPerNs;
+  cost.allocatedPerSgeNs = cost.perSgeNs;
   cost.initiatorCopies = false;  // the HCA's DMA engine moves the bytes
   return cost;
 }
