@@ -18,14 +18,19 @@ class Backoff {
   static constexpr uint32_t kYields = 256;
   static constexpr long kNapNanos = 50'000;  // 50 us
 
+  // `spins`: pauses before the first yield. Spinning longer keeps a waiter
+  // that owns its core from paying a system call per poll; processes that
+  // share cores must yield early (the default).
+  explicit Backoff(uint32_t spins = kSpins) : spins_(spins) {}
+
   void reset() { rounds_ = 0; }
   void pause() {
-    if (rounds_ < kSpins) {
+    if (rounds_ < spins_) {
       ++rounds_;
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-    } else if (rounds_ < kSpins + kYields) {
+    } else if (rounds_ < spins_ + kYields) {
       ++rounds_;
       sched_yield();
     } else {
@@ -35,6 +40,7 @@ class Backoff {
   }
 
  private:
+  uint32_t spins_;
   uint32_t rounds_ = 0;
 };
 

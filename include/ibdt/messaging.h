@@ -101,6 +101,9 @@ struct Options {
   double packBelowBlock = -1;
   double unpackBelowBlock = -1;
   bool listPost = true;           // post rendezvous writes as chained lists
+  // Pauses a wait spins before it yields the core; <0: 4096 when this node
+  // runs no more ranks than it has cores, else 64.
+  int64_t spins = -1;
   // Endpoints at create() or on first use; kAuto: IBDT_MSG_CONNECT decides
   // (its own auto: eager up to kEagerConnectRanks ranks).
   Connect connect = Connect::kAuto;
@@ -118,6 +121,9 @@ struct Bootstrap {
   int size = 1;
   // Collective: every rank contributes bytes, all receive all, by rank.
   std::function<Result<std::vector<std::vector<uint8_t>>>(std::span<const uint8_t>)> allgather;
+  // Ranks on this node (0: unknown, taken as `size`). With no more ranks
+  // than cores, waits spin longer before they yield (IBDT_MSG_SPIN).
+  int localSize = 0;
 };
 
 // What a completed receive got.

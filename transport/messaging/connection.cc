@@ -293,7 +293,7 @@ Status ContextImpl::sendClose(Peer& peer) {
 
 Status ContextImpl::close(Deadline deadline) {
   if (closed_) return Status::ok();
-  Backoff backoff;
+  Backoff backoff(spins_);
   for (;;) {
     uint64_t before = events_;
     IBDT_RETURN_IF_ERROR(progress());

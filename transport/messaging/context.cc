@@ -110,6 +110,7 @@ Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, bootstr
   Bootstrap bootstrap;
   bootstrap.rank = store.rank();
   bootstrap.size = store.size();
+  bootstrap.localSize = store.localSize();
   bootstrap.allgather = [&store, deadline](std::span<const uint8_t> value) { return store.allgather(value, deadline); };
   return create(domain, bootstrap, options);
 }
@@ -161,7 +162,7 @@ Result<bool> Context::test(Request& request, RecvInfo* info) {
 
 Status Context::wait(Request& request, RecvInfo* info, Deadline deadline) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "wait: empty request");
-  Backoff backoff;
+  Backoff backoff(impl_->spins_);
   while (!request.op_->done) {
     uint64_t before = impl_->events_;
     IBDT_RETURN_IF_ERROR(impl_->progress());

@@ -1,6 +1,8 @@
 // Context set-up, completion dispatch and matching.
 #include "transport/messaging/context_impl.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +55,13 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
     return makeError(Code::kInvalidArgument, "messaging context: eager limit ", options_.eagerLimit, ", credits ",
                      options_.eagerCredits, " and segment size ", options_.segmentSize,
                      " must be >= 0, >= 2 and >= 0 (0: automatic)");
+  }
+  {
+    // Spin longer where every rank of this node can own a core.
+    int local = bootstrap.localSize > 0 ? bootstrap.localSize : size_;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (options_.spins >= 0) spins_ = static_cast<uint32_t>(options_.spins);
+    else spins_ = cores > 0 && local <= cores ? 4096 : Backoff::kSpins;
   }
   const fabric::Caps& caps = domain_.caps();
   maxSge_ = std::max<uint32_t>(1, caps.maxSendSge);

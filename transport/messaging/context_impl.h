@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/backoff.h"
 #include "ibdt/messaging.h"
 #include "transport/fabric/mesh.h"
 #include "transport/messaging/connection.h"
@@ -159,6 +160,7 @@ class ContextImpl {
   fabric::Domain& domain_;
   Options options_;
   CostModel cost_;
+  uint32_t spins_ = Backoff::kSpins;  // Backoff budget of this Context's waits
   double packBelow_ = 0;
   double unpackBelow_ = 0;
   Counters counters_;

@@ -53,6 +53,15 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(options.packBelowBlock, getThreshold("IBDT_MSG_PACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.unpackBelowBlock, getThreshold("IBDT_MSG_UNPACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));
+  IBDT_ASSIGN_OR_RETURN(std::string spins, config::getString("IBDT_MSG_SPIN"));
+  if (spins != "auto") {
+    int64_t value = -1;
+    auto [end, error] = std::from_chars(spins.data(), spins.data() + spins.size(), value);
+    if (error != std::errc() || end != spins.data() + spins.size() || value < 0 || value > (int64_t{1} << 30)) {
+      return makeError(Code::kInvalidArgument, "IBDT_MSG_SPIN=", spins, ": expected auto or a count of pauses");
+    }
+    options.spins = value;
+  }
   IBDT_ASSIGN_OR_RETURN(int connect, config::getChoice("IBDT_MSG_CONNECT", {"auto", "eager", "lazy"}));
   options.connect = static_cast<Connect>(connect);
   IBDT_ASSIGN_OR_RETURN(options.connectTimeoutMs, config::getInt("IBDT_MSG_CONNECT_TIMEOUT_MS", 1, 3'600'000));
