@@ -25,7 +25,7 @@
 #include "perf/mpi_baseline_runner.h"
 #include "perf/two_processes.h"
 #include "perf/vector_cases.h"
-#include "perf/vector_copy_floor.h"
+#include "perf/vector_shared_memcpy.h"
 #include "perf/vector_targets.h"
 
 namespace ibdt::perf {
@@ -285,19 +285,19 @@ void runMpiRows(const MpiLibrary& library, const VectorOptions& options, const P
   }
 }
 
-constexpr const char* kCopyFloorRow = "shared memcpy";
+constexpr const char* kSharedMemcpyRow = "shared memcpy";
 
-void runCopyFloor(const VectorOptions& options, const Plan& plan, Report& report) {
-  if (!wanted(options, kCopyFloorRow)) return;
+void runSharedMemcpy(const VectorOptions& options, const Plan& plan, Report& report) {
+  if (!wanted(options, kSharedMemcpyRow)) return;
   for (int64_t x : plan.columns) {
-    auto floor = measureCopyFloor(x, plan.warmup, plan.reps, vectorPingPongsPerRep(x));
-    if (!floor.isOk()) {
-      reportFailure(floor.status().toString());
+    auto measured = measureSharedMemcpy(x, plan.warmup, plan.reps, vectorPingPongsPerRep(x));
+    if (!measured.isOk()) {
+      reportFailure(measured.status().toString());
       return;
     }
-    addRow(report, x, kCopyFloorRow, "one memcpy per row, shared arrays", floor->roundTrip, floor->window);
+    addRow(report, x, kSharedMemcpyRow, "one memcpy per row, shared arrays", measured->roundTrip, measured->window);
   }
-  report.note(kCopyFloorRow, "the memcpy baseline: both arrays shared, the sender copies its columns straight into the "
+  report.note(kSharedMemcpyRow, "the memcpy baseline: both arrays shared, the sender copies its columns straight into the "
                              "peer's (one copy, one core), handing over by a flag the peer spins on (no "
                              "registration, matching or handshake); small x show the cross-core handoff, and a "
                              "pipelined copy through a shared buffer, both cores working, can beat it at large x");
@@ -318,7 +318,7 @@ void runVector(const VectorOptions& options, const CommonOptions& common) {
     report.note("ibdt ranks", "two forked processes, unbound; they yield and nap when idle (base/backoff.h), so a "
                               "loaded machine costs them more than MPI ranks polling on their own cores");
   }
-  runCopyFloor(options, plan, report);
+  runSharedMemcpy(options, plan, report);
   for (const MpiLibrary& library : mpiLibraries()) runMpiRows(library, options, plan, report);
   for (const char* name : kMpiLibraryNames) {
     const bool built = std::any_of(mpiLibraries().begin(), mpiLibraries().end(),
@@ -359,7 +359,7 @@ void addVectorBenchmark(CLI::App& app, const CommonOptions& common) {
       ->check(CLI::Range(int64_t{1}, kColumns));
   std::vector<std::string> names;
   for (const Row& row : kRowsToRun) names.emplace_back(row.name);
-  names.emplace_back(kCopyFloorRow);
+  names.emplace_back(kSharedMemcpyRow);
   for (const char* library : kMpiLibraryNames) names.insert(names.end(), {library, std::string(library) + " contig"});
   sub->add_option("--row", options->rows, "rows to run (default all; the MPI rows need their library)")->check(CLI::IsMember(names));
   sub->callback([options, &common] { runVector(*options, common); });

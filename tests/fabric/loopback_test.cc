@@ -31,6 +31,14 @@ class Loopback : public ::testing::TestWithParam<std::string> {
     caps_ = a_.domain->caps();
   }
   uint32_t maxSge() const { return std::min(caps_.maxSendSge, caps_.maxRecvSge); }
+  // Replaces the connected pair with one made with `options`.
+  void reconnect(const EndpointOptions& options) {
+    epA_.reset();
+    epB_.reset();
+    epA_ = a_.endpoint(options);
+    epB_ = b_.endpoint(options);
+    connectPair(*epA_, *epB_);
+  }
 
   Node a_, b_;
   std::unique_ptr<Endpoint> epA_, epB_;
@@ -196,13 +204,9 @@ TEST_P(Loopback, ListPostExecutesInOrderAndOnlySignalledRequestsComplete) {
 
 TEST_P(Loopback, InlineSendOwnsItsPayloadAtPostTime) {
   if (caps_.maxInline < 64) GTEST_SKIP() << "provider has maxInline " << caps_.maxInline;
-  epA_.reset();
-  epB_.reset();
   EndpointOptions options;
   options.maxInline = 64;
-  epA_ = a_.endpoint(options);
-  epB_ = b_.endpoint(options);
-  connectPair(*epA_, *epB_);
+  reconnect(options);
   std::vector<uint8_t> source(64), target(64 + 2 * kGuard);
   auto sourceRegion = a_.registered(source);
   auto targetRegion = b_.registered(target);
@@ -228,14 +232,10 @@ TEST_P(Loopback, InlineSendOwnsItsPayloadAtPostTime) {
 }
 
 TEST_P(Loopback, FullSendQueueIsBackPressureAndEverythingArrivesInOrder) {
-  epA_.reset();
-  epB_.reset();
   EndpointOptions options;
   options.sendQueueDepth = 8;
   options.recvQueueDepth = 64;
-  epA_ = a_.endpoint(options);
-  epB_ = b_.endpoint(options);
-  connectPair(*epA_, *epB_);
+  reconnect(options);
   constexpr size_t kMessage = 512;
   std::vector<uint8_t> source(64 * kMessage), target(64 * kMessage);
   auto sourceRegion = a_.registered(source);
@@ -273,14 +273,10 @@ TEST_P(Loopback, FullSendQueueIsBackPressureAndEverythingArrivesInOrder) {
 // ones are posted, one at a time or several at once, across many laps of
 // the receive and notification rings; every message lands whole, in order.
 TEST_P(Loopback, SendsWaitingForReceivesPostedInTricklesArriveInOrder) {
-  epA_.reset();
-  epB_.reset();
   EndpointOptions options;
   options.sendQueueDepth = 64;
   options.recvQueueDepth = 3;
-  epA_ = a_.endpoint(options);
-  epB_ = b_.endpoint(options);
-  connectPair(*epA_, *epB_);
+  reconnect(options);
   constexpr uint32_t kMessages = 48;
   constexpr size_t kMessage = 200;
   std::vector<uint8_t> source(kMessages * kMessage), target(kMessages * (kMessage + 2 * kGuard));

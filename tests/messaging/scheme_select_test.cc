@@ -75,23 +75,17 @@ TEST(SchemeSelect, ThresholdsComeFromTheCostModel) {
 // Costs shaped like the two providers: shm pins every remote page of a
 // cross-memory attach and copies with the initiator's CPU; an HCA has no
 // per-page cost and its DMA engine moves the bytes.
-CostModel shmLike() {
+CostModel modelOf(const fabric::TransferCost& transfer, uint32_t maxSge) {
   CostModel model;
   model.memcpyBytesPerNs = 10;
-  model.transfer = {500, 20, 130, 10, 50, 10, 20, true};
-  model.maxSge = 64;
+  model.transfer = transfer;
+  model.maxSge = maxSge;
   model.listLength = 256;
   return model;
 }
 
-CostModel hcaLike() {
-  CostModel model;
-  model.memcpyBytesPerNs = 10;
-  model.transfer = {1000, 5, 0, 12, 1000, 12, 5, false};
-  model.maxSge = 32;
-  model.listLength = 256;
-  return model;
-}
+CostModel shmLike() { return modelOf({500, 20, 130, 10, 50, 10, 20, true}, 64); }
+CostModel hcaLike() { return modelOf({1000, 5, 0, 12, 1000, 12, 5, false}, 32); }
 
 ReplyInputs vectorMessage(int64_t rows, double block, bool senderPacks) {
   ReplyInputs in;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "datatype/reference.h"
+#include "messaging/scheme_names.h"
 #include "messaging/thread_ranks.h"
 
 #include "support/scoped_env.h"
@@ -161,9 +162,8 @@ INSTANTIATE_TEST_SUITE_P(AllSchemes, ForcedScheme,
                                                               Scheme::kPRrs, Scheme::kMultiW),
                                             ::testing::Range(0, 6)),
                          [](const auto& param) {
-                           std::string name(schemeName(std::get<0>(param.param)));
-                           std::erase(name, '-');
-                           return name + "_" + allLayouts()[static_cast<size_t>(std::get<1>(param.param))].name;
+                           return testing::schemeTestName(std::get<0>(param.param)) + "_" +
+                                  allLayouts()[static_cast<size_t>(std::get<1>(param.param))].name;
                          });
 
 TEST(Schemes, AutoChoiceFollowsTable1) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ibdt/messaging.h"
+#include "messaging/scheme_names.h"
 #include "ibdt/store.h"
 #include "messaging/mp_support.h"
 #include "support/mp_test.h"
@@ -93,11 +94,7 @@ TEST_P(MessagingMp, EveryPairEagerAndRendezvous) {
 INSTANTIATE_TEST_SUITE_P(Schemes, MessagingMp,
                          ::testing::Values(Scheme::kAuto, Scheme::kGeneric, Scheme::kBcSpup, Scheme::kRwgUp,
                                            Scheme::kPRrs, Scheme::kMultiW),
-                         [](const auto& param) {
-                           std::string name(schemeName(param.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         [](const auto& param) { return testing::schemeTestName(param.param); });
 
 }  // namespace
 }  // namespace ibdt::messaging

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ibdt/messaging.h"
+#include "messaging/scheme_names.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -115,11 +116,7 @@ TEST_P(GappedUserBuffers, ReceiverWithoutOneRegionUnpacks) {
 
 INSTANTIATE_TEST_SUITE_P(Schemes, GappedUserBuffers,
                          ::testing::Values(Scheme::kAuto, Scheme::kRwgUp, Scheme::kMultiW, Scheme::kPRrs),
-                         [](const auto& param) {
-                           std::string name(schemeName(param.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         [](const auto& param) { return testing::schemeTestName(param.param); });
 
 }  // namespace
 }  // namespace ibdt::messaging

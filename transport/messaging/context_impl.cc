@@ -412,8 +412,8 @@ Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
 
 Result<UserRegistration> ContextImpl::registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) {
   const void* base = op.isSend ? op.sendBuffer : op.recvBuffer;
-  auto registration = UserRegistration::create(*cache_, groupPlan_, *op.segment, op.type, op.count, base, bytes, access,
-                                               single);
+  auto registration = UserRegistration::create(*cache_, groupPlan_, *op.segment, op.type, op.count, op.stats, base,
+                                               bytes, access, single);
   if (!registration.isOk()) {
     return std::move(registration).takeStatus().withContext(
         strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));

@@ -1,10 +1,11 @@
 #include "transport/messaging/cost_model.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "base/fastest.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -78,8 +79,7 @@ double estimateNs(Scheme scheme, const SideLayout& sender, const SideLayout& rec
     case Scheme::kBcSpup: {
       double send = copy + t.allocatedPerRequestNs * segments + (t.initiatorCopies ? staged : 0);
       double transport = t.initiatorCopies ? 0 : staged;
-      return pipelined(std::max(send, transport) + std::min(send, transport) / std::max(segments, 1.0), unpack,
-                       segments);
+      return pipelined(pipelined(send, transport, segments), unpack, segments);
     }
     case Scheme::kGeneric:
       return copy + t.allocatedPerRequestNs + staged + copy;
@@ -96,37 +96,29 @@ Status measureBlockCosts(CostModel& model) {
   std::vector<uint8_t> user(static_cast<size_t>(kBlocks * 16), 1), packed(static_cast<size_t>(segment.size()));
   std::vector<datatype::Iovec> iovecs(64);
   auto base = reinterpret_cast<uint64_t>(user.data());
-  auto fastest = [](auto&& fn) {
-    double best = 1e18;
-    for (int round = 0; round < 5; ++round) {
-      auto start = std::chrono::steady_clock::now();
-      fn();
-      best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
-    }
-    return best;
-  };
   Status failed;
-  double listing = fastest([&] {
+  // Packing `from` through `segment` into `to`, timed.
+  auto timedPack = [&](const datatype::Segment& of, const uint8_t* from, uint8_t* to) {
+    return fastestNs(5, [&] {
+      Status status = of.pack(from, 0, of.size(), to);
+      if (!status.isOk()) failed = status;
+    });
+  };
+  double listing = fastestNs(5, [&] {
     for (int64_t at = 0; at < segment.size() && failed.isOk();) {  // as a sender walks it: 64 iovecs at a time
       auto fill = segment.iovecs(base, at, segment.size(), iovecs.data(), iovecs.size());
       if (!fill.isOk()) failed = fill.status();
       else at += fill->bytes;
     }
   });
-  double packing = fastest([&] {
-    Status status = segment.pack(user.data(), 0, segment.size(), packed.data());
-    if (!status.isOk()) failed = status;
-  });
+  double packing = timedPack(segment, user.data(), packed.data());
   IBDT_RETURN_IF_ERROR(failed);
   // Warm blocks of a typical size: the rate a sender packs what it just used.
   IBDT_ASSIGN_OR_RETURN(auto rows, datatype::Datatype::vector(128, 128, 1024, datatype::Datatype::of<int32_t>()));
   IBDT_RETURN_IF_ERROR(rows.commit());
   IBDT_ASSIGN_OR_RETURN(auto rowSegment, datatype::Segment::create(rows, 1));
   std::vector<uint8_t> matrix(static_cast<size_t>(128 * 4096), 3), out(static_cast<size_t>(rowSegment.size()));
-  double warm = fastest([&] {
-    Status status = rowSegment.pack(matrix.data(), 0, rowSegment.size(), out.data());
-    if (!status.isOk()) failed = status;
-  });
+  double warm = timedPack(rowSegment, matrix.data(), out.data());
   IBDT_RETURN_IF_ERROR(failed);
   model.packBytesPerNs = static_cast<double>(rowSegment.size()) / std::max(warm, 1.0);
   double copying = static_cast<double>(segment.size()) / model.packBytesPerNs;
@@ -139,16 +131,11 @@ double measureMemcpyBytesPerNs() {
   // Larger than the caches: rendezvous messages are copied from memory, not L2.
   constexpr size_t kBytes = 8u << 20;
   std::vector<uint8_t> from(kBytes, 1), to(kBytes, 0);
-  double best = 0;
-  for (int i = 0; i < 3; ++i) {
-    auto start = std::chrono::steady_clock::now();
+  double ns = fastestNs(3, [&] {
     std::memcpy(to.data(), from.data(), kBytes);
-    // Keep the copy from being optimised away.
-    asm volatile("" : : "r"(to.data()) : "memory");
-    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-    if (ns > 0) best = std::max(best, kBytes / ns);
-  }
-  return best > 0 ? best : 1;
+    asm volatile("" : : "r"(to.data()) : "memory");  // keep the copy from being optimised away
+  });
+  return ns > 0 ? kBytes / ns : 1;
 }
 
 }  // namespace ibdt::messaging

@@ -1,6 +1,5 @@
 // Scheme names and Options from the IBDT_MSG_* environment variables.
 #include <array>
-#include <charconv>
 
 #include "base/config.h"
 #include "ibdt/messaging.h"
@@ -55,12 +54,7 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));
   IBDT_ASSIGN_OR_RETURN(std::string spins, config::getString("IBDT_MSG_SPIN"));
   if (spins != "auto") {
-    int64_t value = -1;
-    auto [end, error] = std::from_chars(spins.data(), spins.data() + spins.size(), value);
-    if (error != std::errc() || end != spins.data() + spins.size() || value < 0 || value > (int64_t{1} << 30)) {
-      return makeError(Code::kInvalidArgument, "IBDT_MSG_SPIN=", spins, ": expected auto or a count of pauses");
-    }
-    options.spins = value;
+    IBDT_ASSIGN_OR_RETURN(options.spins, config::getInt("IBDT_MSG_SPIN", 0, int64_t{1} << 30));
   }
   IBDT_ASSIGN_OR_RETURN(int connect, config::getChoice("IBDT_MSG_CONNECT", {"auto", "eager", "lazy"}));
   options.connect = static_cast<Connect>(connect);

@@ -123,8 +123,7 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
     transfer->segmentSize = generic ? cts.bytes : inputs.segmentSize;
     // A ring of segments bounds the staging of a large message (and keeps it
     // in cache); the generic baseline stages the whole message.
-    int64_t segments = (cts.bytes + transfer->segmentSize - 1) / transfer->segmentSize;
-    if (!generic && segments > options_.ringSegments) transfer->ringSegments = options_.ringSegments;
+    if (!generic && wire::segmentCount(cts.bytes, transfer->segmentSize) > options_.ringSegments) transfer->ringSegments = options_.ringSegments;
     int64_t staging = transfer->ringSegments != 0 ? transfer->ringSegments * transfer->segmentSize : cts.bytes;
     auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(staging)) : pooledBuffer(static_cast<size_t>(staging));
     if (!buffer.isOk()) return std::move(buffer).takeStatus();
@@ -183,7 +182,7 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
       // Free ring slots half a ring at a time (fewer control messages, and
       // the sender has the other half to write meanwhile), and only while a
       // segment still waits for a slot: the sender cannot have finished then.
-      uint64_t segments = static_cast<uint64_t>((transfer.bytes + transfer.segmentSize - 1) / transfer.segmentSize);
+      uint64_t segments = wire::segmentCount(transfer.bytes, transfer.segmentSize);
       if (transfer.ringSegments != 0 && segments > transfer.segmentsReleased + transfer.ringSegments &&
           transfer.segmentsDone - transfer.segmentsReleased >= std::max<uint32_t>(1, transfer.ringSegments / 2)) {
         transfer.segmentsReleased = transfer.segmentsDone;

@@ -254,7 +254,7 @@ Status ContextImpl::handleRelease(Peer& peer, const wire::Release& release) {
   }
   SendTransfer& transfer = *found->second;
   const wire::Cts& cts = transfer.cts;
-  uint64_t segments = static_cast<uint64_t>((cts.bytes + cts.segmentSize - 1) / std::max<int64_t>(1, cts.segmentSize));
+  uint64_t segments = wire::segmentCount(cts.bytes, cts.segmentSize);
   if (cts.ringSegments == 0 || release.segments < transfer.released || release.segments > segments) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " released ", release.segments, " of ", segments,
                      " segments (", transfer.released, " already) of transfer ", release.senderTransfer);

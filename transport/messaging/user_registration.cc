@@ -16,8 +16,8 @@ constexpr int64_t kSpanFirstBytes = int64_t{256} << 20;
 Result<UserRegistration> UserRegistration::create(memory::RegistrationCache& cache,
                                                   const memory::GroupPlanOptions& plan,
                                                   const datatype::Segment& segment, const datatype::Datatype& type,
-                                                  int64_t count, const void* base, int64_t bytes, uint32_t access,
-                                                  bool single) {
+                                                  int64_t count, const datatype::Stats& stats, const void* base,
+                                                  int64_t bytes, uint32_t access, bool single) {
   UserRegistration result;
   auto start = reinterpret_cast<uint64_t>(base);
   datatype::Iovec first{};
@@ -33,12 +33,10 @@ Result<UserRegistration> UserRegistration::create(memory::RegistrationCache& cac
   auto spanRegistration = [&] {
     return cache.acquire(const_cast<uint8_t*>(bytesBase) + low, static_cast<size_t>(high - low), access);
   };
-  auto stats = datatype::stats(type, count);
-  bool planned = !single && stats.isOk() && !stats->contiguous && high - low > kSpanFirstBytes &&
-                 high - low > 4 * bytes;
+  bool planned = !single && !stats.contiguous && high - low > kSpanFirstBytes && high - low > 4 * bytes;
   if (!planned) {
     auto region = spanRegistration();
-    if (region.isOk() || single || !stats.isOk() || stats->contiguous) {
+    if (region.isOk() || single || stats.contiguous) {
       if (!region.isOk()) {
         return std::move(region).takeStatus().withContext(
             strCat("registering the ", high - low, "-byte span of a user buffer"));

@@ -26,10 +26,11 @@ class UserRegistration {
  public:
   // Registers the first `bytes` packed bytes of count x type at `base`.
   // `single`: one region is required (it will be handed to a peer).
+  // `stats` are those of count x type.
   static Result<UserRegistration> create(memory::RegistrationCache& cache, const memory::GroupPlanOptions& plan,
                                          const datatype::Segment& segment, const datatype::Datatype& type,
-                                         int64_t count, const void* base, int64_t bytes, uint32_t access,
-                                         bool single);
+                                         int64_t count, const datatype::Stats& stats, const void* base,
+                                         int64_t bytes, uint32_t access, bool single);
 
   bool valid() const { return !regions_.empty(); }
   size_t regionCount() const { return regions_.size(); }

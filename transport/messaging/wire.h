@@ -90,6 +90,11 @@ struct Packed {
   uint64_t rkey;
 };
 
+// Segments of `segmentSize` bytes that carry `bytes` (the last may be short).
+inline uint64_t segmentCount(int64_t bytes, int64_t segmentSize) {
+  return segmentSize <= 0 ? 0 : static_cast<uint64_t>((bytes + segmentSize - 1) / segmentSize);
+}
+
 // Segments [0, segments) of a transfer are unpacked: their ring slots may be
 // written again.
 struct Release {

@@ -4,30 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
+#include "base/fastest.h"
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/remote_copy.h"
 
 namespace ibdt::fabric::shm {
-namespace {
-
-// Fastest of a few runs: the quietest estimate on a shared machine.
-template <typename Fn>
-double fastestNs(int rounds, Fn&& fn) {
-  double fastest = 1e18;
-  for (int round = 0; round < rounds; ++round) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    std::chrono::duration<double, std::nano> spent = std::chrono::steady_clock::now() - start;
-    fastest = std::min(fastest, spent.count());
-  }
-  return fastest;
-}
-
-}  // namespace
 
 TransferCost calibrateTransfer(size_t page, bool crossMemoryAttach) {
   constexpr size_t kPieces = 64;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/config.h"
+#include "base/fastest.h"
 #include "base/log.h"
 #include "transport/fabric/providers.h"
 #include "transport/fabric/shm/calibration.h"
@@ -80,17 +81,12 @@ Status checkMapped(const void* address, size_t length, size_t page) {
 // deregister over `memory`, 1 and 256 pages) for the cost model.
 RegistrationCost calibrateRegistration(RegistrationTable& table, const uint8_t* memory, size_t page) {
   auto best = [&](size_t pages) {
-    double fastest = 1e18;
-    for (int round = 0; round < 5; ++round) {
-      auto start = std::chrono::steady_clock::now();
+    return fastestNs(5, [&] {
       if (checkMapped(memory, pages * page, page).isOk()) {
         auto index = table.add(reinterpret_cast<uintptr_t>(memory), pages * page, kLocalWrite, -1, 0);
         if (index.isOk()) table.remove(*index);
       }
-      std::chrono::duration<double, std::nano> spent = std::chrono::steady_clock::now() - start;
-      fastest = std::min(fastest, spent.count());
-    }
-    return fastest;
+    });
   };
   double one = best(1);
   double many = best(256);

@@ -1,4 +1,4 @@
-#include "perf/vector_copy_floor.h"
+#include "perf/vector_shared_memcpy.h"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -41,7 +41,7 @@ void copyColumns(const int32_t* from, int32_t* to, int64_t x) {
 
 }  // namespace
 
-Result<CopyFloor> measureCopyFloor(int64_t x, int warmup, int reps, int pingPongsPerRep) {
+Result<SharedMemcpy> measureSharedMemcpy(int64_t x, int warmup, int reps, int pingPongsPerRep) {
   size_t total = 4096 + 2 * kArrayBytes;
   void* memory = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return makeError(Code::kSystem, "shared memcpy: mmap: ", std::strerror(errno));
@@ -96,7 +96,7 @@ Result<CopyFloor> measureCopyFloor(int64_t x, int warmup, int reps, int pingPong
   munmap(memory, total);
   if (failed) return makeError(Code::kInternal, "shared memcpy: x=", x, ": the copied columns are wrong");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return makeError(Code::kInternal, "shared memcpy: peer failed");
-  return CopyFloor{summarize(roundTrips), summarize(windowRuns)};
+  return SharedMemcpy{summarize(roundTrips), summarize(windowRuns)};
 }
 
 }  // namespace ibdt::perf

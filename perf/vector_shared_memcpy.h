@@ -1,4 +1,4 @@
-// perf/vector_copy_floor.h — the "shared memcpy" row of `ibdt-bench vector`:
+// perf/vector_shared_memcpy.h — the "shared memcpy" row of `ibdt-bench vector`:
 // what the experiment costs with one memory copy and a spinning flag. It is
 // not a lower bound: for small x it shows the cost of handing a cache line
 // from one core to the other (a transport whose waiter yields may hand over
@@ -21,13 +21,13 @@
 
 namespace ibdt::perf {
 
-struct CopyFloor {
+struct SharedMemcpy {
   Summary roundTrip;  // seconds per round trip
   Summary window;     // seconds per window of kVectorWindow messages plus the ack
 };
 
 // Forks the peer, measures with the vector rows' repetition counts, checks
 // the columns of one transfer each way.
-Result<CopyFloor> measureCopyFloor(int64_t x, int warmup, int reps, int pingPongsPerRep);
+Result<SharedMemcpy> measureSharedMemcpy(int64_t x, int warmup, int reps, int pingPongsPerRep);
 
 }  // namespace ibdt::perf
