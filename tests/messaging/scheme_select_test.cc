@@ -163,5 +163,31 @@ TEST(MessagingOptions, BadEnvironmentValuesAreErrors) {
   unsetenv("IBDT_MSG_PACK_BELOW");
 }
 
+TEST(MessagingOptions, RingSegmentAndSpinKnobsAreChecked) {
+  struct Case {
+    const char* knob;
+    const char* value;
+    bool valid;
+  };
+  for (const Case& c : {Case{"IBDT_MSG_RING_SEGMENTS", "1", false}, Case{"IBDT_MSG_RING_SEGMENTS", "8", true},
+                        Case{"IBDT_MSG_SEGMENT_SIZE", "32", false}, Case{"IBDT_MSG_SEGMENT_SIZE", "16K", true},
+                        Case{"IBDT_MSG_SPIN", "lots", false}, Case{"IBDT_MSG_SPIN", "-1", false},
+                        Case{"IBDT_MSG_SPIN", "0", true}}) {
+    setenv(c.knob, c.value, 1);
+    auto options = optionsFromEnvironment();
+    EXPECT_EQ(options.isOk(), c.valid) << c.knob << "=" << c.value;
+    if (!c.valid) {
+      EXPECT_EQ(options.status().code(), Code::kInvalidArgument);
+      EXPECT_NE(options.status().toString().find(c.knob), std::string::npos) << options.status().toString();
+    }
+    unsetenv(c.knob);
+  }
+  auto defaults = optionsFromEnvironment();
+  ASSERT_TRUE(defaults.isOk());
+  EXPECT_EQ(defaults->ringSegments, 4u);
+  EXPECT_EQ(defaults->segmentSize, 0);  // auto
+  EXPECT_LT(defaults->spins, 0);        // auto
+}
+
 }  // namespace
 }  // namespace ibdt::messaging
