@@ -52,7 +52,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
     message.pipelined = true;
     peer.controlQueue.push_back(std::move(message));
   } else {
-    IBDT_RETURN_IF_ERROR(op->ensureStats());
+    IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
     auto transfer = std::make_unique<SendTransfer>();
     transfer->id = nextTransfer_++;
     transfer->op = op;

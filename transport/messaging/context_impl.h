@@ -56,9 +56,9 @@ struct Operation : MatchListHook {
 
   // Block statistics feed only the rendezvous decision, so an eager message
   // never pays for them: computed on first use.
-  Status ensureStats() {
+  Status ensureStats(TypeCache& types) {
     if (statsKnown) return Status::ok();
-    IBDT_ASSIGN_OR_RETURN(stats, datatype::stats(type, count));
+    IBDT_ASSIGN_OR_RETURN(stats, types.stats(type, count));
     statsKnown = true;
     return Status::ok();
   }

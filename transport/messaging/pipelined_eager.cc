@@ -47,7 +47,7 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
   wire::Envelope envelope{};
   if (first) {
     // Failures here are this send's own, as for an eager send: nothing left yet.
-    Status status = op.ensureStats();
+    Status status = op.ensureStats(types_);
     auto signature = types_.signature(op.type, op.count);
     if (status.isOk()) status = signature.status();
     if (!status.isOk()) {
