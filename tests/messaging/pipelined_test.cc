@@ -249,5 +249,55 @@ TEST(Pipelined, OrderKeptBetweenEagerPipelinedAndRendezvousFromTwoSenders) {
   });
 }
 
+TEST(Pipelined, SenderDyingMidMessageFailsOnlyWhatItSent) {
+  Options options = pipelinedOptions();
+  options.eagerCredits = 2;
+  testing::Ranks ranks = testing::createRanks(3, options);
+  auto& contexts = ranks.contexts;
+  ASSERT_TRUE(contexts[0] && contexts[1] && contexts[2]);
+  Context& survivor = *contexts[0];
+  std::vector<int32_t> values(20000, 9);
+  std::vector<int32_t> got(20001, -7), unexpectedFrom2(20000, -7);
+  // Rank 1's message to a posted receive, rank 2's to none: both start arriving.
+  auto waiting = survivor.irecv(got.data(), 20000, ints(), 1, 0);
+  ASSERT_TRUE(waiting.isOk());
+  auto fromOne = contexts[1]->isend(values.data(), 20000, ints(), 0, 0);
+  auto fromTwo = contexts[2]->isend(values.data(), 20000, ints(), 0, 1);
+  ASSERT_TRUE(fromOne.isOk() && fromTwo.isOk());
+  Deadline deadline = Deadline::after(30s);
+  while (survivor.counters().unexpected < 1 && !deadline.expired()) {
+    ASSERT_TRUE(survivor.progress().isOk());
+    ASSERT_TRUE(contexts[1]->progress().isOk());
+    ASSERT_TRUE(contexts[2]->progress().isOk());
+  }
+  ASSERT_EQ(survivor.counters().unexpected, 1u);
+  Result<bool> partial = survivor.test(*waiting);
+  ASSERT_TRUE(partial.isOk());
+  ASSERT_FALSE(*partial) << "80000 bytes in fragments of 512 with 2 credits cannot be complete yet";
+  contexts[1].reset();  // rank 1 dies mid-message
+  contexts[2].reset();  // and so does rank 2, its message half queued as unexpected
+  // The loopback fabric tells a peer of a death through its sends' completions
+  // (shm also notices a dead process by itself). An eager send is complete
+  // once copied, so its own status may be either.
+  int32_t probe = 1;
+  for (int dead : {1, 2}) {
+    auto send = survivor.isend(&probe, 1, ints(), dead, 5);
+    if (send.isOk()) (void)survivor.wait(*send, nullptr, Deadline::after(30s));
+  }
+  Status status = survivor.wait(*waiting, nullptr, Deadline::after(30s));
+  EXPECT_EQ(status.code(), Code::kPeerFailed) << status.toString();
+  EXPECT_EQ(got.back(), -7) << "written beyond the receive buffer";
+  // Rank 2's partial message is gone with it: a wildcard receive does not get it.
+  auto wildcard = survivor.irecv(unexpectedFrom2.data(), 20000, ints(), kAnySource, kAnyTag);
+  ASSERT_TRUE(wildcard.isOk());
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(survivor.progress().isOk());
+  Result<bool> matched = survivor.test(*wildcard);
+  ASSERT_TRUE(matched.isOk());
+  EXPECT_FALSE(*matched);
+  EXPECT_EQ(unexpectedFrom2[0], -7);
+  ASSERT_TRUE(survivor.cancel(*wildcard).isOk());
+  contexts.clear();
+}
+
 }  // namespace
 }  // namespace ibdt::messaging

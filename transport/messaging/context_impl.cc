@@ -184,6 +184,19 @@ Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests)
 void ContextImpl::complete(Operation& op, Status status) {
   op.done = true;
   op.status = std::move(status);
+  op.gathered = UserRegistration();  // a pipelined send's pin on its buffer
+}
+
+ContextImpl::~ContextImpl() {
+  // Sends still going hold registrations of the cache that dies with us.
+  for (Peer& peer : peers_) {
+    for (PendingControl& message : peer.controlQueue) {
+      if (message.eager) message.eager->gathered = UserRegistration();
+    }
+  }
+  for (auto& owner : slotOwner_) {
+    if (owner) owner->gathered = UserRegistration();
+  }
 }
 
 void ContextImpl::failPeer(Peer& peer, Status status) {

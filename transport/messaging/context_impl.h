@@ -164,6 +164,7 @@ class ContextImpl {
   static constexpr uint32_t kReserveSlots = 4;  // for credit-only messages
 
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
+  ~ContextImpl();
   Status init(const Bootstrap& bootstrap);
 
   Result<std::shared_ptr<Operation>> startSend(const void* buf, int64_t count, const datatype::Datatype& type,
