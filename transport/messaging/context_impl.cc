@@ -395,8 +395,12 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
     return makeError(Code::kInternal, "send completion for unknown endpoint ", completion.endpointId);
   }
   Peer& peer = peers_[static_cast<size_t>(found->second)];
-  if (peer.sendOutstanding > 0) --peer.sendOutstanding;
   bool ok = completion.status == fabric::CompletionStatus::kSuccess;
+  if (wrKind(completion.id) == WrKind::kInPlace) {  // unsignaled: only a failure completes
+    if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));
+    return Status::ok();
+  }
+  if (peer.sendOutstanding > 0) --peer.sendOutstanding;
   uint64_t value = wrValue(completion.id);
   switch (wrKind(completion.id)) {
     case WrKind::kSlot: {

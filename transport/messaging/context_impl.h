@@ -197,6 +197,10 @@ class ContextImpl {
   void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
   // pipelined_eager.cc
   Status postFragment(Peer& peer, PendingControl& message);
+  // A fragment whose SGEs point at the user blocks of [message.next, q);
+  // cuts q to what max_sge entries cover. false: listing failed (`failed`).
+  Result<bool> postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
+                                    const wire::Envelope& envelope, int64_t& q, Status& failed);
   Status handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
   Status handleFragment(Peer& peer, const wire::Fragment& fragment, std::span<const uint8_t> payload);
   void adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected);
@@ -206,6 +210,11 @@ class ContextImpl {
   Status flushControl(Peer& peer);
   Status sendCreditIfOwed(Peer& peer);
   Status postControl(Peer& peer, PendingControl& message, bool useReserve);
+  // Sends the `length` bytes write(context, out) produces: in place in the
+  // peer's receive buffer where the provider allows it, else through a send
+  // slot. false: the write failed (its error in `writeError`), nothing left.
+  using WriteFunction = Status (*)(void* context, uint8_t* out);
+  Result<bool> sendWritten(Peer& peer, uint32_t length, WriteFunction write, void* context, Status& writeError);
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
@@ -273,6 +282,7 @@ class ContextImpl {
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
   uint32_t nextTransfer_ = 1;
   uint32_t sendQueueDepth_ = 0;
+  bool inPlaceSends_ = true;  // until the provider says it has no postSendPacked
   uint32_t maxSge_ = 1;
   uint64_t maxWrBytes_ = 0;
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
@@ -294,7 +304,7 @@ class ContextImpl {
 };
 
 // Work request ids: the kind in the top byte, the rest identifies the object.
-enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot };
+enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace };
 inline uint64_t wrId(WrKind kind, uint64_t value) { return (uint64_t{static_cast<uint8_t>(kind)} << 56) | value; }
 inline WrKind wrKind(uint64_t id) { return static_cast<WrKind>(id >> 56); }
 inline uint64_t wrValue(uint64_t id) { return id & ((uint64_t{1} << 56) - 1); }

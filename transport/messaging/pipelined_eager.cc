@@ -66,42 +66,74 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
       }
     }
   }
-  IBDT_ASSIGN_OR_RETURN(uint32_t slot, takeSendSlot());
-  uint8_t* data = static_cast<uint8_t*>(sendSlots_->address()) + slot * slotSize();
-  wire::Header header{first ? wire::Kind::kPipelined : wire::Kind::kFragment, {}, peer.self ? 0 : peer.owed};
-  size_t length = wire::write(data, 0, header);
-  length = first ? wire::write(data, length, envelope) : wire::write(data, length, wire::Fragment{message.next});
-
   const int64_t p = message.next;
   int64_t q = std::min(op.bytes, p + fragmentSize(op.bytes));
-  std::vector<fabric::Sge>& sges = scratch_.sges;
-  sges.assign(1, fabric::Sge{reinterpret_cast<uint64_t>(data), 0, sendSlots_->lkey()});
-  Status filled;
+  wire::Header header{first ? wire::Kind::kPipelined : wire::Kind::kFragment, {}, peer.self ? 0 : peer.owed};
+  Status failed;
+  bool sent = false;
   if (message.gather) {
-    std::vector<datatype::Iovec>& iovecs = scratch_.iovecs;
-    iovecs.resize(maxSge_);
-    auto fill = op.segment->iovecs(reinterpret_cast<uint64_t>(op.sendBuffer), p, q, iovecs.data(),
-                                   std::max<uint32_t>(1, maxSge_ - 1));
-    filled = fill.status();
-    if (filled.isOk()) {
-      for (size_t i = 0; i < fill->entries; ++i) {
-        sges.push_back({iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
-                        op.gathered.lkey(iovecs[i].address, iovecs[i].length)});
-      }
-      q = p + fill->bytes;
-    }
+    IBDT_ASSIGN_OR_RETURN(sent, postGatheredFragment(peer, message, header, envelope, q, failed));
   } else {
-    filled = op.segment->pack(op.sendBuffer, p, q, data + length);
-    if (filled.isOk()) length += static_cast<size_t>(q - p);
+    // Packed where it lands: the peer's receive buffer on shm, else a send slot.
+    struct Writer {
+      const Operation& op;
+      wire::Header header;
+      wire::Envelope envelope;
+      int64_t p, q;
+    } writer{op, header, envelope, p, q};
+    WriteFunction write = [](void* context, uint8_t* out) -> Status {
+      auto& w = *static_cast<Writer*>(context);
+      size_t at = wire::write(out, 0, w.header);
+      at = w.header.kind == wire::Kind::kPipelined ? wire::write(out, at, w.envelope)
+                                                   : wire::write(out, at, wire::Fragment{w.p});
+      return w.op.segment->pack(w.op.sendBuffer, w.p, w.q, out + at);
+    };
+    size_t length = sizeof(header) + (first ? sizeof(envelope) : sizeof(wire::Fragment)) + static_cast<size_t>(q - p);
+    IBDT_ASSIGN_OR_RETURN(sent, sendWritten(peer, static_cast<uint32_t>(length), write, &writer, failed));
   }
-  if (!filled.isOk()) {
-    freeSendSlots_.push_back(slot);
-    if (!first) return filled.withContext(strCat("fragment at byte ", p, " of a message to rank ", peer.rank));
-    complete(op, std::move(filled));
+  if (!sent) {
+    // Before the first fragment left it is this send's own failure; after, the
+    // peer would wait for the rest forever.
+    if (!first) return failed.withContext(strCat("fragment at byte ", p, " of a message to rank ", peer.rank));
+    complete(op, std::move(failed));
     return Status::ok();
   }
-  sges.front().length = static_cast<uint32_t>(length);
+  if (!peer.self) peer.owed = 0;
+  --peer.credits;
+  message.next = q;
+  if (q == op.bytes) {
+    op.fragmentsPosted = true;
+    if (op.fragmentsInFlight == 0) complete(op, Status::ok());
+  }
+  return Status::ok();
+}
 
+Result<bool> ContextImpl::postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
+                                               const wire::Envelope& envelope, int64_t& q, Status& failed) {
+  Operation& op = *message.eager;
+  const int64_t p = message.next;
+  IBDT_ASSIGN_OR_RETURN(uint32_t slot, takeSendSlot());
+  uint8_t* data = static_cast<uint8_t*>(sendSlots_->address()) + slot * slotSize();
+  size_t length = wire::write(data, 0, header);
+  length = header.kind == wire::Kind::kPipelined ? wire::write(data, length, envelope)
+                                                 : wire::write(data, length, wire::Fragment{p});
+  // SGE 0 the header, then the user blocks of [p, q), as many as fit.
+  std::vector<fabric::Sge>& sges = scratch_.sges;
+  sges.assign(1, fabric::Sge{reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(length), sendSlots_->lkey()});
+  std::vector<datatype::Iovec>& iovecs = scratch_.iovecs;
+  iovecs.resize(maxSge_);
+  auto fill = op.segment->iovecs(reinterpret_cast<uint64_t>(op.sendBuffer), p, q, iovecs.data(),
+                                 std::max<uint32_t>(1, maxSge_ - 1));
+  if (!fill.isOk()) {
+    freeSendSlots_.push_back(slot);
+    failed = fill.status();
+    return false;
+  }
+  for (size_t i = 0; i < fill->entries; ++i) {
+    sges.push_back({iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
+                    op.gathered.lkey(iovecs[i].address, iovecs[i].length)});
+  }
+  q = p + fill->bytes;
   fabric::SendRequest request;
   request.id = wrId(WrKind::kSlot, slot);
   request.opcode = fabric::Opcode::kSend;
@@ -114,18 +146,9 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
     return status.withContext(strCat("sending a message fragment to rank ", peer.rank));
   }
   ++peer.sendOutstanding;
-  if (!peer.self) peer.owed = 0;
-  --peer.credits;
-  message.next = q;
-  if (message.gather) {
-    slotOwner_[slot] = message.eager;  // the user blocks are read until it completes
-    ++op.fragmentsInFlight;
-  }
-  if (q == op.bytes) {
-    op.fragmentsPosted = true;
-    if (op.fragmentsInFlight == 0) complete(op, Status::ok());
-  }
-  return Status::ok();
+  slotOwner_[slot] = message.eager;  // the user blocks are read until it completes
+  ++op.fragmentsInFlight;
+  return true;
 }
 
 void ContextImpl::fragmentSent(uint32_t slot, Status status) {

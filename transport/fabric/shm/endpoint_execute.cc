@@ -155,6 +155,40 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
   return Step::kDone;
 }
 
+Status ShmEndpoint::postSendPacked(const PackedSend& send) {
+  auto notNow = [&](std::string_view why) {
+    return Status(Code::kAgain, strCat("shm endpoint ", id_, ": no in-place send: ", why));
+  };
+  if (state_ != EndpointState::kConnected || !pending_.empty() || sendInUse_ >= sendDepth_) {
+    return notNow("the send queue is not idle");
+  }
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) return notNow("the peer is gone");
+  if (!peerReceiveAvailable()) return notNow("the peer has no receive posted");
+  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+  const auto* slot =
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerRecvDepth_) * peerRecvSlotSize_);
+  // The peer wrote the slot: read its first entry once, then check it.
+  RecvSge first = slot->sge[0];
+  RemotePiece piece;
+  if (slot->numSge == 0 || first.length < send.length ||
+      peer_->resolveReceive(first.regionIndex, first.address, send.length, piece) != CompletionStatus::kSuccess ||
+      piece.mapped == nullptr) {
+    return notNow("the receive is not one mapped buffer that fits");
+  }
+  // Written into the peer's memory, but not published: on failure the
+  // receive is still the peer's, untouched as far as it can tell.
+  IBDT_RETURN_IF_ERROR(send.pack(send.context, piece.mapped));
+  peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+  notifyPeer(Opcode::kRecv, CompletionStatus::kSuccess, send.length, false, 0);
+  ++sendInUse_;
+  SendRequest request;
+  request.id = send.id;
+  request.flags = send.flags;
+  finish(Work{request, {}, {}, send.length}, CompletionStatus::kSuccess);
+  return Status::ok();
+}
+
 ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const iovec> local,
                                                CompletionStatus& status) {
   Opcode opcode = work.request.opcode;
