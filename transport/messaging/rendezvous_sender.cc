@@ -19,9 +19,16 @@
 namespace ibdt::messaging {
 namespace {
 
-// Bytes of staging an unpack-mode reply must offer: its ring, or the message.
-int64_t stagingBytes(const wire::Cts& cts) {
-  return cts.ringSegments != 0 ? static_cast<int64_t>(cts.ringSegments) * cts.segmentSize : cts.bytes;
+// Whether the memory a reply offers holds what will be written into it: the
+// staging ring (or the whole message) of an unpack reply, the message for a
+// contiguous zero-copy receiver. The peer chose every field, so nothing here
+// may overflow. (A noncontiguous receiver's blocks are bounded by its rkey.)
+bool offersEnough(const wire::Cts& cts) {
+  const auto bytes = static_cast<uint64_t>(cts.bytes);
+  if (cts.mode == wire::ReplyMode::kZeroCopy) return !cts.receiverContiguous || cts.remoteLength >= bytes;
+  if (cts.segmentSize <= 0) return false;
+  if (cts.ringSegments == 0) return cts.remoteLength >= bytes;
+  return cts.remoteLength / cts.ringSegments >= static_cast<uint64_t>(cts.segmentSize);
 }
 
 }  // namespace
@@ -64,9 +71,12 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
     return Status::ok();
   }
   bool unpack = cts.mode == wire::ReplyMode::kUnpack;
-  if (unpack && (cts.segmentSize <= 0 || cts.remoteLength < static_cast<uint64_t>(stagingBytes(cts)))) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", cts.remoteLength, " bytes of staging for ",
-                     cts.ringSegments, " segments of ", cts.segmentSize, " bytes");
+  if (!offersEnough(cts)) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", cts.remoteLength, " bytes for transfer ",
+                     cts.senderTransfer, " of ", cts.bytes, " bytes (",
+                     unpack ? strCat(cts.ringSegments, " segments of ", cts.segmentSize, " bytes of staging")
+                            : std::string("contiguous receive buffer"),
+                     ")");
   }
   transfer.scheme = finalScheme(options_.forcedScheme, transfer.wantsPack, op.stats.contiguous, unpack,
                                 static_cast<Scheme>(cts.scheme), cts.receiverContiguous != 0, cost_.rdmaRead);
