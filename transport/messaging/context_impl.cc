@@ -39,6 +39,15 @@ Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& 
   return status;
 }
 
+// A field of a control message from `peer`; a message too short for it is
+// that peer's fault, so the error names it.
+template <typename T>
+Result<T> readFrom(const Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  auto value = wire::read<T>(message, offset);
+  if (!value.isOk()) return std::move(value).takeStatus().withContext(strCat("rank ", peer.rank));
+  return value;
+}
+
 }  // namespace
 
 Status ContextImpl::init(const Bootstrap& bootstrap) {
@@ -298,7 +307,7 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
 }
 
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {
-  IBDT_ASSIGN_OR_RETURN(wire::Header header, wire::read<wire::Header>(message, 0));
+  IBDT_ASSIGN_OR_RETURN(wire::Header header, readFrom<wire::Header>(peer, message, 0));
   if (header.credits > options_.eagerCredits - peer.credits) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " returned ", header.credits, " credits, ", peer.credits,
                      " of ", options_.eagerCredits, " are already free");
@@ -307,7 +316,7 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
   size_t offset = sizeof(header);
   switch (header.kind) {
     case wire::Kind::kEager: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
       auto payload = message.subspan(offset + sizeof(envelope));
       if (envelope.bytes < 0 || static_cast<uint64_t>(envelope.bytes) != payload.size()) {
         return makeError(Code::kProtocol, "eager message from rank ", peer.rank, " claims ", envelope.bytes,
@@ -317,31 +326,31 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       return Status::ok();
     }
     case wire::Kind::kRts: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
-      IBDT_ASSIGN_OR_RETURN(auto rts, wire::read<wire::Rts>(message, offset + sizeof(envelope)));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto rts, readFrom<wire::Rts>(peer, message, offset + sizeof(envelope)));
       if (envelope.bytes <= 0) return makeError(Code::kProtocol, "RTS from rank ", peer.rank, " with no data");
       handleRts(peer, envelope, rts);
       return Status::ok();
     }
     case wire::Kind::kCts: {
-      IBDT_ASSIGN_OR_RETURN(auto cts, wire::read<wire::Cts>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto cts, readFrom<wire::Cts>(peer, message, offset));
       auto layout = message.subspan(offset + sizeof(cts));
       if (cts.hasLayout && layout.size() != cts.layoutBytes) {
-        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " announces a ", cts.layoutBytes,
-                         "-byte layout and carries ", layout.size());
+        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " for transfer ", cts.senderTransfer,
+                         " announces a ", cts.layoutBytes, "-byte layout and carries ", layout.size());
       }
       return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
     }
     case wire::Kind::kPacked: {
-      IBDT_ASSIGN_OR_RETURN(auto packed, wire::read<wire::Packed>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto packed, readFrom<wire::Packed>(peer, message, offset));
       return handlePacked(peer, packed);
     }
     case wire::Kind::kFin: {
-      IBDT_ASSIGN_OR_RETURN(auto fin, wire::read<wire::Fin>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto fin, readFrom<wire::Fin>(peer, message, offset));
       return handleFin(peer, fin);
     }
     case wire::Kind::kRelease: {
-      IBDT_ASSIGN_OR_RETURN(auto release, wire::read<wire::Release>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto release, readFrom<wire::Release>(peer, message, offset));
       return handleRelease(peer, release);
     }
     case wire::Kind::kCredit:
@@ -371,14 +380,14 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
       return Status::ok();
     case WrKind::kSendData: {
       Status status = ok ? onSendDataCompleted(static_cast<uint32_t>(value))
-                         : completionFailure(completion, peer, "rendezvous write");
+                         : completionFailure(completion, peer, strCat("rendezvous write of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }
     case WrKind::kRead: {
       if (peer.readsOutstanding > 0) --peer.readsOutstanding;
       Status status = ok ? onReadCompleted(static_cast<uint32_t>(value))
-                         : completionFailure(completion, peer, "P-RRS read");
+                         : completionFailure(completion, peer, strCat("P-RRS read of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }

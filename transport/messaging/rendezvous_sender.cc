@@ -31,6 +31,13 @@ bool offersEnough(const wire::Cts& cts) {
   return cts.remoteLength / cts.ringSegments >= static_cast<uint64_t>(cts.segmentSize);
 }
 
+// A receiver layout (or count) from the peer that does not decode: its
+// fault whatever the datatype layer calls it.
+Status unusableLayout(const Peer& peer, const wire::Cts& cts, const Status& why) {
+  return makeError(Code::kProtocol, "rank ", peer.rank, " sent an unusable layout (count ", cts.count,
+                   ") for transfer ", cts.senderTransfer, ": ", why.toString());
+}
+
 }  // namespace
 
 Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
@@ -120,19 +127,21 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
       if (transfer.scheme == Scheme::kMultiW && !cts.receiverContiguous) {
         auto cached = peer.remoteLayouts.find(cts.typeId);
         if (!layout.empty()) {
-          IBDT_ASSIGN_OR_RETURN(auto type, datatype::deserialize(layout));
-          peer.remoteLayouts[cts.typeId] = {cts.typeVersion, type};
+          auto type = datatype::deserialize(layout);
+          if (!type.isOk()) return unusableLayout(peer, cts, type.status());
+          peer.remoteLayouts[cts.typeId] = {cts.typeVersion, *type};
         } else if (cached == peer.remoteLayouts.end() || cached->second.first != cts.typeVersion) {
           return makeError(Code::kProtocol, "rank ", peer.rank, " refers to layout (", cts.typeId, ", ",
-                           cts.typeVersion, ") it never sent");
+                           cts.typeVersion, ") it never sent, for transfer ", cts.senderTransfer);
         } else {
           ++counters_.layoutCacheHits;
         }
-        IBDT_ASSIGN_OR_RETURN(transfer.remoteSegment,
-                              datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count));
+        auto segment = datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count);
+        if (!segment.isOk()) return unusableLayout(peer, cts, segment.status());
+        transfer.remoteSegment = std::move(segment).value();
         if (transfer.remoteSegment->size() < cts.bytes) {
           return makeError(Code::kProtocol, "rank ", peer.rank, "'s layout holds ", transfer.remoteSegment->size(),
-                           " bytes, it accepted ", cts.bytes);
+                           " bytes, it accepted ", cts.bytes, " for transfer ", cts.senderTransfer);
         }
       }
       break;
