@@ -282,6 +282,10 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     return Status::ok();
   }
   if (!peer.failure.isOk()) return Status::ok();
+  if (peer.link.closeReceived) {  // its close() promised that nothing more follows
+    failPeer(peer, makeError(Code::kProtocol, "rank ", peer.rank, " sent more after it closed"));
+    return Status::ok();
+  }
   peer.link.remoteReady = true;  // it sent this, so its side is connected
   bool countsCredit = true;
   Status status;
@@ -434,6 +438,9 @@ Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& 
                                               std::shared_ptr<Operation>* op) {
   if (envelope.source != peer.rank) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message claiming source ", envelope.source);
+  }
+  if (envelope.tag < 0) {  // no send has one; kAnyTag would then match as a tag
+    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message with negative tag ", envelope.tag);
   }
   Envelope match{envelope.source, envelope.tag, envelope.communicator};
   Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });
