@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
+#include <ostream>
 #include <string>
 
 #include "messaging/hostile_world.h"
@@ -44,12 +44,10 @@ TEST_F(HostileControl, SignatureMismatchFailsThatReceiveOnly) {
   // (The signature is compared when the sizes match.)
   constexpr int64_t kBytes = 4000;
   auto payload = pattern(kBytes, 6);
-  Crafted lying = rogueEager(payload, kBytes);
-  wire::Envelope envelope;
-  std::memcpy(&envelope, lying.bytes().data() + sizeof(wire::Header), sizeof envelope);
+  wire::Envelope envelope = rogueEnvelope(kBytes);
   envelope.signatureHash ^= 1;
   Request recv = postRecvFromRogue(kBytes);
-  rogueSends(message(Kind::kEager).add(envelope).add(payload));
+  rogueSends(eagerMessage(envelope, payload));
   Status status = victim().wait(recv, nullptr, Deadline::after(std::chrono::seconds(60)));
   EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.toString();
   EXPECT_NE(status.message().find("rank 2"), std::string_view::npos) << status.toString();
@@ -93,6 +91,9 @@ struct Truncation {
   size_t fixedBytes;  // after the header
   const char* name;
 };
+
+// Names the case in ctest's listing (the default prints its bytes).
+void PrintTo(const Truncation& truncation, std::ostream* out) { *out << truncation.name; }
 
 class TruncatedControl : public HostileControl, public ::testing::WithParamInterface<Truncation> {};
 
@@ -156,13 +157,11 @@ TEST_F(HostileControl, EagerClaimsAnotherSource) {
 TEST_F(HostileControl, EagerNegativeTag) {
   // Sends refuse negative tags; one on the wire would match kAnyTag receives as tag -1.
   auto payload = pattern(50, 7);
-  Crafted eager = rogueEager(payload, 50);
-  wire::Envelope envelope;
-  std::memcpy(&envelope, eager.bytes().data() + sizeof(wire::Header), sizeof envelope);
+  wire::Envelope envelope = rogueEnvelope(50);
   envelope.tag = kAnyTag;
   auto recv = victim().irecv(fromRogue_.data(), kRogueRecvBytes, bytes(), kRogue, kAnyTag);
   ASSERT_TRUE(recv.isOk());
-  rogueSends(message(Kind::kEager).add(envelope).add(payload));
+  rogueSends(eagerMessage(envelope, payload));
   expectRogueFailed(*recv, Code::kProtocol, {"rank 2 sent a message with negative tag -1"});
 }
 

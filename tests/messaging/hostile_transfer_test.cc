@@ -53,6 +53,22 @@ class HostileTransfer : public HostileWorld {
     cts.layoutBytes = static_cast<uint32_t>(layout.size());
     rogueReplies(cts, layout);
   }
+  // The victim's noncontiguous send fails with `code`, naming rank 2, the
+  // transfer and every needle, after a layout reply that `change` altered
+  // (the reply and its layout, whose announced length is set before).
+  template <typename Change>
+  void expectLayoutRejected(Change change, Code code, std::vector<std::string> needles) {
+    Started started = victimSendsToRogue(1, senderType());
+    wire::Cts cts = layoutReply(started);
+    std::vector<uint8_t> layout = layoutBytes();
+    cts.hasLayout = 1;
+    cts.layoutBytes = static_cast<uint32_t>(layout.size());
+    change(cts, layout);
+    rogueReplies(cts, layout);
+    needles.push_back("rank 2");
+    needles.push_back(transferName(started.rts.senderTransfer));
+    expectRogueFailed(started.request, code, needles);
+  }
   const uint8_t* rogueMemory() { return static_cast<const uint8_t*>(rogue().memory().address()); }
   // The victim's packed byte `p` of a contiguous send.
   bool rogueHolds(size_t at, size_t first, size_t count) {
@@ -81,52 +97,31 @@ TEST_F(HostileTransfer, WellFormedLayoutIsWrittenThrough) {
 }
 
 TEST_F(HostileTransfer, GarbageLayout) {
-  Started started = victimSendsToRogue(1, senderType());
-  std::vector<uint8_t> garbage(64, 0xee);
-  sendWithLayout(layoutReply(started), garbage);
-  expectRogueFailed(started.request, Code::kProtocol,
-                    {"rank 2 sent an unusable layout (count 1) for " + transferName(started.rts.senderTransfer),
-                     "datatype wire format"});
+  expectLayoutRejected([](wire::Cts& cts, std::vector<uint8_t>& layout) {
+                         layout.assign(64, 0xee);
+                         cts.layoutBytes = 64;
+                       }, Code::kProtocol,
+                       {"rank 2 sent an unusable layout (count 1)", "datatype wire format"});
 }
 
 TEST_F(HostileTransfer, LayoutShorterThanAnnounced) {
-  Started started = victimSendsToRogue(1, senderType());
-  wire::Cts cts = layoutReply(started);
-  auto layout = layoutBytes();
-  cts.hasLayout = 1;
-  cts.layoutBytes = static_cast<uint32_t>(layout.size() + 100);
-  rogueReplies(cts, layout);
-  expectRogueFailed(started.request, Code::kProtocol,
-                    {"CTS from rank 2 for " + transferName(started.rts.senderTransfer) + " announces a"});
+  expectLayoutRejected([](wire::Cts& cts, std::vector<uint8_t>&) { cts.layoutBytes += 100; }, Code::kProtocol,
+                       {"CTS from rank 2 for transfer", "announces a"});
 }
 
 TEST_F(HostileTransfer, LayoutWithNegativeCount) {
-  Started started = victimSendsToRogue(1, senderType());
-  wire::Cts cts = layoutReply(started);
-  cts.count = -1;
-  sendWithLayout(cts, layoutBytes());
-  expectRogueFailed(started.request, Code::kProtocol,
-                    {"unusable layout (count -1) for " + transferName(started.rts.senderTransfer), "negative count"});
+  expectLayoutRejected([](wire::Cts& cts, std::vector<uint8_t>&) { cts.count = -1; }, Code::kProtocol,
+                       {"rank 2 sent an unusable layout (count -1)", "negative count"});
 }
 
 TEST_F(HostileTransfer, LayoutWithHugeCount) {
-  Started started = victimSendsToRogue(1, senderType());
-  wire::Cts cts = layoutReply(started);
-  cts.count = int64_t{1} << 60;
-  sendWithLayout(cts, layoutBytes());
-  expectRogueFailed(started.request, Code::kProtocol,
-                    {"unusable layout (count 1152921504606846976) for " + transferName(started.rts.senderTransfer),
-                     "64-bit"});
+  expectLayoutRejected([](wire::Cts& cts, std::vector<uint8_t>&) { cts.count = int64_t{1} << 60; }, Code::kProtocol,
+                       {"rank 2 sent an unusable layout (count 1152921504606846976)", "64-bit"});
 }
 
 TEST_F(HostileTransfer, LayoutHoldingLessThanAccepted) {
-  Started started = victimSendsToRogue(1, senderType());
-  wire::Cts cts = layoutReply(started);
-  cts.count = 0;
-  sendWithLayout(cts, layoutBytes());
-  expectRogueFailed(started.request, Code::kProtocol,
-                    {"rank 2's layout holds 0 bytes, it accepted 32768 for " +
-                     transferName(started.rts.senderTransfer)});
+  expectLayoutRejected([](wire::Cts& cts, std::vector<uint8_t>&) { cts.count = 0; }, Code::kProtocol,
+                       {"rank 2's layout holds 0 bytes, it accepted 32768"});
 }
 
 TEST_F(HostileTransfer, LayoutNeverSent) {
@@ -139,12 +134,15 @@ TEST_F(HostileTransfer, LayoutNeverSent) {
 
 TEST_F(HostileTransfer, LayoutPlacingBlocksOutsideTheRegion) {
   // The rkey bounds every write: the fabric refuses, the peer fails.
-  Started started = victimSendsToRogue(1, senderType());
-  wire::Cts cts = layoutReply(started);
-  cts.baseAddress += rogue().memory().length();
-  sendWithLayout(cts, layoutBytes());
-  expectRogueFailed(started.request, Code::kRemoteAccess,
-                    {"rendezvous write of " + transferName(started.rts.senderTransfer), "rank 2"});
+  expectLayoutRejected(
+      [this](wire::Cts& cts, std::vector<uint8_t>&) { cts.baseAddress += rogue().memory().length(); },
+      Code::kRemoteAccess, {"rendezvous write of transfer"});
+}
+
+TEST_F(HostileTransfer, LayoutWrappingAroundTheAddressSpace) {
+  expectLayoutRejected(
+      [](wire::Cts& cts, std::vector<uint8_t>&) { cts.baseAddress = std::numeric_limits<uint64_t>::max() - 100; },
+      Code::kRemoteAccess, {"rendezvous write of transfer"});
 }
 
 // --- staging ring releases ---

@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -75,7 +74,7 @@ class HostileWorld : public ::testing::Test {
 
   // `request` completes with `code`, its message holds every needle, and the
   // victim now refuses new sends to the rogue with the same error.
-  void expectRogueFailed(Request& request, Code code, std::initializer_list<std::string_view> needles);
+  void expectRogueFailed(Request& request, Code code, const std::vector<std::string>& needles);
 
   // A reply to `started` the rogue crafts from an honest-looking base: the
   // whole message into the rogue's memory, segments of 4 KiB, no ring.
@@ -90,7 +89,7 @@ class HostileWorld : public ::testing::Test {
     wire::Cts cts = ctsFor(started, mode);
     change(cts);
     rogueReplies(cts);
-    expectRogueFailed(started.request, code, {needle, "rank 2", transferName(started.rts.senderTransfer)});
+    expectRogueFailed(started.request, code, {std::string(needle), "rank 2", transferName(started.rts.senderTransfer)});
   }
 
   Options options_;
@@ -117,7 +116,13 @@ inline Crafted message(wire::Kind kind, uint32_t credits = 0) {
   return Crafted().add(wire::Header{kind, {}, credits});
 }
 
-// An eager message from the rogue of `payload` bytes of uint8.
+// The envelope of an honest eager send of `bytes` x uint8 from the rogue (tag kRogueTag).
+wire::Envelope rogueEnvelope(int64_t bytes);
+inline Crafted eagerMessage(const wire::Envelope& envelope, std::span<const uint8_t> payload) {
+  return message(wire::Kind::kEager).add(envelope).add(payload);
+}
+// An eager message from the rogue of `payload` bytes of uint8, claiming
+// `claimedBytes` from `claimedSource`.
 Crafted rogueEager(std::span<const uint8_t> payload, int64_t claimedBytes, int32_t claimedSource = kRogue);
 
 }  // namespace ibdt::messaging::testing

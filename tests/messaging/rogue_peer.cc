@@ -108,34 +108,31 @@ Status RoguePeer::waitSend() {
   return failure;
 }
 
-Status RoguePeer::send(int peer, std::span<const uint8_t> bytes) {
-  if (bytes.size() > kSendBytes) return makeError(Code::kInvalidArgument, "rogue: message too long");
+Status RoguePeer::post(int peer, std::span<const uint8_t> bytes, fabric::SendRequest request) {
+  if (bytes.size() > kSendBytes) return makeError(Code::kInvalidArgument, "rogue: ", bytes.size(), " bytes is too long");
   std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(sendBuffer_->address()));
   fabric::Sge sge{reinterpret_cast<uint64_t>(sendBuffer_->address()), static_cast<uint32_t>(bytes.size()),
                   sendBuffer_->lkey()};
-  fabric::SendRequest request;
-  request.opcode = fabric::Opcode::kSend;
   request.sgList = &sge;
   request.numSge = 1;
   IBDT_RETURN_IF_ERROR(endpoints_[static_cast<size_t>(peer)]->postSend(request));
   return waitSend();
 }
 
+Status RoguePeer::send(int peer, std::span<const uint8_t> bytes) {
+  fabric::SendRequest request;
+  request.opcode = fabric::Opcode::kSend;
+  return post(peer, bytes, request);
+}
+
 Status RoguePeer::writeWithImm(int peer, std::span<const uint8_t> bytes, uint64_t address, uint64_t rkey,
                                uint32_t imm) {
-  if (bytes.size() > kSendBytes) return makeError(Code::kInvalidArgument, "rogue: write too long");
-  std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(sendBuffer_->address()));
-  fabric::Sge sge{reinterpret_cast<uint64_t>(sendBuffer_->address()), static_cast<uint32_t>(bytes.size()),
-                  sendBuffer_->lkey()};
   fabric::SendRequest request;
   request.opcode = fabric::Opcode::kWriteWithImm;
-  request.sgList = &sge;
-  request.numSge = 1;
   request.remoteAddress = address;
   request.rkey = rkey;
   request.immData = imm;
-  IBDT_RETURN_IF_ERROR(endpoints_[static_cast<size_t>(peer)]->postSend(request));
-  return waitSend();
+  return post(peer, bytes, request);
 }
 
 Result<RogueMessage> RoguePeer::receive(int peer) {

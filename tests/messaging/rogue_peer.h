@@ -58,6 +58,8 @@ class RoguePeer {
  private:
   RoguePeer(fabric::Domain& domain, int size, const Options& options);
   Status postSlot(fabric::Endpoint& endpoint, int peer, uint32_t slot);
+  // Copies `bytes` into the send buffer, posts `request` with it, waits.
+  Status post(int peer, std::span<const uint8_t> bytes, fabric::SendRequest request);
   Status waitSend();
   void poll();
 
@@ -96,7 +98,6 @@ class Crafted {
     return *this;
   }
   operator std::span<const uint8_t>() const { return bytes_; }
-  const std::vector<uint8_t>& bytes() const { return bytes_; }
 
  private:
   std::vector<uint8_t> bytes_;
