@@ -18,6 +18,7 @@ using datatype::Datatype;
 
 constexpr auto kWait = std::chrono::seconds(60);
 constexpr int64_t kEagerBytes = 1000;
+constexpr int64_t kPipelinedBytes = 12000;  // between the eager and the pipeline limit
 constexpr int64_t kLargeBytes = 256 << 10;
 // The victim's noncontiguous rendezvous send: 1024 blocks of 48 bytes, stride 96.
 constexpr int64_t kBlocks = 1024, kBlockBytes = 48, kStride = 96;
@@ -64,14 +65,16 @@ Crafted rogueEager(std::span<const uint8_t> payload, int64_t claimedBytes, int32
   return eagerMessage(envelope, payload);
 }
 
-// The victim <-> honest traffic: each side sends an eager message and a
-// rendezvous one (the victim's noncontiguous), every byte checked.
+// The victim <-> honest traffic: each side sends an eager, a pipelined and
+// a rendezvous message (the victim's noncontiguous), every byte checked.
 struct HostileWorld::Exchange {
   std::vector<uint8_t> victimEager = pattern(kEagerBytes, 1), honestEager = pattern(kEagerBytes, 2);
+  std::vector<uint8_t> victimPipelined = pattern(kPipelinedBytes, 5);
+  std::vector<uint8_t> honestPipelined = pattern(kPipelinedBytes, 6);
   std::vector<uint8_t> honestLarge = pattern(kLargeBytes, 3);
   std::vector<uint8_t> victimStrided = pattern(kBlocks * kStride, 4);
-  Guarded victimGotEager{kEagerBytes}, victimGotLarge{kLargeBytes};
-  Guarded honestGotEager{kEagerBytes}, honestGotStrided{kBlocks * kBlockBytes};
+  Guarded victimGotEager{kEagerBytes}, victimGotPipelined{kPipelinedBytes}, victimGotLarge{kLargeBytes};
+  Guarded honestGotEager{kEagerBytes}, honestGotPipelined{kPipelinedBytes}, honestGotStrided{kBlocks * kBlockBytes};
   std::vector<std::pair<Context*, Request>> requests;
 };
 
@@ -81,6 +84,7 @@ HostileWorld::~HostileWorld() = default;
 void HostileWorld::SetUp() {
   options_.eagerLimit = 4096;
   options_.eagerCredits = 8;
+  options_.pipelineLimit = 16384;  // 4 KiB .. 16 KiB pipelined, above that rendezvous
   options_.connect = Connect::kEager;
   static std::atomic<int> worlds{0};
   std::string tag = "hostile-" + std::to_string(getpid()) + "-" + std::to_string(worlds++);
@@ -128,12 +132,16 @@ void HostileWorld::startHonestTraffic() {
   };
   start(*victim_, victim_->irecv(x.victimGotEager.data(), kEagerBytes, bytes(), kHonest, 10));
   start(*victim_, victim_->irecv(x.victimGotLarge.data(), kLargeBytes, bytes(), kHonest, 11));
+  start(*victim_, victim_->irecv(x.victimGotPipelined.data(), kPipelinedBytes, bytes(), kHonest, 13));
+  start(*honest_, honest_->irecv(x.honestGotPipelined.data(), kPipelinedBytes, bytes(), kVictim, 13));
   start(*honest_, honest_->irecv(x.honestGotEager.data(), kEagerBytes, bytes(), kVictim, 10));
   start(*honest_, honest_->irecv(x.honestGotStrided.data(), kBlocks * kBlockBytes, bytes(), kVictim, 12));
   start(*honest_, honest_->isend(x.honestEager.data(), kEagerBytes, bytes(), kVictim, 10));
   start(*honest_, honest_->isend(x.honestLarge.data(), kLargeBytes, bytes(), kVictim, 11));
   start(*victim_, victim_->isend(x.victimEager.data(), kEagerBytes, bytes(), kHonest, 10));
   start(*victim_, victim_->isend(x.victimStrided.data(), 1, strided(), kHonest, 12));
+  start(*honest_, honest_->isend(x.honestPipelined.data(), kPipelinedBytes, bytes(), kVictim, 13));
+  start(*victim_, victim_->isend(x.victimPipelined.data(), kPipelinedBytes, bytes(), kHonest, 13));
 }
 
 void HostileWorld::finishHonestTraffic() {
@@ -160,13 +168,16 @@ void HostileWorld::finishHonestTraffic() {
   EXPECT_TRUE(same(x.victimGotEager, x.honestEager.data()));
   EXPECT_TRUE(same(x.victimGotLarge, x.honestLarge.data()));
   EXPECT_TRUE(same(x.honestGotEager, x.victimEager.data()));
+  EXPECT_TRUE(same(x.victimGotPipelined, x.honestPipelined.data()));
+  EXPECT_TRUE(same(x.honestGotPipelined, x.victimPipelined.data()));
   std::vector<uint8_t> packed;
   for (int64_t b = 0; b < kBlocks; ++b) {
     auto block = x.victimStrided.begin() + b * kStride;
     packed.insert(packed.end(), block, block + kBlockBytes);
   }
   EXPECT_TRUE(same(x.honestGotStrided, packed.data()));
-  for (const Guarded* buffer : {&x.victimGotEager, &x.victimGotLarge, &x.honestGotEager, &x.honestGotStrided}) {
+  for (const Guarded* buffer : {&x.victimGotEager, &x.victimGotPipelined, &x.victimGotLarge, &x.honestGotEager,
+                                &x.honestGotPipelined, &x.honestGotStrided}) {
     EXPECT_EQ(buffer->firstDamagedGuard(), -1) << "written outside a receive buffer";
   }
 }

@@ -133,6 +133,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
   IBDT_ASSIGN_OR_RETURN(sendSlots_, domain_.allocateMemory(sendSlots * slotSize(), fabric::kLocalWrite));
   for (uint32_t slot = sendSlots; slot-- > 0;) freeSendSlots_.push_back(slot);
+  slotOwner_.resize(sendSlots);
   IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
   IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
   IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
@@ -192,6 +193,19 @@ Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests)
 void ContextImpl::complete(Operation& op, Status status) {
   op.done = true;
   op.status = std::move(status);
+  op.gathered = UserRegistration();  // a pipelined send's pin on its buffer
+}
+
+ContextImpl::~ContextImpl() {
+  // Sends still going hold registrations of the cache that dies with us.
+  for (Peer& peer : peers_) {
+    for (PendingControl& message : peer.controlQueue) {
+      if (message.eager) message.eager->gathered = UserRegistration();
+    }
+  }
+  for (auto& owner : slotOwner_) {
+    if (owner) owner->gathered = UserRegistration();
+  }
 }
 
 void ContextImpl::failPeer(Peer& peer, Status status) {
@@ -208,6 +222,7 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
   for (auto& message : peer.controlQueue) {
     if (message.eager) complete(*message.eager, peer.failure);
   }
+  dropInbound(peer);
   peer.controlQueue.clear();
   peer.activeSends.clear();
   peer.activeReads.clear();
@@ -318,6 +333,12 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
   }
   peer.credits += header.credits;
   size_t offset = sizeof(header);
+  bool startsMessage =
+      header.kind == wire::Kind::kEager || header.kind == wire::Kind::kRts || header.kind == wire::Kind::kPipelined;
+  if (startsMessage && peer.inbound.active) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " started a message at byte ", peer.inbound.received,
+                     " of its ", peer.inbound.envelope.bytes, "-byte pipelined message");
+  }
   switch (header.kind) {
     case wire::Kind::kEager: {
       IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
@@ -328,6 +349,19 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       }
       handleEager(peer, envelope, payload);
       return Status::ok();
+    }
+    case wire::Kind::kPipelined: {
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+      auto payload = message.subspan(offset + sizeof(envelope));
+      if (payload.empty() || envelope.bytes <= static_cast<int64_t>(payload.size())) {
+        return makeError(Code::kProtocol, "pipelined message from rank ", peer.rank, " claims ", envelope.bytes,
+                         " bytes and starts with ", payload.size());
+      }
+      return handlePipelined(peer, envelope, payload);
+    }
+    case wire::Kind::kFragment: {
+      IBDT_ASSIGN_OR_RETURN(auto fragment, readFrom<wire::Fragment>(peer, message, offset));
+      return handleFragment(peer, fragment, message.subspan(offset + sizeof(fragment)));
     }
     case wire::Kind::kRts: {
       IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
@@ -378,10 +412,14 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
   bool ok = completion.status == fabric::CompletionStatus::kSuccess;
   uint64_t value = wrValue(completion.id);
   switch (wrKind(completion.id)) {
-    case WrKind::kSlot:
-      freeSendSlots_.push_back(static_cast<uint32_t>(value));
-      if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));
+    case WrKind::kSlot: {
+      auto slot = static_cast<uint32_t>(value);
+      freeSendSlots_.push_back(slot);
+      Status status = ok ? Status::ok() : completionFailure(completion, peer, "control send");
+      if (slotOwner_[slot]) fragmentSent(slot, status);
+      if (!ok) failPeer(peer, std::move(status));
       return Status::ok();
+    }
     case WrKind::kSendData: {
       Status status = ok ? onSendDataCompleted(static_cast<uint32_t>(value))
                          : completionFailure(completion, peer, strCat("rendezvous write of transfer ", value));

@@ -48,12 +48,17 @@ struct Operation : MatchListHook {
   // A posted receive owns itself (the caller may drop its Request) until it
   // is matched, cancelled or failed.
   std::shared_ptr<Operation> postedSelf;
+  // Pipelined eager send: the registration its fragments gather the user
+  // blocks through, fragments the provider still reads, whether all left.
+  UserRegistration gathered;
+  uint32_t fragmentsInFlight = 0;
+  bool fragmentsPosted = false;
 
   // Block statistics feed only the rendezvous decision, so an eager message
   // never pays for them: computed on first use.
-  Status ensureStats() {
+  Status ensureStats(TypeCache& types) {
     if (statsKnown) return Status::ok();
-    IBDT_ASSIGN_OR_RETURN(stats, datatype::stats(type, count));
+    IBDT_ASSIGN_OR_RETURN(stats, types.stats(type, count));
     statsKnown = true;
     return Status::ok();
   }
@@ -64,9 +69,19 @@ struct Unexpected : MatchListHook {
   Envelope envelope;
   int peer = 0;
   wire::Envelope wireEnvelope{};
-  wire::Kind kind = wire::Kind::kEager;
-  std::vector<uint8_t> payload;  // eager
+  wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
+  std::vector<uint8_t> payload;  // eager; a pipelined one may still be arriving
   wire::Rts rts{};               // rendezvous
+};
+
+// A pipelined eager message a peer is sending us: its fragments arrive in
+// order and nothing else that starts a message comes before the last.
+struct InboundMessage {
+  bool active = false;
+  wire::Envelope envelope{};
+  int64_t received = 0;               // packed bytes arrived
+  std::shared_ptr<Operation> op;      // its receive; null while unexpected or once failed
+  Unexpected* unexpected = nullptr;   // queued until a receive takes it over
 };
 
 // Sender side of one rendezvous.
@@ -113,9 +128,13 @@ struct RecvTransfer {
 };
 
 // A queued control message: prebuilt bytes, or an eager send packed at flush.
+// A pipelined one stays at the head of the queue until its last fragment left.
 struct PendingControl {
   std::vector<uint8_t> bytes;
   std::shared_ptr<Operation> eager;
+  bool pipelined = false;
+  bool gather = false;  // pipelined: fragments gather the user blocks (no pack)
+  int64_t next = 0;     // pipelined: packed bytes already sent
 };
 
 struct Peer {
@@ -132,6 +151,7 @@ struct Peer {
   std::deque<uint32_t> activeSends;  // transfers with data left to post
   std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
   Status failure;                    // set once the endpoint broke
+  InboundMessage inbound;            // pipelined eager message arriving
   Link link;                         // connection state (connection.cc)
   // Layout cache (Section 4.4.2): receiver layouts by type id -> (version, type).
   std::unordered_map<uint32_t, std::pair<uint32_t, datatype::Datatype>> remoteLayouts;
@@ -144,6 +164,7 @@ class ContextImpl {
   static constexpr uint32_t kReserveSlots = 4;  // for credit-only messages
 
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
+  ~ContextImpl();
   Status init(const Bootstrap& bootstrap);
 
   Result<std::shared_ptr<Operation>> startSend(const void* buf, int64_t count, const datatype::Datatype& type,
@@ -168,7 +189,20 @@ class ContextImpl {
  private:
   // eager_protocol.cc
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
-  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload);
+  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload,
+                    Scheme scheme);
+  // The steps of deliverEager, for messages that arrive in fragments.
+  bool beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme);
+  Status unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload);
+  void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
+  // pipelined_eager.cc
+  Status postFragment(Peer& peer, PendingControl& message);
+  Status handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
+  Status handleFragment(Peer& peer, const wire::Fragment& fragment, std::span<const uint8_t> payload);
+  void adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected);
+  void fragmentSent(uint32_t slot, Status status);
+  void dropInbound(Peer& peer);
+  int64_t fragmentSize(int64_t bytes) const;  // of a pipelined message of `bytes`
   Status flushControl(Peer& peer);
   Status sendCreditIfOwed(Peer& peer);
   Status postControl(Peer& peer, PendingControl& message, bool useReserve);
@@ -228,6 +262,7 @@ class ContextImpl {
   std::vector<Peer> peers_;
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
+  std::vector<std::shared_ptr<Operation>> slotOwner_;  // pipelined sends gathering from user blocks
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
   memory::GroupPlanOptions groupPlan_;

@@ -71,7 +71,13 @@ Status ContextImpl::flushControl(Peer& peer) {
   if (!peer.link.ready()) return Status::ok();  // queued until the connection is up
   while (!peer.controlQueue.empty() && peer.credits > 0 && !freeSendSlots_.empty() &&
          peer.sendOutstanding < sendQueueDepth_) {
-    PendingControl message = std::move(peer.controlQueue.front());
+    PendingControl& front = peer.controlQueue.front();
+    if (front.pipelined) {  // one fragment per round, the message stays in front until its last
+      IBDT_RETURN_IF_ERROR(postFragment(peer, front));
+      if (front.eager->fragmentsPosted || front.eager->done) peer.controlQueue.pop_front();
+      continue;
+    }
+    PendingControl message = std::move(front);
     peer.controlQueue.pop_front();
     IBDT_RETURN_IF_ERROR(postControl(peer, message, /*useReserve=*/false));
   }
@@ -95,7 +101,7 @@ void ContextImpl::handleEager(Peer& peer, const wire::Envelope& envelope, std::s
     return;
   }
   if (op) {
-    deliverEager(*op, peer.rank, envelope, payload);
+    deliverEager(*op, peer.rank, envelope, payload, Scheme::kEager);
     return;
   }
   // Unexpected: keep a copy, the receive buffer goes back to the peer.
@@ -104,23 +110,36 @@ void ContextImpl::handleEager(Peer& peer, const wire::Envelope& envelope, std::s
 }
 
 void ContextImpl::deliverEager(Operation& op, int source, const wire::Envelope& envelope,
-                               std::span<const uint8_t> payload) {
+                               std::span<const uint8_t> payload, Scheme scheme) {
+  if (!beginEager(op, source, envelope, scheme)) return;
+  finishEager(op, envelope, unpackEager(op, 0, payload));
+}
+
+bool ContextImpl::beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme) {
   op.peer = source;
-  op.info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kEager};
+  op.info = RecvInfo{source, envelope.tag, 0, envelope.bytes, scheme};
   if (envelope.bytes == op.bytes) {
     auto mine = types_.signature(op.type, op.count);
     if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
       complete(op, makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
                              ": the sender's type signature does not match the receive type"));
-      return;
+      return false;
     }
   }
-  int64_t bytes = std::min(envelope.bytes, op.bytes);
-  // The one copy of the eager path: eager receive buffer -> user buffer.
-  Status status = bytes > 0 ? op.segment->unpack(op.recvBuffer, 0, bytes, payload.data()) : Status::ok();
-  op.info.bytes = status.isOk() ? bytes : 0;
+  return true;
+}
+
+Status ContextImpl::unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload) {
+  // The one copy of the eager path: eager receive buffer -> user buffer,
+  // only the bytes that fit the receive (nothing beyond it is written).
+  int64_t end = std::min(op.bytes, offset + static_cast<int64_t>(payload.size()));
+  return end > offset ? op.segment->unpack(op.recvBuffer, offset, end, payload.data()) : Status::ok();
+}
+
+void ContextImpl::finishEager(Operation& op, const wire::Envelope& envelope, Status status) {
+  op.info.bytes = status.isOk() ? std::min(envelope.bytes, op.bytes) : 0;
   if (status.isOk() && envelope.bytes > op.bytes) {
-    status = makeError(Code::kTruncated, "message from rank ", source, " tag ", envelope.tag, " has ",
+    status = makeError(Code::kTruncated, "message from rank ", op.info.source, " tag ", envelope.tag, " has ",
                        envelope.bytes, " bytes, the receive buffer takes ", op.bytes, "; those were delivered");
   }
   complete(op, std::move(status));

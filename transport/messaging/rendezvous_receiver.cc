@@ -34,7 +34,7 @@ void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wi
 
 Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope,
                               const wire::Rts& rts) {
-  IBDT_RETURN_IF_ERROR(op->ensureStats());
+  IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
   Peer& peer = peers_[static_cast<size_t>(source)];
   op->peer = source;
   op->info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kAuto};

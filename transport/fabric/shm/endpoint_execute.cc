@@ -78,13 +78,12 @@ ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& statu
   } else {
     uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
     bool inlined = (work.request.flags & kInline) != 0;  // as in verbs, inline data needs no lkey
+    if (!inlined && !domain_->checkLocal(work.sges, access)) {
+      status = CompletionStatus::kLocalProtection;
+      return Step::kDone;
+    }
     for (const Sge& sge : work.sges) {
-      if (sge.length == 0) continue;
-      if (!inlined && !domain_->checkLocal(sge, access)) {
-        status = CompletionStatus::kLocalProtection;
-        return Step::kDone;
-      }
-      local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
+      if (sge.length != 0) local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
     }
   }
   std::span<const iovec> iovs(local, count);
