@@ -394,8 +394,7 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
     case wire::Kind::kCredit:
       return Status::ok();
     case wire::Kind::kClose:
-      peer.link.closeReceived = true;
-      return Status::ok();
+      return handleClose(peer);
   }
   return makeError(Code::kProtocol, "unknown control message kind ", static_cast<int>(header.kind), " from rank ",
                    peer.rank);
