@@ -115,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Truncation{Kind::kCts, sizeof(wire::Cts), "Cts"},
                       Truncation{Kind::kPacked, sizeof(wire::Packed), "Packed"},
                       Truncation{Kind::kFin, sizeof(wire::Fin), "Fin"},
-                      Truncation{Kind::kRelease, sizeof(wire::Release), "Release"}),
+                      Truncation{Kind::kRelease, sizeof(wire::Release), "Release"},
+                      Truncation{Kind::kPipelined, sizeof(wire::Envelope), "Pipelined"},
+                      Truncation{Kind::kFragment, sizeof(wire::Fragment), "Fragment"}),
     [](const auto& param) { return std::string(param.param.name); });
 
 TEST_F(HostileControl, OversizedMessage) {
