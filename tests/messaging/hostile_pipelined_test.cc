@@ -37,9 +37,7 @@ class HostilePipelined : public HostileWorld {
       rogueSends(fragment(static_cast<int64_t>(cuts[i - 1]), all.subspan(cuts[i - 1], cuts[i] - cuts[i - 1])));
     }
   }
-  bool received(const std::vector<uint8_t>& data) {
-    return std::equal(data.begin(), data.end(), fromRogue_.data());
-  }
+  bool received(const std::vector<uint8_t>& data) { return std::equal(data.begin(), data.end(), fromRogue_.data()); }
 };
 
 // --- a well-formed pipelined message is delivered ---
@@ -105,15 +103,13 @@ TEST_F(HostilePipelined, SignatureMismatchFailsThatReceiveOnly) {
 // --- malformed ---
 
 TEST_F(HostilePipelined, NoLongerThanItsFirstFragment) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(3000, pattern(3000, 24)));
-  expectRogueFailed(recv, Code::kProtocol, {"pipelined message from rank 2 claims 3000 bytes and starts with 3000"});
+  expectRejected({pipelinedStart(3000, pattern(3000, 24))}, Code::kProtocol,
+                 {"pipelined message from rank 2 claims 3000 bytes and starts with 3000"});
 }
 
 TEST_F(HostilePipelined, EmptyFirstFragment) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(8000, {}));
-  expectRogueFailed(recv, Code::kProtocol, {"pipelined message from rank 2 claims 8000 bytes and starts with 0"});
+  expectRejected({pipelinedStart(8000, {})}, Code::kProtocol,
+                 {"pipelined message from rank 2 claims 8000 bytes and starts with 0"});
 }
 
 TEST_F(HostilePipelined, NegativeBytes) {
@@ -125,54 +121,42 @@ TEST_F(HostilePipelined, NegativeBytes) {
 }
 
 TEST_F(HostilePipelined, FragmentOfNoMessage) {
-  Request recv = postRecvFromRogue();
-  rogueSends(fragment(0, pattern(100, 25)));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 sent a 100-byte fragment at byte 0 of no message"});
+  expectRejected({fragment(0, pattern(100, 25))}, Code::kProtocol,
+                 {"rank 2 sent a 100-byte fragment at byte 0 of no message"});
 }
 
 TEST_F(HostilePipelined, FragmentAtTheWrongOffset) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(kRogueRecvBytes, pattern(3000, 26)));
-  rogueSends(fragment(2999, pattern(3000, 27)));
-  expectRogueFailed(recv, Code::kProtocol,
-                    {"rank 2 sent a 3000-byte fragment at byte 2999 of a 8192-byte message at byte 3000"});
+  expectRejected({pipelinedStart(kRogueRecvBytes, pattern(3000, 26)), fragment(2999, pattern(3000, 27))},
+                 Code::kProtocol,
+                 {"rank 2 sent a 3000-byte fragment at byte 2999 of a 8192-byte message at byte 3000"});
   fromRogueWritten_ = true;  // the first fragment was unpacked
 }
 
 TEST_F(HostilePipelined, FragmentBeyondTheMessage) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(5000, pattern(3000, 26)));
-  rogueSends(fragment(3000, pattern(3000, 27)));
-  expectRogueFailed(recv, Code::kProtocol,
-                    {"rank 2 sent a 3000-byte fragment at byte 3000 of a 5000-byte message at byte 3000"});
+  expectRejected({pipelinedStart(5000, pattern(3000, 26)), fragment(3000, pattern(3000, 27))}, Code::kProtocol,
+                 {"rank 2 sent a 3000-byte fragment at byte 3000 of a 5000-byte message at byte 3000"});
   // The first 3000 bytes were unpacked before the lie: a failed receive's
   // contents are undefined, its guards are checked.
   fromRogueWritten_ = true;
 }
 
 TEST_F(HostilePipelined, EmptyFragment) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(5000, pattern(3000, 26)));
-  rogueSends(fragment(3000, {}));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 sent a 0-byte fragment at byte 3000"});
+  expectRejected({pipelinedStart(5000, pattern(3000, 26)), fragment(3000, {})}, Code::kProtocol,
+                 {"rank 2 sent a 0-byte fragment at byte 3000"});
   fromRogueWritten_ = true;
 }
 
 TEST_F(HostilePipelined, MessageStartedInsideAnother) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(kRogueRecvBytes, pattern(3000, 28)));
-  rogueSends(rogueEager(pattern(100, 29), 100));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 started a message at byte 3000 of its 8192-byte pipelined message"});
+  expectRejected({pipelinedStart(kRogueRecvBytes, pattern(3000, 28)), rogueEager(pattern(100, 29), 100)},
+                 Code::kProtocol, {"rank 2 started a message at byte 3000 of its 8192-byte pipelined message"});
   fromRogueWritten_ = true;
 }
 
 // --- Close while something is owed ---
 
 TEST_F(HostilePipelined, CloseInTheMiddleOfAMessage) {
-  Request recv = postRecvFromRogue();
-  rogueSends(pipelinedStart(kRogueRecvBytes, pattern(3000, 30)));
-  rogueSends(message(Kind::kClose));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 closed at byte 3000 of its 8192-byte pipelined message"});
+  expectRejected({pipelinedStart(kRogueRecvBytes, pattern(3000, 30)), message(Kind::kClose)}, Code::kProtocol,
+                 {"rank 2 closed at byte 3000 of its 8192-byte pipelined message"});
   fromRogueWritten_ = true;
 }
 

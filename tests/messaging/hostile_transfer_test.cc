@@ -97,11 +97,12 @@ TEST_F(HostileTransfer, WellFormedLayoutIsWrittenThrough) {
 }
 
 TEST_F(HostileTransfer, GarbageLayout) {
-  expectLayoutRejected([](wire::Cts& cts, std::vector<uint8_t>& layout) {
-                         layout.assign(64, 0xee);
-                         cts.layoutBytes = 64;
-                       }, Code::kProtocol,
-                       {"rank 2 sent an unusable layout (count 1)", "datatype wire format"});
+  expectLayoutRejected(
+      [](wire::Cts& cts, std::vector<uint8_t>& layout) {
+        layout.assign(64, 0xee);
+        cts.layoutBytes = 64;
+      },
+      Code::kProtocol, {"rank 2 sent an unusable layout (count 1)", "datatype wire format"});
 }
 
 TEST_F(HostileTransfer, LayoutShorterThanAnnounced) {
@@ -127,16 +128,15 @@ TEST_F(HostileTransfer, LayoutHoldingLessThanAccepted) {
 TEST_F(HostileTransfer, LayoutNeverSent) {
   Started started = victimSendsToRogue(1, senderType());
   rogueReplies(layoutReply(started));  // no layout, none cached
-  expectRogueFailed(started.request, Code::kProtocol,
-                    {"rank 2 refers to layout (4242, 1) it never sent, for " +
-                     transferName(started.rts.senderTransfer)});
+  expectRogueFailed(
+      started.request, Code::kProtocol,
+      {"rank 2 refers to layout (4242, 1) it never sent, for " + transferName(started.rts.senderTransfer)});
 }
 
 TEST_F(HostileTransfer, LayoutPlacingBlocksOutsideTheRegion) {
   // The rkey bounds every write: the fabric refuses, the peer fails.
-  expectLayoutRejected(
-      [this](wire::Cts& cts, std::vector<uint8_t>&) { cts.baseAddress += rogue().memory().length(); },
-      Code::kRemoteAccess, {"rendezvous write of transfer"});
+  expectLayoutRejected([this](wire::Cts& cts, std::vector<uint8_t>&) { cts.baseAddress += rogue().memory().length(); },
+                       Code::kRemoteAccess, {"rendezvous write of transfer"});
 }
 
 TEST_F(HostileTransfer, LayoutWrappingAroundTheAddressSpace) {
@@ -194,7 +194,8 @@ TEST_F(HostileRing, ReleaseGoingBackwards) {
   expectImmediate(4242);
   EXPECT_TRUE(rogueHolds(0, 8192, 8192));
   release(1);
-  expectRogueFailed(started_.request, Code::kProtocol, {"rank 2 released 1 of 16 segments (2 already) of " + transfer()});
+  expectRogueFailed(started_.request, Code::kProtocol,
+                    {"rank 2 released 1 of 16 segments (2 already) of " + transfer()});
 }
 
 TEST_F(HostileRing, ReleaseForUnknownTransfer) {
@@ -278,15 +279,13 @@ TEST_F(HostilePRrs, OfferedTwice) {
 }
 
 TEST_F(HostileTransfer, PackedForUnknownTransfer) {
-  Request recv = postRecvFromRogue();
-  rogueSends(message(Kind::kPacked).add(wire::Packed{4242, 0, 0, 100, 0}));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 offered packed data for unknown transfer 4242"});
+  expectRejected({message(Kind::kPacked).add(wire::Packed{4242, 0, 0, 100, 0})}, Code::kProtocol,
+                 {"rank 2 offered packed data for unknown transfer 4242"});
 }
 
 TEST_F(HostileTransfer, FinForUnknownTransfer) {
-  Request recv = postRecvFromRogue();
-  rogueSends(message(Kind::kFin).add(wire::Fin{4242, 0}));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 finished unknown transfer 4242"});
+  expectRejected({message(Kind::kFin).add(wire::Fin{4242, 0})}, Code::kProtocol,
+                 {"rank 2 finished unknown transfer 4242"});
 }
 
 TEST_F(HostileTransfer, FinForATransferNotReading) {
@@ -299,15 +298,12 @@ TEST_F(HostileTransfer, FinForATransferNotReading) {
 // --- credits ---
 
 TEST_F(HostileTransfer, CreditsNeverTaken) {
-  Request recv = postRecvFromRogue();
-  rogueSends(message(Kind::kCredit, 1));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 returned 1 credits, 8 of 8 are already free"});
+  expectRejected({message(Kind::kCredit, 1)}, Code::kProtocol, {"rank 2 returned 1 credits, 8 of 8 are already free"});
 }
 
 TEST_F(HostileTransfer, CreditsThatWouldOverflow) {
-  Request recv = postRecvFromRogue();
-  rogueSends(message(Kind::kEager, std::numeric_limits<uint32_t>::max()));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 returned 4294967295 credits"});
+  expectRejected({message(Kind::kEager, std::numeric_limits<uint32_t>::max())}, Code::kProtocol,
+                 {"rank 2 returned 4294967295 credits"});
 }
 
 TEST_F(HostileTransfer, CreditReturnedTwice) {
@@ -321,17 +317,12 @@ TEST_F(HostileTransfer, CreditReturnedTwice) {
 // --- close ---
 
 TEST_F(HostileTransfer, TrafficAfterClose) {
-  Request recv = postRecvFromRogue();
-  rogueSends(message(Kind::kClose));
-  rogueSends(rogueEager(pattern(100, 13), 100));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 sent more after it closed"});
+  expectRejected({message(Kind::kClose), rogueEager(pattern(100, 13), 100)}, Code::kProtocol,
+                 {"rank 2 sent more after it closed"});
 }
 
 TEST_F(HostileTransfer, CloseTwice) {
-  Request recv = postRecvFromRogue();
-  rogueSends(message(Kind::kClose));
-  rogueSends(message(Kind::kClose));
-  expectRogueFailed(recv, Code::kProtocol, {"rank 2 sent more after it closed"});
+  expectRejected({message(Kind::kClose), message(Kind::kClose)}, Code::kProtocol, {"rank 2 sent more after it closed"});
 }
 
 }  // namespace

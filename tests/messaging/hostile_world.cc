@@ -247,7 +247,8 @@ void HostileWorld::expectRogueFailed(Request& request, Code code, const std::vec
   Status status = victim_->wait(request, nullptr, Deadline::after(kWait));
   EXPECT_EQ(status.code(), code) << status.toString();
   for (const std::string& needle : needles) {
-    EXPECT_NE(status.message().find(needle), std::string_view::npos) << "'" << needle << "' not in: " << status.toString();
+    EXPECT_NE(status.message().find(needle), std::string_view::npos)
+        << "'" << needle << "' not in: " << status.toString();
   }
   auto again = victim_->isend(toRogue_.data(), 10, bytes(), kRogue, kRogueTag);
   ASSERT_FALSE(again.isOk()) << "the victim still sends to the rogue";

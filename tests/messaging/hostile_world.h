@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,7 +24,7 @@ inline constexpr int kVictim = 0;
 inline constexpr int kHonest = 1;
 inline constexpr int kRogue = 2;
 inline constexpr int32_t kRogueTag = 7;
-inline constexpr int64_t kRogueRecvBytes = 8192;  // the victim's receive from the rogue
+inline constexpr int64_t kRogueRecvBytes = 8192;       // the victim's receive from the rogue
 inline constexpr int64_t kRendezvousBytes = 64 << 10;  // the victim's rendezvous send to the rogue
 
 inline std::string transferName(uint32_t id) { return "transfer " + std::to_string(id); }
@@ -76,6 +77,14 @@ class HostileWorld : public ::testing::Test {
   // victim now refuses new sends to the rogue with the same error.
   void expectRogueFailed(Request& request, Code code, const std::vector<std::string>& needles);
 
+  // The victim's receive from the rogue fails with `code` and `needles`
+  // (as expectRogueFailed) after the rogue sent `messages`.
+  void expectRejected(std::initializer_list<Crafted> messages, Code code, const std::vector<std::string>& needles) {
+    Request recv = postRecvFromRogue();
+    for (const Crafted& crafted : messages) rogueSends(crafted);
+    expectRogueFailed(recv, code, needles);
+  }
+
   // A reply to `started` the rogue crafts from an honest-looking base: the
   // whole message into the rogue's memory, segments of 4 KiB, no ring.
   wire::Cts ctsFor(const Started& started, wire::ReplyMode mode);
@@ -112,9 +121,7 @@ class HostileWorld : public ::testing::Test {
 };
 
 // Header (+ fields) of a control message, credits returned: none.
-inline Crafted message(wire::Kind kind, uint32_t credits = 0) {
-  return Crafted().add(wire::Header{kind, {}, credits});
-}
+inline Crafted message(wire::Kind kind, uint32_t credits = 0) { return Crafted().add(wire::Header{kind, {}, credits}); }
 
 // The envelope of an honest eager send of `bytes` x uint8 from the rogue (tag kRogueTag).
 wire::Envelope rogueEnvelope(int64_t bytes);

@@ -9,9 +9,9 @@
 namespace ibdt::messaging::testing {
 namespace {
 
-constexpr uint32_t kSlots = 64;              // receive buffers per peer
-constexpr size_t kSendBytes = 1 << 20;       // largest crafted message or write
-constexpr size_t kMemoryBytes = 4 << 20;     // offered to the victim's writes
+constexpr uint32_t kSlots = 64;           // receive buffers per peer
+constexpr size_t kSendBytes = 1 << 20;    // largest crafted message or write
+constexpr size_t kMemoryBytes = 4 << 20;  // offered to the victim's writes
 constexpr auto kWait = std::chrono::seconds(30);
 
 uint64_t recvId(int peer, uint32_t slot) { return (uint64_t{static_cast<uint32_t>(peer)} << 32) | slot; }
@@ -34,9 +34,8 @@ Result<std::unique_ptr<RoguePeer>> RoguePeer::create(fabric::Domain& domain, int
   IBDT_ASSIGN_OR_RETURN(rogue->sendQueue_, domain.createCompletionQueue(static_cast<uint32_t>(size) * 64));
   IBDT_ASSIGN_OR_RETURN(rogue->recvQueue_, domain.createCompletionQueue(static_cast<uint32_t>(size) * kSlots));
   IBDT_ASSIGN_OR_RETURN(rogue->sendBuffer_, domain.allocateMemory(kSendBytes, fabric::kLocalWrite));
-  IBDT_ASSIGN_OR_RETURN(rogue->memory_, domain.allocateMemory(kMemoryBytes, fabric::kLocalWrite |
-                                                                               fabric::kRemoteWrite |
-                                                                               fabric::kRemoteRead));
+  IBDT_ASSIGN_OR_RETURN(rogue->memory_, domain.allocateMemory(kMemoryBytes, fabric::kLocalWrite | fabric::kRemoteWrite |
+                                                                                fabric::kRemoteRead));
   fabric::MeshOptions mesh;
   mesh.endpoint.sendQueueDepth = 64;
   mesh.endpoint.recvQueueDepth = kSlots;
@@ -48,8 +47,8 @@ Result<std::unique_ptr<RoguePeer>> RoguePeer::create(fabric::Domain& domain, int
     for (uint32_t slot = 0; slot < self->slots_; ++slot) IBDT_RETURN_IF_ERROR(self->postSlot(endpoint, peer, slot));
     return Status::ok();
   };
-  IBDT_ASSIGN_OR_RETURN(rogue->endpoints_,
-                        fabric::connectMesh(domain, *rogue->sendQueue_, *rogue->recvQueue_, rank, size, allgather, mesh));
+  IBDT_ASSIGN_OR_RETURN(rogue->endpoints_, fabric::connectMesh(domain, *rogue->sendQueue_, *rogue->recvQueue_, rank,
+                                                               size, allgather, mesh));
   return rogue;
 }
 
@@ -77,8 +76,8 @@ void RoguePeer::poll() {
       message.writeWithImm = true;
       message.immData = completion.immData;
     } else {
-      const auto* data = static_cast<const uint8_t*>(recvSlots_[static_cast<size_t>(peer)]->address()) +
-                         slot * slotSize_;
+      const auto* data =
+          static_cast<const uint8_t*>(recvSlots_[static_cast<size_t>(peer)]->address()) + slot * slotSize_;
       message.bytes.assign(data, data + completion.byteLength);
     }
     arrived_[static_cast<size_t>(peer)].push_back(std::move(message));
@@ -109,7 +108,8 @@ Status RoguePeer::waitSend() {
 }
 
 Status RoguePeer::post(int peer, std::span<const uint8_t> bytes, fabric::SendRequest request) {
-  if (bytes.size() > kSendBytes) return makeError(Code::kInvalidArgument, "rogue: ", bytes.size(), " bytes is too long");
+  if (bytes.size() > kSendBytes)
+    return makeError(Code::kInvalidArgument, "rogue: ", bytes.size(), " bytes is too long");
   std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(sendBuffer_->address()));
   fabric::Sge sge{reinterpret_cast<uint64_t>(sendBuffer_->address()), static_cast<uint32_t>(bytes.size()),
                   sendBuffer_->lkey()};

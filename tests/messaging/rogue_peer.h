@@ -82,8 +82,7 @@ class RoguePeer {
 class Crafted {
  public:
   template <typename T>
-    requires std::is_trivially_copyable_v<T>
-  Crafted& add(const T& value) {
+  requires std::is_trivially_copyable_v<T> Crafted& add(const T& value) {
     const auto* raw = reinterpret_cast<const uint8_t*>(&value);
     bytes_.insert(bytes_.end(), raw, raw + sizeof(T));
     return *this;
