@@ -39,6 +39,15 @@ Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& 
   return status;
 }
 
+// A field of a control message from `peer`; a message too short for it is
+// that peer's fault, so the error names it.
+template <typename T>
+Result<T> readFrom(const Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  auto value = wire::read<T>(message, offset);
+  if (!value.isOk()) return std::move(value).takeStatus().withContext(strCat("rank ", peer.rank));
+  return value;
+}
+
 }  // namespace
 
 Status ContextImpl::init(const Bootstrap& bootstrap) {
@@ -288,6 +297,10 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     return Status::ok();
   }
   if (!peer.failure.isOk()) return Status::ok();
+  if (peer.link.closeReceived) {  // its close() promised that nothing more follows
+    failPeer(peer, makeError(Code::kProtocol, "rank ", peer.rank, " sent more after it closed"));
+    return Status::ok();
+  }
   peer.link.remoteReady = true;  // it sent this, so its side is connected
   bool countsCredit = true;
   Status status;
@@ -313,7 +326,7 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
 }
 
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {
-  IBDT_ASSIGN_OR_RETURN(wire::Header header, wire::read<wire::Header>(message, 0));
+  IBDT_ASSIGN_OR_RETURN(wire::Header header, readFrom<wire::Header>(peer, message, 0));
   if (header.credits > options_.eagerCredits - peer.credits) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " returned ", header.credits, " credits, ", peer.credits,
                      " of ", options_.eagerCredits, " are already free");
@@ -328,7 +341,7 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
   }
   switch (header.kind) {
     case wire::Kind::kEager: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
       auto payload = message.subspan(offset + sizeof(envelope));
       if (envelope.bytes < 0 || static_cast<uint64_t>(envelope.bytes) != payload.size()) {
         return makeError(Code::kProtocol, "eager message from rank ", peer.rank, " claims ", envelope.bytes,
@@ -338,7 +351,7 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       return Status::ok();
     }
     case wire::Kind::kPipelined: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
       auto payload = message.subspan(offset + sizeof(envelope));
       if (payload.empty() || envelope.bytes <= static_cast<int64_t>(payload.size())) {
         return makeError(Code::kProtocol, "pipelined message from rank ", peer.rank, " claims ", envelope.bytes,
@@ -347,42 +360,41 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       return handlePipelined(peer, envelope, payload);
     }
     case wire::Kind::kFragment: {
-      IBDT_ASSIGN_OR_RETURN(auto fragment, wire::read<wire::Fragment>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto fragment, readFrom<wire::Fragment>(peer, message, offset));
       return handleFragment(peer, fragment, message.subspan(offset + sizeof(fragment)));
     }
     case wire::Kind::kRts: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
-      IBDT_ASSIGN_OR_RETURN(auto rts, wire::read<wire::Rts>(message, offset + sizeof(envelope)));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto rts, readFrom<wire::Rts>(peer, message, offset + sizeof(envelope)));
       if (envelope.bytes <= 0) return makeError(Code::kProtocol, "RTS from rank ", peer.rank, " with no data");
       handleRts(peer, envelope, rts);
       return Status::ok();
     }
     case wire::Kind::kCts: {
-      IBDT_ASSIGN_OR_RETURN(auto cts, wire::read<wire::Cts>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto cts, readFrom<wire::Cts>(peer, message, offset));
       auto layout = message.subspan(offset + sizeof(cts));
       if (cts.hasLayout && layout.size() != cts.layoutBytes) {
-        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " announces a ", cts.layoutBytes,
-                         "-byte layout and carries ", layout.size());
+        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " for transfer ", cts.senderTransfer,
+                         " announces a ", cts.layoutBytes, "-byte layout and carries ", layout.size());
       }
       return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
     }
     case wire::Kind::kPacked: {
-      IBDT_ASSIGN_OR_RETURN(auto packed, wire::read<wire::Packed>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto packed, readFrom<wire::Packed>(peer, message, offset));
       return handlePacked(peer, packed);
     }
     case wire::Kind::kFin: {
-      IBDT_ASSIGN_OR_RETURN(auto fin, wire::read<wire::Fin>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto fin, readFrom<wire::Fin>(peer, message, offset));
       return handleFin(peer, fin);
     }
     case wire::Kind::kRelease: {
-      IBDT_ASSIGN_OR_RETURN(auto release, wire::read<wire::Release>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto release, readFrom<wire::Release>(peer, message, offset));
       return handleRelease(peer, release);
     }
     case wire::Kind::kCredit:
       return Status::ok();
     case wire::Kind::kClose:
-      peer.link.closeReceived = true;
-      return Status::ok();
+      return handleClose(peer);
   }
   return makeError(Code::kProtocol, "unknown control message kind ", static_cast<int>(header.kind), " from rank ",
                    peer.rank);
@@ -413,14 +425,14 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
     }
     case WrKind::kSendData: {
       Status status = ok ? onSendDataCompleted(static_cast<uint32_t>(value))
-                         : completionFailure(completion, peer, "rendezvous write");
+                         : completionFailure(completion, peer, strCat("rendezvous write of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }
     case WrKind::kRead: {
       if (peer.readsOutstanding > 0) --peer.readsOutstanding;
       Status status = ok ? onReadCompleted(static_cast<uint32_t>(value))
-                         : completionFailure(completion, peer, "P-RRS read");
+                         : completionFailure(completion, peer, strCat("P-RRS read of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }
@@ -467,6 +479,9 @@ Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& 
                                               std::shared_ptr<Operation>* op) {
   if (envelope.source != peer.rank) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message claiming source ", envelope.source);
+  }
+  if (envelope.tag < 0) {  // no send has one; kAnyTag would then match as a tag
+    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message with negative tag ", envelope.tag);
   }
   Envelope match{envelope.source, envelope.tag, envelope.communicator};
   Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });

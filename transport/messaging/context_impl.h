@@ -243,6 +243,7 @@ class ContextImpl {
   Status retryRequests();
   bool quietToward(const Peer& peer) const;
   Status sendClose(Peer& peer);
+  Status handleClose(Peer& peer);
   // context_impl.cc
   Status handleReceive(const fabric::Completion& completion);
   Status handleSendCompletion(const fabric::Completion& completion);
