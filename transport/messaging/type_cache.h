@@ -22,34 +22,29 @@ class TypeCache {
  public:
   // count x type as a packed stream: a fresh position over a shared program.
   Result<datatype::Segment> segment(const datatype::Datatype& type, int64_t count) {
-    Entry& entry = entryFor(type, count);
-    if (!entry.segment) {
-      IBDT_ASSIGN_OR_RETURN(auto made, datatype::Segment::create(type, count));
-      entry.segment = std::move(made);
-    }
-    return *entry.segment;
+    return remembered(entryFor(type, count).segment, [&] { return datatype::Segment::create(type, count); });
   }
 
   // Block statistics (the senders' and receivers' scheme decisions).
   Result<datatype::Stats> stats(const datatype::Datatype& type, int64_t count) {
-    Entry& entry = entryFor(type, count);
-    if (!entry.stats) {
-      IBDT_ASSIGN_OR_RETURN(auto made, datatype::stats(type, count));
-      entry.stats = made;
-    }
-    return *entry.stats;
+    return remembered(entryFor(type, count).stats, [&] { return datatype::stats(type, count); });
   }
 
   Result<datatype::Signature> signature(const datatype::Datatype& type, int64_t count) {
-    Entry& entry = entryFor(type, count);
-    if (!entry.signature) {
-      IBDT_ASSIGN_OR_RETURN(auto made, datatype::signature(type, count));
-      entry.signature = made;
-    }
-    return *entry.signature;
+    return remembered(entryFor(type, count).signature, [&] { return datatype::signature(type, count); });
   }
 
  private:
+  // The value in `slot`, made (and kept) on first use.
+  template <typename T, typename Make>
+  static Result<T> remembered(std::optional<T>& slot, Make&& make) {
+    if (!slot) {
+      IBDT_ASSIGN_OR_RETURN(T made, make());
+      slot = std::move(made);
+    }
+    return *slot;
+  }
+
   // Direct-mapped: a collision only costs a recomputation. An entry keeps
   // its type's compiled program alive until it is replaced.
   static constexpr int kSlotBits = 6;
