@@ -65,6 +65,9 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
         message.gather = false;
       }
     }
+    IBDT_LOG(kDebug, "messaging: send of ", op.bytes, " B to rank ", peer.rank, ": pipelined, ",
+             message.gather ? "gathered" : "packed", " (mean block ", op.stats.meanBlock, " B, pack below ",
+             packBelow_, " B), fragments of ", fragmentSize(op.bytes), " B");
   }
   const int64_t p = message.next;
   int64_t q = std::min(op.bytes, p + fragmentSize(op.bytes));
