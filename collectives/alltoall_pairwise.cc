@@ -1,0 +1,148 @@
+// Direct (pairwise) alltoall with a cyclic schedule and a throttle.
+//
+// Round r (1 <= r < p): send this rank's block for rank + r, receive the
+// block of rank - r (mod p). Every pair exchanges in exactly one round, and
+// in each round every rank sends to one peer and receives from another, so
+// no rank is the target of more than one message per round (no hot spot).
+// At most `throttle` rounds are in flight: a new one is posted when one
+// completes (both its receive and its send), which bounds the messages
+// queued at any peer. Own block (round 0): a typed copy, done while the
+// first rounds travel.
+//
+// Blocks of zero bytes are still exchanged: the empty message carries its
+// signature, so a peer that expects bytes fails rather than waits forever.
+#include <algorithm>
+#include <vector>
+
+#include "collectives/alltoall_pairwise.h"
+#include "ibdt/messaging.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::Request;
+
+class PairwiseAlltoall final : public PlanImpl {
+ public:
+  PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle)
+      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
+        args_(args) {
+    const int size = comm.size();
+    for (int r = 1; r < size; ++r) {
+      const int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
+      rounds_.push_back({r, to, from, args_.sendBlock(to), args_.recvBlock(from)});
+    }
+    const size_t inFlight = throttle == 0 ? rounds_.size() : std::min<size_t>(rounds_.size(), static_cast<size_t>(throttle));
+    slots_.resize(inFlight);
+  }
+
+  Status start() override {
+    outcome_ = Status::ok();
+    nextRound_ = 0;
+    completed_ = 0;
+    active_ = true;
+    for (Slot& slot : slots_) post(slot);
+    if (args_.bytes > 0) {
+      note(datatype::transpack(args_.sendBlock(rank_), args_.sendtype, args_.sendcount, args_.recvBlock(rank_),
+                               args_.recvtype, args_.recvcount, 0, args_.bytes),
+           0, "copy of the own block");
+    }
+    if (rounds_.empty()) active_ = false;
+    return Status::ok();
+  }
+
+  Result<PollResult> poll() override {
+    PollResult result;
+    for (Slot& slot : slots_) {
+      if (slot.round == nullptr) continue;
+      IBDT_RETURN_IF_ERROR(complete(slot.recv, slot.round->round, "receive from", slot.round->from, result));
+      IBDT_RETURN_IF_ERROR(complete(slot.send, slot.round->round, "send to", slot.round->to, result));
+      if (slot.recv.valid() || slot.send.valid()) continue;
+      ++completed_;
+      post(slot);
+    }
+    result.done = completed_ == rounds_.size();
+    if (result.done) active_ = false;
+    return result;
+  }
+
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+
+  void abandon() override {
+    for (Slot& slot : slots_) {
+      if (slot.recv.valid()) (void)ctx_.cancel(slot.recv);
+      slot = Slot{};
+    }
+    active_ = false;
+  }
+
+  std::string_view algorithm() const override { return "pairwise"; }
+
+ private:
+  struct Round {
+    int round;
+    int to, from;
+    const std::byte* send;
+    std::byte* recv;
+  };
+  struct Slot {
+    const Round* round = nullptr;  // null: idle
+    Request send, recv;
+  };
+
+  // Posts the next round into `slot` (or leaves it idle when none is left).
+  void post(Slot& slot) {
+    if (nextRound_ == rounds_.size()) {
+      slot.round = nullptr;
+      return;
+    }
+    const Round& round = rounds_[nextRound_++];
+    slot.round = &round;
+    auto recv = ctx_.irecv(round.recv, args_.recvcount, args_.recvtype, round.from, tag_, contextId_);
+    if (recv.isOk()) slot.recv = std::move(*recv);
+    else note(recv.status(), round.round, "receive from rank " + std::to_string(round.from));
+    auto send = ctx_.isend(round.send, args_.sendcount, args_.sendtype, round.to, tag_, contextId_);
+    if (send.isOk()) slot.send = std::move(*send);
+    else note(send.status(), round.round, "send to rank " + std::to_string(round.to));
+  }
+
+  // Collects `request` when it completed: its error goes into the outcome.
+  // Only a failure of progress itself is returned.
+  Status complete(Request& request, int round, const char* what, int peer, PollResult& result) {
+    if (!request.valid()) return Status::ok();
+    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));
+    if (!done) return Status::ok();
+    Status status = ctx_.wait(request);
+    if (!status.isOk()) note(std::move(status), round, strCat(what, " rank ", peer));
+    result.progressed = true;
+    return Status::ok();
+  }
+
+  // Keeps the first error of the run, naming the round and peer.
+  void note(Status status, int round, const std::string& what) {
+    if (status.isOk() || !outcome_.isOk()) return;
+    outcome_ = makeError(status.code(), "alltoall (pairwise) rank ", rank_, ", round ", round, ", ", what, ": ",
+                         status.message());
+  }
+
+  messaging::Context& ctx_;
+  uint32_t contextId_;
+  int32_t tag_;
+  int rank_;
+  AlltoallArgs args_;
+  std::vector<Round> rounds_;
+  std::vector<Slot> slots_;
+  size_t nextRound_ = 0;
+  size_t completed_ = 0;
+  bool active_ = false;
+  Status outcome_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlanImpl> makePairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle) {
+  return std::make_unique<PairwiseAlltoall>(comm, args, throttle);
+}
+
+}  // namespace ibdt::collectives
