@@ -40,6 +40,7 @@ class PairwiseAlltoall final : public PlanImpl {
     outcome_ = Status::ok();
     nextRound_ = 0;
     completed_ = 0;
+    head_ = 0;
     active_ = true;
     for (Slot& slot : slots_) post(slot);
     if (args_.bytes > 0) {
@@ -51,19 +52,45 @@ class PairwiseAlltoall final : public PlanImpl {
     return Status::ok();
   }
 
+  // Collects rounds in the order they were posted: the slots form a ring
+  // whose head holds the oldest round. Testing stops at the first request
+  // still pending, so one poll drives the transport's progress once, not
+  // once per request in flight; later rounds that finished meanwhile are
+  // collected when the head moves on.
   Result<PollResult> poll() override {
     PollResult result;
-    for (Slot& slot : slots_) {
-      if (slot.round == nullptr) continue;
-      IBDT_RETURN_IF_ERROR(complete(slot.recv, slot.round->round, "receive from", slot.round->from, result));
-      IBDT_RETURN_IF_ERROR(complete(slot.send, slot.round->round, "send to", slot.round->to, result));
-      if (slot.recv.valid() || slot.send.valid()) continue;
+    while (completed_ < rounds_.size()) {
+      Slot& slot = slots_[head_];
+      bool pending = false;
+      IBDT_RETURN_IF_ERROR(complete(slot.recv, slot.round->round, "receive from", slot.round->from, pending));
+      if (!pending) IBDT_RETURN_IF_ERROR(complete(slot.send, slot.round->round, "send to", slot.round->to, pending));
+      if (pending) break;
       ++completed_;
-      post(slot);
+      result.progressed = true;
+      post(slot);  // the slot now holds the newest round
+      head_ = (head_ + 1) % slots_.size();
     }
     result.done = completed_ == rounds_.size();
     if (result.done) active_ = false;
     return result;
+  }
+
+  // Waits on the oldest round's pending request, the one the schedule needs
+  // next; messaging's wait progresses every other round meanwhile.
+  Status block(Deadline deadline) override {
+    if (completed_ == rounds_.size()) return Status::ok();
+    Slot& oldest = slots_[head_];
+    const bool receive = oldest.recv.valid();
+    Request& request = receive ? oldest.recv : oldest.send;
+    if (!request.valid()) return Status::ok();
+    const int peer = receive ? oldest.round->from : oldest.round->to;
+    Status status = ctx_.wait(request, nullptr, deadline);
+    if (request.valid()) {  // the wait itself gave up: the run stays active
+      return makeError(Code::kTimeout, "alltoall (pairwise) rank ", rank_, ": round ", oldest.round->round,
+                       " did not complete in time (", receive ? "receive from" : "send to", " rank ", peer, ")");
+    }
+    if (!status.isOk()) note(std::move(status), oldest.round->round, strCat(receive ? "receive from" : "send to", " rank ", peer));
+    return Status::ok();
   }
 
   Status outcome() const override { return outcome_; }
@@ -107,15 +134,17 @@ class PairwiseAlltoall final : public PlanImpl {
     else note(send.status(), round.round, "send to rank " + std::to_string(round.to));
   }
 
-  // Collects `request` when it completed: its error goes into the outcome.
-  // Only a failure of progress itself is returned.
-  Status complete(Request& request, int round, const char* what, int peer, PollResult& result) {
+  // Collects `request` when it completed (its error goes into the outcome);
+  // sets `pending` when it has not. Only a failure of progress is returned.
+  Status complete(Request& request, int round, const char* what, int peer, bool& pending) {
     if (!request.valid()) return Status::ok();
     IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));
-    if (!done) return Status::ok();
+    if (!done) {
+      pending = true;
+      return Status::ok();
+    }
     Status status = ctx_.wait(request);
     if (!status.isOk()) note(std::move(status), round, strCat(what, " rank ", peer));
-    result.progressed = true;
     return Status::ok();
   }
 
@@ -135,6 +164,7 @@ class PairwiseAlltoall final : public PlanImpl {
   std::vector<Slot> slots_;
   size_t nextRound_ = 0;
   size_t completed_ = 0;
+  size_t head_ = 0;  // slot of the oldest round in flight
   bool active_ = false;
   Status outcome_;
 };

@@ -1,6 +1,5 @@
 // Plan: the handle every collective algorithm returns, and the wait loop
 // they share.
-#include "base/backoff.h"
 #include "collectives/plan_impl.h"
 #include "ibdt/collectives.h"
 
@@ -45,15 +44,11 @@ Status Plan::wait(Deadline deadline) {
     if (!started_) return makeError(Code::kState, impl_->algorithm(), " wait: the plan was not started");
     return impl_->outcome();  // the last run completed (a test() saw it)
   }
-  Backoff backoff;
   for (;;) {
     IBDT_ASSIGN_OR_RETURN(PollResult polled, impl_->poll());
     if (polled.done) return impl_->outcome();
-    if (deadline.expired()) {
-      return makeError(Code::kTimeout, impl_->algorithm(), " wait: the collective did not complete in time");
-    }
-    if (polled.progressed) backoff.reset();
-    else backoff.pause();
+    if (polled.progressed) continue;  // post what became possible before blocking
+    IBDT_RETURN_IF_ERROR(impl_->block(deadline));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <string_view>
 
+#include "ibdt/deadline.h"
 #include "ibdt/status.h"
 
 namespace ibdt::collectives {
@@ -24,6 +25,11 @@ class PlanImpl {
   virtual Status start() = 0;
   // Drives progress once and posts the rounds that became possible.
   virtual Result<PollResult> poll() = 0;
+  // Blocks until some operation of the run completes, waiting the way the
+  // transport waits (its spin/yield policy, IBDT_MSG_SPIN); kTimeout at
+  // `deadline`. The completion is collected (and the next round posted) by
+  // the following poll().
+  virtual Status block(Deadline deadline) = 0;
   // The run's outcome once poll() said done: its first error, or ok.
   virtual Status outcome() const = 0;
   virtual bool active() const = 0;
