@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "perf/alltoall_cases.h"
+#include "perf/mpi_baseline_support.h"
 #include "perf/report.h"
 
 namespace {
@@ -33,11 +34,6 @@ struct Options {
   bool contig = true;
   bool vector = true;
 };
-
-void printLine(const nlohmann::json& line) {
-  std::printf("%s\n", line.dump().c_str());
-  std::fflush(stdout);
-}
 
 // One row at one size; rank 0 prints its line. False when the data was wrong.
 bool runRow(int rank, int size, int64_t bytes, bool vector, const Options& options) {
@@ -89,11 +85,8 @@ bool runRow(int rank, int size, int64_t bytes, bool vector, const Options& optio
 bool parse(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--reps") && hasValue) {
-      options.reps = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--warmup") && hasValue) {
-      options.warmup = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--bytes") && hasValue) {
+    if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
+    if (!std::strcmp(argv[i], "--bytes") && hasValue) {
       std::istringstream list(argv[++i]);
       for (std::string item; std::getline(list, item, ',');) {
         const long long bytes = std::atoll(item.c_str());
@@ -128,15 +121,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  if (rank == 0) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int length = 0;
-    MPI_Get_library_version(version, &length);
-    std::string firstLine(version, static_cast<size_t>(length));
-    firstLine = firstLine.substr(0, firstLine.find_first_of("\n,"));
-    for (char& c : firstLine) c = c == '\t' ? ' ' : c;
-    printLine({{"library", firstLine}});
-  }
+  if (rank == 0) printLibraryLine();
   bool ok = true;
   for (int vector = 0; vector < 2 && ok; ++vector) {
     if (!(vector ? options.vector : options.contig)) continue;
