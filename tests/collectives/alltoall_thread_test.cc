@@ -11,6 +11,7 @@
 #include "collectives/alltoall_data.h"
 #include "ibdt/collectives.h"
 #include "messaging/thread_ranks.h"
+#include "support/scoped_env.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -206,6 +207,25 @@ TEST(PairwiseThreadsErrors, BadArgumentsAreRefusedAtInit) {
     auto badMap = Communicator::create(env.context, {{0, 0}});
     ASSERT_FALSE(badMap.isOk());
   });
+}
+
+TEST(AlltoallOptions, ThrottleKnobIsReadAndBadValuesNameIt) {
+  {
+    test::ScopedEnv env("IBDT_ALLTOALL_THROTTLE", "3");
+    auto options = alltoallOptionsFromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->throttle, 3);
+  }
+  for (const char* bad : {"-1", "many", "2x"}) {
+    test::ScopedEnv env("IBDT_ALLTOALL_THROTTLE", bad);
+    auto options = alltoallOptionsFromEnvironment();
+    ASSERT_FALSE(options.isOk()) << bad;
+    EXPECT_NE(options.status().toString().find("IBDT_ALLTOALL_THROTTLE"), std::string::npos)
+        << options.status().toString();
+  }
+  auto defaults = alltoallOptionsFromEnvironment();
+  ASSERT_TRUE(defaults.isOk());
+  EXPECT_EQ(defaults->throttle, AlltoallOptions{}.throttle);  // the knob's default is the struct's
 }
 
 // Rank 0 exchanges int32s, everyone else the same number of bytes as raw
