@@ -131,7 +131,8 @@ struct AlltoallOptions {
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();
 
-// MPI_Alltoall_init. The buffers must stay valid while the plan lives.
+// MPI_Alltoall_init. The buffers, `comm` and its Context must outlive the
+// plan; the types are held by the plan.
 Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
                           const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                           const datatype::Datatype& recvtype, const AlltoallOptions& options = {});

@@ -140,6 +140,36 @@ TEST(PairwiseThreadsPlan, StartedTwiceGivesTheSameDataAndTestThenWait) {
   });
 }
 
+// A wait that gives up leaves the run active and resumable: rank 1 starts
+// only after rank 0's wait timed out (its message cannot have arrived), and
+// rank 0's next wait completes the run with every byte right.
+TEST(PairwiseThreadsPlan, TimedOutWaitResumes) {
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    Side side = testing::byteSide(100);
+    AlltoallBuffers buffers(side, side, 2, env.rank);
+    auto plan = alltoallInit(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count,
+                             side.type);
+    ASSERT_TRUE(plan.isOk());
+    if (env.rank == 0) {
+      ASSERT_TRUE(plan->start().isOk());
+      Status late = plan->wait(Deadline::after(std::chrono::milliseconds(20)));
+      EXPECT_EQ(late.code(), Code::kTimeout) << late.toString();
+      EXPECT_NE(late.toString().find("receive from rank 1"), std::string::npos) << late.toString();
+      EXPECT_TRUE(plan->active());
+    }
+    env.barrier();
+    if (env.rank == 1) {
+      ASSERT_TRUE(plan->start().isOk());
+    }
+    Status status = plan->wait(testDeadline());
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_FALSE(plan->active());
+    EXPECT_EQ(buffers.check(), "");
+  });
+}
+
 TEST(PairwiseThreadsPlan, ZeroCountsMoveNothing) {
   runRanks(4, {}, [&](RankEnv& env) {
     auto comm = world(env);
