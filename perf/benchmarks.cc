@@ -10,9 +10,10 @@ void addBootstrapBenchmark(CLI::App& app, const CommonOptions& common);
 void addRegistrationBenchmark(CLI::App& app, const CommonOptions& common);
 void addVectorBenchmark(CLI::App& app, const CommonOptions& common);
 void addConnectBenchmark(CLI::App& app, const CommonOptions& common);
+void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common);
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addPackBenchmark, addVectorBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark,
+  return {addPackBenchmark, addVectorBenchmark, addAlltoallBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark,
           addConnectBenchmark};
 }
 

@@ -171,11 +171,13 @@ std::string describe(int waitStatus) {
 const std::vector<MpiLibrary>& mpiLibraries() {
   static const std::vector<MpiLibrary> libraries = [] {
     std::vector<MpiLibrary> out;
-#if defined(IBDT_MPI_PACK_OPENMPI) && defined(IBDT_MPI_VECTOR_OPENMPI)
-    out.push_back({"Open MPI", "ompi", IBDT_MPIEXEC_OPENMPI, IBDT_MPI_PACK_OPENMPI, IBDT_MPI_VECTOR_OPENMPI});
+#if defined(IBDT_MPI_PACK_OPENMPI) && defined(IBDT_MPI_VECTOR_OPENMPI) && defined(IBDT_MPI_ALLTOALL_OPENMPI)
+    out.push_back({"Open MPI", "ompi", IBDT_MPIEXEC_OPENMPI, IBDT_MPI_PACK_OPENMPI, IBDT_MPI_VECTOR_OPENMPI,
+                   IBDT_MPI_ALLTOALL_OPENMPI});
 #endif
-#if defined(IBDT_MPI_PACK_MPICH) && defined(IBDT_MPI_VECTOR_MPICH)
-    out.push_back({"MPICH", "mpich", IBDT_MPIEXEC_MPICH, IBDT_MPI_PACK_MPICH, IBDT_MPI_VECTOR_MPICH});
+#if defined(IBDT_MPI_PACK_MPICH) && defined(IBDT_MPI_VECTOR_MPICH) && defined(IBDT_MPI_ALLTOALL_MPICH)
+    out.push_back({"MPICH", "mpich", IBDT_MPIEXEC_MPICH, IBDT_MPI_PACK_MPICH, IBDT_MPI_VECTOR_MPICH,
+                   IBDT_MPI_ALLTOALL_MPICH});
 #endif
     return out;
   }();

@@ -23,6 +23,7 @@ struct MpiLibrary {
   std::string launcher;   // mpirun.openmpi / mpiexec.mpich ("" when not installed)
   std::string packProgram;    // ibdt-mpi-pack-<library>
   std::string vectorProgram;  // ibdt-mpi-vector-<library>
+  std::string alltoallProgram;  // ibdt-mpi-alltoall-<library>
 };
 
 // The MPI libraries ibdt-bench was built with, in a fixed order.

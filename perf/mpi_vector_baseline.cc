@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/mpi_baseline_support.h"
 #include "perf/report.h"
 #include "perf/vector_cases.h"
 
@@ -114,11 +115,6 @@ class Experiment {
   std::vector<int32_t> packed_;  // the contiguous rows
 };
 
-void printLine(const nlohmann::json& line) {
-  std::printf("%s\n", line.dump().c_str());
-  std::fflush(stdout);
-}
-
 nlohmann::json triple(const Summary& s) { return {s.median, s.min, s.max}; }
 
 // Measures one row at one x; rank 0 prints its line.
@@ -144,11 +140,8 @@ bool runRow(int rank, int64_t x, bool contig, const Options& options) {
 bool parse(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--reps") && hasValue) {
-      options.reps = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--warmup") && hasValue) {
-      options.warmup = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--x") && hasValue) {
+    if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
+    if (!std::strcmp(argv[i], "--x") && hasValue) {
       std::istringstream list(argv[++i]);
       for (std::string item; std::getline(list, item, ',');) {
         const long long x = std::atoll(item.c_str());
@@ -184,15 +177,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  if (rank == 0) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int length = 0;
-    MPI_Get_library_version(version, &length);
-    std::string firstLine(version, static_cast<size_t>(length));
-    firstLine = firstLine.substr(0, firstLine.find_first_of("\n,"));
-    for (char& c : firstLine) c = c == '\t' ? ' ' : c;  // MPICH: "MPICH Version:\t4.0.2"
-    printLine({{"library", firstLine}});
-  }
+  if (rank == 0) printLibraryLine();
   bool ok = true;
   for (int contig = 0; contig < 2 && ok; ++contig) {
     if (!(contig ? options.contig : options.vector)) continue;

@@ -13,7 +13,8 @@ RANK = {"base": 0, "datatype": 1, "bootstrap": 1, "transport/fabric": 2,
 # Public headers belong to the module that implements them.
 PUBLIC = {"status.h": "base", "deadline.h": "base", "datatype.h": "datatype",
           "store.h": "bootstrap", "fabric.h": "transport/fabric", "memory.h": "transport/memory",
-          "messaging.h": "transport/messaging", "ibdt.h": "mpi"}
+          "messaging.h": "transport/messaging", "collectives.h": "collectives",
+          "ibdt.h": "mpi"}
 THIRD_PARTY = {"mpi.h": "mpi", "infiniband/verbs.h": "transport/fabric/verbs",
                "rdma/rdma_cma.h": "transport/fabric/verbs", "pmix.h": "bootstrap/pmix"}
 

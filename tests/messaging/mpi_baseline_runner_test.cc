@@ -9,7 +9,7 @@ namespace ibdt::perf {
 namespace {
 
 MpiLibrary fakeLibrary(std::string label = "ompi", std::string launcher = "") {
-  return {"Fake MPI", std::move(label), std::move(launcher), "", ""};
+  return {"Fake MPI", std::move(label), std::move(launcher), "", "", ""};
 }
 
 Result<std::vector<nlohmann::json>> runShell(const std::string& script, int seconds = 60) {

@@ -1,0 +1,178 @@
+// Direct (pairwise) alltoall with a cyclic schedule and a throttle.
+//
+// Round r (1 <= r < p): send this rank's block for rank + r, receive the
+// block of rank - r (mod p). Every pair exchanges in exactly one round, and
+// in each round every rank sends to one peer and receives from another, so
+// no rank is the target of more than one message per round (no hot spot).
+// At most `throttle` rounds are in flight: a new one is posted when one
+// completes (both its receive and its send), which bounds the messages
+// queued at any peer. Own block (round 0): a typed copy, done while the
+// first rounds travel.
+//
+// Blocks of zero bytes are still exchanged: the empty message carries its
+// signature, so a peer that expects bytes fails rather than waits forever.
+#include <algorithm>
+#include <vector>
+
+#include "collectives/alltoall_pairwise.h"
+#include "ibdt/messaging.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::Request;
+
+class PairwiseAlltoall final : public PlanImpl {
+ public:
+  PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle)
+      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
+        args_(args) {
+    const int size = comm.size();
+    for (int r = 1; r < size; ++r) {
+      const int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
+      rounds_.push_back({r, to, from, args_.sendBlock(to), args_.recvBlock(from)});
+    }
+    const size_t inFlight = throttle == 0 ? rounds_.size() : std::min<size_t>(rounds_.size(), static_cast<size_t>(throttle));
+    slots_.resize(inFlight);
+  }
+
+  Status start() override {
+    outcome_ = Status::ok();
+    nextRound_ = 0;
+    completed_ = 0;
+    head_ = 0;
+    active_ = true;
+    for (Slot& slot : slots_) post(slot);
+    if (args_.bytes > 0) {
+      note(datatype::transpack(args_.sendBlock(rank_), args_.sendtype, args_.sendcount, args_.recvBlock(rank_),
+                               args_.recvtype, args_.recvcount, 0, args_.bytes),
+           0, "copy of the own block");
+    }
+    if (rounds_.empty()) active_ = false;
+    return Status::ok();
+  }
+
+  // Collects rounds in the order they were posted: the slots form a ring
+  // whose head holds the oldest round. Testing stops at the first request
+  // still pending, so one poll drives the transport's progress once, not
+  // once per request in flight; later rounds that finished meanwhile are
+  // collected when the head moves on.
+  Result<PollResult> poll() override {
+    PollResult result;
+    while (completed_ < rounds_.size()) {
+      Slot& slot = slots_[head_];
+      bool pending = false;
+      IBDT_RETURN_IF_ERROR(complete(slot.recv, slot.round->round, "receive from", slot.round->from, pending));
+      if (!pending) IBDT_RETURN_IF_ERROR(complete(slot.send, slot.round->round, "send to", slot.round->to, pending));
+      if (pending) break;
+      ++completed_;
+      result.progressed = true;
+      post(slot);  // the slot now holds the newest round
+      head_ = (head_ + 1) % slots_.size();
+    }
+    result.done = completed_ == rounds_.size();
+    if (result.done) active_ = false;
+    return result;
+  }
+
+  // Waits on the oldest round's pending request, the one the schedule needs
+  // next; messaging's wait progresses every other round meanwhile.
+  Status block(Deadline deadline) override {
+    if (completed_ == rounds_.size()) return Status::ok();
+    Slot& oldest = slots_[head_];
+    const bool receive = oldest.recv.valid();
+    Request& request = receive ? oldest.recv : oldest.send;
+    if (!request.valid()) return Status::ok();
+    const int peer = receive ? oldest.round->from : oldest.round->to;
+    Status status = ctx_.wait(request, nullptr, deadline);
+    if (request.valid()) {  // the wait itself gave up: the run stays active
+      return makeError(Code::kTimeout, "alltoall (pairwise) rank ", rank_, ": round ", oldest.round->round,
+                       " did not complete in time (", receive ? "receive from" : "send to", " rank ", peer, ")");
+    }
+    if (!status.isOk()) note(std::move(status), oldest.round->round, strCat(receive ? "receive from" : "send to", " rank ", peer));
+    return Status::ok();
+  }
+
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+
+  void abandon() override {
+    for (Slot& slot : slots_) {
+      if (slot.recv.valid()) (void)ctx_.cancel(slot.recv);
+      slot = Slot{};
+    }
+    active_ = false;
+  }
+
+  std::string_view algorithm() const override { return "pairwise"; }
+
+ private:
+  struct Round {
+    int round;
+    int to, from;
+    const std::byte* send;
+    std::byte* recv;
+  };
+  struct Slot {
+    const Round* round = nullptr;  // null: idle
+    Request send, recv;
+  };
+
+  // Posts the next round into `slot` (or leaves it idle when none is left).
+  void post(Slot& slot) {
+    if (nextRound_ == rounds_.size()) {
+      slot.round = nullptr;
+      return;
+    }
+    const Round& round = rounds_[nextRound_++];
+    slot.round = &round;
+    auto recv = ctx_.irecv(round.recv, args_.recvcount, args_.recvtype, round.from, tag_, contextId_);
+    if (recv.isOk()) slot.recv = std::move(*recv);
+    else note(recv.status(), round.round, "receive from rank " + std::to_string(round.from));
+    auto send = ctx_.isend(round.send, args_.sendcount, args_.sendtype, round.to, tag_, contextId_);
+    if (send.isOk()) slot.send = std::move(*send);
+    else note(send.status(), round.round, "send to rank " + std::to_string(round.to));
+  }
+
+  // Collects `request` when it completed (its error goes into the outcome);
+  // sets `pending` when it has not. Only a failure of progress is returned.
+  Status complete(Request& request, int round, const char* what, int peer, bool& pending) {
+    if (!request.valid()) return Status::ok();
+    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));
+    if (!done) {
+      pending = true;
+      return Status::ok();
+    }
+    Status status = ctx_.wait(request);
+    if (!status.isOk()) note(std::move(status), round, strCat(what, " rank ", peer));
+    return Status::ok();
+  }
+
+  // Keeps the first error of the run, naming the round and peer.
+  void note(Status status, int round, const std::string& what) {
+    if (status.isOk() || !outcome_.isOk()) return;
+    outcome_ = makeError(status.code(), "alltoall (pairwise) rank ", rank_, ", round ", round, ", ", what, ": ",
+                         status.message());
+  }
+
+  messaging::Context& ctx_;
+  uint32_t contextId_;
+  int32_t tag_;
+  int rank_;
+  AlltoallArgs args_;
+  std::vector<Round> rounds_;
+  std::vector<Slot> slots_;
+  size_t nextRound_ = 0;
+  size_t completed_ = 0;
+  size_t head_ = 0;  // slot of the oldest round in flight
+  bool active_ = false;
+  Status outcome_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlanImpl> makePairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle) {
+  return std::make_unique<PairwiseAlltoall>(comm, args, throttle);
+}
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,59 @@
+// Plan: the handle every collective algorithm returns, and the wait loop
+// they share.
+#include "collectives/plan_impl.h"
+#include "ibdt/collectives.h"
+
+namespace ibdt::collectives {
+
+Plan::Plan() = default;
+Plan::Plan(std::unique_ptr<PlanImpl> impl) : impl_(std::move(impl)) {}
+Plan::Plan(Plan&& other) noexcept : impl_(std::move(other.impl_)), started_(other.started_) {}
+Plan& Plan::operator=(Plan&& other) noexcept {
+  if (this != &other) {
+    if (impl_ != nullptr && impl_->active()) impl_->abandon();
+    impl_ = std::move(other.impl_);
+    started_ = other.started_;
+  }
+  return *this;
+}
+Plan::~Plan() {
+  if (impl_ != nullptr && impl_->active()) impl_->abandon();
+}
+
+Status Plan::start() {
+  if (impl_ == nullptr) return makeError(Code::kInvalidArgument, "collective start: empty plan");
+  if (impl_->active()) return makeError(Code::kState, impl_->algorithm(), " start: the previous run is still active");
+  IBDT_RETURN_IF_ERROR(impl_->start());
+  started_ = true;
+  return Status::ok();
+}
+
+Result<bool> Plan::test() {
+  if (impl_ == nullptr) return makeError(Code::kInvalidArgument, "collective test: empty plan");
+  if (!impl_->active()) {
+    if (!started_) return makeError(Code::kState, impl_->algorithm(), " test: the plan was not started");
+    return true;  // the last run completed
+  }
+  IBDT_ASSIGN_OR_RETURN(PollResult polled, impl_->poll());
+  return polled.done;
+}
+
+Status Plan::wait(Deadline deadline) {
+  if (impl_ == nullptr) return makeError(Code::kInvalidArgument, "collective wait: empty plan");
+  if (!impl_->active()) {
+    if (!started_) return makeError(Code::kState, impl_->algorithm(), " wait: the plan was not started");
+    return impl_->outcome();  // the last run completed (a test() saw it)
+  }
+  for (;;) {
+    IBDT_ASSIGN_OR_RETURN(PollResult polled, impl_->poll());
+    if (polled.done) return impl_->outcome();
+    if (polled.progressed) continue;  // post what became possible before blocking
+    IBDT_RETURN_IF_ERROR(impl_->block(deadline));
+  }
+}
+
+bool Plan::active() const { return impl_ != nullptr && impl_->active(); }
+
+std::string_view Plan::algorithm() const { return impl_ != nullptr ? impl_->algorithm() : "none"; }
+
+}  // namespace ibdt::collectives

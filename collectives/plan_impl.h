@@ -1,0 +1,41 @@
+// collectives/plan_impl.h — what every collective algorithm implements.
+//
+// A PlanImpl is built once with everything its runs need (peers, offsets,
+// types, tag) and then only posts messages and copies: start() must not
+// check arguments, construct types or register memory again.
+#pragma once
+
+#include <string_view>
+
+#include "ibdt/deadline.h"
+#include "ibdt/status.h"
+
+namespace ibdt::collectives {
+
+// What one poll of a running plan found.
+struct PollResult {
+  bool done = false;        // every round completed
+  bool progressed = false;  // something completed or was posted (resets the wait's backoff)
+};
+
+class PlanImpl {
+ public:
+  virtual ~PlanImpl() = default;
+  // Posts the first rounds. Called only when not active().
+  virtual Status start() = 0;
+  // Drives progress once and posts the rounds that became possible.
+  virtual Result<PollResult> poll() = 0;
+  // Blocks until some operation of the run completes, waiting the way the
+  // transport waits (its spin/yield policy, IBDT_MSG_SPIN); kTimeout at
+  // `deadline`. The completion is collected (and the next round posted) by
+  // the following poll().
+  virtual Status block(Deadline deadline) = 0;
+  // The run's outcome once poll() said done: its first error, or ok.
+  virtual Status outcome() const = 0;
+  virtual bool active() const = 0;
+  // Cancels what can be cancelled of an active run (the plan goes away).
+  virtual void abandon() = 0;
+  virtual std::string_view algorithm() const = 0;
+};
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,144 @@
+// ibdt/collectives.h — collective exchanges over a messaging Context.
+//
+// A Communicator is the ranks of the job seen through one Context, with a
+// communicator context id of its own, so collective traffic never matches a
+// user's point-to-point receive (user messages keep ids below
+// kFirstCollectiveContextId), and the node map (node id, local rank of every
+// rank) used by node-aware algorithms.
+//
+// Every algorithm compiles into a Plan (DESIGN.md, "Collectives"): init
+// checks the arguments once and precomputes the per-round peers and buffer
+// offsets; start() posts the first rounds and returns; test() and wait()
+// progress it. A plan may be started again once it completed, with the same
+// buffers and types, and then constructs no types and checks nothing again
+// (the blocking call is init + start + wait). As with MPI's persistent
+// collectives, every rank creates its plans on a communicator in the same
+// order: a plan's messages carry a tag taken from the communicator at init.
+//
+// Semantics follow MPI_Alltoall: rank i sends sendcount x sendtype found at
+// sendbuf + j * sendcount * extent(sendtype) to rank j, which receives it
+// into recvbuf + i * recvcount * extent(recvtype). The type signatures of
+// every pair must be equal; a rank whose own send and receive signatures
+// differ fails at init, and a message whose signature differs from what its
+// receiver expects fails that receive with an error naming the peer (the
+// plan still runs every other round, so no rank is left waiting). Send and
+// receive buffers must not overlap (no MPI_IN_PLACE yet).
+//
+// What is missing (see README): splitByNode(), Bruck (basic, modified,
+// zero-copy, radix-r), hierarchical alltoall, alltoallv, the selection
+// table, algorithm counters and the MPI bridge.
+//
+// Threads: a Communicator and its Plans are used by one thread at a time,
+// like their Context.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "ibdt/datatype.h"
+#include "ibdt/deadline.h"
+#include "ibdt/messaging.h"
+#include "ibdt/status.h"
+
+namespace ibdt::bootstrap {
+class Store;
+}
+
+namespace ibdt::collectives {
+
+// Communicator context ids from here up belong to collectives.
+inline constexpr uint32_t kFirstCollectiveContextId = 0x8000'0000u;
+
+// Where a rank runs.
+struct NodeInfo {
+  int nodeId = 0;
+  int localRank = 0;
+};
+
+class Communicator {
+ public:
+  // All ranks of `context`; nodeMap[r] tells where rank r runs (empty: all
+  // on one node, local rank = rank). `contextId` must be at least
+  // kFirstCollectiveContextId and the same on every rank; two communicators
+  // alive over one Context need different ids.
+  static Result<std::unique_ptr<Communicator>> create(messaging::Context& context, std::vector<NodeInfo> nodeMap = {},
+                                                      uint32_t contextId = kFirstCollectiveContextId);
+  // The same with the node map gathered from the job's Store (collective).
+  static Result<std::unique_ptr<Communicator>> create(messaging::Context& context, bootstrap::Store& store,
+                                                      Deadline deadline,
+                                                      uint32_t contextId = kFirstCollectiveContextId);
+
+  int rank() const { return context_->rank(); }
+  int size() const { return context_->size(); }
+  uint32_t contextId() const { return contextId_; }
+  messaging::Context& context() const { return *context_; }
+  const NodeInfo& node(int rank) const { return nodes_[static_cast<size_t>(rank)]; }
+  int nodeCount() const { return nodeCount_; }
+  // Ranks on this rank's node.
+  int localSize() const { return localSize_; }
+
+  // The tag of the next plan (internal: algorithms take one at init).
+  int32_t takePlanTag();
+
+ private:
+  Communicator(messaging::Context& context, std::vector<NodeInfo> nodes, uint32_t contextId);
+  messaging::Context* context_;
+  std::vector<NodeInfo> nodes_;
+  uint32_t contextId_;
+  int nodeCount_ = 1;
+  int localSize_ = 1;
+  int32_t nextTag_ = 0;
+};
+
+class PlanImpl;  // collectives/plan_impl.h: one subclass per algorithm
+
+// A compiled collective (see the file comment).
+class Plan {
+ public:
+  Plan();
+  explicit Plan(std::unique_ptr<PlanImpl> impl);
+  ~Plan();  // an active plan cancels its unmatched receives
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+
+  bool valid() const { return impl_ != nullptr; }
+  // Starts a run; kState while the previous one is still active.
+  Status start();
+  // Progresses once; true when the run completed (its outcome: wait(),
+  // which then returns at once).
+  Result<bool> test();
+  // Progresses until the run completes; returns its first error (every
+  // round still ran), or kTimeout at `deadline` (the run stays active).
+  Status wait(Deadline deadline = Deadline::never());
+  bool active() const;
+  // "pairwise", ...
+  std::string_view algorithm() const;
+
+ private:
+  std::unique_ptr<PlanImpl> impl_;
+  bool started_ = false;
+};
+
+enum class AlltoallAlgorithm : uint8_t { kAuto, kPairwise };
+
+struct AlltoallOptions {
+  AlltoallAlgorithm algorithm = AlltoallAlgorithm::kAuto;
+  // Pairwise: at most this many rounds in flight (0: all at once).
+  int64_t throttle = 8;
+};
+// Options from IBDT_ALLTOALL_* (see README).
+Result<AlltoallOptions> alltoallOptionsFromEnvironment();
+
+// MPI_Alltoall_init. The buffers, `comm` and its Context must outlive the
+// plan; the types are held by the plan.
+Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
+                          const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                          const datatype::Datatype& recvtype, const AlltoallOptions& options = {});
+// MPI_Alltoall: init + start + wait.
+Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype,
+                void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype,
+                const AlltoallOptions& options = {}, Deadline deadline = Deadline::never());
+
+}  // namespace ibdt::collectives

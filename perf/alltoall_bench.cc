@@ -1,0 +1,270 @@
+// ibdt-bench alltoall — MPI_Alltoall semantics among N ranks of this host
+// (the bench forks them; N = 2, 4, 8): per pair 8 B .. 64 KiB, contiguous
+// bytes and a strided vector send type received contiguous
+// (perf/alltoall_cases.h). ibdt runs one persistent pairwise plan per case
+// (start + wait per call). Beside it, in the same run: Open MPI's
+// MPI_Alltoall under mpirun (perf/mpi_alltoall_baseline.cc), MPICH's at 2
+// ranks only, and a memcpy of the same bytes within one process. Every
+// result is checked byte by byte once before timing; each repetition is a
+// barrier and then several alltoalls, timed on every rank, and counts as
+// the slowest rank's time; median, min and max over the repetitions.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ibdt/collectives.h"
+#include "ibdt/messaging.h"
+#include "perf/alltoall_cases.h"
+#include "perf/benchmarks.h"
+#include "perf/forked_ranks.h"
+#include "perf/mpi_baseline_runner.h"
+
+namespace ibdt::perf {
+namespace {
+
+using collectives::AlltoallOptions;
+using collectives::Communicator;
+using datatype::Datatype;
+
+struct BenchOptions {
+  std::vector<int> ranks;         // empty: 2, 4, 8
+  std::vector<int64_t> bytes;     // empty: alltoallBytes()
+  std::vector<std::string> rows;  // empty: every row
+  int64_t throttle = -1;          // <0: IBDT_ALLTOALL_THROTTLE
+  std::string provider = "auto";
+};
+
+struct Setup {
+  std::vector<int64_t> bytes;
+  int reps = 0;
+  int warmup = 0;
+  bool quick = false;
+};
+
+constexpr const char* kMpiLibraryNames[] = {"Open MPI", "MPICH"};
+constexpr const char* kMemcpyRow = "memcpy";
+
+bool wanted(const BenchOptions& options, const std::string& row) {
+  return options.rows.empty() || std::find(options.rows.begin(), options.rows.end(), row) != options.rows.end();
+}
+
+std::string rowName(const std::string& who, bool vector) { return who + (vector ? " vector" : " contig"); }
+
+void addRow(Report& report, int ranks, int64_t bytes, const std::string& row, const Summary& seconds,
+            int64_t bytesMoved) {
+  report.add({{"ranks", ranks},
+              {"bytes/pair", bytes},
+              {"row", row},
+              {"us", seconds.median * 1e6},
+              {"us min", seconds.min * 1e6},
+              {"us max", seconds.max * 1e6},
+              {"MB/s per rank", static_cast<double>(bytesMoved) / seconds.median / 1e6}});
+}
+
+// The send and receive sides of one row, as ibdt types.
+struct Layout {
+  Datatype sendType, recvType;
+  int64_t sendCount = 0, recvCount = 0;
+};
+
+Result<Layout> layoutOf(bool vector, int64_t bytes) {
+  const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
+  if (!vector) return Layout{byte, byte, bytes, bytes};
+  IBDT_ASSIGN_OR_RETURN(Datatype pieces, Datatype::vector(bytes / kAlltoallPiece, kAlltoallPiece / 4,
+                                                          kAlltoallGap / 4, Datatype::of<int32_t>()));
+  IBDT_ASSIGN_OR_RETURN(Datatype send, Datatype::resized(pieces, 0, alltoallSendExtent(true, bytes)));
+  IBDT_RETURN_IF_ERROR(send.commit());
+  return Layout{send, Datatype::of<int32_t>(), 1, bytes / 4};
+}
+
+// Every rank's verdict, so all fail together: "" when all were right.
+Result<std::string> agree(messaging::Bootstrap& bootstrap, const std::string& mine) {
+  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()}));
+  for (const auto& each : all) {
+    if (!each.empty()) return std::string(each.begin(), each.end());
+  }
+  return std::string();
+}
+
+// The slowest rank's time of each repetition (on every rank).
+Result<std::vector<double>> slowest(messaging::Bootstrap& bootstrap, const std::vector<double>& mine) {
+  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(mine.data()),
+                                                       mine.size() * sizeof(double)}));
+  std::vector<double> out(mine.size(), 0.0);
+  for (const auto& each : all) {
+    if (each.size() != out.size() * sizeof(double)) return makeError(Code::kProtocol, "alltoall bench: sample count");
+    for (size_t i = 0; i < out.size(); ++i) {
+      double value = 0;
+      std::memcpy(&value, each.data() + i * sizeof(double), sizeof value);
+      out[i] = std::max(out[i], value);
+    }
+  }
+  return out;
+}
+
+// One rank of the ibdt rows for `ranks` processes.
+Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options, const Setup& setup,
+                   const std::string& jobTag, Report& report) {
+  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
+  IBDT_ASSIGN_OR_RETURN(messaging::Options messagingOptions, messaging::optionsFromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
+  IBDT_ASSIGN_OR_RETURN(auto comm, Communicator::create(*context));
+  IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, collectives::alltoallOptionsFromEnvironment());
+  if (options.throttle >= 0) alltoall.throttle = options.throttle;
+  const int size = comm->size(), rank = comm->rank();
+  for (bool vector : {false, true}) {
+    if (!wanted(options, rowName("ibdt", vector))) continue;
+    for (int64_t bytes : setup.bytes) {
+      IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
+      std::vector<uint8_t> send, recv(static_cast<size_t>(bytes * size), 0);
+      fillAlltoallSend(send, vector, bytes, size, rank);
+      IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
+                            collectives::alltoallInit(*comm, send.data(), layout.sendCount, layout.sendType,
+                                                      recv.data(), layout.recvCount, layout.recvType, alltoall));
+      auto once = [&plan]() -> Status {
+        IBDT_RETURN_IF_ERROR(plan.start());
+        return plan.wait();
+      };
+      Status checked = once();
+      std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
+      IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agree(bootstrap, wrong));
+      if (!anyWrong.empty()) return makeError(Code::kInternal, rowName("ibdt", vector), ": ", anyWrong);
+      const int calls = alltoallCallsPerRep(bytes);
+      std::vector<double> mine;
+      Status failed;
+      for (int rep = 0; rep < setup.warmup + setup.reps; ++rep) {
+        IBDT_RETURN_IF_ERROR(bootstrap.allgather({}).status());  // barrier
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
+        IBDT_RETURN_IF_ERROR(failed);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (rep >= setup.warmup) mine.push_back(seconds / calls);
+      }
+      IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowest(bootstrap, mine));
+      if (rank == 0) addRow(report, size, bytes, rowName("ibdt", vector), summarize(times), (size - 1) * bytes);
+    }
+  }
+  return context->close(Deadline::after(std::chrono::seconds(60)));
+}
+
+// The same bytes one rank sends and receives, copied block by block in one
+// process: what the exchange would cost with no transport at all.
+void runMemcpy(int ranks, const Setup& setup, Report& report) {
+  for (int64_t bytes : setup.bytes) {
+    std::vector<uint8_t> send(static_cast<size_t>(bytes * ranks), 1), recv(send.size(), 0);
+    auto seconds = measure(setup.warmup, setup.reps, alltoallCallsPerRep(bytes), [&] {
+      for (int peer = 0; peer < ranks; ++peer) {
+        std::memcpy(recv.data() + peer * bytes, send.data() + ((peer + 1) % ranks) * bytes, static_cast<size_t>(bytes));
+      }
+      asm volatile("" : : "r"(recv.data()) : "memory");  // keep the copies
+    });
+    addRow(report, ranks, bytes, kMemcpyRow, summarize(std::move(seconds)), ranks * bytes);
+  }
+}
+
+Summary summaryOf(const nlohmann::json& triple) {
+  return {triple.at(0).get<double>(), triple.at(1).get<double>(), triple.at(2).get<double>(), 0};
+}
+
+void runMpi(const MpiLibrary& library, int ranks, const BenchOptions& options, const Setup& setup, Report& report) {
+  const bool contig = wanted(options, rowName(library.name, false)), vector = wanted(options, rowName(library.name, true));
+  if (!contig && !vector) return;
+  const std::string key = library.name + " at " + std::to_string(ranks) + " ranks";
+  if (library.label == "mpich" && ranks > 2) {
+    report.note(key, "skipped: MPICH 4.0's ranks poll shared memory without yielding, so with more ranks than "
+                     "cores they spin against each other: 8.8 ms per 8-byte alltoall at 4 ranks and 17.6 ms at 8 "
+                     "on the 2-core build machine, which would add minutes to this run");
+    return;
+  }
+  std::string sizes;
+  for (int64_t bytes : setup.bytes) sizes += (sizes.empty() ? "" : ",") + std::to_string(bytes);
+  const std::vector<std::string> args = {"--bytes", sizes, "--reps", std::to_string(setup.reps), "--warmup",
+                                         std::to_string(setup.warmup), "--rows",
+                                         std::string(contig ? "contig" : "") + (vector ? ",vector" : "")};
+  auto lines = runMpiBaseline(library, library.alltoallProgram, ranks, args, std::chrono::seconds(setup.quick ? 300 : 900));
+  if (!lines.isOk()) {
+    report.note(key, "not measured: " + lines.status().toString());
+    return;
+  }
+  for (const nlohmann::json& line : *lines) {
+    if (line.contains("library")) {
+      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
+                                    mpiLaunchDescription(library, ranks) + "`");
+    }
+    if (!line.contains("row")) continue;
+    const int64_t bytes = line["bytes"].get<int64_t>();
+    addRow(report, ranks, bytes, rowName(library.name, line["row"] == "vector"), summaryOf(line["time"]),
+           (ranks - 1) * bytes);
+  }
+}
+
+void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
+  Report report("alltoall: MPI_Alltoall semantics, N ranks on this host; time per alltoall (slowest rank), "
+                "contig = bytes, vector = 8 B pieces every 16 B received contiguous",
+                {"ranks", "bytes/pair", "row", "us", "us min", "us max", "MB/s per rank"});
+  Setup setup;
+  setup.quick = common.quick;
+  setup.bytes = options.bytes.empty() ? alltoallBytes(common.quick) : options.bytes;
+  setup.reps = common.quick ? 3 : common.reps;
+  setup.warmup = common.quick ? 1 : common.warmup;
+  const std::vector<int> rankCounts = options.ranks.empty() ? alltoallRanks() : options.ranks;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int ranks : rankCounts) {
+    if (wanted(options, "ibdt contig") || wanted(options, "ibdt vector")) {
+      const std::string jobTag = "alltoall-bench-" + std::to_string(getpid()) + "-" + std::to_string(ranks);
+      runForkedRanks("alltoall", ranks, [&](messaging::Bootstrap& bootstrap) {
+        return runIbdtRank(bootstrap, options, setup, jobTag, report);
+      });
+    }
+    if (wanted(options, kMemcpyRow)) runMemcpy(ranks, setup, report);
+    for (const MpiLibrary& library : mpiLibraries()) runMpi(library, ranks, options, setup, report);
+    if (ranks > cores) {
+      report.note("oversubscribed at " + std::to_string(ranks) + " ranks",
+                  std::to_string(ranks) + " ranks share " + std::to_string(cores) +
+                      " cores: times include waiting for a core (ibdt ranks yield and nap when idle, "
+                      "base/backoff.h)");
+    }
+  }
+  for (const char* name : kMpiLibraryNames) {
+    const bool built = std::any_of(mpiLibraries().begin(), mpiLibraries().end(),
+                                   [&](const MpiLibrary& library) { return library.name == name; });
+    if (!built) report.note(name, "not measured: ibdt-bench was built without it (its compiler wrapper was not found)");
+  }
+  AlltoallOptions defaults;
+  auto fromEnvironment = collectives::alltoallOptionsFromEnvironment();
+  if (fromEnvironment.isOk()) defaults = *fromEnvironment;
+  report.note("ibdt", "pairwise (cyclic schedule), persistent plan started per call, throttle " +
+                          std::to_string(options.throttle >= 0 ? options.throttle : defaults.throttle) +
+                          " rounds in flight; forked ranks over the " + options.provider + " provider");
+  report.note(kMemcpyRow, "one process copies the N blocks of one rank's receive buffer with memcpy (no transport)");
+  report.note("MB/s per rank", "bytes each rank sends to the other ranks (memcpy: bytes it copies) per second");
+  report.note("machine", machineDescription());
+  report.print(common);
+}
+
+}  // namespace
+
+void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("alltoall", "pairwise alltoall among 2, 4, 8 forked ranks vs MPI_Alltoall and memcpy");
+  sub->fallthrough();
+  sub->add_option("--ranks", options->ranks, "rank counts (default 2, 4, 8)")->check(CLI::Range(2, 64));
+  sub->add_option("--bytes", options->bytes, "bytes per pair, multiples of 8 (default 8, 64, 512, 4096, 65536)")
+      ->check(CLI::Range(kAlltoallPiece, int64_t{1} << 24))
+      ->check([](const std::string& text) {
+        return std::stoll(text) % kAlltoallPiece == 0 ? std::string() : std::string("not a multiple of 8");
+      });
+  sub->add_option("--throttle", options->throttle, "rounds in flight (default IBDT_ALLTOALL_THROTTLE; 0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
+  std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow};
+  for (const char* library : kMpiLibraryNames) names.insert(names.end(), {rowName(library, false), rowName(library, true)});
+  sub->add_option("--row", options->rows, "rows to run (default all)")->check(CLI::IsMember(names));
+  sub->callback([options, &common] { runAlltoall(*options, common); });
+}
+
+}  // namespace ibdt::perf

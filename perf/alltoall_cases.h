@@ -1,0 +1,71 @@
+// perf/alltoall_cases.h — the experiment of `ibdt-bench alltoall`, shared
+// by the ibdt benchmark and the MPI_Alltoall baseline programs so both run
+// exactly the same sizes, layouts, repetition counts and data check. No ibdt
+// or MPI types here.
+//
+// Two rows per (ranks, bytes per pair):
+//   contig: sendcount = recvcount = bytes of a byte type;
+//   vector: each peer's block is vector(bytes / 8, 2, 4, int32) resized to
+//           an extent of 2 * bytes (8-byte pieces every 16 bytes), received
+//           as bytes / 4 contiguous int32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ibdt::perf {
+
+inline constexpr int64_t kAlltoallPiece = 8;    // vector row: data bytes per piece
+inline constexpr int64_t kAlltoallGap = 16;     // ... and bytes from one piece to the next
+
+inline std::vector<int64_t> alltoallBytes(bool quick) {
+  if (quick) return {8, 4096};
+  return {8, 64, 512, 4096, 65536};
+}
+inline std::vector<int> alltoallRanks() { return {2, 4, 8}; }
+
+// Alltoalls per timed repetition: small ones are too short to time alone.
+inline int alltoallCallsPerRep(int64_t bytes) { return bytes <= 512 ? 20 : bytes <= 4096 ? 5 : 2; }
+
+// Bytes per peer block in the send buffer.
+inline int64_t alltoallSendExtent(bool vector, int64_t bytes) { return vector ? 2 * bytes : bytes; }
+// Where packed byte k of a block sits in it.
+inline int64_t alltoallSendOffset(bool vector, int64_t k) {
+  return vector ? k / kAlltoallPiece * kAlltoallGap + k % kAlltoallPiece : k;
+}
+
+// The value of packed byte k of the block `from` sends to `to`.
+inline uint8_t alltoallPattern(int from, int to, int64_t k) {
+  return static_cast<uint8_t>((from + 1) * 29 + (to + 1) * 113 + k * 7 + (k >> 8) * 3);
+}
+
+// Fills a send buffer of `ranks` blocks (gaps of the vector row are 0xEE).
+inline void fillAlltoallSend(std::vector<uint8_t>& send, bool vector, int64_t bytes, int ranks, int rank) {
+  const int64_t extent = alltoallSendExtent(vector, bytes);
+  send.assign(static_cast<size_t>(extent * ranks), 0xEE);
+  for (int to = 0; to < ranks; ++to) {
+    for (int64_t k = 0; k < bytes; ++k) {
+      send[static_cast<size_t>(to * extent + alltoallSendOffset(vector, k))] = alltoallPattern(rank, to, k);
+    }
+  }
+}
+
+// "" when recv (ranks * bytes, contiguous) holds every peer's block for
+// `rank`, else the first wrong byte.
+inline std::string checkAlltoallReceive(const std::vector<uint8_t>& recv, int64_t bytes, int ranks, int rank) {
+  if (static_cast<int64_t>(recv.size()) != bytes * ranks) return "receive buffer of the wrong size";
+  for (int from = 0; from < ranks; ++from) {
+    for (int64_t k = 0; k < bytes; ++k) {
+      const uint8_t got = recv[static_cast<size_t>(from * bytes + k)], want = alltoallPattern(from, rank, k);
+      if (got != want) {
+        return "rank " + std::to_string(rank) + ", " + std::to_string(bytes) + " B per pair: byte " +
+               std::to_string(k) + " from rank " + std::to_string(from) + " is " + std::to_string(got) +
+               ", expected " + std::to_string(want);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace ibdt::perf

@@ -1,0 +1,148 @@
+#include "perf/forked_ranks.h"
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "perf/benchmarks.h"
+
+namespace ibdt::perf {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Status writeAll(int fd, const void* data, size_t length) {
+  const auto* at = static_cast<const uint8_t*>(data);
+  while (length > 0) {
+    ssize_t n = write(fd, at, length);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return makeError(Code::kSystem, "forked ranks: socket write: ", std::strerror(errno));
+    at += n;
+    length -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status readAll(int fd, void* data, size_t length) {
+  auto* at = static_cast<uint8_t*>(data);
+  while (length > 0) {
+    ssize_t n = read(fd, at, length);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return makeError(Code::kSystem, "forked ranks: socket read: ", n == 0 ? "peer closed" : std::strerror(errno));
+    at += n;
+    length -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status sendBytes(int fd, std::span<const uint8_t> bytes) {
+  uint64_t length = bytes.size();
+  IBDT_RETURN_IF_ERROR(writeAll(fd, &length, sizeof length));
+  return writeAll(fd, bytes.data(), bytes.size());
+}
+
+Result<Bytes> receiveBytes(int fd) {
+  uint64_t length = 0;
+  IBDT_RETURN_IF_ERROR(readAll(fd, &length, sizeof length));
+  if (length > (uint64_t{1} << 30)) return makeError(Code::kProtocol, "forked ranks: a ", length, "-byte value");
+  Bytes bytes(length);
+  IBDT_RETURN_IF_ERROR(readAll(fd, bytes.data(), bytes.size()));
+  return bytes;
+}
+
+// Rank 0 collects every value and sends the whole set back to each child.
+messaging::Bootstrap starBootstrap(int rank, int size, std::vector<int> fds) {
+  messaging::Bootstrap bootstrap;
+  bootstrap.rank = rank;
+  bootstrap.size = size;
+  bootstrap.localSize = size;
+  bootstrap.allgather = [rank, size, fds](std::span<const uint8_t> value) -> Result<std::vector<Bytes>> {
+    std::vector<Bytes> all(static_cast<size_t>(size));
+    if (rank != 0) {
+      IBDT_RETURN_IF_ERROR(sendBytes(fds[0], value));
+      for (Bytes& each : all) {
+        IBDT_ASSIGN_OR_RETURN(each, receiveBytes(fds[0]));
+      }
+      return all;
+    }
+    all[0].assign(value.begin(), value.end());
+    for (int r = 1; r < size; ++r) {
+      IBDT_ASSIGN_OR_RETURN(all[static_cast<size_t>(r)], receiveBytes(fds[static_cast<size_t>(r)]));
+    }
+    for (int r = 1; r < size; ++r) {
+      for (const Bytes& each : all) IBDT_RETURN_IF_ERROR(sendBytes(fds[static_cast<size_t>(r)], each));
+    }
+    return all;
+  };
+  return bootstrap;
+}
+
+}  // namespace
+
+bool runForkedRanks(std::string_view benchmark, int ranks,
+                    const std::function<Status(messaging::Bootstrap& bootstrap)>& body) {
+  std::vector<int> mine(static_cast<size_t>(ranks), -1);  // rank 0's end of each child's pair
+  std::vector<pid_t> children;
+  bool ok = true;
+  std::fflush(nullptr);  // children must not print what rank 0 had buffered
+  for (int rank = 1; rank < ranks && ok; ++rank) {
+    int sockets[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+      reportFailure(strCat(benchmark, ": socketpair: ", std::strerror(errno)));
+      ok = false;
+      break;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+      close(sockets[0]);
+      for (int fd : mine) {
+        if (fd >= 0) close(fd);
+      }
+      messaging::Bootstrap bootstrap = starBootstrap(rank, ranks, {sockets[1]});
+      Status status = body(bootstrap);
+      if (!status.isOk()) {
+        std::fprintf(stderr, "%.*s (rank %d): %s\n", static_cast<int>(benchmark.size()), benchmark.data(), rank,
+                     status.toString().c_str());
+      }
+      std::fflush(nullptr);
+      _exit(status.isOk() ? 0 : 1);
+    }
+    close(sockets[1]);
+    if (child < 0) {
+      reportFailure(strCat(benchmark, ": fork: ", std::strerror(errno)));
+      close(sockets[0]);
+      ok = false;
+      break;
+    }
+    mine[static_cast<size_t>(rank)] = sockets[0];
+    children.push_back(child);
+  }
+  if (ok) {
+    messaging::Bootstrap bootstrap = starBootstrap(0, ranks, mine);
+    Status status = body(bootstrap);
+    if (!status.isOk()) {
+      reportFailure(strCat(benchmark, " (rank 0): ", status.toString()));
+      ok = false;
+    }
+  }
+  for (int fd : mine) {
+    if (fd >= 0) close(fd);  // a child blocked on its socket now sees EOF and fails
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      reportFailure(strCat(benchmark, ": a forked rank failed"));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace ibdt::perf
