@@ -98,7 +98,7 @@ bool ShmEndpoint::peerReceiveAvailable() {
   // The peer wrote its head when it last posted, so reading it is a cache
   // miss: read it again only once the receives seen last time are used up.
   // The acquire of that read covers every receive slot below it.
-  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
+  uint64_t tail = peerRecvTaken_.index;
   if (peerRecvHead_ != tail) return true;
   peerRecvHead_ = peerHeader_->recvRing.head.load(std::memory_order_acquire);
   return peerRecvHead_ != tail;
@@ -106,9 +106,8 @@ bool ShmEndpoint::peerReceiveAvailable() {
 
 ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iovec> local, CompletionStatus& status) {
   if (!peerReceiveAvailable()) return Step::kBlocked;
-  uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
   const auto* slot =
-      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + (tail % peerRecvDepth_) * peerRecvSlotSize_);
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + size_t{peerRecvTaken_.slot} * peerRecvSlotSize_);
   uint32_t numSge = std::min<uint32_t>(slot->numSge, (peerRecvSlotSize_ - offsetof(RecvSlot, sge)) / sizeof(RecvSge));
   uint64_t capacity = 0;
   for (uint32_t i = 0; i < numSge; ++i) capacity += slot->sge[i].length;
@@ -116,7 +115,7 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
   if (work.length > capacity) {
     // As on InfiniBand: the receiver sees a local length error, the sender
     // an invalid request; both endpoints fail.
-    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+    consumePeerReceive();
     notifyPeer(Opcode::kRecv, CompletionStatus::kLocalLength, 0, imm, work.request.immData);
     status = CompletionStatus::kRemoteInvalidRequest;
     return Step::kDone;
@@ -147,7 +146,7 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
       vendorError_ = static_cast<uint32_t>(outcome.error);
     }
   }
-  peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+  consumePeerReceive();
   CompletionStatus delivered =
       status == CompletionStatus::kSuccess ? CompletionStatus::kSuccess : CompletionStatus::kRemoteOperation;
   if (status != CompletionStatus::kRetryExceeded) {
@@ -182,12 +181,16 @@ ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const
   }
   status = CompletionStatus::kSuccess;
   if (opcode == Opcode::kWriteWithImm) {
-    uint64_t tail = peerHeader_->recvRing.tail.load(std::memory_order_relaxed);
-    peerHeader_->recvRing.tail.store(tail + 1, std::memory_order_release);
+    consumePeerReceive();
     notifyPeer(Opcode::kRecvWriteWithImm, CompletionStatus::kSuccess, static_cast<uint32_t>(work.length), true,
                work.request.immData);
   }
   return Step::kDone;
+}
+
+void ShmEndpoint::consumePeerReceive() {
+  peerRecvTaken_.advance();
+  peerHeader_->recvRing.tail.store(peerRecvTaken_.index, std::memory_order_release);
 }
 
 void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool imm,
@@ -203,14 +206,13 @@ void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t by
 }
 
 void ShmEndpoint::pushNotification(const Notification& note) {
-  RingIndices& ring = peerHeader_->notifyRing;
-  uint64_t head = ring.head.load(std::memory_order_relaxed);
   // Never full: each notification answers one consumed receive (the peer
   // has at most recvDepth outstanding) or is the one bounce request in flight.
-  NotificationSlot& slot = peerNotifications_[head % peerNotifyCapacity_];
+  NotificationSlot& slot = peerNotifications_[peerNotifyPut_.slot];
   slot.note = note;
-  slot.sequence.store(head + 1, std::memory_order_release);
-  ring.head.store(head + 1, std::memory_order_relaxed);
+  peerNotifyPut_.advance();
+  slot.sequence.store(peerNotifyPut_.index, std::memory_order_release);
+  peerHeader_->notifyRing.head.store(peerNotifyPut_.index, std::memory_order_relaxed);
   peer_->ring(peerRecvDoorbell_);
 }
 
