@@ -14,7 +14,6 @@
 namespace ibdt::messaging {
 namespace {
 
-constexpr size_t kPollBatch = 32;
 constexpr uint32_t kSendSlotsMin = 64;
 
 Status completionFailure(const fabric::Completion& completion, const Peer& peer, std::string_view what) {
@@ -236,7 +235,7 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
   if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
-  fabric::Completion batch[kPollBatch];
+  std::span<fabric::Completion> batch(polled_);
   size_t got = recvQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
   got = sendQueue_->poll(batch);

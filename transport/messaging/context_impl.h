@@ -6,6 +6,7 @@
 // queue within its credits and advances the data phase of every rendezvous.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -241,6 +242,9 @@ class ContextImpl {
   uint32_t maxSge_ = 1;
   uint64_t maxWrBytes_ = 0;
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
+  // What progress() polls into: a member, as a local array would be zeroed
+  // (1 KiB) on every call, most of a poll's cost when nothing arrived.
+  std::array<fabric::Completion, 32> polled_;
   struct PostScratch {  // advanceSend's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;
