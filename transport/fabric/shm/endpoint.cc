@@ -344,6 +344,7 @@ bool ShmEndpoint::drainNotifications() {
       continue;
     }
     if (postedRecvs_.empty()) continue;  // flushed already (we are in the error state)
+    if (note.byteLength > 0) prefetchReceived(postedRecvs_.size(), note.byteLength);
     Completion completion;
     completion.id = postedRecvs_.front();
     postedRecvs_.pop_front();
@@ -362,6 +363,24 @@ bool ShmEndpoint::drainNotifications() {
   }
   if (notifyTaken_.index != first) header_->notifyRing.tail.store(notifyTaken_.index, std::memory_order_release);
   return ok;
+}
+
+void ShmEndpoint::prefetchReceived(size_t outstanding, uint32_t byteLength) const {
+  // The oldest posted receive is the one completed: its ring entry is
+  // `outstanding` below the head. The peer can write the entry, but a
+  // prefetch of a bad address is dropped, never a fault.
+  const auto* slot =
+      reinterpret_cast<const RecvSlot*>(recvSlots_ + size_t{recvPosted_.slotBefore(outstanding)} * recvSlotSize_);
+  uint64_t left = std::min<uint64_t>(byteLength, kPrefetchBytes);
+  uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
+  for (uint32_t i = 0; i < count && left > 0; ++i) {
+    uint64_t address = slot->sge[i].address;
+    uint64_t take = std::min<uint64_t>(left, slot->sge[i].length);
+    for (uint64_t line = address & ~uint64_t{kCacheLine - 1}; line < address + take; line += kCacheLine) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+    }
+    left -= take;
+  }
 }
 
 void ShmEndpoint::checkPeer(std::chrono::steady_clock::time_point now) {

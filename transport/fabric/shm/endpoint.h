@@ -33,6 +33,8 @@ class ShmCompletionQueue;
 
 class ShmEndpoint final : public Endpoint {
  public:
+  // How much of a just-completed receive is prefetched (see prefetchReceived).
+  static constexpr uint64_t kPrefetchBytes = 1024;
   static Result<std::unique_ptr<Endpoint>> create(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue,
                                                   ShmCompletionQueue& recvQueue, const EndpointOptions& options);
   ~ShmEndpoint() override;
@@ -82,6 +84,10 @@ class ShmEndpoint final : public Endpoint {
       ++index;
       if (++slot == capacity) slot = 0;
     }
+    // The slot `back` (<= capacity) entries before this one.
+    uint32_t slotBefore(uint64_t back) const {
+      return static_cast<uint32_t>(slot >= back ? slot - back : slot + capacity - back);
+    }
   };
 
   ShmEndpoint(std::shared_ptr<DomainState> state, ShmCompletionQueue& sendQueue, ShmCompletionQueue& recvQueue);
@@ -112,6 +118,10 @@ class ShmEndpoint final : public Endpoint {
   // Turns inbound notifications into receive completions; false when one
   // reported an error (the endpoint must then fail).
   bool drainNotifications();
+  // Starts loading what a receive just got (written by the peer's core,
+  // so every line misses): the consumer reads it next, and the misses
+  // overlap instead of coming one by one as it walks the bytes.
+  void prefetchReceived(size_t outstanding, uint32_t byteLength) const;
   void checkPeer(std::chrono::steady_clock::time_point now);
   // Moves to the error state and flushes everything outstanding; the first
   // flushed request reports `cause` when it is not kFlushed.
