@@ -108,10 +108,10 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   Peer& self = peers_[static_cast<size_t>(rank_)];
   IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * sender, createPeerEndpoint(self));
   self.sendEndpoint = sender;
-  endpointRank_[sender->id()] = rank_;
+  endpointRank_.set(sender->id(), rank_);
   IBDT_ASSIGN_OR_RETURN(auto receiver, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions_));
   receiver->setPeerLabel(strCat("rank ", rank_, " (self)"));
-  endpointRank_[receiver->id()] = rank_;
+  endpointRank_.set(receiver->id(), rank_);
   self.recvEndpoint = receiver.get();
   endpoints_.push_back(std::move(receiver));
   IBDT_RETURN_IF_ERROR(sender->connect(self.recvEndpoint->address()));
@@ -261,11 +261,11 @@ Status ContextImpl::progress() {
 
 Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   ++events_;
-  auto found = endpointRank_.find(completion.endpointId);
-  if (found == endpointRank_.end() || wrKind(completion.id) != WrKind::kRecvSlot) {
+  const int* rank = endpointRank_.find(completion.endpointId);
+  if (rank == nullptr || wrKind(completion.id) != WrKind::kRecvSlot) {
     return makeError(Code::kInternal, "receive completion for unknown endpoint ", completion.endpointId);
   }
-  Peer& peer = peers_[static_cast<size_t>(found->second)];
+  Peer& peer = peers_[static_cast<size_t>(*rank)];
   uint32_t slot = static_cast<uint32_t>(wrValue(completion.id) & 0xffffff);
   if (completion.status != fabric::CompletionStatus::kSuccess) {
     failPeer(peer, completionFailure(completion, peer, "receive"));
@@ -355,11 +355,11 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
   ++events_;
-  auto found = endpointRank_.find(completion.endpointId);
-  if (found == endpointRank_.end()) {
+  const int* rank = endpointRank_.find(completion.endpointId);
+  if (rank == nullptr) {
     return makeError(Code::kInternal, "send completion for unknown endpoint ", completion.endpointId);
   }
-  Peer& peer = peers_[static_cast<size_t>(found->second)];
+  Peer& peer = peers_[static_cast<size_t>(*rank)];
   if (peer.sendOutstanding > 0) --peer.sendOutstanding;
   bool ok = completion.status == fabric::CompletionStatus::kSuccess;
   uint64_t value = wrValue(completion.id);

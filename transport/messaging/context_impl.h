@@ -17,6 +17,7 @@
 #include "ibdt/messaging.h"
 #include "transport/fabric/mesh.h"
 #include "transport/messaging/connection.h"
+#include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
 #include "transport/messaging/type_cache.h"
@@ -225,7 +226,7 @@ class ContextImpl {
   std::unique_ptr<fabric::CompletionQueue> sendQueue_;
   std::unique_ptr<fabric::CompletionQueue> recvQueue_;
   std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
-  std::unordered_map<uint32_t, int> endpointRank_;
+  EndpointRanks endpointRank_;
   std::vector<Peer> peers_;
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
