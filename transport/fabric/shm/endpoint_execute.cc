@@ -191,6 +191,10 @@ ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const
 void ShmEndpoint::consumePeerReceive() {
   peerRecvTaken_.advance();
   peerHeader_->recvRing.tail.store(peerRecvTaken_.index, std::memory_order_release);
+  // The next SEND reads the next receive's entry first, a line the peer
+  // wrote when it posted that receive (long ago: the ring is deep), so
+  // fetching it now takes a cross-core miss off that SEND's path.
+  __builtin_prefetch(peerRecvSlots_ + size_t{peerRecvTaken_.slot} * peerRecvSlotSize_);
 }
 
 void ShmEndpoint::notifyPeer(Opcode opcode, CompletionStatus status, uint32_t byteLength, bool imm,
