@@ -234,6 +234,7 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
+  repostConsumed();
   if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
   std::span<fabric::Completion> batch(polled_);
   size_t got = recvQueue_->poll(batch);
@@ -284,16 +285,29 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     countsCredit = !header.isOk() || (header->kind != wire::Kind::kCredit && header->kind != wire::Kind::kClose);
     status = dispatchControl(peer, message);
   }
-  if (status.isOk()) status = repostSlot(peer, slot);
   if (!status.isOk()) {
     failPeer(peer, status);
     return Status::ok();
   }
-  if (countsCredit) {
-    if (peer.self) ++peer.credits;
-    else ++peer.owed;
-  }
+  consumed_.push_back(ConsumedSlot{peer.rank, slot, countsCredit});
   return Status::ok();
+}
+
+void ContextImpl::repostConsumed() {
+  for (const ConsumedSlot& consumed : consumed_) {
+    Peer& peer = peers_[static_cast<size_t>(consumed.rank)];
+    if (!peer.failure.isOk()) continue;  // its receives are flushed or gone
+    Status status = repostSlot(peer, consumed.slot);
+    if (!status.isOk()) {
+      failPeer(peer, status);
+      continue;
+    }
+    if (consumed.countsCredit) {
+      if (peer.self) ++peer.credits;
+      else ++peer.owed;
+    }
+  }
+  consumed_.clear();
 }
 
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {

@@ -207,6 +207,9 @@ class ContextImpl {
   Status handleSendCompletion(const fabric::Completion& completion);
   Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
   Status repostSlot(Peer& peer, uint32_t slot);
+  // Reposts the receive buffers handleReceive consumed; their credits
+  // become owed (or, to ourselves, free) only then.
+  void repostConsumed();
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
   Result<Staging> pooledBuffer(size_t bytes);
@@ -246,6 +249,17 @@ class ContextImpl {
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
+  // Receive buffers whose message was handled, reposted at the start of the
+  // next progress(): a repost ends by waking the peer (a fence that waits
+  // for the posting stores to reach the peer's cache), and deferred, that
+  // cost falls after the caller has acted on the message — sent its reply —
+  // instead of before. Credits lag by at most one progress() call.
+  struct ConsumedSlot {
+    int rank;
+    uint32_t slot;
+    bool countsCredit;
+  };
+  std::vector<ConsumedSlot> consumed_;
   struct PostScratch {  // advanceSend's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;
