@@ -29,7 +29,8 @@
 
 namespace ibdt::messaging {
 
-// A user send or receive.
+// A user send or receive. Every member needs an initialiser: operations
+// are default-initialised (newOperation in context.cc).
 struct Operation : MatchListHook {
   bool isSend = false;
   const void* sendBuffer = nullptr;
