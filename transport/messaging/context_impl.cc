@@ -234,13 +234,14 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
-  repostConsumed();
+  repostConsumed(/*creditDueOnly=*/false);
   if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
   std::span<fabric::Completion> batch(polled_);
   size_t got = recvQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
   got = sendQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
+  repostConsumed(/*creditDueOnly=*/true);
   for (Peer& peer : peers_) {
     if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;
     Status status = flushControl(peer);
@@ -290,12 +291,19 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     return Status::ok();
   }
   consumed_.push_back(ConsumedSlot{peer.rank, slot, countsCredit});
+  if (countsCredit) ++peer.unposted;
   return Status::ok();
 }
 
-void ContextImpl::repostConsumed() {
+void ContextImpl::repostConsumed(bool creditDueOnly) {
+  auto kept = consumed_.begin();
   for (const ConsumedSlot& consumed : consumed_) {
     Peer& peer = peers_[static_cast<size_t>(consumed.rank)];
+    if (creditDueOnly && (peer.self || peer.owed + peer.unposted < creditBatch())) {
+      *kept++ = consumed;
+      continue;
+    }
+    if (consumed.countsCredit) --peer.unposted;
     if (!peer.failure.isOk()) continue;  // its receives are flushed or gone
     Status status = repostSlot(peer, consumed.slot);
     if (!status.isOk()) {
@@ -307,7 +315,7 @@ void ContextImpl::repostConsumed() {
       else ++peer.owed;
     }
   }
-  consumed_.clear();
+  consumed_.erase(kept, consumed_.end());
 }
 
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {

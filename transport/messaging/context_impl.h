@@ -6,6 +6,7 @@
 // queue within its credits and advances the data phase of every rendezvous.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <memory>
@@ -129,6 +130,7 @@ struct Peer {
   std::unique_ptr<fabric::MemoryRegion> recvSlots;
   uint32_t credits = 0;  // eager buffers free at the peer
   uint32_t owed = 0;     // our buffers consumed and reposted, not yet reported
+  uint32_t unposted = 0; // our buffers consumed, not yet reposted (ContextImpl::consumed_)
   uint32_t sendOutstanding = 0;
   uint32_t readsOutstanding = 0;
   std::deque<PendingControl> controlQueue;
@@ -209,8 +211,12 @@ class ContextImpl {
   Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
   Status repostSlot(Peer& peer, uint32_t slot);
   // Reposts the receive buffers handleReceive consumed; their credits
-  // become owed (or, to ourselves, free) only then.
-  void repostConsumed();
+  // become owed (or, to ourselves, free) only then. `creditDueOnly`: only
+  // those of peers owed a credit message with them (creditBatch()).
+  void repostConsumed(bool creditDueOnly);
+  // Owed credits that are sent back on their own, without waiting for a
+  // message to carry them.
+  uint32_t creditBatch() const { return std::max<uint32_t>(1, options_.eagerCredits / 2); }
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
   Result<Staging> pooledBuffer(size_t bytes);
@@ -254,7 +260,9 @@ class ContextImpl {
   // next progress(): a repost ends by waking the peer (a fence that waits
   // for the posting stores to reach the peer's cache), and deferred, that
   // cost falls after the caller has acted on the message — sent its reply —
-  // instead of before. Credits lag by at most one progress() call.
+  // instead of before. A peer that reaches creditBatch() with them is
+  // reposted for and sent its credits in the same call, as without the
+  // deferral: it may be waiting for them while we wait for nothing from it.
   struct ConsumedSlot {
     int rank;
     uint32_t slot;
