@@ -159,6 +159,16 @@ struct SendRequest {
   const SendRequest* next = nullptr;
 };
 
+// A SEND whose payload the caller writes in place (UCX's "bcopy" pack
+// callback): pack(context, destination) writes exactly `length` bytes.
+struct PackedSend {
+  uint64_t id = 0;
+  uint32_t flags = kSignaled;  // kSignaled: a completion on success too
+  uint32_t length = 0;
+  Status (*pack)(void* context, uint8_t* destination) = nullptr;
+  void* context = nullptr;
+};
+
 struct RecvRequest {
   uint64_t id = 0;
   const Sge* sgList = nullptr;
@@ -227,6 +237,19 @@ class Endpoint {
   virtual Status connect(std::span<const uint8_t> peerAddress) = 0;
   virtual Status postSend(const SendRequest& first, const SendRequest** badRequest = nullptr) = 0;
   virtual Status postRecv(const RecvRequest& first, const RecvRequest** badRequest = nullptr) = 0;
+  // Posts a SEND whose bytes `send.pack` writes straight into the peer's
+  // receive buffer, where the provider can reach it (shm maps it): the copy
+  // out of a registered send buffer is saved. Only when it can be done at
+  // once and in order: kAgain (nothing posted, pack not called) when
+  // requests are still queued, the peer has no receive posted, or it would
+  // not fit one mapped piece; the caller then packs into a registered buffer
+  // and uses postSend, which also reports any error. A pack error is
+  // returned and nothing is posted. kUnsupported by default (an HCA reads
+  // registered memory: pack into a send buffer there).
+  virtual Status postSendPacked(const PackedSend& send) {
+    (void)send;
+    return Status(Code::kUnsupported, "this provider has no in-place packed send");
+  }
   virtual EndpointState state() const = 0;
   // Identifies this endpoint in Completion::endpointId.
   virtual uint32_t id() const = 0;

@@ -5,6 +5,12 @@
 //   * Eager (packed bytes <= eagerLimit): packed straight into a
 //     pre-registered eager buffer, unpacked straight out of the receiver's
 //     one; credit-based flow control per peer.
+//   * Pipelined eager (eagerLimit < packed bytes <= pipelineLimit, no
+//     scheme forced): the same buffers, the message cut into fragments that
+//     leave back to back with no handshake, so the receiver unpacks one
+//     fragment while the next is written. A sender with large blocks
+//     gathers them straight from the user buffer into the peer's eager
+//     buffer (no pack copy); one with small blocks packs each fragment.
 //   * Rendezvous: the RTS carries the sender's datatype statistics; the
 //     receiver answers with an unpack buffer or with its user buffer's
 //     remote key and layout (sent once per (type id, version), then cached by
@@ -79,10 +85,12 @@ enum class Scheme : uint8_t {
   kRwgUp,       // write-gather from user blocks -> segment unpack
   kPRrs,        // sender packs; receiver READs with scatter into user blocks
   kMultiW,      // one write per matching pair of blocks, zero copy
+  kPipelined,   // eager fragments back to back, no handshake (mid-size messages)
 };
-inline constexpr int kSchemeCount = 8;
+inline constexpr int kSchemeCount = 9;
 std::string_view schemeName(Scheme scheme);
-// Parses "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w".
+// Parses "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w",
+// "pipelined".
 Result<Scheme> parseScheme(std::string_view name);
 
 // When endpoints to the other ranks are set up (see above).
@@ -92,9 +100,12 @@ inline constexpr int kEagerConnectRanks = 16;  // kAuto: eager up to this many r
 struct Options {
   int64_t eagerLimit = 32768;     // largest packed message sent eagerly
   uint32_t eagerCredits = 32;     // eager receive buffers per peer
+  // Largest packed message sent as pipelined eager fragments (above
+  // eagerLimit); larger ones, and all when a scheme is forced, rendezvous.
+  int64_t pipelineLimit = 262144;
   int64_t segmentSize = 0;        // pipeline unit of BC-SPUP and RWG-UP (0: by message size)
   uint32_t ringSegments = 4;      // their staging buffer: a ring of this many segments
-  Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme (kAuto: Table 1)
+  Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme for all above eagerLimit (kAuto: by size, Table 1)
   // Mean block size (bytes) below which a side packs (sender) or unpacks
   // (receiver) instead of using its blocks directly; <0: from the cost model
   // (for the receiver: the model compares the schemes for each message).

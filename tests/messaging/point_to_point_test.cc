@@ -24,8 +24,8 @@ Options smallOptions() {
   return options;
 }
 
-// Sizes on both sides of the eager limit.
-const std::vector<int64_t> kCounts = {0, 1, 63, 64, 65, 1000, 20000};
+// Sizes on both sides of the eager and pipelined limits.
+const std::vector<int64_t> kCounts = {0, 1, 63, 64, 65, 1000, 20000, 65536, 65537, 200000};
 
 TEST(PointToPoint, ContiguousRoundTripEveryByte) {
   runRanks(2, smallOptions(), [](RankEnv& env) {
@@ -44,9 +44,11 @@ TEST(PointToPoint, ContiguousRoundTripEveryByte) {
         EXPECT_EQ(info.source, 0);
         EXPECT_EQ(info.tag, 5);
         EXPECT_EQ(info.bytes, count * 4);
-        // Contiguous data goes in place, or through the staging ring where the
-        // cost model finds the provider's zero-copy path dearer.
+        // Eager, then pipelined fragments; above that contiguous data goes in
+        // place, or through the staging ring where the cost model finds the
+        // provider's zero-copy path dearer.
         if (count * 4 <= 256) EXPECT_EQ(info.scheme, Scheme::kEager);
+        else if (count * 4 <= Options().pipelineLimit) EXPECT_EQ(info.scheme, Scheme::kPipelined);
         else EXPECT_TRUE(info.scheme == Scheme::kContiguous || info.scheme == Scheme::kRwgUp) << schemeName(info.scheme);
         for (int64_t i = 0; i < count; ++i) ASSERT_EQ(data[static_cast<size_t>(i)], count + i) << "count " << count;
         EXPECT_EQ(data.back(), -7) << "written beyond the receive buffer";

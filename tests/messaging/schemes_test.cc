@@ -169,6 +169,7 @@ INSTANTIATE_TEST_SUITE_P(AllSchemes, ForcedScheme,
 TEST(Schemes, AutoChoiceFollowsTable1) {
   Options options;
   options.eagerLimit = 512;
+  options.pipelineLimit = 0;  // every message above the eager limit rendezvous
   options.packBelowBlock = 64;     // sender packs blocks under 64 B
   options.unpackBelowBlock = 256;  // receiver unpacks blocks under 256 B
   runRanks(2, options, [&](RankEnv& env) {
@@ -238,11 +239,14 @@ TEST(Schemes, RandomTypesAllSchemes) {
     types.push_back(random.type);
   }
   for (Scheme scheme : {Scheme::kAuto, Scheme::kGeneric, Scheme::kBcSpup, Scheme::kRwgUp, Scheme::kPRrs,
-                        Scheme::kMultiW}) {
+                        Scheme::kMultiW, Scheme::kPipelined}) {
     Options options;
     options.eagerLimit = 256;
+    // 333-byte segments; pipelined fragments of 256: boundaries fall inside
+    // elements and blocks.
     options.segmentSize = 333;
-    options.forcedScheme = scheme;
+    options.forcedScheme = scheme == Scheme::kPipelined ? Scheme::kAuto : scheme;
+    options.pipelineLimit = scheme == Scheme::kPipelined ? int64_t{1} << 30 : 0;
     runRanks(2, options, [&](RankEnv& env) {
       for (const Datatype& type : types) {
         int64_t count = std::max<int64_t>(1, 3000 / type.size());
@@ -250,7 +254,7 @@ TEST(Schemes, RandomTypesAllSchemes) {
         auto stats = datatype::stats(type, count);
         ASSERT_TRUE(stats.isOk());
         // kAuto: whatever the cost model picks (not checked), still every byte.
-        Scheme want = stats->contiguous ? Scheme::kContiguous : scheme;
+        Scheme want = stats->contiguous && scheme != Scheme::kPipelined ? Scheme::kContiguous : scheme;
         exchange(env, type, count, type, count, want);
         if (::testing::Test::HasFatalFailure()) return;
       }

@@ -60,7 +60,10 @@ SelfContext selfContext(Scheme forced) {
   self.domain = std::move(domain).value();
   Options options;
   options.eagerLimit = 1024;
-  options.forcedScheme = forced;
+  // kPipelined: no scheme forced, the eager fragments carry everything;
+  // otherwise the rendezvous schemes do.
+  options.forcedScheme = forced == Scheme::kPipelined ? Scheme::kAuto : forced;
+  options.pipelineLimit = forced == Scheme::kPipelined ? int64_t{1} << 30 : 0;
   Bootstrap bootstrap;
   bootstrap.allgather = [](std::span<const uint8_t> value) -> Result<std::vector<std::vector<uint8_t>>> {
     return std::vector<std::vector<uint8_t>>{std::vector<uint8_t>(value.begin(), value.end())};
@@ -104,7 +107,8 @@ TEST_P(GappedUserBuffers, ReceiverWithoutOneRegionUnpacks) {
   RecvInfo info;
   Status status = self.context->wait(*recv, &info, Deadline::after(std::chrono::seconds(60)));
   ASSERT_TRUE(status.isOk()) << status.toString();
-  EXPECT_TRUE(info.scheme == Scheme::kBcSpup || info.scheme == Scheme::kRwgUp || info.scheme == Scheme::kGeneric)
+  if (GetParam() == Scheme::kPipelined) EXPECT_EQ(info.scheme, Scheme::kPipelined);
+  else EXPECT_TRUE(info.scheme == Scheme::kBcSpup || info.scheme == Scheme::kRwgUp || info.scheme == Scheme::kGeneric)
       << schemeName(info.scheme);
   for (size_t i = 0; i < kPiece; ++i) ASSERT_EQ(receive.at(i), static_cast<uint8_t>(i * 13 + 5)) << "byte " << i;
   // The rest of each piece is untouched.
@@ -115,7 +119,8 @@ TEST_P(GappedUserBuffers, ReceiverWithoutOneRegionUnpacks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, GappedUserBuffers,
-                         ::testing::Values(Scheme::kAuto, Scheme::kRwgUp, Scheme::kMultiW, Scheme::kPRrs),
+                         ::testing::Values(Scheme::kAuto, Scheme::kRwgUp, Scheme::kMultiW, Scheme::kPRrs,
+                                           Scheme::kPipelined),
                          [](const auto& param) { return testing::schemeTestName(param.param); });
 
 }  // namespace

@@ -291,6 +291,30 @@ Status ContextImpl::sendClose(Peer& peer) {
   return Status::ok();
 }
 
+Status ContextImpl::handleClose(Peer& peer) {
+  // A peer closes once quiet toward us (quietToward): no part of a message
+  // or of a transfer it takes part in may still be owed. (A send of ours it
+  // never answered is its application's error, not the protocol's.)
+  if (peer.inbound.active) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " closed at byte ", peer.inbound.received, " of its ",
+                     peer.inbound.envelope.bytes, "-byte pipelined message");
+  }
+  for (const auto& [id, transfer] : recvTransfers_) {
+    if (transfer->op->peer == peer.rank) {
+      return makeError(Code::kProtocol, "rank ", peer.rank, " closed before finishing transfer ", id, " to us");
+    }
+  }
+  for (const auto& [id, transfer] : sendTransfers_) {
+    // Writes all posted may have reached it before their completions reach us.
+    bool owed = transfer->waitingForFin || (transfer->replied && transfer->next < transfer->cts.bytes);
+    if (transfer->op->peer == peer.rank && owed) {
+      return makeError(Code::kProtocol, "rank ", peer.rank, " closed before finishing transfer ", id, " from us");
+    }
+  }
+  peer.link.closeReceived = true;
+  return Status::ok();
+}
+
 Status ContextImpl::close(Deadline deadline) {
   if (closed_) return Status::ok();
   Backoff backoff(spins_);

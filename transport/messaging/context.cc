@@ -49,8 +49,13 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
   if (op->bytes <= options_.eagerLimit) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
+  } else if (op->bytes <= options_.pipelineLimit && options_.forcedScheme == Scheme::kAuto) {
+    ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
+    PendingControl message{{}, op};
+    message.pipelined = true;
+    peer.controlQueue.push_back(std::move(message));
   } else {
-    IBDT_RETURN_IF_ERROR(op->ensureStats());
+    IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
     auto transfer = std::make_unique<SendTransfer>();
     transfer->id = nextTransfer_++;
     transfer->op = op;
@@ -82,8 +87,13 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
     return op;
   }
   std::unique_ptr<Unexpected> owned(arrived);
-  if (owned->kind == wire::Kind::kEager) {
-    deliverEager(*op, owned->peer, owned->wireEnvelope, owned->payload);
+  bool arriving = owned->kind == wire::Kind::kPipelined &&
+                  static_cast<int64_t>(owned->payload.size()) < owned->wireEnvelope.bytes;
+  if (arriving) {
+    adoptInbound(op, *owned);  // its remaining fragments go straight to this receive
+  } else if (owned->kind != wire::Kind::kRts) {
+    Scheme scheme = owned->kind == wire::Kind::kEager ? Scheme::kEager : Scheme::kPipelined;
+    deliverEager(*op, owned->peer, owned->wireEnvelope, owned->payload, scheme);
   } else {
     Status status = acceptRts(op, owned->peer, owned->wireEnvelope, owned->rts);
     if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);

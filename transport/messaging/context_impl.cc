@@ -38,6 +38,15 @@ Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& 
   return status;
 }
 
+// A field of a control message from `peer`; a message too short for it is
+// that peer's fault, so the error names it.
+template <typename T>
+Result<T> readFrom(const Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  auto value = wire::read<T>(message, offset);
+  if (!value.isOk()) return std::move(value).takeStatus().withContext(strCat("rank ", peer.rank));
+  return value;
+}
+
 }  // namespace
 
 Status ContextImpl::init(const Bootstrap& bootstrap) {
@@ -123,6 +132,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
   IBDT_ASSIGN_OR_RETURN(sendSlots_, domain_.allocateMemory(sendSlots * slotSize(), fabric::kLocalWrite));
   for (uint32_t slot = sendSlots; slot-- > 0;) freeSendSlots_.push_back(slot);
+  slotOwner_.resize(sendSlots);
   IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
   IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
   IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
@@ -182,6 +192,19 @@ Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests)
 void ContextImpl::complete(Operation& op, Status status) {
   op.done = true;
   op.status = std::move(status);
+  op.gathered = UserRegistration();  // a pipelined send's pin on its buffer
+}
+
+ContextImpl::~ContextImpl() {
+  // Sends still going hold registrations of the cache that dies with us.
+  for (Peer& peer : peers_) {
+    for (PendingControl& message : peer.controlQueue) {
+      if (message.eager) message.eager->gathered = UserRegistration();
+    }
+  }
+  for (auto& owner : slotOwner_) {
+    if (owner) owner->gathered = UserRegistration();
+  }
 }
 
 void ContextImpl::failPeer(Peer& peer, Status status) {
@@ -198,6 +221,7 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
   for (auto& message : peer.controlQueue) {
     if (message.eager) complete(*message.eager, peer.failure);
   }
+  dropInbound(peer);
   peer.controlQueue.clear();
   peer.activeSends.clear();
   peer.activeReads.clear();
@@ -274,6 +298,10 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     return Status::ok();
   }
   if (!peer.failure.isOk()) return Status::ok();
+  if (peer.link.closeReceived) {  // its close() promised that nothing more follows
+    failPeer(peer, makeError(Code::kProtocol, "rank ", peer.rank, " sent more after it closed"));
+    return Status::ok();
+  }
   peer.link.remoteReady = true;  // it sent this, so its side is connected
   bool countsCredit = true;
   Status status;
@@ -319,16 +347,22 @@ void ContextImpl::repostConsumed(bool creditDueOnly) {
 }
 
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {
-  IBDT_ASSIGN_OR_RETURN(wire::Header header, wire::read<wire::Header>(message, 0));
+  IBDT_ASSIGN_OR_RETURN(wire::Header header, readFrom<wire::Header>(peer, message, 0));
   if (header.credits > options_.eagerCredits - peer.credits) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " returned ", header.credits, " credits, ", peer.credits,
                      " of ", options_.eagerCredits, " are already free");
   }
   peer.credits += header.credits;
   size_t offset = sizeof(header);
+  bool startsMessage =
+      header.kind == wire::Kind::kEager || header.kind == wire::Kind::kRts || header.kind == wire::Kind::kPipelined;
+  if (startsMessage && peer.inbound.active) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " started a message at byte ", peer.inbound.received,
+                     " of its ", peer.inbound.envelope.bytes, "-byte pipelined message");
+  }
   switch (header.kind) {
     case wire::Kind::kEager: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
       auto payload = message.subspan(offset + sizeof(envelope));
       if (envelope.bytes < 0 || static_cast<uint64_t>(envelope.bytes) != payload.size()) {
         return makeError(Code::kProtocol, "eager message from rank ", peer.rank, " claims ", envelope.bytes,
@@ -337,39 +371,51 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       handleEager(peer, envelope, payload);
       return Status::ok();
     }
+    case wire::Kind::kPipelined: {
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+      auto payload = message.subspan(offset + sizeof(envelope));
+      if (payload.empty() || envelope.bytes <= static_cast<int64_t>(payload.size())) {
+        return makeError(Code::kProtocol, "pipelined message from rank ", peer.rank, " claims ", envelope.bytes,
+                         " bytes and starts with ", payload.size());
+      }
+      return handlePipelined(peer, envelope, payload);
+    }
+    case wire::Kind::kFragment: {
+      IBDT_ASSIGN_OR_RETURN(auto fragment, readFrom<wire::Fragment>(peer, message, offset));
+      return handleFragment(peer, fragment, message.subspan(offset + sizeof(fragment)));
+    }
     case wire::Kind::kRts: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, wire::read<wire::Envelope>(message, offset));
-      IBDT_ASSIGN_OR_RETURN(auto rts, wire::read<wire::Rts>(message, offset + sizeof(envelope)));
+      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto rts, readFrom<wire::Rts>(peer, message, offset + sizeof(envelope)));
       if (envelope.bytes <= 0) return makeError(Code::kProtocol, "RTS from rank ", peer.rank, " with no data");
       handleRts(peer, envelope, rts);
       return Status::ok();
     }
     case wire::Kind::kCts: {
-      IBDT_ASSIGN_OR_RETURN(auto cts, wire::read<wire::Cts>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto cts, readFrom<wire::Cts>(peer, message, offset));
       auto layout = message.subspan(offset + sizeof(cts));
       if (cts.hasLayout && layout.size() != cts.layoutBytes) {
-        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " announces a ", cts.layoutBytes,
-                         "-byte layout and carries ", layout.size());
+        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " for transfer ", cts.senderTransfer,
+                         " announces a ", cts.layoutBytes, "-byte layout and carries ", layout.size());
       }
       return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
     }
     case wire::Kind::kPacked: {
-      IBDT_ASSIGN_OR_RETURN(auto packed, wire::read<wire::Packed>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto packed, readFrom<wire::Packed>(peer, message, offset));
       return handlePacked(peer, packed);
     }
     case wire::Kind::kFin: {
-      IBDT_ASSIGN_OR_RETURN(auto fin, wire::read<wire::Fin>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto fin, readFrom<wire::Fin>(peer, message, offset));
       return handleFin(peer, fin);
     }
     case wire::Kind::kRelease: {
-      IBDT_ASSIGN_OR_RETURN(auto release, wire::read<wire::Release>(message, offset));
+      IBDT_ASSIGN_OR_RETURN(auto release, readFrom<wire::Release>(peer, message, offset));
       return handleRelease(peer, release);
     }
     case wire::Kind::kCredit:
       return Status::ok();
     case wire::Kind::kClose:
-      peer.link.closeReceived = true;
-      return Status::ok();
+      return handleClose(peer);
   }
   return makeError(Code::kProtocol, "unknown control message kind ", static_cast<int>(header.kind), " from rank ",
                    peer.rank);
@@ -382,24 +428,32 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
     return makeError(Code::kInternal, "send completion for unknown endpoint ", completion.endpointId);
   }
   Peer& peer = peers_[static_cast<size_t>(*rank)];
-  if (peer.sendOutstanding > 0) --peer.sendOutstanding;
   bool ok = completion.status == fabric::CompletionStatus::kSuccess;
+  if (wrKind(completion.id) == WrKind::kInPlace) {  // unsignaled: only a failure completes
+    if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));
+    return Status::ok();
+  }
+  if (peer.sendOutstanding > 0) --peer.sendOutstanding;
   uint64_t value = wrValue(completion.id);
   switch (wrKind(completion.id)) {
-    case WrKind::kSlot:
-      freeSendSlots_.push_back(static_cast<uint32_t>(value));
-      if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));
+    case WrKind::kSlot: {
+      auto slot = static_cast<uint32_t>(value);
+      freeSendSlots_.push_back(slot);
+      Status status = ok ? Status::ok() : completionFailure(completion, peer, "control send");
+      if (slotOwner_[slot]) fragmentSent(slot, status);
+      if (!ok) failPeer(peer, std::move(status));
       return Status::ok();
+    }
     case WrKind::kSendData: {
       Status status = ok ? onSendDataCompleted(static_cast<uint32_t>(value))
-                         : completionFailure(completion, peer, "rendezvous write");
+                         : completionFailure(completion, peer, strCat("rendezvous write of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }
     case WrKind::kRead: {
       if (peer.readsOutstanding > 0) --peer.readsOutstanding;
       Status status = ok ? onReadCompleted(static_cast<uint32_t>(value))
-                         : completionFailure(completion, peer, "P-RRS read");
+                         : completionFailure(completion, peer, strCat("P-RRS read of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }
@@ -446,6 +500,9 @@ Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& 
                                               std::shared_ptr<Operation>* op) {
   if (envelope.source != peer.rank) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message claiming source ", envelope.source);
+  }
+  if (envelope.tag < 0) {  // no send has one; kAnyTag would then match as a tag
+    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message with negative tag ", envelope.tag);
   }
   Envelope match{envelope.source, envelope.tag, envelope.communicator};
   Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });

@@ -52,12 +52,17 @@ struct Operation : MatchListHook {
   // A posted receive owns itself (the caller may drop its Request) until it
   // is matched, cancelled or failed.
   std::shared_ptr<Operation> postedSelf;
+  // Pipelined eager send: the registration its fragments gather the user
+  // blocks through, fragments the provider still reads, whether all left.
+  UserRegistration gathered;
+  uint32_t fragmentsInFlight = 0;
+  bool fragmentsPosted = false;
 
   // Block statistics feed only the rendezvous decision, so an eager message
   // never pays for them: computed on first use.
-  Status ensureStats() {
+  Status ensureStats(TypeCache& types) {
     if (statsKnown) return Status::ok();
-    IBDT_ASSIGN_OR_RETURN(stats, datatype::stats(type, count));
+    IBDT_ASSIGN_OR_RETURN(stats, types.stats(type, count));
     statsKnown = true;
     return Status::ok();
   }
@@ -68,9 +73,19 @@ struct Unexpected : MatchListHook {
   Envelope envelope;
   int peer = 0;
   wire::Envelope wireEnvelope{};
-  wire::Kind kind = wire::Kind::kEager;
-  std::vector<uint8_t> payload;  // eager
+  wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
+  std::vector<uint8_t> payload;  // eager; a pipelined one may still be arriving
   wire::Rts rts{};               // rendezvous
+};
+
+// A pipelined eager message a peer is sending us: its fragments arrive in
+// order and nothing else that starts a message comes before the last.
+struct InboundMessage {
+  bool active = false;
+  wire::Envelope envelope{};
+  int64_t received = 0;               // packed bytes arrived
+  std::shared_ptr<Operation> op;      // its receive; null while unexpected or once failed
+  Unexpected* unexpected = nullptr;   // queued until a receive takes it over
 };
 
 // Sender side of one rendezvous.
@@ -117,9 +132,13 @@ struct RecvTransfer {
 };
 
 // A queued control message: prebuilt bytes, or an eager send packed at flush.
+// A pipelined one stays at the head of the queue until its last fragment left.
 struct PendingControl {
   std::vector<uint8_t> bytes;
   std::shared_ptr<Operation> eager;
+  bool pipelined = false;
+  bool gather = false;  // pipelined: fragments gather the user blocks (no pack)
+  int64_t next = 0;     // pipelined: packed bytes already sent
 };
 
 struct Peer {
@@ -137,6 +156,7 @@ struct Peer {
   std::deque<uint32_t> activeSends;  // transfers with data left to post
   std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
   Status failure;                    // set once the endpoint broke
+  InboundMessage inbound;            // pipelined eager message arriving
   Link link;                         // connection state (connection.cc)
   // Layout cache (Section 4.4.2): receiver layouts by type id -> (version, type).
   std::unordered_map<uint32_t, std::pair<uint32_t, datatype::Datatype>> remoteLayouts;
@@ -149,6 +169,7 @@ class ContextImpl {
   static constexpr uint32_t kReserveSlots = 4;  // for credit-only messages
 
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
+  ~ContextImpl();
   Status init(const Bootstrap& bootstrap);
 
   Result<std::shared_ptr<Operation>> startSend(const void* buf, int64_t count, const datatype::Datatype& type,
@@ -173,10 +194,32 @@ class ContextImpl {
  private:
   // eager_protocol.cc
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
-  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload);
+  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload,
+                    Scheme scheme);
+  // The steps of deliverEager, for messages that arrive in fragments.
+  bool beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme);
+  Status unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload);
+  void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
+  // pipelined_eager.cc
+  Status postFragment(Peer& peer, PendingControl& message);
+  // A fragment whose SGEs point at the user blocks of [message.next, q);
+  // cuts q to what max_sge entries cover. false: listing failed (`failed`).
+  Result<bool> postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
+                                    const wire::Envelope& envelope, int64_t& q, Status& failed);
+  Status handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
+  Status handleFragment(Peer& peer, const wire::Fragment& fragment, std::span<const uint8_t> payload);
+  void adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected);
+  void fragmentSent(uint32_t slot, Status status);
+  void dropInbound(Peer& peer);
+  int64_t fragmentSize(int64_t bytes) const;  // of a pipelined message of `bytes`
   Status flushControl(Peer& peer);
   Status sendCreditIfOwed(Peer& peer);
   Status postControl(Peer& peer, PendingControl& message, bool useReserve);
+  // Sends the `length` bytes write(context, out) produces: in place in the
+  // peer's receive buffer where the provider allows it, else through a send
+  // slot. false: the write failed (its error in `writeError`), nothing left.
+  using WriteFunction = Status (*)(void* context, uint8_t* out);
+  Result<bool> sendWritten(Peer& peer, uint32_t length, WriteFunction write, void* context, Status& writeError);
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
@@ -205,6 +248,7 @@ class ContextImpl {
   Status retryRequests();
   bool quietToward(const Peer& peer) const;
   Status sendClose(Peer& peer);
+  Status handleClose(Peer& peer);
   // context_impl.cc
   Status handleReceive(const fabric::Completion& completion);
   Status handleSendCompletion(const fabric::Completion& completion);
@@ -240,6 +284,7 @@ class ContextImpl {
   std::vector<Peer> peers_;
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
+  std::vector<std::shared_ptr<Operation>> slotOwner_;  // pipelined sends gathering from user blocks
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
   memory::GroupPlanOptions groupPlan_;
@@ -250,6 +295,7 @@ class ContextImpl {
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
   uint32_t nextTransfer_ = 1;
   uint32_t sendQueueDepth_ = 0;
+  bool inPlaceSends_ = true;  // until the provider says it has no postSendPacked
   uint32_t maxSge_ = 1;
   uint64_t maxWrBytes_ = 0;
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
@@ -287,7 +333,7 @@ class ContextImpl {
 };
 
 // Work request ids: the kind in the top byte, the rest identifies the object.
-enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot };
+enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace };
 inline uint64_t wrId(WrKind kind, uint64_t value) { return (uint64_t{static_cast<uint8_t>(kind)} << 56) | value; }
 inline WrKind wrKind(uint64_t id) { return static_cast<WrKind>(id >> 56); }
 inline uint64_t wrValue(uint64_t id) { return id & ((uint64_t{1} << 56) - 1); }

@@ -8,7 +8,7 @@ namespace ibdt::messaging {
 namespace {
 
 constexpr std::array<std::string_view, kSchemeCount> kSchemeNames = {
-    "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w"};
+    "auto", "eager", "contig", "generic", "bc-spup", "rwg-up", "p-rrs", "multi-w", "pipelined"};
 
 // "auto" (-1: decided by ibdt) or a non-negative number of bytes.
 Result<double> getThreshold(std::string_view knob) {
@@ -33,7 +33,7 @@ Result<Scheme> parseScheme(std::string_view name) {
     if (name == kSchemeNames[i]) return static_cast<Scheme>(i);
   }
   return makeError(Code::kInvalidArgument, "unknown scheme '", name,
-                   "': expected auto, eager, contig, generic, bc-spup, rwg-up, p-rrs or multi-w");
+                   "': expected auto, eager, contig, generic, bc-spup, rwg-up, p-rrs, multi-w or pipelined");
 }
 
 Result<Options> optionsFromEnvironment() {
@@ -45,10 +45,14 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(double segment, getThreshold("IBDT_MSG_SEGMENT_SIZE"));
   IBDT_ASSIGN_OR_RETURN(std::string scheme, config::getString("IBDT_MSG_SCHEME"));
   IBDT_ASSIGN_OR_RETURN(options.forcedScheme, parseScheme(scheme));
-  if (options.forcedScheme == Scheme::kEager) {
-    return makeError(Code::kInvalidArgument, "IBDT_MSG_SCHEME=eager: the eager path is chosen by size "
-                                             "(IBDT_MSG_EAGER_LIMIT); force a rendezvous scheme");
+  if (options.forcedScheme == Scheme::kEager || options.forcedScheme == Scheme::kPipelined) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_SCHEME=", scheme,
+                     ": the eager paths are chosen by size (IBDT_MSG_EAGER_LIMIT, IBDT_MSG_PIPELINE_LIMIT); "
+                     "force a rendezvous scheme");
   }
+  IBDT_ASSIGN_OR_RETURN(uint64_t pipeline, config::getSize("IBDT_MSG_PIPELINE_LIMIT"));
+  if (pipeline > (uint64_t{1} << 30)) return makeError(Code::kInvalidArgument, "IBDT_MSG_PIPELINE_LIMIT above 1G");
+  options.pipelineLimit = static_cast<int64_t>(pipeline);
   IBDT_ASSIGN_OR_RETURN(options.packBelowBlock, getThreshold("IBDT_MSG_PACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.unpackBelowBlock, getThreshold("IBDT_MSG_UNPACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));

@@ -34,7 +34,7 @@ void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wi
 
 Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope,
                               const wire::Rts& rts) {
-  IBDT_RETURN_IF_ERROR(op->ensureStats());
+  IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
   Peer& peer = peers_[static_cast<size_t>(source)];
   op->peer = source;
   op->info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kAuto};
@@ -205,9 +205,13 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
 Status ContextImpl::handlePacked(Peer& peer, const wire::Packed& packed) {
   auto found = recvTransfers_.find(packed.receiverTransfer);
   if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->unpack ||
-      found->second->reading || packed.length < static_cast<uint64_t>(found->second->bytes)) {
+      found->second->reading) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " offered packed data for unknown transfer ",
                      packed.receiverTransfer);
+  }
+  if (packed.length < static_cast<uint64_t>(found->second->bytes)) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", packed.length, " packed bytes for transfer ",
+                     packed.receiverTransfer, " of ", found->second->bytes);
   }
   found->second->reading = true;
   found->second->packed = packed;

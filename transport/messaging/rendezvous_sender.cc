@@ -19,9 +19,23 @@
 namespace ibdt::messaging {
 namespace {
 
-// Bytes of staging an unpack-mode reply must offer: its ring, or the message.
-int64_t stagingBytes(const wire::Cts& cts) {
-  return cts.ringSegments != 0 ? static_cast<int64_t>(cts.ringSegments) * cts.segmentSize : cts.bytes;
+// Whether the memory a reply offers holds what will be written into it: the
+// staging ring (or the whole message) of an unpack reply, the message for a
+// contiguous zero-copy receiver. The peer chose every field, so nothing here
+// may overflow. (A noncontiguous receiver's blocks are bounded by its rkey.)
+bool offersEnough(const wire::Cts& cts) {
+  const auto bytes = static_cast<uint64_t>(cts.bytes);
+  if (cts.mode == wire::ReplyMode::kZeroCopy) return !cts.receiverContiguous || cts.remoteLength >= bytes;
+  if (cts.segmentSize <= 0) return false;
+  if (cts.ringSegments == 0) return cts.remoteLength >= bytes;
+  return cts.remoteLength / cts.ringSegments >= static_cast<uint64_t>(cts.segmentSize);
+}
+
+// A receiver layout (or count) from the peer that does not decode: its
+// fault whatever the datatype layer calls it.
+Status unusableLayout(const Peer& peer, const wire::Cts& cts, const Status& why) {
+  return makeError(Code::kProtocol, "rank ", peer.rank, " sent an unusable layout (count ", cts.count,
+                   ") for transfer ", cts.senderTransfer, ": ", why.toString());
 }
 
 }  // namespace
@@ -64,9 +78,12 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
     return Status::ok();
   }
   bool unpack = cts.mode == wire::ReplyMode::kUnpack;
-  if (unpack && (cts.segmentSize <= 0 || cts.remoteLength < static_cast<uint64_t>(stagingBytes(cts)))) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", cts.remoteLength, " bytes of staging for ",
-                     cts.ringSegments, " segments of ", cts.segmentSize, " bytes");
+  if (!offersEnough(cts)) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", cts.remoteLength, " bytes for transfer ",
+                     cts.senderTransfer, " of ", cts.bytes, " bytes (",
+                     unpack ? strCat(cts.ringSegments, " segments of ", cts.segmentSize, " bytes of staging")
+                            : std::string("contiguous receive buffer"),
+                     ")");
   }
   transfer.scheme = finalScheme(options_.forcedScheme, transfer.wantsPack, op.stats.contiguous, unpack,
                                 static_cast<Scheme>(cts.scheme), cts.receiverContiguous != 0, cost_.rdmaRead);
@@ -110,19 +127,21 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
       if (transfer.scheme == Scheme::kMultiW && !cts.receiverContiguous) {
         auto cached = peer.remoteLayouts.find(cts.typeId);
         if (!layout.empty()) {
-          IBDT_ASSIGN_OR_RETURN(auto type, datatype::deserialize(layout));
-          peer.remoteLayouts[cts.typeId] = {cts.typeVersion, type};
+          auto type = datatype::deserialize(layout);
+          if (!type.isOk()) return unusableLayout(peer, cts, type.status());
+          peer.remoteLayouts[cts.typeId] = {cts.typeVersion, *type};
         } else if (cached == peer.remoteLayouts.end() || cached->second.first != cts.typeVersion) {
           return makeError(Code::kProtocol, "rank ", peer.rank, " refers to layout (", cts.typeId, ", ",
-                           cts.typeVersion, ") it never sent");
+                           cts.typeVersion, ") it never sent, for transfer ", cts.senderTransfer);
         } else {
           ++counters_.layoutCacheHits;
         }
-        IBDT_ASSIGN_OR_RETURN(transfer.remoteSegment,
-                              datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count));
+        auto segment = datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count);
+        if (!segment.isOk()) return unusableLayout(peer, cts, segment.status());
+        transfer.remoteSegment = std::move(segment).value();
         if (transfer.remoteSegment->size() < cts.bytes) {
           return makeError(Code::kProtocol, "rank ", peer.rank, "'s layout holds ", transfer.remoteSegment->size(),
-                           " bytes, it accepted ", cts.bytes);
+                           " bytes, it accepted ", cts.bytes, " for transfer ", cts.senderTransfer);
         }
       }
       break;

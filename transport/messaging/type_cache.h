@@ -3,7 +3,8 @@
 //
 // Every message needs count x type as a Segment (a compiled program built
 // and allocated per call) and, eager ones on both sides, its signature
-// (O(log count) modular multiplications, up to a few hundred ns). An
+// (O(log count) modular multiplications, up to a few hundred ns), and a
+// message above the eager limit its block statistics. An
 // application sends the same few pairs again and again. A type's
 // (id, version) never names another layout (a recycled id gets a new
 // version), so what is remembered stays right.
@@ -29,6 +30,16 @@ class TypeCache {
     return *entry.segment;
   }
 
+  // Block statistics (the senders' and receivers' scheme decisions).
+  Result<datatype::Stats> stats(const datatype::Datatype& type, int64_t count) {
+    Entry& entry = entryFor(type, count);
+    if (!entry.stats) {
+      IBDT_ASSIGN_OR_RETURN(auto made, datatype::stats(type, count));
+      entry.stats = made;
+    }
+    return *entry.stats;
+  }
+
   Result<datatype::Signature> signature(const datatype::Datatype& type, int64_t count) {
     Entry& entry = entryFor(type, count);
     if (!entry.signature) {
@@ -51,6 +62,7 @@ class TypeCache {
     int64_t count = 0;
     std::optional<datatype::Segment> segment;
     std::optional<datatype::Signature> signature;
+    std::optional<datatype::Stats> stats;
   };
 
   Entry& entryFor(const datatype::Datatype& type, int64_t count) {
@@ -59,7 +71,7 @@ class TypeCache {
     uint64_t mixed = (uint64_t{id} << 32 ^ static_cast<uint64_t>(count)) * 0x9e3779b97f4a7c15ULL;
     Entry& entry = entries_[static_cast<size_t>(mixed >> (64 - kSlotBits))];
     if (!entry.used || entry.id != id || entry.version != version || entry.count != count) {
-      entry = Entry{true, id, version, count, std::nullopt, std::nullopt};
+      entry = Entry{true, id, version, count, std::nullopt, std::nullopt, std::nullopt};
     }
     return entry;
   }

@@ -24,6 +24,8 @@ enum class Kind : uint8_t {
   kCredit,     // credits only (uses the reserved receive buffers)
   kRelease,    // unpack schemes: the receiver freed staging ring segments (Release)
   kClose,      // close(): nothing more follows from the sender (reserved buffers)
+  kPipelined,  // first fragment of a pipelined eager message: Envelope + payload
+  kFragment,   // next fragment of it: Fragment + payload
 };
 
 struct Header {
@@ -40,6 +42,13 @@ struct Envelope {
   int64_t bytes;            // packed bytes of the whole message
   uint64_t signatureHash;   // of the sender's count x type
   int64_t signatureElements;
+};
+
+// A pipelined eager message's fragments follow its first one back to back
+// on the connection (nothing else that starts a message comes between), each
+// at the packed offset where the previous one ended.
+struct Fragment {
+  int64_t offset;
 };
 
 // Sender statistics for the receiver's decision (paper Section 5.2).

@@ -140,17 +140,42 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
   return state;
 }
 
+namespace {
+
+bool insideRegion(const Sge& sge, const RegionSnapshot& region) {
+  return sge.address >= region.address && sge.address - region.address <= region.length &&
+         sge.length <= region.length - (sge.address - region.address);
+}
+
+}  // namespace
+
 bool DomainState::checkLocal(const Sge& sge, uint32_t access, uint32_t* regionIndex) const {
   RegionSnapshot region;
   uint32_t index = lkeyIndex(sge.lkey);
   if (!readRegion(table_.entries(), table_.capacity(), index, region)) return false;
   if ((region.generation & 0xffffu) != lkeyGeneration(sge.lkey)) return false;
   if ((region.access & access) != access) return false;
-  if (sge.address < region.address || sge.address - region.address > region.length ||
-      sge.length > region.length - (sge.address - region.address)) {
-    return false;
-  }
+  if (!insideRegion(sge, region)) return false;
   if (regionIndex != nullptr) *regionIndex = index;
+  return true;
+}
+
+bool DomainState::checkLocal(std::span<const Sge> sges, uint32_t access) const {
+  // A gather list from one user buffer has one lkey: its region is read
+  // once, every entry's range is still checked.
+  RegionSnapshot region;
+  bool haveRegion = false;
+  uint32_t lkey = 0;
+  for (const Sge& sge : sges) {
+    if (sge.length == 0) continue;
+    if (!haveRegion || sge.lkey != lkey) {
+      lkey = sge.lkey;
+      haveRegion = readRegion(table_.entries(), table_.capacity(), lkeyIndex(lkey), region) &&
+                   (region.generation & 0xffffu) == lkeyGeneration(lkey) && (region.access & access) == access;
+      if (!haveRegion) return false;
+    }
+    if (!insideRegion(sge, region)) return false;
+  }
   return true;
 }
 

@@ -34,6 +34,8 @@ class DomainState {
   RegistrationTable& table() { return table_; }
   // Checks a local SGE: the lkey is live, the range inside, `access` granted.
   bool checkLocal(const Sge& sge, uint32_t access, uint32_t* regionIndex = nullptr) const;
+  // The same for a gather list, reading each run of one lkey's region once.
+  bool checkLocal(std::span<const Sge> sges, uint32_t access) const;
   // Checks a peer's access to our memory under `rkey` (bounce path).
   bool checkOwnRegion(uint64_t rkey, uint64_t address, uint64_t length, uint32_t access) const;
   // Whether one-sided access to peers' user memory uses cross-memory attach

@@ -43,6 +43,7 @@ class ShmEndpoint final : public Endpoint {
   Status connect(std::span<const uint8_t> peerAddress) override;
   Status postSend(const SendRequest& first, const SendRequest** badRequest = nullptr) override;
   Status postRecv(const RecvRequest& first, const RecvRequest** badRequest = nullptr) override;
+  Status postSendPacked(const PackedSend& send) override;
   EndpointState state() const override { return state_; }
   uint32_t id() const override { return id_; }
 

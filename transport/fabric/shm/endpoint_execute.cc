@@ -78,13 +78,12 @@ ShmEndpoint::Step ShmEndpoint::execute(const Work& work, CompletionStatus& statu
   } else {
     uint32_t access = work.request.opcode == Opcode::kRead ? uint32_t{kLocalWrite} : 0u;
     bool inlined = (work.request.flags & kInline) != 0;  // as in verbs, inline data needs no lkey
+    if (!inlined && !domain_->checkLocal(work.sges, access)) {
+      status = CompletionStatus::kLocalProtection;
+      return Step::kDone;
+    }
     for (const Sge& sge : work.sges) {
-      if (sge.length == 0) continue;
-      if (!inlined && !domain_->checkLocal(sge, access)) {
-        status = CompletionStatus::kLocalProtection;
-        return Step::kDone;
-      }
-      local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
+      if (sge.length != 0) local[count++] = {reinterpret_cast<void*>(sge.address), sge.length};
     }
   }
   std::span<const iovec> iovs(local, count);
@@ -153,6 +152,39 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
     notifyPeer(Opcode::kRecv, delivered, static_cast<uint32_t>(work.length), imm, work.request.immData);
   }
   return Step::kDone;
+}
+
+Status ShmEndpoint::postSendPacked(const PackedSend& send) {
+  auto notNow = [&](std::string_view why) {
+    return Status(Code::kAgain, strCat("shm endpoint ", id_, ": no in-place send: ", why));
+  };
+  if (state_ != EndpointState::kConnected || !pending_.empty() || sendInUse_ >= sendDepth_) {
+    return notNow("the send queue is not idle");
+  }
+  EndpointPhase peerPhase = static_cast<EndpointPhase>(peerHeader_->phase.load(std::memory_order_acquire));
+  if (peerPhase == EndpointPhase::kError || peerPhase == EndpointPhase::kClosed) return notNow("the peer is gone");
+  if (!peerReceiveAvailable()) return notNow("the peer has no receive posted");
+  const auto* slot =
+      reinterpret_cast<const RecvSlot*>(peerRecvSlots_ + size_t{peerRecvTaken_.slot} * peerRecvSlotSize_);
+  // The peer wrote the slot: read its first entry once, then check it.
+  RecvSge first = slot->sge[0];
+  RemotePiece piece;
+  if (slot->numSge == 0 || first.length < send.length ||
+      peer_->resolveReceive(first.regionIndex, first.address, send.length, piece) != CompletionStatus::kSuccess ||
+      piece.mapped == nullptr) {
+    return notNow("the receive is not one mapped buffer that fits");
+  }
+  // Written into the peer's memory, but not published: on failure the
+  // receive is still the peer's, untouched as far as it can tell.
+  IBDT_RETURN_IF_ERROR(send.pack(send.context, piece.mapped));
+  consumePeerReceive();
+  notifyPeer(Opcode::kRecv, CompletionStatus::kSuccess, send.length, false, 0);
+  ++sendInUse_;
+  SendRequest request;
+  request.id = send.id;
+  request.flags = send.flags;
+  finish(Work{request, {}, {}, send.length}, CompletionStatus::kSuccess);
+  return Status::ok();
 }
 
 ShmEndpoint::Step ShmEndpoint::executeOneSided(const Work& work, std::span<const iovec> local,

@@ -1,0 +1,105 @@
+// tests/messaging/rogue_peer.h — a rank that speaks just enough of the
+// messaging protocol to deliver chosen bytes to a real Context.
+//
+// It joins the job as a Context connecting eagerly does (fabric::connectMesh
+// over the same allgather, every endpoint's receive buffers posted before
+// the address exchange), through the public fabric API only: no hook in the
+// library. Then a test SENDs crafted control messages, reads what the
+// victim sends back (RTS, CTS, credits) and offers registered memory for the
+// victim's RDMA writes. Not thread-safe; `pump` (set by the test) drives the
+// Contexts while the rogue waits, so one thread can run them all.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "ibdt/deadline.h"
+#include "ibdt/fabric.h"
+#include "ibdt/messaging.h"
+#include "transport/fabric/mesh.h"
+
+namespace ibdt::messaging::testing {
+
+// What the rogue got from a peer: a SEND's bytes, or a write's immediate.
+struct RogueMessage {
+  std::vector<uint8_t> bytes;
+  bool writeWithImm = false;
+  uint32_t immData = 0;
+};
+
+class RoguePeer {
+ public:
+  // Collective with the Contexts of the other ranks (they call
+  // Context::create with Connect::kEager and the same `options`).
+  static Result<std::unique_ptr<RoguePeer>> create(fabric::Domain& domain, int rank, int size,
+                                                   const fabric::Allgather& allgather, const Options& options);
+  ~RoguePeer();
+
+  // Drives the other ranks while the rogue waits (one thread runs them all).
+  std::function<void()> pump = [] {};
+
+  // Sends `bytes` to `peer` as one SEND and waits until it completed.
+  Status send(int peer, std::span<const uint8_t> bytes);
+  // RDMA WRITE_WITH_IMM of `bytes` to (address, rkey) at `peer`.
+  Status writeWithImm(int peer, std::span<const uint8_t> bytes, uint64_t address, uint64_t rkey, uint32_t imm);
+  // The next message `peer` sent us (its buffer is reposted); kTimeout
+  // when none arrives within 30 s.
+  Result<RogueMessage> receive(int peer);
+
+  // Registered memory (remote write and read) to offer in a crafted reply.
+  fabric::MemoryRegion& memory() { return *memory_; }
+
+ private:
+  RoguePeer(fabric::Domain& domain, int size, const Options& options);
+  Status postSlot(fabric::Endpoint& endpoint, int peer, uint32_t slot);
+  // Copies `bytes` into the send buffer, posts `request` with it, waits.
+  Status post(int peer, std::span<const uint8_t> bytes, fabric::SendRequest request);
+  Status waitSend();
+  void poll();
+
+  fabric::Domain& domain_;
+  size_t slotSize_;
+  uint32_t slots_;
+  std::unique_ptr<fabric::CompletionQueue> sendQueue_;
+  std::unique_ptr<fabric::CompletionQueue> recvQueue_;
+  std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;  // by peer rank
+  std::vector<std::unique_ptr<fabric::MemoryRegion>> recvSlots_;
+  std::vector<std::deque<RogueMessage>> arrived_;
+  std::unique_ptr<fabric::MemoryRegion> sendBuffer_;
+  std::unique_ptr<fabric::MemoryRegion> memory_;
+  uint64_t sendsCompleted_ = 0;
+  Status sendFailure_;
+};
+
+// Control messages put together field by field: trivially copyable structs
+// and byte spans appended in order.
+class Crafted {
+ public:
+  template <typename T>
+  requires std::is_trivially_copyable_v<T> Crafted& add(const T& value) {
+    const auto* raw = reinterpret_cast<const uint8_t*>(&value);
+    bytes_.insert(bytes_.end(), raw, raw + sizeof(T));
+    return *this;
+  }
+  Crafted& add(std::span<const uint8_t> raw) {
+    bytes_.insert(bytes_.end(), raw.begin(), raw.end());
+    return *this;
+  }
+  // Drops the last `count` bytes (truncated messages).
+  Crafted& chop(size_t count) {
+    bytes_.resize(bytes_.size() - std::min(count, bytes_.size()));
+    return *this;
+  }
+  operator std::span<const uint8_t>() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace ibdt::messaging::testing
