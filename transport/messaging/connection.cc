@@ -80,7 +80,7 @@ Result<fabric::Endpoint*> ContextImpl::createPeerEndpoint(Peer& peer) {
 
 Status ContextImpl::preparePeer(Peer& peer, fabric::Endpoint& endpoint) {
   if (!peer.self) peer.sendEndpoint = peer.recvEndpoint = &endpoint;
-  endpointRank_[endpoint.id()] = peer.rank;
+  endpointRank_.set(endpoint.id(), peer.rank);
   IBDT_ASSIGN_OR_RETURN(peer.recvSlots, domain_.allocateMemory(recvDepth_ * slotSize(), fabric::kLocalWrite));
   for (uint32_t slot = 0; slot < recvDepth_; ++slot) IBDT_RETURN_IF_ERROR(repostSlot(peer, slot));
   peer.credits = options_.eagerCredits;

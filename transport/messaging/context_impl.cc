@@ -14,7 +14,6 @@
 namespace ibdt::messaging {
 namespace {
 
-constexpr size_t kPollBatch = 32;
 constexpr uint32_t kSendSlotsMin = 64;
 
 Status completionFailure(const fabric::Completion& completion, const Peer& peer, std::string_view what) {
@@ -118,10 +117,10 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   Peer& self = peers_[static_cast<size_t>(rank_)];
   IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * sender, createPeerEndpoint(self));
   self.sendEndpoint = sender;
-  endpointRank_[sender->id()] = rank_;
+  endpointRank_.set(sender->id(), rank_);
   IBDT_ASSIGN_OR_RETURN(auto receiver, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions_));
   receiver->setPeerLabel(strCat("rank ", rank_, " (self)"));
-  endpointRank_[receiver->id()] = rank_;
+  endpointRank_.set(receiver->id(), rank_);
   self.recvEndpoint = receiver.get();
   endpoints_.push_back(std::move(receiver));
   IBDT_RETURN_IF_ERROR(sender->connect(self.recvEndpoint->address()));
@@ -259,12 +258,14 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
+  repostConsumed(/*creditDueOnly=*/false);
   if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
-  fabric::Completion batch[kPollBatch];
+  std::span<fabric::Completion> batch(polled_);
   size_t got = recvQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
   got = sendQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
+  repostConsumed(/*creditDueOnly=*/true);
   for (Peer& peer : peers_) {
     if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;
     Status status = flushControl(peer);
@@ -286,11 +287,11 @@ Status ContextImpl::progress() {
 
 Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   ++events_;
-  auto found = endpointRank_.find(completion.endpointId);
-  if (found == endpointRank_.end() || wrKind(completion.id) != WrKind::kRecvSlot) {
+  const int* rank = endpointRank_.find(completion.endpointId);
+  if (rank == nullptr || wrKind(completion.id) != WrKind::kRecvSlot) {
     return makeError(Code::kInternal, "receive completion for unknown endpoint ", completion.endpointId);
   }
-  Peer& peer = peers_[static_cast<size_t>(found->second)];
+  Peer& peer = peers_[static_cast<size_t>(*rank)];
   uint32_t slot = static_cast<uint32_t>(wrValue(completion.id) & 0xffffff);
   if (completion.status != fabric::CompletionStatus::kSuccess) {
     failPeer(peer, completionFailure(completion, peer, "receive"));
@@ -313,16 +314,36 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     countsCredit = !header.isOk() || (header->kind != wire::Kind::kCredit && header->kind != wire::Kind::kClose);
     status = dispatchControl(peer, message);
   }
-  if (status.isOk()) status = repostSlot(peer, slot);
   if (!status.isOk()) {
     failPeer(peer, status);
     return Status::ok();
   }
-  if (countsCredit) {
-    if (peer.self) ++peer.credits;
-    else ++peer.owed;
-  }
+  consumed_.push_back(ConsumedSlot{peer.rank, slot, countsCredit});
+  if (countsCredit) ++peer.unposted;
   return Status::ok();
+}
+
+void ContextImpl::repostConsumed(bool creditDueOnly) {
+  auto kept = consumed_.begin();
+  for (const ConsumedSlot& consumed : consumed_) {
+    Peer& peer = peers_[static_cast<size_t>(consumed.rank)];
+    if (creditDueOnly && (peer.self || peer.owed + peer.unposted < creditBatch())) {
+      *kept++ = consumed;
+      continue;
+    }
+    if (consumed.countsCredit) --peer.unposted;
+    if (!peer.failure.isOk()) continue;  // its receives are flushed or gone
+    Status status = repostSlot(peer, consumed.slot);
+    if (!status.isOk()) {
+      failPeer(peer, status);
+      continue;
+    }
+    if (consumed.countsCredit) {
+      if (peer.self) ++peer.credits;
+      else ++peer.owed;
+    }
+  }
+  consumed_.erase(kept, consumed_.end());
 }
 
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {
@@ -402,11 +423,11 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
   ++events_;
-  auto found = endpointRank_.find(completion.endpointId);
-  if (found == endpointRank_.end()) {
+  const int* rank = endpointRank_.find(completion.endpointId);
+  if (rank == nullptr) {
     return makeError(Code::kInternal, "send completion for unknown endpoint ", completion.endpointId);
   }
-  Peer& peer = peers_[static_cast<size_t>(found->second)];
+  Peer& peer = peers_[static_cast<size_t>(*rank)];
   bool ok = completion.status == fabric::CompletionStatus::kSuccess;
   if (wrKind(completion.id) == WrKind::kInPlace) {  // unsignaled: only a failure completes
     if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));

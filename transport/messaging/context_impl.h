@@ -6,6 +6,8 @@
 // queue within its credits and advances the data phase of every rendezvous.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "ibdt/messaging.h"
 #include "transport/fabric/mesh.h"
 #include "transport/messaging/connection.h"
+#include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
 #include "transport/messaging/type_cache.h"
@@ -27,7 +30,8 @@
 
 namespace ibdt::messaging {
 
-// A user send or receive.
+// A user send or receive. Every member needs an initialiser: operations
+// are default-initialised (newOperation in context.cc).
 struct Operation : MatchListHook {
   bool isSend = false;
   const void* sendBuffer = nullptr;
@@ -145,6 +149,7 @@ struct Peer {
   std::unique_ptr<fabric::MemoryRegion> recvSlots;
   uint32_t credits = 0;  // eager buffers free at the peer
   uint32_t owed = 0;     // our buffers consumed and reposted, not yet reported
+  uint32_t unposted = 0; // our buffers consumed, not yet reposted (ContextImpl::consumed_)
   uint32_t sendOutstanding = 0;
   uint32_t readsOutstanding = 0;
   std::deque<PendingControl> controlQueue;
@@ -249,6 +254,13 @@ class ContextImpl {
   Status handleSendCompletion(const fabric::Completion& completion);
   Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
   Status repostSlot(Peer& peer, uint32_t slot);
+  // Reposts the receive buffers handleReceive consumed; their credits
+  // become owed (or, to ourselves, free) only then. `creditDueOnly`: only
+  // those of peers owed a credit message with them (creditBatch()).
+  void repostConsumed(bool creditDueOnly);
+  // Owed credits that are sent back on their own, without waiting for a
+  // message to carry them.
+  uint32_t creditBatch() const { return std::max<uint32_t>(1, options_.eagerCredits / 2); }
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
   Result<Staging> pooledBuffer(size_t bytes);
@@ -268,7 +280,7 @@ class ContextImpl {
   std::unique_ptr<fabric::CompletionQueue> sendQueue_;
   std::unique_ptr<fabric::CompletionQueue> recvQueue_;
   std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
-  std::unordered_map<uint32_t, int> endpointRank_;
+  EndpointRanks endpointRank_;
   std::vector<Peer> peers_;
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
@@ -287,6 +299,22 @@ class ContextImpl {
   uint32_t maxSge_ = 1;
   uint64_t maxWrBytes_ = 0;
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
+  // What progress() polls into: a member, as a local array would be zeroed
+  // (1 KiB) on every call, most of a poll's cost when nothing arrived.
+  std::array<fabric::Completion, 32> polled_;
+  // Receive buffers whose message was handled, reposted at the start of the
+  // next progress(): a repost ends by waking the peer (a fence that waits
+  // for the posting stores to reach the peer's cache), and deferred, that
+  // cost falls after the caller has acted on the message — sent its reply —
+  // instead of before. A peer that reaches creditBatch() with them is
+  // reposted for and sent its credits in the same call, as without the
+  // deferral: it may be waiting for them while we wait for nothing from it.
+  struct ConsumedSlot {
+    int rank;
+    uint32_t slot;
+    bool countsCredit;
+  };
+  std::vector<ConsumedSlot> consumed_;
   struct PostScratch {  // advanceSend's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;

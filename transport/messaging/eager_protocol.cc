@@ -121,7 +121,7 @@ Status ContextImpl::flushControl(Peer& peer) {
 }
 
 Status ContextImpl::sendCreditIfOwed(Peer& peer) {
-  if (peer.self || peer.owed < std::max<uint32_t>(1, options_.eagerCredits / 2)) return Status::ok();
+  if (peer.self || peer.owed < creditBatch()) return Status::ok();
   if (freeSendSlots_.empty() || peer.sendOutstanding >= sendQueueDepth_) return Status::ok();
   PendingControl message;
   message.bytes.resize(sizeof(wire::Header));

@@ -82,6 +82,8 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->bounceSize = static_cast<uint32_t>(kBounceSize);
   header->bounceOffset = bounceOffset;
   endpoint->header_ = header;
+  endpoint->recvPosted_.reset(0, options.recvQueueDepth);
+  endpoint->notifyTaken_.reset(0, notifyCapacity);
   endpoint->recvSlots_ = endpoint->segment_.data() + recvOffset;
   endpoint->notifications_ = reinterpret_cast<NotificationSlot*>(endpoint->segment_.data() + notifyOffset);
   endpoint->bounce_ = endpoint->segment_.data() + bounceOffset;
@@ -165,6 +167,8 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
   peerNotifications_ = reinterpret_cast<NotificationSlot*>(peerSegment_.data() + header->notifyRingOffset);
   peerBounce_ = peerSegment_.data() + header->bounceOffset;
+  peerRecvTaken_.reset(header->recvRing.tail.load(std::memory_order_relaxed), peerRecvDepth_);
+  peerNotifyPut_.reset(header->notifyRing.head.load(std::memory_order_relaxed), peerNotifyCapacity_);
   state_ = EndpointState::kConnected;
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kConnected), std::memory_order_release);
   lastPeerCheck_ = std::chrono::steady_clock::now();
@@ -268,8 +272,7 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
       pushRecv(completion);
       continue;
     }
-    uint64_t head = header_->recvRing.head.load(std::memory_order_relaxed);
-    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + (head % recvDepth_) * recvSlotSize_);
+    auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + size_t{recvPosted_.slot} * recvSlotSize_);
     bool valid = true;
     for (uint32_t i = 0; i < request->numSge && valid; ++i) {
       const Sge& sge = request->sgList[i];
@@ -284,7 +287,8 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
       continue;
     }
     slot->numSge = request->numSge;
-    header_->recvRing.head.store(head + 1, std::memory_order_release);
+    recvPosted_.advance();
+    header_->recvRing.head.store(recvPosted_.index, std::memory_order_release);
     postedRecvs_.push_back(request->id);
     posted = true;
   }
@@ -329,18 +333,18 @@ void ShmEndpoint::progressSends() {
 }
 
 bool ShmEndpoint::drainNotifications() {
-  RingIndices& ring = header_->notifyRing;
-  uint64_t tail = ring.tail.load(std::memory_order_relaxed);
+  const uint64_t first = notifyTaken_.index;
   bool ok = true;
-  for (;; ++tail) {
-    const NotificationSlot& slot = notifications_[tail % (recvDepth_ + 1)];
-    if (slot.sequence.load(std::memory_order_acquire) != tail + 1) break;
+  for (;; notifyTaken_.advance()) {
+    const NotificationSlot& slot = notifications_[notifyTaken_.slot];
+    if (slot.sequence.load(std::memory_order_acquire) != notifyTaken_.index + 1) break;
     const Notification note = slot.note;  // one read of what the peer wrote
     if (note.kind != static_cast<uint8_t>(NotificationKind::kReceiveDone)) {
       if (peer_ != nullptr) serveBounce(note);
       continue;
     }
     if (postedRecvs_.empty()) continue;  // flushed already (we are in the error state)
+    if (note.byteLength > 0) prefetchReceived(postedRecvs_.size(), note.byteLength);
     Completion completion;
     completion.id = postedRecvs_.front();
     postedRecvs_.pop_front();
@@ -357,8 +361,26 @@ bool ShmEndpoint::drainNotifications() {
     ok = ok && completion.status == CompletionStatus::kSuccess;
     pushRecv(completion);
   }
-  ring.tail.store(tail, std::memory_order_release);
+  if (notifyTaken_.index != first) header_->notifyRing.tail.store(notifyTaken_.index, std::memory_order_release);
   return ok;
+}
+
+void ShmEndpoint::prefetchReceived(size_t outstanding, uint32_t byteLength) const {
+  // The oldest posted receive is the one completed: its ring entry is
+  // `outstanding` below the head. The peer can write the entry, but a
+  // prefetch of a bad address is dropped, never a fault.
+  const auto* slot =
+      reinterpret_cast<const RecvSlot*>(recvSlots_ + size_t{recvPosted_.slotBefore(outstanding)} * recvSlotSize_);
+  uint64_t left = std::min<uint64_t>(byteLength, kPrefetchBytes);
+  uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
+  for (uint32_t i = 0; i < count && left > 0; ++i) {
+    uint64_t address = slot->sge[i].address;
+    uint64_t take = std::min<uint64_t>(left, slot->sge[i].length);
+    for (uint64_t line = address & ~uint64_t{kCacheLine - 1}; line < address + take; line += kCacheLine) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+    }
+    left -= take;
+  }
 }
 
 void ShmEndpoint::checkPeer(std::chrono::steady_clock::time_point now) {
