@@ -86,17 +86,12 @@ bool parse(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
     if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
+    if (parseRowsOption(argc, argv, i, options.vector, options.contig)) continue;
     if (!std::strcmp(argv[i], "--bytes") && hasValue) {
-      std::istringstream list(argv[++i]);
-      for (std::string item; std::getline(list, item, ',');) {
-        const long long bytes = std::atoll(item.c_str());
-        if (bytes < kAlltoallPiece || bytes % kAlltoallPiece != 0 || bytes > (1 << 24)) return false;
-        options.bytes.push_back(bytes);
-      }
-    } else if (!std::strcmp(argv[i], "--rows") && hasValue) {
-      const std::string rows = argv[++i];
-      options.contig = rows.find("contig") != std::string::npos;
-      options.vector = rows.find("vector") != std::string::npos;
+      auto valid = [](long long bytes) {
+        return bytes >= kAlltoallPiece && bytes % kAlltoallPiece == 0 && bytes <= (1 << 24);
+      };
+      if (!parseIntegerList(argv[++i], options.bytes, valid)) return false;
     } else {
       return false;
     }

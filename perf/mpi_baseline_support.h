@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +42,28 @@ inline bool parseRepetitionOption(int argc, char** argv, int& i, int& reps, int&
     warmup = std::atoi(argv[++i]);
   } else {
     return false;
+  }
+  return true;
+}
+
+// Takes `--rows a,b` at argv[i]: whether it names "vector" and "contig".
+inline bool parseRowsOption(int argc, char** argv, int& i, bool& vector, bool& contig) {
+  if (i + 1 >= argc || std::strcmp(argv[i], "--rows") != 0) return false;
+  const std::string rows = argv[++i];
+  vector = rows.find("vector") != std::string::npos;
+  contig = rows.find("contig") != std::string::npos;
+  return true;
+}
+
+// Appends the comma-separated integers of `text` to `out`; false when one
+// is not accepted by `valid`.
+template <typename Valid>
+bool parseIntegerList(const char* text, std::vector<int64_t>& out, Valid&& valid) {
+  std::istringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    const long long value = std::atoll(item.c_str());
+    if (!valid(value)) return false;
+    out.push_back(value);
   }
   return true;
 }

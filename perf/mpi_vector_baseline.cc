@@ -141,17 +141,10 @@ bool parse(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     const bool hasValue = i + 1 < argc;
     if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
+    if (parseRowsOption(argc, argv, i, options.vector, options.contig)) continue;
     if (!std::strcmp(argv[i], "--x") && hasValue) {
-      std::istringstream list(argv[++i]);
-      for (std::string item; std::getline(list, item, ',');) {
-        const long long x = std::atoll(item.c_str());
-        if (x < 1 || x > kVectorColumns) return false;
-        options.columns.push_back(x);
-      }
-    } else if (!std::strcmp(argv[i], "--rows") && hasValue) {
-      const std::string rows = argv[++i];
-      options.vector = rows.find("vector") != std::string::npos;
-      options.contig = rows.find("contig") != std::string::npos;
+      auto valid = [](long long x) { return x >= 1 && x <= kVectorColumns; };
+      if (!parseIntegerList(argv[++i], options.columns, valid)) return false;
     } else {
       return false;
     }
