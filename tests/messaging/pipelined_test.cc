@@ -212,6 +212,31 @@ TEST(Pipelined, SignatureMismatchFailsOnlyThatReceive) {
   });
 }
 
+TEST(Pipelined, AFailedReceiveReturnsOnlyOnceItsMessageIsConsumed) {
+  // The receive fails at the first fragment (signature), but returns only
+  // after the last: a receiver that then stops progressing must not leave
+  // its peer's send waiting for credits.
+  Options options = pipelinedOptions();
+  options.eagerCredits = 2;
+  std::atomic<bool> sent{false};
+  runRanks(2, options, [&](RankEnv& env) {
+    std::vector<int32_t> values(3000, 4);  // 12000 B: 24 fragments of 512 B
+    if (env.rank == 0) {
+      ASSERT_TRUE(env.context.send(values.data(), 3000, ints(), 1, 0).isOk());
+      sent = true;
+      return;
+    }
+    std::vector<float> floats(3001, -1.0f);
+    Status status = env.context.recv(floats.data(), 3000, Datatype::of<float>(), 0, 0);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.toString();
+    for (float f : floats) ASSERT_EQ(f, -1.0f) << "a failed receive wrote";
+    Deadline hangGuard = Deadline::after(30s);
+    while (!sent && !hangGuard.expired()) std::this_thread::yield();  // no progress here
+    EXPECT_TRUE(sent) << "the sender still waits for the receiver";
+    while (!sent) ASSERT_TRUE(env.context.progress().isOk());  // unstick it, to end the test
+  });
+}
+
 TEST(Pipelined, OrderKeptBetweenEagerPipelinedAndRendezvousFromTwoSenders) {
   Options options = pipelinedOptions();
   options.pipelineLimit = 64 << 10;

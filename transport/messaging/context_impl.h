@@ -84,8 +84,12 @@ struct InboundMessage {
   bool active = false;
   wire::Envelope envelope{};
   int64_t received = 0;               // packed bytes arrived
-  std::shared_ptr<Operation> op;      // its receive; null while unexpected or once failed
+  std::shared_ptr<Operation> op;      // its receive; null while unexpected
   Unexpected* unexpected = nullptr;   // queued until a receive takes it over
+  // A receive that failed (signature, unpack) still completes only with the
+  // last fragment: like any receive it returns once the message is consumed,
+  // so its peer's send can finish.
+  Status failure;
 };
 
 // Sender side of one rendezvous.
@@ -196,8 +200,9 @@ class ContextImpl {
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
   void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload,
                     Scheme scheme);
-  // The steps of deliverEager, for messages that arrive in fragments.
-  bool beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme);
+  // The steps of deliverEager, for messages that arrive in fragments:
+  // beginEager checks the signature, finishEager completes the receive.
+  Status beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme);
   Status unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload);
   void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
   // pipelined_eager.cc

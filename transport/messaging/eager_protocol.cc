@@ -147,22 +147,22 @@ void ContextImpl::handleEager(Peer& peer, const wire::Envelope& envelope, std::s
 
 void ContextImpl::deliverEager(Operation& op, int source, const wire::Envelope& envelope,
                                std::span<const uint8_t> payload, Scheme scheme) {
-  if (!beginEager(op, source, envelope, scheme)) return;
-  finishEager(op, envelope, unpackEager(op, 0, payload));
+  Status status = beginEager(op, source, envelope, scheme);
+  if (status.isOk()) status = unpackEager(op, 0, payload);
+  finishEager(op, envelope, std::move(status));
 }
 
-bool ContextImpl::beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme) {
+Status ContextImpl::beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme) {
   op.peer = source;
   op.info = RecvInfo{source, envelope.tag, 0, envelope.bytes, scheme};
   if (envelope.bytes == op.bytes) {
     auto mine = types_.signature(op.type, op.count);
     if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
-      complete(op, makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
-                             ": the sender's type signature does not match the receive type"));
-      return false;
+      return makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
+                       ": the sender's type signature does not match the receive type");
     }
   }
-  return true;
+  return Status::ok();
 }
 
 Status ContextImpl::unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload) {

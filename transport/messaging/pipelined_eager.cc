@@ -179,11 +179,9 @@ Status ContextImpl::handlePipelined(Peer& peer, const wire::Envelope& envelope, 
     inbound.unexpected = unexpected;
     return Status::ok();
   }
-  if (beginEager(*op, peer.rank, envelope, Scheme::kPipelined)) {
-    Status status = unpackEager(*op, 0, payload);
-    if (status.isOk()) inbound.op = std::move(op);
-    else finishEager(*op, envelope, std::move(status));
-  }
+  inbound.failure = beginEager(*op, peer.rank, envelope, Scheme::kPipelined);
+  if (inbound.failure.isOk()) inbound.failure = unpackEager(*op, 0, payload);
+  inbound.op = std::move(op);
   return Status::ok();
 }
 
@@ -197,17 +195,13 @@ Status ContextImpl::handleFragment(Peer& peer, const wire::Fragment& fragment, s
                                                      : std::string(" of no message"));
   }
   if (inbound.op) {
-    Status status = unpackEager(*inbound.op, fragment.offset, payload);
-    if (!status.isOk()) {
-      finishEager(*inbound.op, inbound.envelope, std::move(status));
-      inbound.op.reset();  // the rest is dropped as it arrives
-    }
+    if (inbound.failure.isOk()) inbound.failure = unpackEager(*inbound.op, fragment.offset, payload);
   } else if (inbound.unexpected != nullptr) {
     inbound.unexpected->payload.insert(inbound.unexpected->payload.end(), payload.begin(), payload.end());
   }
   inbound.received += static_cast<int64_t>(payload.size());
   if (inbound.received == inbound.envelope.bytes) {
-    if (inbound.op) finishEager(*inbound.op, inbound.envelope, Status::ok());
+    if (inbound.op) finishEager(*inbound.op, inbound.envelope, std::move(inbound.failure));
     inbound = InboundMessage{};
   }
   return Status::ok();
@@ -216,10 +210,9 @@ Status ContextImpl::handleFragment(Peer& peer, const wire::Fragment& fragment, s
 void ContextImpl::adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected) {
   Peer& peer = peers_[static_cast<size_t>(unexpected.peer)];
   peer.inbound.unexpected = nullptr;
-  if (!beginEager(*op, unexpected.peer, unexpected.wireEnvelope, Scheme::kPipelined)) return;
-  Status status = unpackEager(*op, 0, unexpected.payload);
-  if (status.isOk()) peer.inbound.op = std::move(op);
-  else finishEager(*op, unexpected.wireEnvelope, std::move(status));
+  peer.inbound.failure = beginEager(*op, unexpected.peer, unexpected.wireEnvelope, Scheme::kPipelined);
+  if (peer.inbound.failure.isOk()) peer.inbound.failure = unpackEager(*op, 0, unexpected.payload);
+  peer.inbound.op = std::move(op);
 }
 
 void ContextImpl::dropInbound(Peer& peer) {
