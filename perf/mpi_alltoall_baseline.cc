@@ -27,13 +27,7 @@ namespace {
 
 using namespace ibdt::perf;
 
-struct Options {
-  std::vector<int64_t> bytes;
-  int reps = 15;
-  int warmup = 3;
-  bool contig = true;
-  bool vector = true;
-};
+using Options = BaselineOptions;  // sizes: bytes per pair
 
 // One row at one size; rank 0 prints its line. False when the data was wrong.
 bool runRow(int rank, int size, int64_t bytes, bool vector, const Options& options) {
@@ -83,44 +77,27 @@ bool runRow(int rank, int size, int64_t bytes, bool vector, const Options& optio
 }
 
 bool parse(int argc, char** argv, Options& options) {
-  for (int i = 1; i < argc; ++i) {
-    const bool hasValue = i + 1 < argc;
-    if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
-    if (parseRowsOption(argc, argv, i, options.vector, options.contig)) continue;
-    if (!std::strcmp(argv[i], "--bytes") && hasValue) {
-      auto valid = [](long long bytes) {
-        return bytes >= kAlltoallPiece && bytes % kAlltoallPiece == 0 && bytes <= (1 << 24);
-      };
-      if (!parseIntegerList(argv[++i], options.bytes, valid)) return false;
-    } else {
-      return false;
-    }
-  }
-  if (options.bytes.empty()) options.bytes = alltoallBytes(false);
-  return options.reps > 0 && options.warmup >= 0;
+  auto valid = [](long long bytes) {
+    return bytes >= kAlltoallPiece && bytes % kAlltoallPiece == 0 && bytes <= (1 << 24);
+  };
+  return parseBaselineOptions(argc, argv, "--bytes", valid, alltoallBytes(false), options);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const World world = initWorld(&argc, &argv);
+  const int rank = world.rank, size = world.size;
   Options options;
   if (!parse(argc, argv, options)) {
-    if (rank == 0) {
-      printLine({{"error", std::string("usage: ") + argv[0] +
-                               " --bytes 8,64 (multiples of 8) --reps N --warmup N [--rows contig,vector]"}});
-    }
-    MPI_Finalize();
-    return 2;
+    return usageError(world, std::string("usage: ") + argv[0] +
+                                 " --bytes 8,64 (multiples of 8) --reps N --warmup N [--rows contig,vector]");
   }
   if (rank == 0) printLibraryLine();
   bool ok = true;
   for (int vector = 0; vector < 2 && ok; ++vector) {
     if (!(vector ? options.vector : options.contig)) continue;
-    for (int64_t bytes : options.bytes) {
+    for (int64_t bytes : options.sizes) {
       ok = runRow(rank, size, bytes, vector != 0, options);
       if (!ok) break;
     }

@@ -32,6 +32,27 @@ inline void printLibraryLine() {
   printLine({{"library", firstLine}});
 }
 
+// MPI_Init, then this rank and the size of MPI_COMM_WORLD.
+struct World {
+  int rank = 0;
+  int size = 0;
+};
+inline World initWorld(int* argc, char*** argv) {
+  MPI_Init(argc, argv);
+  World world;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world.size);
+  return world;
+}
+
+// Rank 0 reports the usage error as a JSON line; every rank finalises.
+// Returns main's exit status.
+inline int usageError(const World& world, const std::string& usage) {
+  if (world.rank == 0) printLine({{"error", usage}});
+  MPI_Finalize();
+  return 2;
+}
+
 // Takes `--reps N` or `--warmup N` at argv[i] (moving i past the value);
 // false when argv[i] is neither.
 inline bool parseRepetitionOption(int argc, char** argv, int& i, int& reps, int& warmup) {
@@ -46,26 +67,41 @@ inline bool parseRepetitionOption(int argc, char** argv, int& i, int& reps, int&
   return true;
 }
 
-// Takes `--rows a,b` at argv[i]: whether it names "vector" and "contig".
-inline bool parseRowsOption(int argc, char** argv, int& i, bool& vector, bool& contig) {
-  if (i + 1 >= argc || std::strcmp(argv[i], "--rows") != 0) return false;
-  const std::string rows = argv[++i];
-  vector = rows.find("vector") != std::string::npos;
-  contig = rows.find("contig") != std::string::npos;
-  return true;
-}
+// What every baseline program takes: the sizes to run (one list option,
+// e.g. --x or --bytes), repetitions and which rows.
+struct BaselineOptions {
+  std::vector<int64_t> sizes;
+  int reps = 15;
+  int warmup = 3;
+  bool vector = true;
+  bool contig = true;
+};
 
-// Appends the comma-separated integers of `text` to `out`; false when one
-// is not accepted by `valid`.
+// Parses --reps N, --warmup N, --rows vector,contig and `listFlag a,b,c`
+// (each value accepted by `valid`); `defaults` when the list is not given.
 template <typename Valid>
-bool parseIntegerList(const char* text, std::vector<int64_t>& out, Valid&& valid) {
-  std::istringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    const long long value = std::atoll(item.c_str());
-    if (!valid(value)) return false;
-    out.push_back(value);
+bool parseBaselineOptions(int argc, char** argv, const char* listFlag, Valid&& valid,
+                          const std::vector<int64_t>& defaults, BaselineOptions& options) {
+  for (int i = 1; i < argc; ++i) {
+    if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
+    if (i + 1 >= argc) return false;
+    if (!std::strcmp(argv[i], "--rows")) {
+      const std::string rows = argv[++i];
+      options.vector = rows.find("vector") != std::string::npos;
+      options.contig = rows.find("contig") != std::string::npos;
+    } else if (!std::strcmp(argv[i], listFlag)) {
+      std::istringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) {
+        const long long value = std::atoll(item.c_str());
+        if (!valid(value)) return false;
+        options.sizes.push_back(value);
+      }
+    } else {
+      return false;
+    }
   }
-  return true;
+  if (options.sizes.empty()) options.sizes = defaults;
+  return options.reps > 0 && options.warmup >= 0;
 }
 
 }  // namespace ibdt::perf

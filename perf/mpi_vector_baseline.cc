@@ -25,13 +25,7 @@ namespace {
 
 using namespace ibdt::perf;
 
-struct Options {
-  std::vector<int64_t> columns;
-  int reps = 15;
-  int warmup = 3;
-  bool vector = true;
-  bool contig = true;
-};
+using Options = BaselineOptions;  // sizes: column counts x
 
 // One message: the x columns (vector) or 128 * x ints (contig).
 struct Message {
@@ -138,43 +132,26 @@ bool runRow(int rank, int64_t x, bool contig, const Options& options) {
 }
 
 bool parse(int argc, char** argv, Options& options) {
-  for (int i = 1; i < argc; ++i) {
-    const bool hasValue = i + 1 < argc;
-    if (parseRepetitionOption(argc, argv, i, options.reps, options.warmup)) continue;
-    if (parseRowsOption(argc, argv, i, options.vector, options.contig)) continue;
-    if (!std::strcmp(argv[i], "--x") && hasValue) {
-      auto valid = [](long long x) { return x >= 1 && x <= kVectorColumns; };
-      if (!parseIntegerList(argv[++i], options.columns, valid)) return false;
-    } else {
-      return false;
-    }
-  }
-  if (options.columns.empty()) options.columns = vectorColumnCounts(false);
-  return options.reps > 0 && options.warmup >= 0;
+  auto valid = [](long long x) { return x >= 1 && x <= kVectorColumns; };
+  return parseBaselineOptions(argc, argv, "--x", valid, vectorColumnCounts(false), options);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const World world = initWorld(&argc, &argv);
+  const int rank = world.rank;
   Options options;
-  if (!parse(argc, argv, options) || size != 2) {
-    if (rank == 0) {
-      printLine({{"error", std::string("usage: ") + argv[0] +
-                               " --x 1,2,4 --reps N --warmup N [--rows vector,contig], on 2 ranks (got " +
-                               std::to_string(size) + ")"}});
-    }
-    MPI_Finalize();
-    return 2;
+  if (!parse(argc, argv, options) || world.size != 2) {
+    return usageError(world, std::string("usage: ") + argv[0] +
+                                 " --x 1,2,4 --reps N --warmup N [--rows vector,contig], on 2 ranks (got " +
+                                 std::to_string(world.size) + ")");
   }
   if (rank == 0) printLibraryLine();
   bool ok = true;
   for (int contig = 0; contig < 2 && ok; ++contig) {
     if (!(contig ? options.contig : options.vector)) continue;
-    for (int64_t x : options.columns) {
+    for (int64_t x : options.sizes) {
       ok = runRow(rank, x, contig != 0, options);
       if (!ok) break;
     }
