@@ -225,6 +225,9 @@ class ContextImpl {
   // slot. false: the write failed (its error in `writeError`), nothing left.
   using WriteFunction = Status (*)(void* context, uint8_t* out);
   Result<bool> sendWritten(Peer& peer, uint32_t length, WriteFunction write, void* context, Status& writeError);
+  // Posts a signaled SEND of `sges` (SGE 0 in send slot `slot`); the slot
+  // goes back if the post fails.
+  Status postSlot(Peer& peer, uint32_t slot, std::span<const fabric::Sge> sges, std::string_view what);
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);

@@ -37,20 +37,27 @@ Result<bool> ContextImpl::sendWritten(Peer& peer, uint32_t length, WriteFunction
     return false;
   }
   fabric::Sge sge{reinterpret_cast<uint64_t>(data), length, sendSlots_->lkey()};
+  IBDT_RETURN_IF_ERROR(postSlot(peer, slot, std::span(&sge, 1), "a control message"));
+  return true;
+}
+
+Status ContextImpl::postSlot(Peer& peer, uint32_t slot, std::span<const fabric::Sge> sges, std::string_view what) {
+  uint64_t length = 0;
+  for (const fabric::Sge& sge : sges) length += sge.length;
   fabric::SendRequest request;
   request.id = wrId(WrKind::kSlot, slot);
   request.opcode = fabric::Opcode::kSend;
   request.flags = fabric::kSignaled;
   if (length <= domain_.caps().maxInline) request.flags |= fabric::kInline;
-  request.sgList = &sge;
-  request.numSge = 1;
+  request.sgList = sges.data();
+  request.numSge = static_cast<uint32_t>(sges.size());
   Status status = peer.sendEndpoint->postSend(request);
   if (!status.isOk()) {
     freeSendSlots_.push_back(slot);
-    return status.withContext(strCat("sending a control message to rank ", peer.rank));
+    return status.withContext(strCat("sending ", what, " to rank ", peer.rank));
   }
   ++peer.sendOutstanding;
-  return true;
+  return Status::ok();
 }
 
 Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useReserve) {

@@ -27,6 +27,15 @@ namespace {
 constexpr int64_t kMinFragment = 8192;
 constexpr int64_t kFragmentsPerMessage = 4;
 
+// The header of a fragment at packed byte `offset`: the first carries the
+// envelope, the others their offset. Returns the bytes written.
+size_t writeFragmentHeader(uint8_t* out, const wire::Header& header, const wire::Envelope& envelope,
+                           int64_t offset) {
+  size_t at = wire::write(out, 0, header);
+  return header.kind == wire::Kind::kPipelined ? wire::write(out, at, envelope)
+                                               : wire::write(out, at, wire::Fragment{offset});
+}
+
 }  // namespace
 
 // Both sides copy at about the same rate, so the message takes one side's
@@ -86,9 +95,7 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
     } writer{op, header, envelope, p, q};
     WriteFunction write = [](void* context, uint8_t* out) -> Status {
       auto& w = *static_cast<Writer*>(context);
-      size_t at = wire::write(out, 0, w.header);
-      at = w.header.kind == wire::Kind::kPipelined ? wire::write(out, at, w.envelope)
-                                                   : wire::write(out, at, wire::Fragment{w.p});
+      size_t at = writeFragmentHeader(out, w.header, w.envelope, w.p);
       return w.op.segment->pack(w.op.sendBuffer, w.p, w.q, out + at);
     };
     size_t length = sizeof(header) + (first ? sizeof(envelope) : sizeof(wire::Fragment)) + static_cast<size_t>(q - p);
@@ -117,9 +124,7 @@ Result<bool> ContextImpl::postGatheredFragment(Peer& peer, PendingControl& messa
   const int64_t p = message.next;
   IBDT_ASSIGN_OR_RETURN(uint32_t slot, takeSendSlot());
   uint8_t* data = static_cast<uint8_t*>(sendSlots_->address()) + slot * slotSize();
-  size_t length = wire::write(data, 0, header);
-  length = header.kind == wire::Kind::kPipelined ? wire::write(data, length, envelope)
-                                                 : wire::write(data, length, wire::Fragment{p});
+  size_t length = writeFragmentHeader(data, header, envelope, p);
   // SGE 0 the header, then the user blocks of [p, q), as many as fit.
   std::vector<fabric::Sge>& sges = scratch_.sges;
   sges.assign(1, fabric::Sge{reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(length), sendSlots_->lkey()});
@@ -137,18 +142,7 @@ Result<bool> ContextImpl::postGatheredFragment(Peer& peer, PendingControl& messa
                     op.gathered.lkey(iovecs[i].address, iovecs[i].length)});
   }
   q = p + fill->bytes;
-  fabric::SendRequest request;
-  request.id = wrId(WrKind::kSlot, slot);
-  request.opcode = fabric::Opcode::kSend;
-  request.flags = fabric::kSignaled;
-  request.sgList = sges.data();
-  request.numSge = static_cast<uint32_t>(sges.size());
-  Status status = peer.sendEndpoint->postSend(request);
-  if (!status.isOk()) {
-    freeSendSlots_.push_back(slot);
-    return status.withContext(strCat("sending a message fragment to rank ", peer.rank));
-  }
-  ++peer.sendOutstanding;
+  IBDT_RETURN_IF_ERROR(postSlot(peer, slot, sges, "a message fragment"));
   slotOwner_[slot] = message.eager;  // the user blocks are read until it completes
   ++op.fragmentsInFlight;
   return true;
