@@ -113,7 +113,7 @@ struct Options {
   double unpackBelowBlock = -1;
   bool listPost = true;           // post rendezvous writes as chained lists
   // Pauses a wait spins before it yields the core; <0: 4096 when this node
-  // runs no more ranks than it has cores, else 64.
+  // runs no more ranks than it has cores, else 0 (yield after every empty poll).
   int64_t spins = -1;
   // Endpoints at create() or on first use; kAuto: IBDT_MSG_CONNECT decides
   // (its own auto: eager up to kEagerConnectRanks ranks).
