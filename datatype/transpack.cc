@@ -1,14 +1,28 @@
 // datatype/transpack.cc — typed copy between two layouts of one signature
-// (Träff et al. call it transpacking): packs a chunk from the source layout
-// into a bounce buffer and unpacks it into the destination layout.
+// (Träff et al. call it transpacking). A side that is one dense run is read
+// or written in place; otherwise chunks go through a bounce buffer.
 #include <algorithm>
 
 #include "datatype/type_impl.h"
 
 namespace ibdt::datatype {
+namespace {
 
-Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, void* dst, const Datatype& dstType,
-                 int64_t dstCount, int64_t first, int64_t last) {
+// Offset of `segment`'s bytes when they are one dense run, else -1.
+int64_t denseOffset(const Segment& segment) {
+  if (segment.size() == 0) return 0;
+  Iovec run{};
+  auto fill = segment.iovecs(0, 0, segment.size(), &run, 1);
+  return fill.isOk() && fill->bytes == segment.size() ? static_cast<int64_t>(run.address) : -1;
+}
+
+}  // namespace
+
+TypedCopy::TypedCopy(Segment from, Segment to)
+    : from_(std::move(from)), to_(std::move(to)), srcDense_(denseOffset(from_)), dstDense_(denseOffset(to_)) {}
+
+Result<TypedCopy> TypedCopy::create(const Datatype& srcType, int64_t srcCount, const Datatype& dstType,
+                                    int64_t dstCount) {
   IBDT_ASSIGN_OR_RETURN(Segment from, Segment::create(srcType, srcCount));
   IBDT_ASSIGN_OR_RETURN(Segment to, Segment::create(dstType, dstCount));
   // The shorter description must be a prefix of the longer one.
@@ -17,18 +31,29 @@ Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, voi
   } else {
     IBDT_RETURN_IF_ERROR(checkMatch(dstType, dstCount, srcType, srcCount));
   }
-  if (first < 0 || first > last || last > std::min(from.size(), to.size())) {
-    return makeError(Code::kOutOfRange, "transpack: byte range [", first, ", ", last, ") outside [0, ",
-                     std::min(from.size(), to.size()), ")");
+  return TypedCopy(std::move(from), std::move(to));
+}
+
+Status TypedCopy::run(const void* src, void* dst, int64_t first, int64_t last) const {
+  if (first < 0 || first > last || last > size()) {
+    return makeError(Code::kOutOfRange, "transpack: byte range [", first, ", ", last, ") outside [0, ", size(), ")");
   }
+  if (srcDense_ >= 0) return to_.unpack(dst, first, last, static_cast<const char*>(src) + srcDense_ + first);
+  if (dstDense_ >= 0) return from_.pack(src, first, last, static_cast<char*>(dst) + dstDense_ + first);
   alignas(64) char buffer[64 * 1024];
   for (int64_t at = first; at < last;) {
     const int64_t end = std::min<int64_t>(last, at + static_cast<int64_t>(sizeof(buffer)));
-    IBDT_RETURN_IF_ERROR(from.pack(src, at, end, buffer));
-    IBDT_RETURN_IF_ERROR(to.unpack(dst, at, end, buffer));
+    IBDT_RETURN_IF_ERROR(from_.pack(src, at, end, buffer));
+    IBDT_RETURN_IF_ERROR(to_.unpack(dst, at, end, buffer));
     at = end;
   }
   return Status::ok();
+}
+
+Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, void* dst, const Datatype& dstType,
+                 int64_t dstCount, int64_t first, int64_t last) {
+  IBDT_ASSIGN_OR_RETURN(TypedCopy copy, TypedCopy::create(srcType, srcCount, dstType, dstCount));
+  return copy.run(src, dst, first, last);
 }
 
 }  // namespace ibdt::datatype

@@ -16,6 +16,7 @@
 // O(depth * log blocks), so a message can be processed chunk by chunk.
 #pragma once
 
+#include <algorithm>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
@@ -248,6 +249,24 @@ Status checkMatch(const Signature& send, const Datatype& recvType, int64_t recvC
 // two must match on that range. Buffers must not overlap.
 Status transpack(const void* src, const Datatype& srcType, int64_t srcCount, void* dst, const Datatype& dstType,
                  int64_t dstCount, int64_t first, int64_t last);
+
+// transpack() prepared once and run many times (a persistent collective's
+// own block): the segments are built and the signatures matched at create(),
+// and a side that is one dense run is copied straight, without a bounce.
+class TypedCopy {
+ public:
+  static Result<TypedCopy> create(const Datatype& srcType, int64_t srcCount, const Datatype& dstType,
+                                  int64_t dstCount);
+  // Packed bytes both sides hold: a run may copy any range within them.
+  int64_t size() const { return std::min(from_.size(), to_.size()); }
+  Status run(const void* src, void* dst, int64_t first, int64_t last) const;
+
+ private:
+  TypedCopy(Segment from, Segment to);
+  Segment from_, to_;
+  int64_t srcDense_ = -1;  // offset of the one dense run of the source, or -1
+  int64_t dstDense_ = -1;
+};
 
 // --- Wire format ---
 //

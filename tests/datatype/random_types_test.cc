@@ -37,6 +37,44 @@ std::vector<int64_t> randomCuts(TypeGenerator& gen, int64_t size) {
   return cuts;
 }
 
+// A prepared TypedCopy over a random range, on each of its paths: into a
+// dense layout (packed in place), out of one (unpacked in place) and
+// between two layouts of the random type (bounce buffer). Nothing outside
+// the range may be written.
+void checkTypedCopy(TypeGenerator& gen, const Datatype& type, int64_t count, const Datatype& flatType,
+                    const std::vector<int64_t>& offsets, TypedBuffer& src, const std::vector<uint8_t>& expected) {
+  const int64_t size = static_cast<int64_t>(expected.size());
+  const int64_t first = gen.uniform(0, size), last = gen.uniform(first, size);
+  SCOPED_TRACE(::testing::Message() << "typed copy of [" << first << ", " << last << ")");
+  auto inRange = [&](int64_t i) { return i >= first && i < last; };
+  // Expected typed buffer after unpacking expected[first, last) into a
+  // guard-filled one (later type-map entries win where they overlap).
+  TypedBuffer want(offsets);
+  for (int64_t i = first; i < last; ++i) want.at(offsets[static_cast<size_t>(i)]) = expected[static_cast<size_t>(i)];
+
+  auto toFlat = TypedCopy::create(type, count, flatType, 1);
+  ASSERT_TRUE(toFlat.isOk()) << toFlat.status().toString();
+  ASSERT_EQ(toFlat->size(), size);
+  std::vector<uint8_t> flat(static_cast<size_t>(size + kGuardBytes), kGuard);
+  ASSERT_TRUE(toFlat->run(src.base(), flat.data(), first, last).isOk());
+  for (int64_t i = 0; i < size + kGuardBytes; ++i) {
+    ASSERT_EQ(flat[static_cast<size_t>(i)], inRange(i) ? expected[static_cast<size_t>(i)] : kGuard) << "byte " << i;
+  }
+
+  auto fromFlat = TypedCopy::create(flatType, 1, type, count);
+  ASSERT_TRUE(fromFlat.isOk()) << fromFlat.status().toString();
+  TypedBuffer unpacked(offsets);
+  ASSERT_TRUE(fromFlat->run(expected.data(), unpacked.base(), first, last).isOk());
+  ASSERT_EQ(unpacked.mem, want.mem);
+
+  auto typed = TypedCopy::create(type, count, type, count);
+  ASSERT_TRUE(typed.isOk()) << typed.status().toString();
+  TypedBuffer copied(offsets);
+  ASSERT_TRUE(typed->run(src.base(), copied.base(), first, last).isOk());
+  ASSERT_EQ(copied.mem, want.mem);
+  EXPECT_EQ(typed->run(src.base(), copied.base(), 0, size + 1).code(), Code::kOutOfRange);
+}
+
 void checkOne(uint64_t seed) {
   TypeGenerator gen(seed);
   RandomType rt = gen.make(static_cast<int>(1 + seed % 5), 512);
@@ -201,6 +239,7 @@ void checkOne(uint64_t seed) {
     std::vector<uint8_t> copy(static_cast<size_t>(size));
     ASSERT_TRUE(transpack(src.base(), type, count, copy.data(), *flatType, 1, 0, size).isOk());
     ASSERT_EQ(copy, expected);
+    checkTypedCopy(gen, type, count, *flatType, offsets, src, expected);
   }
 }
 
