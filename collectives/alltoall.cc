@@ -82,8 +82,10 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
                         checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
   switch (options.algorithm) {
     case AlltoallAlgorithm::kAuto:  // the only algorithm so far
-    case AlltoallAlgorithm::kPairwise:
-      return Plan(makePairwiseAlltoall(comm, args, options.throttle));
+    case AlltoallAlgorithm::kPairwise: {
+      IBDT_ASSIGN_OR_RETURN(auto pairwise, makePairwiseAlltoall(comm, args, options.throttle));
+      return Plan(std::move(pairwise));
+    }
   }
   return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ", static_cast<int>(options.algorithm));
 }

@@ -24,9 +24,9 @@ using messaging::Request;
 
 class PairwiseAlltoall final : public PlanImpl {
  public:
-  PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle)
+  PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle, datatype::TypedCopy own)
       : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
-        args_(args) {
+        args_(args), own_(std::move(own)) {
     const int size = comm.size();
     for (int r = 1; r < size; ++r) {
       const int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
@@ -43,11 +43,7 @@ class PairwiseAlltoall final : public PlanImpl {
     head_ = 0;
     active_ = true;
     for (Slot& slot : slots_) post(slot);
-    if (args_.bytes > 0) {
-      note(datatype::transpack(args_.sendBlock(rank_), args_.sendtype, args_.sendcount, args_.recvBlock(rank_),
-                               args_.recvtype, args_.recvcount, 0, args_.bytes),
-           0, "copy of the own block");
-    }
+    if (args_.bytes > 0) note(own_.run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, args_.bytes), 0, "copy of the own block");
     if (rounds_.empty()) active_ = false;
     return Status::ok();
   }
@@ -160,6 +156,7 @@ class PairwiseAlltoall final : public PlanImpl {
   int32_t tag_;
   int rank_;
   AlltoallArgs args_;
+  datatype::TypedCopy own_;  // round 0, prepared once
   std::vector<Round> rounds_;
   std::vector<Slot> slots_;
   size_t nextRound_ = 0;
@@ -171,8 +168,11 @@ class PairwiseAlltoall final : public PlanImpl {
 
 }  // namespace
 
-std::unique_ptr<PlanImpl> makePairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle) {
-  return std::make_unique<PairwiseAlltoall>(comm, args, throttle);
+Result<std::unique_ptr<PlanImpl>> makePairwiseAlltoall(Communicator& comm, const AlltoallArgs& args,
+                                                       int64_t throttle) {
+  IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy own, datatype::TypedCopy::create(args.sendtype, args.sendcount,
+                                                                             args.recvtype, args.recvcount));
+  return std::unique_ptr<PlanImpl>(std::make_unique<PairwiseAlltoall>(comm, args, throttle, std::move(own)));
 }
 
 }  // namespace ibdt::collectives
