@@ -141,4 +141,11 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
                 void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype,
                 const AlltoallOptions& options = {}, Deadline deadline = Deadline::never());
 
+
+// MPI_Barrier_init: returns on no rank before every rank has started it
+// (dissemination, ceil(log2 p) rounds of empty messages).
+Result<Plan> barrierInit(Communicator& comm);
+// MPI_Barrier: init + start + wait.
+Status barrier(Communicator& comm, Deadline deadline = Deadline::never());
+
 }  // namespace ibdt::collectives

@@ -1,0 +1,151 @@
+// Dissemination barrier (Hensgen, Finkel and Manber): in round k every rank
+// sends an empty message to rank + 2^k and waits for the one from
+// rank - 2^k (mod p), and sends round k + 1 only after that arrived. After
+// ceil(log2 p) rounds every rank has heard, through some chain, from every
+// other, so none leaves before all have entered.
+//
+// Every receive is posted at start() (each round has its own source, so
+// they cannot take each other's messages). A failed receive (a dead peer)
+// still lets the later rounds go out: the ranks that wait on this one get
+// their message, and the error is the run's outcome.
+#include <vector>
+
+#include "ibdt/collectives.h"
+#include "collectives/plan_impl.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::Request;
+
+class DisseminationBarrier final : public PlanImpl {
+ public:
+  explicit DisseminationBarrier(Communicator& comm)
+      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
+        byte_(datatype::Datatype::basic(datatype::BasicKind::kByte)) {
+    const int size = comm.size();
+    for (int distance = 1; distance < size; distance *= 2) {
+      rounds_.push_back({(rank_ + distance) % size, (rank_ - distance + size) % size, {}, {}});
+    }
+  }
+
+  Status start() override {
+    outcome_ = Status::ok();
+    arrived_ = 0;
+    active_ = !rounds_.empty();
+    for (Round& round : rounds_) {
+      auto recv = ctx_.irecv(nullptr, 0, byte_, round.from, tag_, contextId_);
+      if (recv.isOk()) round.recv = std::move(*recv);
+      else note(recv.status(), "receive from", round.from);
+    }
+    if (active_) send(rounds_.front());
+    return Status::ok();
+  }
+
+  Result<PollResult> poll() override {
+    PollResult result;
+    while (arrived_ < rounds_.size()) {
+      Round& round = rounds_[arrived_];
+      if (round.recv.valid()) {
+        IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(round.recv));
+        if (!done) break;
+        note(ctx_.wait(round.recv), "receive from", round.from);
+      }
+      ++arrived_;
+      result.progressed = true;
+      if (arrived_ < rounds_.size()) send(rounds_[arrived_]);
+    }
+    if (arrived_ == rounds_.size()) {  // every round's send must have left too
+      for (Round& round : rounds_) {
+        if (!round.send.valid()) continue;
+        IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(round.send));
+        if (!done) return result;
+        note(ctx_.wait(round.send), "send to", round.to);
+      }
+      result.done = true;
+      active_ = false;
+    }
+    return result;
+  }
+
+  Status block(Deadline deadline) override {
+    Round* pending = nullptr;
+    bool receive = true;
+    if (arrived_ < rounds_.size()) {
+      pending = &rounds_[arrived_];
+    } else {
+      for (Round& round : rounds_) {
+        if (round.send.valid()) {
+          pending = &round;
+          receive = false;
+          break;
+        }
+      }
+    }
+    if (pending == nullptr) return Status::ok();
+    Request& request = receive ? pending->recv : pending->send;
+    if (!request.valid()) return Status::ok();
+    Status status = ctx_.wait(request, nullptr, deadline);
+    const int peer = receive ? pending->from : pending->to;
+    if (request.valid()) {  // the wait gave up: the run stays active
+      return makeError(Code::kTimeout, "barrier rank ", rank_, ": no message from rank ", peer, " in time (",
+                       receive ? "receive" : "send", " of round ", pending - rounds_.data(), ")");
+    }
+    note(std::move(status), receive ? "receive from" : "send to", peer);
+    return Status::ok();
+  }
+
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+
+  void abandon() override {
+    for (Round& round : rounds_) {
+      if (round.recv.valid()) (void)ctx_.cancel(round.recv);
+      round.recv = Request();
+      round.send = Request();
+    }
+    active_ = false;
+  }
+
+  std::string_view algorithm() const override { return "dissemination"; }
+
+ private:
+  struct Round {
+    int to, from;
+    Request send, recv;
+  };
+
+  void send(Round& round) {
+    auto sent = ctx_.isend(nullptr, 0, byte_, round.to, tag_, contextId_);
+    if (sent.isOk()) round.send = std::move(*sent);
+    else note(sent.status(), "send to", round.to);
+  }
+
+  // Keeps the run's first error, naming the peer.
+  void note(Status status, const char* what, int peer) {
+    if (status.isOk() || !outcome_.isOk()) return;
+    outcome_ = makeError(status.code(), "barrier rank ", rank_, ", ", what, " rank ", peer, ": ", status.message());
+  }
+
+  messaging::Context& ctx_;
+  uint32_t contextId_;
+  int32_t tag_;
+  int rank_;
+  datatype::Datatype byte_;
+  std::vector<Round> rounds_;
+  size_t arrived_ = 0;  // rounds whose message arrived, in order
+  bool active_ = false;
+  Status outcome_;
+};
+
+}  // namespace
+
+Result<Plan> barrierInit(Communicator& comm) { return Plan(std::make_unique<DisseminationBarrier>(comm)); }
+
+Status barrier(Communicator& comm, Deadline deadline) {
+  IBDT_ASSIGN_OR_RETURN(Plan plan, barrierInit(comm));
+  IBDT_RETURN_IF_ERROR(plan.start());
+  return plan.wait(deadline);
+}
+
+}  // namespace ibdt::collectives
