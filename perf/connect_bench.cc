@@ -13,7 +13,7 @@
 
 #include "ibdt/messaging.h"
 #include "perf/benchmarks.h"
-#include "perf/two_processes.h"
+#include "perf/forked_ranks.h"
 
 namespace ibdt::perf {
 namespace {
@@ -43,10 +43,10 @@ Status pingPong(Context& context, int rank, int64_t round) {
 
 using Samples = std::map<std::string, std::vector<double>>;
 
-Status runRank(int socket, int rank, const std::string& provider, int repetitions, Samples& samples) {
-  messaging::Bootstrap bootstrap = socketBootstrap(socket, rank);
-  std::string tag = "connect-bench-" + std::to_string(rank == 0 ? getpid() : getppid());
-  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(provider, {tag, ""}));
+Status runRank(messaging::Bootstrap& bootstrap, const std::string& jobTag, const std::string& provider,
+               int repetitions, Samples& samples) {
+  const int rank = bootstrap.rank;
+  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(provider, {jobTag, ""}));
   constexpr int kSteady = 200;
   for (int rep = 0; rep < repetitions; ++rep) {
     for (Connect connect : {Connect::kEager, Connect::kLazy}) {
@@ -78,10 +78,11 @@ void run(const CommonOptions& common, const std::string& provider) {
   int warmup = common.quick ? 1 : common.warmup;
   int reps = common.quick ? 3 : common.reps;
   Samples samples;
-  bool ok = runTwoProcesses("connect", [&](int fd, int rank) {
+  const std::string jobTag = "connect-bench-" + std::to_string(getpid());  // rank 0's pid: one per run
+  bool ok = runForkedRanks("connect", 2, [&](messaging::Bootstrap& bootstrap) {
     Samples mine;
-    Status status = runRank(fd, rank, provider, warmup + reps, mine);
-    if (rank == 0) samples = std::move(mine);
+    Status status = runRank(bootstrap, jobTag, provider, warmup + reps, mine);
+    if (bootstrap.rank == 0) samples = std::move(mine);
     return status;
   });
   if (!ok) return;

@@ -5,11 +5,6 @@
 // remote pages (the Multi-W pattern). Each row sits beside a plain memcpy
 // of the same bytes measured in the same run and beside the provider's
 // published cost model (caps().transfer), which the bench thereby validates.
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <memory>
 #include <string>
@@ -17,8 +12,9 @@
 
 #include "base/backoff.h"
 #include "ibdt/fabric.h"
+#include "ibdt/messaging.h"
 #include "perf/benchmarks.h"
-#include "perf/two_processes.h"
+#include "perf/forked_ranks.h"
 
 namespace ibdt::perf {
 namespace {
@@ -35,7 +31,7 @@ struct FabricOptions {
 // One side of the two-process run.
 class Side {
  public:
-  Side(int socket, bool initiator) : socket_(socket), initiator_(initiator) {}
+  explicit Side(messaging::Bootstrap& bootstrap) : bootstrap_(bootstrap) {}
 
   Status open(const std::string& provider) {
     IBDT_ASSIGN_OR_RETURN(domain_, openDomain(provider, DomainOptions{"bench", ""}));
@@ -59,7 +55,7 @@ class Side {
   }
 
   const Caps& caps() const { return domain_->caps(); }
-  bool initiator() const { return initiator_; }
+  bool initiator() const { return bootstrap_.rank == 0; }
   uint8_t* user() { return user_.data(); }
   uint8_t* shared() { return static_cast<uint8_t*>(sharedRegion_->address()); }
   uint8_t* scratch() { return scratch_.data(); }
@@ -109,20 +105,12 @@ class Side {
   }
 
  private:
+  // Gives the peer `bytes` and returns what it gave (two ranks: the
+  // allgather's other entry).
   Result<std::vector<uint8_t>> swap(const std::vector<uint8_t>& bytes) {
-    uint64_t length = bytes.size();
-    if (write(socket_, &length, 8) != 8 || write(socket_, bytes.data(), bytes.size()) != static_cast<ssize_t>(length) ||
-        read(socket_, &length, 8) != 8) {
-      return makeError(Code::kPeerFailed, "fabric bench: lost the peer process");
-    }
-    std::vector<uint8_t> received(length);
-    size_t got = 0;
-    while (got < length) {
-      ssize_t n = read(socket_, received.data() + got, length - got);
-      if (n <= 0) return makeError(Code::kPeerFailed, "fabric bench: lost the peer process");
-      got += static_cast<size_t>(n);
-    }
-    return received;
+    auto all = bootstrap_.allgather(bytes);
+    if (!all.isOk()) return std::move(all).takeStatus().withContext("fabric bench: swapping with the peer process");
+    return std::move((*all)[static_cast<size_t>(1 - bootstrap_.rank)]);
   }
   Result<RemoteKey> swapKey(const RemoteKey& key) {
     std::vector<uint8_t> bytes(RemoteKey::kWireSize);
@@ -131,8 +119,7 @@ class Side {
     return RemoteKey::parse(theirs);
   }
 
-  int socket_;
-  bool initiator_;
+  messaging::Bootstrap& bootstrap_;
   std::unique_ptr<Domain> domain_;
   std::unique_ptr<CompletionQueue> sendQueue_, recvQueue_;
   std::unique_ptr<Endpoint> endpoint_;
@@ -336,8 +323,8 @@ Status runSchedule(Side& side, const CommonOptions& common, Report& report) {
 void runFabric(const CommonOptions& common, const FabricOptions& options) {
   Report report(strCat("fabric: ", options.provider, " provider between two processes"),
                 {"case", "bytes", "median_us", "min_us", "max_us", "MB/s", "memcpy_us", "model_us"});
-  bool ok = runTwoProcesses("fabric", [&](int socket, int rank) {
-    Side side(socket, rank == 0);
+  bool ok = runForkedRanks("fabric", 2, [&](messaging::Bootstrap& bootstrap) {
+    Side side(bootstrap);
     IBDT_RETURN_IF_ERROR(side.open(options.provider));
     return runSchedule(side, common, report);
   });

@@ -10,52 +10,63 @@
 #include <vector>
 
 #include "perf/benchmarks.h"
+#include "perf/process_exit.h"
 
 namespace ibdt::perf {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-Status writeAll(int fd, const void* data, size_t length) {
+// `peer` is the rank at the other end, for the message.
+Status writeAll(int fd, int peer, const void* data, size_t length) {
   const auto* at = static_cast<const uint8_t*>(data);
   while (length > 0) {
-    ssize_t n = write(fd, at, length);
+    // MSG_NOSIGNAL: a rank that lost its peer reports it instead of dying of SIGPIPE.
+    ssize_t n = send(fd, at, length, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return makeError(Code::kSystem, "forked ranks: socket write: ", std::strerror(errno));
+    if (n <= 0) {
+      return makeError(Code::kSystem, "forked ranks: socket write to rank ", peer, ": ", std::strerror(errno));
+    }
     at += n;
     length -= static_cast<size_t>(n);
   }
   return Status::ok();
 }
 
-Status readAll(int fd, void* data, size_t length) {
+Status readAll(int fd, int peer, void* data, size_t length) {
   auto* at = static_cast<uint8_t*>(data);
   while (length > 0) {
     ssize_t n = read(fd, at, length);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return makeError(Code::kSystem, "forked ranks: socket read: ", n == 0 ? "peer closed" : std::strerror(errno));
+    if (n == 0) return makeError(Code::kPeerFailed, "forked ranks: rank ", peer, " closed its socket");
+    if (n < 0) {
+      return makeError(Code::kSystem, "forked ranks: socket read from rank ", peer, ": ", std::strerror(errno));
+    }
     at += n;
     length -= static_cast<size_t>(n);
   }
   return Status::ok();
 }
 
-Status sendBytes(int fd, std::span<const uint8_t> bytes) {
+Status sendBytes(int fd, int peer, std::span<const uint8_t> bytes) {
   uint64_t length = bytes.size();
-  IBDT_RETURN_IF_ERROR(writeAll(fd, &length, sizeof length));
-  return writeAll(fd, bytes.data(), bytes.size());
+  IBDT_RETURN_IF_ERROR(writeAll(fd, peer, &length, sizeof length));
+  return writeAll(fd, peer, bytes.data(), bytes.size());
 }
 
-Result<Bytes> receiveBytes(int fd) {
+Result<Bytes> receiveBytes(int fd, int peer) {
   uint64_t length = 0;
-  IBDT_RETURN_IF_ERROR(readAll(fd, &length, sizeof length));
-  if (length > (uint64_t{1} << 30)) return makeError(Code::kProtocol, "forked ranks: a ", length, "-byte value");
+  IBDT_RETURN_IF_ERROR(readAll(fd, peer, &length, sizeof length));
+  if (length > (uint64_t{1} << 30)) {
+    return makeError(Code::kProtocol, "forked ranks: a ", length, "-byte value from rank ", peer);
+  }
   Bytes bytes(length);
-  IBDT_RETURN_IF_ERROR(readAll(fd, bytes.data(), bytes.size()));
+  IBDT_RETURN_IF_ERROR(readAll(fd, peer, bytes.data(), bytes.size()));
   return bytes;
 }
 
-// Rank 0 collects every value and sends the whole set back to each child.
+// Rank 0 collects every value and sends each child the others' values (with
+// two ranks, one value each way: a swap).
 messaging::Bootstrap starBootstrap(int rank, int size, std::vector<int> fds) {
   messaging::Bootstrap bootstrap;
   bootstrap.rank = rank;
@@ -63,19 +74,22 @@ messaging::Bootstrap starBootstrap(int rank, int size, std::vector<int> fds) {
   bootstrap.localSize = size;
   bootstrap.allgather = [rank, size, fds](std::span<const uint8_t> value) -> Result<std::vector<Bytes>> {
     std::vector<Bytes> all(static_cast<size_t>(size));
+    all[static_cast<size_t>(rank)].assign(value.begin(), value.end());
     if (rank != 0) {
-      IBDT_RETURN_IF_ERROR(sendBytes(fds[0], value));
-      for (Bytes& each : all) {
-        IBDT_ASSIGN_OR_RETURN(each, receiveBytes(fds[0]));
+      IBDT_RETURN_IF_ERROR(sendBytes(fds[0], 0, value));
+      for (int r = 0; r < size; ++r) {
+        if (r == rank) continue;
+        IBDT_ASSIGN_OR_RETURN(all[static_cast<size_t>(r)], receiveBytes(fds[0], 0));
       }
       return all;
     }
-    all[0].assign(value.begin(), value.end());
     for (int r = 1; r < size; ++r) {
-      IBDT_ASSIGN_OR_RETURN(all[static_cast<size_t>(r)], receiveBytes(fds[static_cast<size_t>(r)]));
+      IBDT_ASSIGN_OR_RETURN(all[static_cast<size_t>(r)], receiveBytes(fds[static_cast<size_t>(r)], r));
     }
-    for (int r = 1; r < size; ++r) {
-      for (const Bytes& each : all) IBDT_RETURN_IF_ERROR(sendBytes(fds[static_cast<size_t>(r)], each));
+    for (int to = 1; to < size; ++to) {
+      for (int r = 0; r < size; ++r) {
+        if (r != to) IBDT_RETURN_IF_ERROR(sendBytes(fds[static_cast<size_t>(to)], to, all[static_cast<size_t>(r)]));
+      }
     }
     return all;
   };
@@ -87,7 +101,7 @@ messaging::Bootstrap starBootstrap(int rank, int size, std::vector<int> fds) {
 bool runForkedRanks(std::string_view benchmark, int ranks,
                     const std::function<Status(messaging::Bootstrap& bootstrap)>& body) {
   std::vector<int> mine(static_cast<size_t>(ranks), -1);  // rank 0's end of each child's pair
-  std::vector<pid_t> children;
+  std::vector<pid_t> children;  // children[i] runs rank i + 1
   bool ok = true;
   std::fflush(nullptr);  // children must not print what rank 0 had buffered
   for (int rank = 1; rank < ranks && ok; ++rank) {
@@ -133,12 +147,12 @@ bool runForkedRanks(std::string_view benchmark, int ranks,
   for (int fd : mine) {
     if (fd >= 0) close(fd);  // a child blocked on its socket now sees EOF and fails
   }
-  for (pid_t child : children) {
+  for (size_t i = 0; i < children.size(); ++i) {
     int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(children[i], &status, 0) < 0 && errno == EINTR) {
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      reportFailure(strCat(benchmark, ": a forked rank failed"));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {  // its own message, if any, went to stderr
+      reportFailure(strCat(benchmark, ": forked rank ", i + 1, " failed (", describeExit(status), ")"));
       ok = false;
     }
   }

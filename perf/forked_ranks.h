@@ -1,6 +1,8 @@
-// perf/forked_ranks.h — N ranks of a benchmark as forked processes of
-// ibdt-bench, joined by Unix socket pairs to rank 0 (a star), which is
-// enough of a bootstrap for messaging::Context::create and for barriers.
+// perf/forked_ranks.h — the one harness of the benchmarks whose ranks are
+// processes: N ranks as forked processes of ibdt-bench (unbound), joined by
+// Unix socket pairs to rank 0 (a star). Their bootstrap is enough for
+// messaging::Context::create, for barriers (an empty allgather) and for
+// swapping addresses and keys (two ranks: all[1 - rank] is the peer's).
 #pragma once
 
 #include <functional>
@@ -11,10 +13,11 @@
 
 namespace ibdt::perf {
 
-// Runs body(bootstrap, rank) here as rank 0 and in ranks - 1 forked
-// children. Reports a failure of any rank through reportFailure(), naming
-// `benchmark`; returns whether every rank succeeded. Only rank 0 returns
-// from this call: children exit when their body ends.
+// Runs body(bootstrap) here as rank 0 and in ranks - 1 forked children
+// (bootstrap.rank says which). Reports a failure of any rank through
+// reportFailure(), naming `benchmark`; returns whether every rank
+// succeeded. Only rank 0 returns from this call: children exit when their
+// body ends.
 bool runForkedRanks(std::string_view benchmark, int ranks,
                     const std::function<Status(messaging::Bootstrap& bootstrap)>& body);
 

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "perf/process_exit.h"
+
 extern char** environ;
 
 namespace ibdt::perf {
@@ -160,12 +162,6 @@ Result<Finished> run(std::vector<std::string> argv, std::vector<std::string> env
   return done;
 }
 
-std::string describe(int waitStatus) {
-  if (WIFEXITED(waitStatus)) return "exit status " + std::to_string(WEXITSTATUS(waitStatus));
-  if (WIFSIGNALED(waitStatus)) return std::string("killed by ") + strsignal(WTERMSIG(waitStatus));
-  return "ended abnormally";
-}
-
 }  // namespace
 
 const std::vector<MpiLibrary>& mpiLibraries() {
@@ -215,7 +211,7 @@ Result<std::vector<nlohmann::json>> runMpiBaseline(const MpiLibrary& library, co
   }
   if (done.timedOut) failure = "no end after " + std::to_string(timeout.count()) + " s, stopped";
   if (failure.empty() && !(WIFEXITED(done.waitStatus) && WEXITSTATUS(done.waitStatus) == 0)) {
-    failure = describe(done.waitStatus);
+    failure = describeExit(done.waitStatus);
   }
   if (failure.empty()) return lines;
   std::string stderrTail = tail(done.err, 3);

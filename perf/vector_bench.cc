@@ -9,8 +9,6 @@
 // time (Figure 11). The same experiment with MPI_Type_vector under Open MPI
 // and MPICH (perf/mpi_vector_baseline.cc) runs after the ibdt rows, into the
 // same table, followed by the targets computed from the rows.
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,8 +21,8 @@
 
 #include "ibdt/messaging.h"
 #include "perf/benchmarks.h"
+#include "perf/forked_ranks.h"
 #include "perf/mpi_baseline_runner.h"
-#include "perf/two_processes.h"
 #include "perf/vector_cases.h"
 #include "perf/vector_shared_memcpy.h"
 #include "perf/vector_targets.h"
@@ -189,15 +187,14 @@ void addRow(Report& report, int64_t x, const std::string& row, const std::string
               {"MB/s max", kWindow * bytes / window.min / 1e6}});
 }
 
-Status runRank(int socket, int rank, const VectorOptions& options, const Plan& plan, Report& report) {
+Status runRank(messaging::Bootstrap& bootstrap, const std::string& jobTag, const VectorOptions& options,
+               const Plan& plan, Report& report) {
+  const int rank = bootstrap.rank;
   if (options.worstCaseRegistration) {
     setenv("IBDT_REG_CACHE", "off", 1);
     setenv("IBDT_POOL_HIGH_WATER", "0", 1);
   }
-  messaging::Bootstrap bootstrap = socketBootstrap(socket, rank);
-  // The job tag: the parent's pid, the same on both sides.
-  std::string tag = "vector-bench-" + std::to_string(rank == 0 ? getpid() : getppid());
-  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {tag, ""}));
+  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
   for (const Row& row : kRowsToRun) {
     if (!wanted(options, row.name)) continue;
     auto messaging = messaging::optionsFromEnvironment();
@@ -307,7 +304,10 @@ void runVector(const VectorOptions& options, const CommonOptions& common) {
   plan.reps = common.quick ? 3 : common.reps;
   plan.warmup = common.quick ? 1 : common.warmup;
   if (std::any_of(std::begin(kRowsToRun), std::end(kRowsToRun), [&](const Row& r) { return wanted(options, r.name); })) {
-    runTwoProcesses("vector", [&](int socket, int rank) { return runRank(socket, rank, options, plan, report); });
+    const std::string jobTag = "vector-bench-" + std::to_string(getpid());  // rank 0's pid: one per run
+    runForkedRanks("vector", 2, [&](messaging::Bootstrap& bootstrap) {
+      return runRank(bootstrap, jobTag, options, plan, report);
+    });
     report.note("ibdt ranks", "two forked processes, unbound; they yield and nap when idle (base/backoff.h), so a "
                               "loaded machine costs them more than MPI ranks polling on their own cores");
   }
