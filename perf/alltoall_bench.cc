@@ -6,8 +6,9 @@
 // MPI_Alltoall under mpirun (perf/mpi_alltoall_baseline.cc), MPICH's at 2
 // ranks only, and a memcpy of the same bytes within one process. Every
 // result is checked byte by byte once before timing; each repetition is a
-// barrier and then several alltoalls, timed on every rank, and counts as
-// the slowest rank's time; median, min and max over the repetitions.
+// barrier (ibdt's own, as the baseline uses MPI_Barrier) and then several
+// alltoalls, timed on every rank, and counts as the slowest rank's time;
+// median, min and max over the repetitions.
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,7 +138,10 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
       std::vector<double> mine;
       Status failed;
       for (int rep = 0; rep < setup.warmup + setup.reps; ++rep) {
-        IBDT_RETURN_IF_ERROR(bootstrap.allgather({}).status());  // barrier
+        // Start together, as MPI_Barrier lets the baseline's ranks: the
+        // socket allgather releases them microseconds apart.
+        IBDT_RETURN_IF_ERROR(bootstrap.allgather({}).status());
+        IBDT_RETURN_IF_ERROR(collectives::barrier(*comm, Deadline::after(std::chrono::seconds(60))));
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
         IBDT_RETURN_IF_ERROR(failed);
