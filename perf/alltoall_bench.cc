@@ -47,6 +47,7 @@ struct Setup {
 };
 
 constexpr const char* kMpiLibraryNames[] = {"Open MPI", "MPICH"};
+constexpr int kAlltoallWarmupReps = 25;  // >= 50 calls: every eager buffer (32 per peer) used once
 constexpr const char* kMemcpyRow = "memcpy";
 
 bool wanted(const BenchOptions& options, const std::string& row) {
@@ -138,9 +139,10 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
       std::vector<double> mine;
       Status failed;
       for (int rep = 0; rep < setup.warmup + setup.reps; ++rep) {
-        // Start together, as MPI_Barrier lets the baseline's ranks: the
-        // socket allgather releases them microseconds apart.
-        IBDT_RETURN_IF_ERROR(bootstrap.allgather({}).status());
+        // Start together through ibdt's own barrier, as the baseline does
+        // through MPI_Barrier. Not the bootstrap's sockets: they release the
+        // ranks microseconds apart, and a rank woken from a socket read is
+        // often placed on its waker's core, where the two then share one.
         IBDT_RETURN_IF_ERROR(collectives::barrier(*comm, Deadline::after(std::chrono::seconds(60))));
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
@@ -214,7 +216,11 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   setup.quick = common.quick;
   setup.bytes = options.bytes.empty() ? alltoallBytes(common.quick) : options.bytes;
   setup.reps = common.quick ? 3 : common.reps;
-  setup.warmup = common.quick ? 1 : common.warmup;
+  // Warm up like OSU's benchmarks (hundreds of untimed iterations), not 3
+  // repetitions: a rank's first messages to a peer fault in the pages of that
+  // peer's eager buffers (a 2-rank alltoall of 8 KiB took 8-10 us for its
+  // first few dozen calls, 2.5 us after). Both libraries get the same.
+  setup.warmup = common.quick ? 1 : std::max(common.warmup, kAlltoallWarmupReps);
   const std::vector<int> rankCounts = options.ranks.empty() ? alltoallRanks() : options.ranks;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   for (int ranks : rankCounts) {
@@ -229,8 +235,8 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
     if (ranks > cores) {
       report.note("oversubscribed at " + std::to_string(ranks) + " ranks",
                   std::to_string(ranks) + " ranks share " + std::to_string(cores) +
-                      " cores: times include waiting for a core (ibdt ranks yield and nap when idle, "
-                      "base/backoff.h)");
+                      " cores, unbound: times include waiting for a core (ibdt ranks yield after every "
+                      "empty poll, base/backoff.h)");
     }
   }
   for (const char* name : kMpiLibraryNames) {
@@ -243,7 +249,8 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   if (fromEnvironment.isOk()) defaults = *fromEnvironment;
   report.note("ibdt", "pairwise (cyclic schedule), persistent plan started per call, throttle " +
                           std::to_string(options.throttle >= 0 ? options.throttle : defaults.throttle) +
-                          " rounds in flight; forked ranks over the " + options.provider + " provider");
+                          " rounds in flight; forked ranks over the " + options.provider +
+                          " provider, one core each where they fit (as mpirun binds), started by ibdt's barrier");
   report.note(kMemcpyRow, "one process copies the N blocks of one rank's receive buffer with memcpy (no transport)");
   report.note("MB/s per rank", "bytes each rank sends to the other ranks (memcpy: bytes it copies) per second");
   report.note("machine", machineDescription());

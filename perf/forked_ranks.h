@@ -1,5 +1,6 @@
 // perf/forked_ranks.h — the one harness of the benchmarks whose ranks are
-// processes: N ranks as forked processes of ibdt-bench (unbound), joined by
+// processes: N ranks as forked processes of ibdt-bench (one core each when
+// they fit, as launchers bind them; else unbound), joined by
 // Unix socket pairs to rank 0 (a star). Their bootstrap is enough for
 // messaging::Context::create, for barriers (an empty allgather) and for
 // swapping addresses and keys (two ranks: all[1 - rank] is the peer's).
@@ -20,5 +21,8 @@ namespace ibdt::perf {
 // body ends.
 bool runForkedRanks(std::string_view benchmark, int ranks,
                     const std::function<Status(messaging::Bootstrap& bootstrap)>& body);
+
+// Whether runForkedRanks gives each of `ranks` ranks a core of its own.
+bool ranksFitCores(int ranks);
 
 }  // namespace ibdt::perf

@@ -308,8 +308,11 @@ void runVector(const VectorOptions& options, const CommonOptions& common) {
     runForkedRanks("vector", 2, [&](messaging::Bootstrap& bootstrap) {
       return runRank(bootstrap, jobTag, options, plan, report);
     });
-    report.note("ibdt ranks", "two forked processes, unbound; they yield and nap when idle (base/backoff.h), so a "
-                              "loaded machine costs them more than MPI ranks polling on their own cores");
+    report.note("ibdt ranks", std::string("two forked processes, ") +
+                                  (ranksFitCores(2) ? "one core each (as mpirun binds two ranks)"
+                                                    : "unbound (fewer than two cores allowed)") +
+                                  "; they yield and nap when a wait lasts (base/backoff.h), so a loaded machine "
+                                  "costs them more than MPI ranks polling on their own cores");
   }
   runSharedMemcpy(options, plan, report);
   for (const MpiLibrary& library : mpiLibraries()) runMpiRows(library, options, plan, report);
