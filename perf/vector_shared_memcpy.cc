@@ -2,7 +2,6 @@
 
 #include <sched.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "perf/forked_ranks.h"
 #include "perf/vector_cases.h"
 
 namespace ibdt::perf {
@@ -53,50 +53,48 @@ Result<SharedMemcpy> measureSharedMemcpy(int64_t x, int warmup, int reps, int pi
     fillVectorPattern(pattern, rank);
     std::memcpy(arrays[rank], pattern.data(), kArrayBytes);
   }
-  pid_t child = fork();
-  if (child < 0) {
-    munmap(memory, total);
-    return makeError(Code::kSystem, "shared memcpy: fork: ", std::strerror(errno));
-  }
-  const int rank = child == 0 ? 1 : 0;
-  int32_t* mine = arrays[rank];
-  int32_t* peers = arrays[1 - rank];
-  uint64_t turn = 0;
-  // One message from whoever holds the turn to the other side.
-  auto message = [&](int copies) {
-    if (static_cast<int>(turn % 2) == rank) {
+  // The same two forked ranks as ibdt's rows (a core each where they fit);
+  // the arrays and the turn are shared because the mapping is inherited.
+  SharedMemcpy result;
+  const bool ran = runForkedRanks("shared memcpy", 2, [&](messaging::Bootstrap& bootstrap) -> Status {
+    const int rank = bootstrap.rank;
+    int32_t* mine = arrays[rank];
+    int32_t* peers = arrays[1 - rank];
+    uint64_t turn = 0;
+    // One message from whoever holds the turn to the other side.
+    auto message = [&](int copies) {
+      if (static_cast<int>(turn % 2) == rank) {
+        waitFor(shared->turn, turn);
+        for (int i = 0; i < copies; ++i) copyColumns(mine, peers, x);
+        shared->turn.store(turn + 1, std::memory_order_release);
+      }
+      ++turn;
+    };
+    auto pingPong = [&] {
+      message(1);
+      message(1);
+    };
+    // Checked first: rank 1's columns must be rank 0's, then back.
+    message(1);
+    if (rank == 1) {
       waitFor(shared->turn, turn);
-      for (int i = 0; i < copies; ++i) copyColumns(mine, peers, x);
-      shared->turn.store(turn + 1, std::memory_order_release);
+      std::vector<int32_t> copy(mine, mine + kVectorRows * kVectorColumns);
+      if (!checkVectorColumns(copy, x, 0, 1).empty()) shared->failed.store(1);
     }
-    ++turn;
-  };
-  auto pingPong = [&] {
     message(1);
-    message(1);
-  };
-  // Checked first: rank 1's columns must be rank 0's, then back.
-  std::vector<int32_t> copy(static_cast<size_t>(kVectorRows * kVectorColumns));
-  message(1);
-  if (rank == 1) {
-    waitFor(shared->turn, turn);
-    std::memcpy(copy.data(), mine, kArrayBytes);
-    if (!checkVectorColumns(copy, x, 0, 1).empty()) shared->failed.store(1);
-  }
-  message(1);
-  auto roundTrips = measure(warmup, reps, pingPongsPerRep, pingPong);
-  auto windowRuns = measure(warmup, reps, 1, [&] {
-    message(kVectorWindow);  // rank 0 copies the window, rank 1 acks
-    message(0);
+    auto roundTrips = measure(warmup, reps, pingPongsPerRep, pingPong);
+    auto windowRuns = measure(warmup, reps, 1, [&] {
+      message(kVectorWindow);  // rank 0 copies the window, rank 1 acks
+      message(0);
+    });
+    if (rank == 0) result = SharedMemcpy{summarize(roundTrips), summarize(windowRuns)};
+    return Status::ok();
   });
-  if (rank == 1) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  bool failed = shared->failed.load() != 0;
+  const bool failed = shared->failed.load() != 0;
   munmap(memory, total);
   if (failed) return makeError(Code::kInternal, "shared memcpy: x=", x, ": the copied columns are wrong");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return makeError(Code::kInternal, "shared memcpy: peer failed");
-  return SharedMemcpy{summarize(roundTrips), summarize(windowRuns)};
+  if (!ran) return makeError(Code::kInternal, "shared memcpy: a rank failed (reported above)");
+  return result;
 }
 
 }  // namespace ibdt::perf
