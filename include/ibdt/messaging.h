@@ -158,16 +158,20 @@ struct Counters {
 
 struct Operation;
 
-// A pending send or receive. Cheap to move; completes through Context.
+// A pending send or receive. Cheap to move; completes through Context. A
+// persistent one (sendInit/recvInit) stays valid after it completes and is
+// run again by Context::start().
 class Request {
  public:
   Request() = default;
   bool valid() const { return op_ != nullptr; }
+  bool persistent() const { return persistent_; }
 
  private:
   friend class Context;
-  explicit Request(std::shared_ptr<Operation> op) : op_(std::move(op)) {}
+  Request(std::shared_ptr<Operation> op, bool persistent) : op_(std::move(op)), persistent_(persistent) {}
   std::shared_ptr<Operation> op_;
+  bool persistent_ = false;
 };
 
 class ContextImpl;
@@ -197,11 +201,25 @@ class Context {
   Result<Request> irecv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
                         uint32_t communicator = 0);
 
+  // MPI_Send_init / MPI_Recv_init: a persistent request with the arguments
+  // checked and the type's segment prepared once, created inactive. start()
+  // posts it; test()/wait() complete it and leave it valid and inactive for
+  // the next start(), which allocates nothing (unless a protocol still holds
+  // the last run, then it copies). wait() or test() on an inactive request
+  // returns its last outcome at once; cancel() works as for irecv.
+  Result<Request> sendInit(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
+                           uint32_t communicator = 0);
+  Result<Request> recvInit(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
+                           uint32_t communicator = 0);
+  // Runs a persistent request once more: kState while its last run is still
+  // active. A peer already failed: that error, and the request stays inactive.
+  Status start(Request& request);
+
   // Drives progress once; true when the request completed (its status
   // returned by wait). Does not block.
   Result<bool> test(Request& request, RecvInfo* info = nullptr);
   // Drives progress until the request completes; returns its outcome. The
-  // request is released afterwards.
+  // request is released afterwards, unless it is persistent.
   Status wait(Request& request, RecvInfo* info = nullptr, Deadline deadline = Deadline::never());
   // Waits for all; returns the first error (every request is still waited for).
   Status waitAll(std::span<Request> requests, Deadline deadline = Deadline::never());

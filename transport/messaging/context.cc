@@ -32,20 +32,24 @@ Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::D
 
 }  // namespace
 
-Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64_t count,
-                                                          const datatype::Datatype& type, int dest, int tag,
-                                                          uint32_t communicator) {
+Result<std::shared_ptr<Operation>> ContextImpl::prepareSend(const void* buf, int64_t count,
+                                                            const datatype::Datatype& type, int dest, int tag,
+                                                            uint32_t communicator) {
   IBDT_RETURN_IF_ERROR(checkBuffer(buf, count, type, "isend"));
   if (dest < 0 || dest >= size_) return makeError(Code::kInvalidArgument, "isend: no rank ", dest, " in ", size_);
   if (tag < 0) return makeError(Code::kInvalidArgument, "isend: negative tag ", tag);
-  Peer& peer = peers_[static_cast<size_t>(dest)];
-  if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", dest));
   IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
   op->isSend = true;
   op->sendBuffer = buf;
   op->peer = dest;
   op->tag = tag;
   op->communicator = communicator;
+  return op;
+}
+
+Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
+  Peer& peer = peers_[static_cast<size_t>(op->peer)];
+  if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", op->peer));
   if (op->bytes <= options_.eagerLimit) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
@@ -64,27 +68,31 @@ Result<std::shared_ptr<Operation>> ContextImpl::startSend(const void* buf, int64
     peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
     sendTransfers_[transfer->id] = std::move(transfer);
   }
-  IBDT_RETURN_IF_ERROR(connectAndFlush(peer));
-  return op;
+  return connectAndFlush(peer);
 }
 
-Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t count, const datatype::Datatype& type,
-                                                          int source, int tag, uint32_t communicator) {
+Result<std::shared_ptr<Operation>> ContextImpl::prepareRecv(void* buf, int64_t count, const datatype::Datatype& type,
+                                                            int source, int tag, uint32_t communicator) {
   IBDT_RETURN_IF_ERROR(checkBuffer(buf, count, type, "irecv"));
   if (source != kAnySource && (source < 0 || source >= size_)) {
     return makeError(Code::kInvalidArgument, "irecv: no rank ", source, " in ", size_);
   }
   if (tag < 0 && tag != kAnyTag) return makeError(Code::kInvalidArgument, "irecv: negative tag ", tag);
-  if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
-    return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
-  }
   IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
   op->recvBuffer = buf;
   op->spec = MatchSpec{source, tag, communicator};
+  return op;
+}
+
+Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
+  const int source = op->spec.source;
+  if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
+    return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
+  }
   Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
   if (arrived == nullptr) {
     postReceive(op);
-    return op;
+    return Status::ok();
   }
   std::unique_ptr<Unexpected> owned(arrived);
   bool arriving = owned->kind == wire::Kind::kPipelined &&
@@ -98,6 +106,23 @@ Result<std::shared_ptr<Operation>> ContextImpl::startRecv(void* buf, int64_t cou
     Status status = acceptRts(op, owned->peer, owned->wireEnvelope, owned->rts);
     if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);
   }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Operation>> ContextImpl::rearm(std::shared_ptr<Operation> op) {
+  if (op.use_count() > 1) {
+    // A protocol still holds the last run's operation (it may outlive the
+    // completion briefly): run the next one on a copy of the arguments.
+    if (op->isSend) return prepareSend(op->sendBuffer, op->count, op->type, op->peer, op->tag, op->communicator);
+    return prepareRecv(op->recvBuffer, op->count, op->type, op->spec.source, op->spec.tag, op->spec.communicator);
+  }
+  op->done = false;
+  op->status = Status();
+  op->info = RecvInfo{};
+  if (!op->isSend) op->peer = 0;
+  op->fragmentsInFlight = 0;
+  op->fragmentsPosted = false;
+  IBDT_RETURN_IF_ERROR(op->segment->seek(0));
   return op;
 }
 
@@ -150,15 +175,45 @@ double Context::unpackBelowBlock() const { return impl_->unpackBelow_; }
 Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
                                uint32_t communicator) {
   if (impl_->closed_) return makeError(Code::kState, "isend: the context is closed");
-  IBDT_ASSIGN_OR_RETURN(auto op, impl_->startSend(buf, count, type, dest, tag, communicator));
-  return Request(std::move(op));
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->prepareSend(buf, count, type, dest, tag, communicator));
+  IBDT_RETURN_IF_ERROR(impl_->postSend(op));
+  return Request(std::move(op), false);
 }
 
 Result<Request> Context::irecv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
                                uint32_t communicator) {
   if (impl_->closed_) return makeError(Code::kState, "irecv: the context is closed");
-  IBDT_ASSIGN_OR_RETURN(auto op, impl_->startRecv(buf, count, type, source, tag, communicator));
-  return Request(std::move(op));
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->prepareRecv(buf, count, type, source, tag, communicator));
+  IBDT_RETURN_IF_ERROR(impl_->postRecv(op));
+  return Request(std::move(op), false);
+}
+
+// A persistent request starts inactive: done, with nothing to report.
+Result<Request> Context::sendInit(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
+                                  uint32_t communicator) {
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->prepareSend(buf, count, type, dest, tag, communicator));
+  op->done = true;
+  return Request(std::move(op), true);
+}
+
+Result<Request> Context::recvInit(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
+                                  uint32_t communicator) {
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->prepareRecv(buf, count, type, source, tag, communicator));
+  op->done = true;
+  return Request(std::move(op), true);
+}
+
+Status Context::start(Request& request) {
+  if (!request.valid()) return makeError(Code::kInvalidArgument, "start: empty request");
+  if (!request.persistent_) return makeError(Code::kInvalidArgument, "start: not a persistent request");
+  if (!request.op_->done) return makeError(Code::kState, "start: the request's previous run is still active");
+  if (impl_->closed_) return makeError(Code::kState, "start: the context is closed");
+  IBDT_ASSIGN_OR_RETURN(request.op_, impl_->rearm(std::move(request.op_)));
+  Operation& op = *request.op_;
+  Status posted = op.isSend ? impl_->postSend(request.op_) : impl_->postRecv(request.op_);
+  // Not posted (a dead peer): the request stays inactive, reporting why.
+  if (!posted.isOk()) impl_->complete(op, posted);
+  return posted;
 }
 
 Status Context::progress() { return impl_->progress(); }
@@ -186,7 +241,7 @@ Status Context::wait(Request& request, RecvInfo* info, Deadline deadline) {
   }
   if (info != nullptr) *info = request.op_->info;
   Status status = request.op_->status;
-  request.op_.reset();
+  if (!request.persistent_) request.op_.reset();
   return status;
 }
 

@@ -176,10 +176,18 @@ class ContextImpl {
   ~ContextImpl();
   Status init(const Bootstrap& bootstrap);
 
-  Result<std::shared_ptr<Operation>> startSend(const void* buf, int64_t count, const datatype::Datatype& type,
-                                               int dest, int tag, uint32_t communicator);
-  Result<std::shared_ptr<Operation>> startRecv(void* buf, int64_t count, const datatype::Datatype& type,
-                                               int source, int tag, uint32_t communicator);
+  // An operation is prepared (arguments checked, segment taken from the
+  // type cache) and then posted; isend/irecv do both, a persistent request
+  // prepares once and posts at every start (context.cc).
+  Result<std::shared_ptr<Operation>> prepareSend(const void* buf, int64_t count, const datatype::Datatype& type,
+                                                 int dest, int tag, uint32_t communicator);
+  Result<std::shared_ptr<Operation>> prepareRecv(void* buf, int64_t count, const datatype::Datatype& type,
+                                                 int source, int tag, uint32_t communicator);
+  Status postSend(const std::shared_ptr<Operation>& op);
+  Status postRecv(const std::shared_ptr<Operation>& op);
+  // Readies a completed persistent operation for its next run: the same one
+  // when nothing else holds it (no allocation), else a fresh copy.
+  Result<std::shared_ptr<Operation>> rearm(std::shared_ptr<Operation> op);
   Status cancel(Operation& op);
   Status progress();
   // connection.cc
