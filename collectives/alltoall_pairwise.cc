@@ -30,10 +30,22 @@ class PairwiseAlltoall final : public PlanImpl {
     const int size = comm.size();
     for (int r = 1; r < size; ++r) {
       const int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
-      rounds_.push_back({r, to, from, args_.sendBlock(to), args_.recvBlock(from)});
+      rounds_.push_back({r, to, from, {}, {}});
     }
     const size_t inFlight = throttle == 0 ? rounds_.size() : std::min<size_t>(rounds_.size(), static_cast<size_t>(throttle));
     slots_.resize(inFlight);
+  }
+
+  // Every round's send and receive as persistent requests: a run starts
+  // them and allocates no operation.
+  Status prepare() {
+    for (Round& round : rounds_) {
+      IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(args_.recvBlock(round.from), args_.recvcount, args_.recvtype,
+                                                      round.from, tag_, contextId_));
+      IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(args_.sendBlock(round.to), args_.sendcount, args_.sendtype,
+                                                      round.to, tag_, contextId_));
+    }
+    return Status::ok();
   }
 
   Status start() override {
@@ -58,8 +70,8 @@ class PairwiseAlltoall final : public PlanImpl {
     while (completed_ < rounds_.size()) {
       Slot& slot = slots_[head_];
       bool pending = false;
-      IBDT_RETURN_IF_ERROR(complete(slot.recv, slot.round->round, "receive from", slot.round->from, pending));
-      if (!pending) IBDT_RETURN_IF_ERROR(complete(slot.send, slot.round->round, "send to", slot.round->to, pending));
+      IBDT_RETURN_IF_ERROR(complete(slot, /*receive=*/true, pending));
+      if (!pending) IBDT_RETURN_IF_ERROR(complete(slot, /*receive=*/false, pending));
       if (pending) break;
       ++completed_;
       result.progressed = true;
@@ -76,16 +88,19 @@ class PairwiseAlltoall final : public PlanImpl {
   Status block(Deadline deadline) override {
     if (completed_ == rounds_.size()) return Status::ok();
     Slot& oldest = slots_[head_];
-    const bool receive = oldest.recv.valid();
-    Request& request = receive ? oldest.recv : oldest.send;
-    if (!request.valid()) return Status::ok();
-    const int peer = receive ? oldest.round->from : oldest.round->to;
+    if (oldest.round == nullptr || (!oldest.recvPending && !oldest.sendPending)) return Status::ok();
+    const bool receive = oldest.recvPending;
+    Round& round = *oldest.round;
+    Request& request = receive ? round.recv : round.send;
+    const int peer = receive ? round.from : round.to;
     Status status = ctx_.wait(request, nullptr, deadline);
-    if (request.valid()) {  // the wait itself gave up: the run stays active
-      return makeError(Code::kTimeout, "alltoall (pairwise) rank ", rank_, ": round ", oldest.round->round,
+    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));  // persistent: still valid either way
+    if (!done) {  // the wait gave up: the run stays active
+      return makeError(Code::kTimeout, "alltoall (pairwise) rank ", rank_, ": round ", round.round,
                        " did not complete in time (", receive ? "receive from" : "send to", " rank ", peer, ")");
     }
-    if (!status.isOk()) note(std::move(status), oldest.round->round, strCat(receive ? "receive from" : "send to", " rank ", peer));
+    (receive ? oldest.recvPending : oldest.sendPending) = false;
+    if (!status.isOk()) note(std::move(status), round.round, strCat(receive ? "receive from" : "send to", " rank ", peer));
     return Status::ok();
   }
 
@@ -94,7 +109,7 @@ class PairwiseAlltoall final : public PlanImpl {
 
   void abandon() override {
     for (Slot& slot : slots_) {
-      if (slot.recv.valid()) (void)ctx_.cancel(slot.recv);
+      if (slot.round != nullptr && slot.recvPending) (void)ctx_.cancel(slot.round->recv);
       slot = Slot{};
     }
     active_ = false;
@@ -106,41 +121,43 @@ class PairwiseAlltoall final : public PlanImpl {
   struct Round {
     int round;
     int to, from;
-    const std::byte* send;
-    std::byte* recv;
+    Request send, recv;  // persistent
   };
   struct Slot {
-    const Round* round = nullptr;  // null: idle
-    Request send, recv;
+    Round* round = nullptr;  // null: idle
+    bool sendPending = false, recvPending = false;
   };
 
-  // Posts the next round into `slot` (or leaves it idle when none is left).
+  // Starts the next round in `slot` (or leaves it idle when none is left).
   void post(Slot& slot) {
-    if (nextRound_ == rounds_.size()) {
-      slot.round = nullptr;
-      return;
-    }
-    const Round& round = rounds_[nextRound_++];
+    slot = Slot{};
+    if (nextRound_ == rounds_.size()) return;
+    Round& round = rounds_[nextRound_++];
     slot.round = &round;
-    auto recv = ctx_.irecv(round.recv, args_.recvcount, args_.recvtype, round.from, tag_, contextId_);
-    if (recv.isOk()) slot.recv = std::move(*recv);
-    else note(recv.status(), round.round, "receive from rank " + std::to_string(round.from));
-    auto send = ctx_.isend(round.send, args_.sendcount, args_.sendtype, round.to, tag_, contextId_);
-    if (send.isOk()) slot.send = std::move(*send);
-    else note(send.status(), round.round, "send to rank " + std::to_string(round.to));
+    Status recv = ctx_.start(round.recv);
+    if (recv.isOk()) slot.recvPending = true;
+    else note(std::move(recv), round.round, "receive from rank " + std::to_string(round.from));
+    Status send = ctx_.start(round.send);
+    if (send.isOk()) slot.sendPending = true;
+    else note(std::move(send), round.round, "send to rank " + std::to_string(round.to));
   }
 
-  // Collects `request` when it completed (its error goes into the outcome);
-  // sets `pending` when it has not. Only a failure of progress is returned.
-  Status complete(Request& request, int round, const char* what, int peer, bool& pending) {
-    if (!request.valid()) return Status::ok();
+  // Collects the slot's receive or send when it completed (its error goes
+  // into the outcome); sets `pending` when it has not. Only a failure of
+  // progress is returned.
+  Status complete(Slot& slot, bool receive, bool& pending) {
+    bool& flag = receive ? slot.recvPending : slot.sendPending;
+    if (!flag) return Status::ok();
+    Round& round = *slot.round;
+    Request& request = receive ? round.recv : round.send;
     IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));
     if (!done) {
       pending = true;
       return Status::ok();
     }
+    flag = false;
     Status status = ctx_.wait(request);
-    if (!status.isOk()) note(std::move(status), round, strCat(what, " rank ", peer));
+    if (!status.isOk()) note(std::move(status), round.round, strCat(receive ? "receive from" : "send to", " rank ", receive ? round.from : round.to));
     return Status::ok();
   }
 
@@ -172,7 +189,9 @@ Result<std::unique_ptr<PlanImpl>> makePairwiseAlltoall(Communicator& comm, const
                                                        int64_t throttle) {
   IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy own, datatype::TypedCopy::create(args.sendtype, args.sendcount,
                                                                              args.recvtype, args.recvcount));
-  return std::unique_ptr<PlanImpl>(std::make_unique<PairwiseAlltoall>(comm, args, throttle, std::move(own)));
+  auto plan = std::make_unique<PairwiseAlltoall>(comm, args, throttle, std::move(own));
+  IBDT_RETURN_IF_ERROR(plan->prepare());
+  return std::unique_ptr<PlanImpl>(std::move(plan));
 }
 
 }  // namespace ibdt::collectives

@@ -4,14 +4,15 @@
 // ceil(log2 p) rounds every rank has heard, through some chain, from every
 // other, so none leaves before all have entered.
 //
-// Every receive is posted at start() (each round has its own source, so
-// they cannot take each other's messages). A failed receive (a dead peer)
-// still lets the later rounds go out: the ranks that wait on this one get
-// their message, and the error is the run's outcome.
+// Every receive is started at start() (each round has its own source, so
+// they cannot take each other's messages); the requests are persistent, so
+// a run allocates no operation. A failed receive (a dead peer) still lets
+// the later rounds go out: the ranks that wait on this one get their
+// message, and the error is the run's outcome.
 #include <vector>
 
-#include "ibdt/collectives.h"
 #include "collectives/plan_impl.h"
+#include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -21,12 +22,20 @@ using messaging::Request;
 class DisseminationBarrier final : public PlanImpl {
  public:
   explicit DisseminationBarrier(Communicator& comm)
-      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
-        byte_(datatype::Datatype::basic(datatype::BasicKind::kByte)) {
+      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()) {
     const int size = comm.size();
     for (int distance = 1; distance < size; distance *= 2) {
-      rounds_.push_back({(rank_ + distance) % size, (rank_ - distance + size) % size, {}, {}});
+      rounds_.push_back({(rank_ + distance) % size, (rank_ - distance + size) % size});
     }
+  }
+
+  Status prepare() {
+    const datatype::Datatype byte = datatype::Datatype::basic(datatype::BasicKind::kByte);
+    for (Round& round : rounds_) {
+      IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(nullptr, 0, byte, round.from, tag_, contextId_));
+      IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(nullptr, 0, byte, round.to, tag_, contextId_));
+    }
+    return Status::ok();
   }
 
   Status start() override {
@@ -34,9 +43,10 @@ class DisseminationBarrier final : public PlanImpl {
     arrived_ = 0;
     active_ = !rounds_.empty();
     for (Round& round : rounds_) {
-      auto recv = ctx_.irecv(nullptr, 0, byte_, round.from, tag_, contextId_);
-      if (recv.isOk()) round.recv = std::move(*recv);
-      else note(recv.status(), "receive from", round.from);
+      round.sendPending = false;
+      Status status = ctx_.start(round.recv);
+      round.recvPending = status.isOk();
+      note(std::move(status), "receive from", round.from);
     }
     if (active_) send(rounds_.front());
     return Status::ok();
@@ -46,9 +56,10 @@ class DisseminationBarrier final : public PlanImpl {
     PollResult result;
     while (arrived_ < rounds_.size()) {
       Round& round = rounds_[arrived_];
-      if (round.recv.valid()) {
+      if (round.recvPending) {
         IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(round.recv));
         if (!done) break;
+        round.recvPending = false;
         note(ctx_.wait(round.recv), "receive from", round.from);
       }
       ++arrived_;
@@ -57,9 +68,10 @@ class DisseminationBarrier final : public PlanImpl {
     }
     if (arrived_ == rounds_.size()) {  // every round's send must have left too
       for (Round& round : rounds_) {
-        if (!round.send.valid()) continue;
+        if (!round.sendPending) continue;
         IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(round.send));
         if (!done) return result;
+        round.sendPending = false;
         note(ctx_.wait(round.send), "send to", round.to);
       }
       result.done = true;
@@ -73,9 +85,10 @@ class DisseminationBarrier final : public PlanImpl {
     bool receive = true;
     if (arrived_ < rounds_.size()) {
       pending = &rounds_[arrived_];
+      if (!pending->recvPending) return Status::ok();
     } else {
       for (Round& round : rounds_) {
-        if (round.send.valid()) {
+        if (round.sendPending) {
           pending = &round;
           receive = false;
           break;
@@ -84,13 +97,14 @@ class DisseminationBarrier final : public PlanImpl {
     }
     if (pending == nullptr) return Status::ok();
     Request& request = receive ? pending->recv : pending->send;
-    if (!request.valid()) return Status::ok();
     Status status = ctx_.wait(request, nullptr, deadline);
     const int peer = receive ? pending->from : pending->to;
-    if (request.valid()) {  // the wait gave up: the run stays active
+    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));  // persistent: still valid either way
+    if (!done) {  // the wait gave up: the run stays active
       return makeError(Code::kTimeout, "barrier rank ", rank_, ": no message from rank ", peer, " in time (",
                        receive ? "receive" : "send", " of round ", pending - rounds_.data(), ")");
     }
+    (receive ? pending->recvPending : pending->sendPending) = false;
     note(std::move(status), receive ? "receive from" : "send to", peer);
     return Status::ok();
   }
@@ -100,9 +114,8 @@ class DisseminationBarrier final : public PlanImpl {
 
   void abandon() override {
     for (Round& round : rounds_) {
-      if (round.recv.valid()) (void)ctx_.cancel(round.recv);
-      round.recv = Request();
-      round.send = Request();
+      if (round.recvPending) (void)ctx_.cancel(round.recv);
+      round.recvPending = round.sendPending = false;
     }
     active_ = false;
   }
@@ -112,13 +125,14 @@ class DisseminationBarrier final : public PlanImpl {
  private:
   struct Round {
     int to, from;
-    Request send, recv;
+    Request send, recv;  // persistent
+    bool sendPending = false, recvPending = false;
   };
 
   void send(Round& round) {
-    auto sent = ctx_.isend(nullptr, 0, byte_, round.to, tag_, contextId_);
-    if (sent.isOk()) round.send = std::move(*sent);
-    else note(sent.status(), "send to", round.to);
+    Status status = ctx_.start(round.send);
+    round.sendPending = status.isOk();
+    note(std::move(status), "send to", round.to);
   }
 
   // Keeps the run's first error, naming the peer.
@@ -131,7 +145,6 @@ class DisseminationBarrier final : public PlanImpl {
   uint32_t contextId_;
   int32_t tag_;
   int rank_;
-  datatype::Datatype byte_;
   std::vector<Round> rounds_;
   size_t arrived_ = 0;  // rounds whose message arrived, in order
   bool active_ = false;
@@ -140,7 +153,11 @@ class DisseminationBarrier final : public PlanImpl {
 
 }  // namespace
 
-Result<Plan> barrierInit(Communicator& comm) { return Plan(std::make_unique<DisseminationBarrier>(comm)); }
+Result<Plan> barrierInit(Communicator& comm) {
+  auto plan = std::make_unique<DisseminationBarrier>(comm);
+  IBDT_RETURN_IF_ERROR(plan->prepare());
+  return Plan(std::move(plan));
+}
 
 Status barrier(Communicator& comm, Deadline deadline) {
   IBDT_ASSIGN_OR_RETURN(Plan plan, barrierInit(comm));
