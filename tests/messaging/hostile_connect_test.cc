@@ -1,55 +1,37 @@
 // Hostile peers for the lazy connection protocol (transport/messaging/
 // connection.h): a rogue rank (RoguePeer::createLazy, public fabric API
 // only) sends crafted datagrams to the listener of a victim Context that
-// connects on demand, over the shm provider.
+// connects on demand, over the shm provider (lazy_hostile_world.h).
 //
 // Datagrams carry no proof of who sent them and may be lost or repeated, so
 // the victim drops any that does not fit its state (logged) and fails no
 // rank for it: failing the claimed rank would let any process that can
-// reach the listener cut a link it does not own. After every case TearDown
-// asserts that no connection was made for the rogue's datagrams, none was
-// answered and the rogue is not failed (unless the case says otherwise),
-// and that an honest rank that first contacts the victim only now connects
-// and exchanges an eager and a rendezvous message each way, every byte
-// checked. Where the rogue is the rank being connected to and never answers
-// sensibly, the error that surfaces names it and what it sent.
+// reach the listener cut a link it does not own. After every case the
+// world checks that nothing was connected or answered for the rogue's
+// datagrams and that an honest rank that first contacts the victim only
+// now connects and exchanges every byte. Where the rogue is the rank being
+// connected to and never answers sensibly, the error that surfaces names
+// it and what it sent.
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <atomic>
 #include <climits>
 #include <filesystem>
-#include <functional>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "base/backoff.h"
-#include "messaging/hostile_world.h"
-#include "messaging/thread_ranks.h"
-#include "transport/messaging/connection.h"
+#include "messaging/lazy_hostile_world.h"
 
 namespace ibdt::messaging::testing {
 namespace {
 
 using connection::Kind;
-using datatype::Datatype;
 using namespace std::chrono_literals;
 
-// kRogue (2) is hostile_world.h's, so its crafted eager envelopes fit.
-constexpr int kEarly = 0;   // honest; in some cases talking to the victim during the attack
-constexpr int kTarget = 1;  // the victim; above kEarly, so it accepts kEarly's crossed requests
-constexpr int kLate = 3;    // honest; first contacts the victim after the attack
-constexpr int kRanks = 4;
 constexpr auto kWait = 60s;
-constexpr int64_t kConnectTimeoutMs = 5000;
-constexpr int64_t kEagerBytes = 1000;
-constexpr int64_t kLargeBytes = 64 << 10;  // above the pipeline limit: rendezvous
-constexpr uint64_t kRogueToken = 0x5eed;     // the rogue's link token in its requests
 
-Datatype bytes() { return Datatype::of<uint8_t>(); }
+datatype::Datatype bytes() { return datatype::Datatype::of<uint8_t>(); }
 
 size_t openDescriptors() {
   size_t count = 0;
@@ -57,238 +39,7 @@ size_t openDescriptors() {
   return count;
 }
 
-// An eager and a rendezvous message each way between the victim and an
-// honest rank; every byte and the guards around each receive are checked.
-class Traffic {
- public:
-  Traffic(Context& victim, Context& honest, int honestRank) {
-    for (int i = 0; i < 4; ++i) {
-      bool fromVictim = i < 2;
-      auto message = std::make_unique<Message>(i % 2 == 0 ? kEagerBytes : kLargeBytes,
-                                               static_cast<uint32_t>(honestRank * 10 + i));
-      message->sender = fromVictim ? &victim : &honest;
-      message->receiver = fromVictim ? &honest : &victim;
-      message->dest = fromVictim ? honestRank : kTarget;
-      message->source = fromVictim ? kTarget : honestRank;
-      message->tag = 20 + i;
-      messages_.push_back(std::move(message));
-    }
-  }
-  void send() {
-    for (auto& m : messages_) {
-      auto request = m->sender->isend(m->bytes.data(), static_cast<int64_t>(m->bytes.size()), bytes(), m->dest, m->tag);
-      ASSERT_TRUE(request.isOk()) << request.status().toString();
-      m->send = std::move(request).value();
-    }
-  }
-  void receive() {
-    for (auto& m : messages_) {
-      auto request = m->receiver->irecv(m->got.data(), static_cast<int64_t>(m->got.size()), bytes(), m->source, m->tag);
-      ASSERT_TRUE(request.isOk()) << request.status().toString();
-      m->recv = std::move(request).value();
-    }
-  }
-  // Drives `pump` until every request completed, then checks the bytes.
-  void finish(const std::function<void()>& pump) {
-    auto deadline = Deadline::after(kWait);
-    for (auto& m : messages_) {
-      for (Request* request : {&m->send, &m->recv}) {
-        Context& context = request == &m->send ? *m->sender : *m->receiver;
-        Backoff backoff;
-        for (;;) {
-          auto done = context.test(*request);
-          ASSERT_TRUE(done.isOk()) << "tag " << m->tag << ": " << done.status().toString();
-          if (*done) break;
-          ASSERT_FALSE(deadline.expired()) << "tag " << m->tag << " did not complete";
-          pump();
-          backoff.pause();
-        }
-        Status status = context.wait(*request);
-        ASSERT_TRUE(status.isOk()) << "tag " << m->tag << ": " << status.toString();
-      }
-      EXPECT_TRUE(std::equal(m->bytes.begin(), m->bytes.end(), m->got.data())) << "tag " << m->tag << " corrupted";
-      EXPECT_EQ(m->got.firstDamagedGuard(), -1) << "tag " << m->tag << " wrote outside its buffer";
-    }
-  }
-
- private:
-  struct Message {
-    Message(int64_t size, uint32_t seed) : bytes(pattern(static_cast<size_t>(size), seed)), got(bytes.size()) {}
-    std::vector<uint8_t> bytes;
-    Guarded got;
-    Context* sender = nullptr;
-    Context* receiver = nullptr;
-    int dest = 0, source = 0, tag = 0;
-    Request send, recv;
-  };
-  std::vector<std::unique_ptr<Message>> messages_;
-};
-
-class HostileConnect : public ::testing::Test {
- protected:
-  void SetUp() override {
-    options_.eagerLimit = 4096;
-    options_.eagerCredits = 8;
-    options_.pipelineLimit = 16384;
-    options_.connect = Connect::kLazy;
-    options_.connectTimeoutMs = kConnectTimeoutMs;
-    static std::atomic<int> worlds{0};
-    std::string tag = "hostile-connect-" + std::to_string(getpid()) + "-" + std::to_string(worlds++);
-    for (int rank = 0; rank < kRanks; ++rank) {
-      auto domain = fabric::openDomain("shm", {tag, ""});
-      ASSERT_TRUE(domain.isOk()) << domain.status().toString();
-      domains_.push_back(std::move(domain).value());
-    }
-    ThreadExchange exchange(kRanks);
-    contexts_.resize(kRanks);
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < kRanks; ++rank) {
-      threads.emplace_back([&, rank] {
-        auto allgather = [&exchange, rank](std::span<const uint8_t> value) { return exchange.allgather(rank, value); };
-        fabric::Domain& domain = *domains_[static_cast<size_t>(rank)];
-        if (rank == kRogue) {
-          auto rogue = RoguePeer::createLazy(domain, rank, kRanks, allgather, options_);
-          ASSERT_TRUE(rogue.isOk()) << rogue.status().toString();
-          rogue_ = std::move(rogue).value();
-          return;
-        }
-        auto context = Context::create(domain, Bootstrap{rank, kRanks, allgather}, options_);
-        ASSERT_TRUE(context.isOk()) << context.status().toString();
-        contexts_[static_cast<size_t>(rank)] = std::move(context).value();
-      });
-    }
-    for (auto& thread : threads) thread.join();
-    ASSERT_TRUE(rogue_ && contexts_[kEarly] && contexts_[kTarget] && contexts_[kLate]);
-    rogue_->pump = [this] { pumpAll(); };
-    auto address = rogue_->endpointAddress(kTarget);
-    ASSERT_TRUE(address.isOk()) << address.status().toString();
-    rogueAddress_ = std::move(address).value();
-  }
-
-  void TearDown() override {
-    if (!rogue_ || !contexts_[kEarly] || !contexts_[kTarget] || !contexts_[kLate]) return;  // SetUp said why
-    // Datagrams from the listener are handled in order: once the late rank
-    // is connected, every datagram the rogue sent before was handled.
-    // The victim handles what the rogue sent before the late rank asks.
-    for (int round = 0; round < 4; ++round) EXPECT_TRUE(target().progress().isOk());
-    if (!late_) startLate();
-    late_->receive();
-    late_->finish([this] { pumpAll(); });
-    EXPECT_EQ(target().counters().connections, expectedConnections_ + 1)
-        << "the victim connected for a datagram it should have dropped";
-    std::vector<uint8_t> answer;
-    auto answered = rogue_->listener().receive(answer);
-    ASSERT_TRUE(answered.isOk()) << answered.status().toString();
-    if (!rogueAnswered_) {
-      EXPECT_FALSE(*answered) << "the victim answered a datagram it should have dropped";
-    }
-    if (!rogueFailed_) {
-      // A receive from a failed rank is refused at once.
-      uint8_t byte = 0;
-      auto probe = target().irecv(&byte, 1, bytes(), kRogue, 99);
-      ASSERT_TRUE(probe.isOk()) << "the victim failed the rogue: " << probe.status().toString();
-      EXPECT_TRUE(target().cancel(*probe).isOk());
-      EXPECT_EQ(target().wait(*probe).code(), Code::kCancelled);
-    }
-    closeAll();
-  }
-
-  Context& early() { return *contexts_[kEarly]; }
-  Context& target() { return *contexts_[kTarget]; }
-  Context& late() { return *contexts_[kLate]; }
-  RoguePeer& rogue() { return *rogue_; }
-
-  void pumpAll() {
-    for (auto& context : contexts_) {
-      if (context) (void)context->progress();
-    }
-  }
-
-  std::vector<uint8_t> datagram(Kind kind, int32_t from, std::span<const uint8_t> address, int32_t to = kTarget,
-                                uint64_t echo = 0) {
-    return connection::encode({kind, from, to, rogue_->job(), kRogueToken, echo, address});
-  }
-  std::vector<uint8_t> request(int32_t from, std::span<const uint8_t> address) {
-    return datagram(Kind::kRequest, from, address);
-  }
-
-  // Puts `bytes` into the victim's inbox, waiting (victim driven) while it is full.
-  void toTarget(std::span<const uint8_t> bytes) {
-    Backoff backoff;
-    for (auto deadline = Deadline::after(kWait);;) {
-      Status sent = rogue_->sendDatagram(kTarget, bytes);
-      if (sent.isOk()) return;
-      ASSERT_EQ(sent.code(), Code::kAgain) << sent.toString();
-      ASSERT_FALSE(deadline.expired()) << "the victim's inbox stayed full";
-      pumpAll();
-      backoff.pause();
-    }
-  }
-  void toTargetAll(const std::vector<std::vector<uint8_t>>& datagrams) {
-    for (const auto& bytes : datagrams) toTarget(bytes);
-  }
-
-  // The early rank's traffic: sends posted and the connection up, each
-  // side holding the other's messages unmatched (in flight).
-  void startEarlyInFlight() {
-    early_ = std::make_unique<Traffic>(target(), early(), kEarly);
-    early_->send();
-    Backoff backoff;
-    for (auto deadline = Deadline::after(kWait);
-         target().counters().unexpected < 2 || early().counters().unexpected < 2;) {
-      ASSERT_FALSE(deadline.expired()) << "the early rank's messages did not arrive";
-      pumpAll();
-      backoff.pause();
-    }
-    expectedConnections_ = 1;
-  }
-  void finishEarly() {
-    early_->receive();
-    early_->finish([this] { pumpAll(); });
-  }
-  void startLate() {
-    late_ = std::make_unique<Traffic>(target(), late(), kLate);
-    late_->send();
-  }
-
-  // Addresses no provider takes: empty, short, long, or with its first
-  // bytes (shm: the magic) changed.
-  std::vector<std::vector<uint8_t>> badAddresses() const {
-    std::vector<uint8_t> shortened(rogueAddress_.begin(), rogueAddress_.end() - 1);
-    std::vector<uint8_t> longer = rogueAddress_;
-    longer.push_back(0);
-    std::vector<uint8_t> flipped = rogueAddress_;
-    for (size_t i = 0; i < 4 && i < flipped.size(); ++i) flipped[i] ^= 0xff;
-    size_t most = rogue_->listener().maxDatagram() - connection::encode({Kind::kReady}).size();
-    return {{}, {0x42}, shortened, longer, flipped, std::vector<uint8_t>(most, 0xff)};
-  }
-
-  Options options_;
-  std::vector<uint8_t> rogueAddress_;  // the rogue's endpoint toward the victim: well formed
-  uint64_t expectedConnections_ = 0;   // the victim's, before the late rank's
-  bool rogueAnswered_ = false;         // the victim legitimately sent the rogue datagrams
-  bool rogueFailed_ = false;           // the case ends with the rogue failed
-  bool rogueLinked_ = false;           // the rogue connected and must say "nothing more" at close
-  std::unique_ptr<Traffic> early_, late_;
-
- private:
-  void closeAll() {
-    if (rogueLinked_) {
-      EXPECT_TRUE(rogue_->send(kTarget, message(wire::Kind::kClose)).isOk());
-    }
-    Status closed[kRanks];
-    std::vector<std::thread> threads;
-    for (int rank : {kEarly, kTarget, kLate}) {
-      threads.emplace_back([&, rank] { closed[rank] = contexts_[rank]->close(Deadline::after(kWait)); });
-    }
-    for (auto& thread : threads) thread.join();
-    for (int rank : {kEarly, kTarget, kLate}) EXPECT_TRUE(closed[rank].isOk()) << closed[rank].toString();
-  }
-
-  std::vector<std::unique_ptr<fabric::Domain>> domains_;
-  std::unique_ptr<RoguePeer> rogue_;
-  std::vector<std::unique_ptr<Context>> contexts_;
-};
+using HostileConnect = LazyHostileWorld;
 
 // --- the codec ---
 
@@ -388,7 +139,7 @@ TEST_F(HostileConnect, MalformedDatagramsAreDropped) {
 TEST_F(HostileConnect, MisaddressedDatagramsAreDropped) {
   std::vector<std::vector<uint8_t>> junk;
   for (Kind kind : {Kind::kRequest, Kind::kAccept, Kind::kReady}) {
-    for (int32_t from : {-1, INT_MIN, kRanks, INT_MAX, kTarget}) junk.push_back(datagram(kind, from, rogueAddress_));
+    for (int32_t from : {-1, INT_MIN, kLazyRanks, INT_MAX, kTarget}) junk.push_back(datagram(kind, from, rogueAddress_));
     for (int32_t to : {kRogue, kEarly, kLate, -1, 99, INT_MIN}) junk.push_back(datagram(kind, kRogue, rogueAddress_, to));
     for (uint64_t job : {rogue().job() ^ 1, uint64_t{0}, ~rogue().job()}) {
       junk.push_back(connection::encode({kind, kRogue, kTarget, job, kRogueToken, 0, rogueAddress_}));
