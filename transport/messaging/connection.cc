@@ -78,9 +78,10 @@ namespace {
 constexpr auto kFirstRetry = std::chrono::milliseconds(20);
 constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
 
-// Datagrams handled per progress() call: a peer flooding the listener
-// must not keep progress() from returning.
-constexpr int kDatagramsPerPoll = 64;
+// Datagrams handled per progress() call: a peer refilling the listener as
+// fast as we empty it must not keep progress() from returning. (Honest
+// traffic is a few datagrams per peer; the rest wait for the next call.)
+constexpr int kDatagramsPerPoll = 32;
 
 bool sameAddress(const std::vector<uint8_t>& known, std::span<const uint8_t> address) {
   return std::equal(known.begin(), known.end(), address.begin(), address.end());
