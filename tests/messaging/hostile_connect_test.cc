@@ -222,6 +222,7 @@ TEST_F(HostileConnect, SpoofedDatagramsDuringAHandshakeAreDropped) {
   ASSERT_TRUE(target().wait(*waiting, nullptr, Deadline::after(kWait)).isOk());
   ASSERT_TRUE(early().wait(*recv, nullptr, Deadline::after(kWait)).isOk());
   EXPECT_TRUE(std::equal(sent.begin(), sent.end(), got.data()));
+  EXPECT_EQ(got.firstDamagedGuard(), -1);
   expectedConnections_ = 1;
 }
 

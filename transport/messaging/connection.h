@@ -25,7 +25,9 @@
 // accept's), so only a process that saw the request can accept it. What
 // remains: a well-formed forged request for a rank we have no link with
 // yet takes that link (half open: the forger never learns our address nor
-// our token), and the rank it named then times out connecting to us.
+// our token), and the rank it named then times out connecting to us; a
+// half-open link has no deadline of its own: what we queue for that rank
+// waits, and close() times out naming it.
 #pragma once
 
 #include <chrono>
