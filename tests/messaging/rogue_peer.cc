@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "base/backoff.h"
 #include "transport/messaging/wire.h"
@@ -13,6 +14,13 @@ constexpr uint32_t kSlots = 64;           // receive buffers per peer
 constexpr size_t kSendBytes = 1 << 20;    // largest crafted message or write
 constexpr size_t kMemoryBytes = 4 << 20;  // offered to the victim's writes
 constexpr auto kWait = std::chrono::seconds(30);
+
+fabric::EndpointOptions endpointOptions() {
+  fabric::EndpointOptions options;
+  options.sendQueueDepth = 64;
+  options.recvQueueDepth = kSlots;
+  return options;
+}
 
 uint64_t recvId(int peer, uint32_t slot) { return (uint64_t{static_cast<uint32_t>(peer)} << 32) | slot; }
 
@@ -28,28 +36,89 @@ RoguePeer::RoguePeer(fabric::Domain& domain, int size, const Options& options)
 
 RoguePeer::~RoguePeer() = default;
 
+Status RoguePeer::createQueues(int size) {
+  IBDT_ASSIGN_OR_RETURN(sendQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size) * 64));
+  IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size) * kSlots));
+  IBDT_ASSIGN_OR_RETURN(sendBuffer_, domain_.allocateMemory(kSendBytes, fabric::kLocalWrite));
+  IBDT_ASSIGN_OR_RETURN(memory_, domain_.allocateMemory(kMemoryBytes, fabric::kLocalWrite | fabric::kRemoteWrite |
+                                                                         fabric::kRemoteRead));
+  return Status::ok();
+}
+
+// As a Context does: every receive buffer posted before the address leaves.
+Status RoguePeer::prepare(fabric::Endpoint& endpoint, int peer) {
+  IBDT_ASSIGN_OR_RETURN(recvSlots_[static_cast<size_t>(peer)],
+                        domain_.allocateMemory(slots_ * slotSize_, fabric::kLocalWrite));
+  for (uint32_t slot = 0; slot < slots_; ++slot) IBDT_RETURN_IF_ERROR(postSlot(endpoint, peer, slot));
+  return Status::ok();
+}
+
 Result<std::unique_ptr<RoguePeer>> RoguePeer::create(fabric::Domain& domain, int rank, int size,
                                                      const fabric::Allgather& allgather, const Options& options) {
   std::unique_ptr<RoguePeer> rogue(new RoguePeer(domain, size, options));
-  IBDT_ASSIGN_OR_RETURN(rogue->sendQueue_, domain.createCompletionQueue(static_cast<uint32_t>(size) * 64));
-  IBDT_ASSIGN_OR_RETURN(rogue->recvQueue_, domain.createCompletionQueue(static_cast<uint32_t>(size) * kSlots));
-  IBDT_ASSIGN_OR_RETURN(rogue->sendBuffer_, domain.allocateMemory(kSendBytes, fabric::kLocalWrite));
-  IBDT_ASSIGN_OR_RETURN(rogue->memory_, domain.allocateMemory(kMemoryBytes, fabric::kLocalWrite | fabric::kRemoteWrite |
-                                                                                fabric::kRemoteRead));
+  IBDT_RETURN_IF_ERROR(rogue->createQueues(size));
   fabric::MeshOptions mesh;
-  mesh.endpoint.sendQueueDepth = 64;
-  mesh.endpoint.recvQueueDepth = kSlots;
+  mesh.endpoint = endpointOptions();
   RoguePeer* self = rogue.get();
-  // As a Context does: every receive buffer posted before the address exchange.
-  mesh.prepare = [self](fabric::Endpoint& endpoint, int peer) -> Status {
-    IBDT_ASSIGN_OR_RETURN(self->recvSlots_[static_cast<size_t>(peer)],
-                          self->domain_.allocateMemory(self->slots_ * self->slotSize_, fabric::kLocalWrite));
-    for (uint32_t slot = 0; slot < self->slots_; ++slot) IBDT_RETURN_IF_ERROR(self->postSlot(endpoint, peer, slot));
-    return Status::ok();
-  };
+  mesh.prepare = [self](fabric::Endpoint& endpoint, int peer) { return self->prepare(endpoint, peer); };
   IBDT_ASSIGN_OR_RETURN(rogue->endpoints_, fabric::connectMesh(domain, *rogue->sendQueue_, *rogue->recvQueue_, rank,
                                                                size, allgather, mesh));
   return rogue;
+}
+
+Result<std::unique_ptr<RoguePeer>> RoguePeer::createLazy(fabric::Domain& domain, int rank, int size,
+                                                         const fabric::Allgather& allgather, const Options& options) {
+  std::unique_ptr<RoguePeer> rogue(new RoguePeer(domain, size, options));
+  IBDT_RETURN_IF_ERROR(rogue->createQueues(size));
+  IBDT_ASSIGN_OR_RETURN(rogue->listener_, domain.createListener());
+  // What a lazy Context publishes: its nonce (rank 0's is the job's), then its listener's address.
+  uint64_t nonce = 0x526f677565ull ^ static_cast<uint64_t>(rank);
+  std::vector<uint8_t> mine(sizeof nonce);
+  std::memcpy(mine.data(), &nonce, sizeof nonce);
+  auto address = rogue->listener_->address();
+  mine.insert(mine.end(), address.begin(), address.end());
+  IBDT_ASSIGN_OR_RETURN(auto all, allgather(mine));
+  if (all.size() != static_cast<size_t>(size) || all[0].size() < sizeof nonce) {
+    return makeError(Code::kProtocol, "rogue: the listener exchange returned ", all.size(), " entries");
+  }
+  std::memcpy(&rogue->job_, all[0].data(), sizeof rogue->job_);
+  for (auto& entry : all) rogue->listenerAddresses_.emplace_back(entry.begin() + sizeof nonce, entry.end());
+  rogue->listenerHandles_.resize(static_cast<size_t>(size));
+  return rogue;
+}
+
+Status RoguePeer::sendDatagram(int peer, std::span<const uint8_t> datagram) {
+  auto& handle = listenerHandles_[static_cast<size_t>(peer)];
+  if (!handle) {
+    IBDT_ASSIGN_OR_RETURN(handle, listener_->addPeer(listenerAddresses_[static_cast<size_t>(peer)]));
+  }
+  return listener_->send(*handle, datagram);
+}
+
+Result<std::vector<uint8_t>> RoguePeer::awaitDatagram() {
+  std::vector<uint8_t> datagram;
+  Backoff backoff;
+  for (auto deadline = Deadline::after(kWait);;) {
+    IBDT_ASSIGN_OR_RETURN(bool got, listener_->receive(datagram));
+    if (got) return datagram;
+    if (deadline.expired()) return makeError(Code::kTimeout, "rogue: no datagram arrived");
+    pump();
+    backoff.pause();
+  }
+}
+
+Result<std::vector<uint8_t>> RoguePeer::endpointAddress(int peer) {
+  auto& endpoint = endpoints_[static_cast<size_t>(peer)];
+  if (!endpoint) {
+    IBDT_ASSIGN_OR_RETURN(endpoint, domain_.createEndpoint(*sendQueue_, *recvQueue_, endpointOptions()));
+    IBDT_RETURN_IF_ERROR(prepare(*endpoint, peer));
+  }
+  return endpoint->address();
+}
+
+Status RoguePeer::connect(int peer, std::span<const uint8_t> address) {
+  IBDT_RETURN_IF_ERROR(endpointAddress(peer).status());
+  return endpoints_[static_cast<size_t>(peer)]->connect(address);
 }
 
 Status RoguePeer::postSlot(fabric::Endpoint& endpoint, int peer, uint32_t slot) {

@@ -6,7 +6,9 @@
 // the address exchange), through the public fabric API only: no hook in the
 // library. Then a test SENDs crafted control messages, reads what the
 // victim sends back (RTS, CTS, credits) and offers registered memory for the
-// victim's RDMA writes. Not thread-safe; `pump` (set by the test) drives the
+// victim's RDMA writes. createLazy joins a job of Contexts that connect on
+// demand instead: it publishes a listener as they do, and a test sends
+// crafted connection datagrams and connects endpoints itself. Not thread-safe; `pump` (set by the test) drives the
 // Contexts while the rogue waits, so one thread can run them all.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -39,7 +42,23 @@ class RoguePeer {
   // Context::create with Connect::kEager and the same `options`).
   static Result<std::unique_ptr<RoguePeer>> create(fabric::Domain& domain, int rank, int size,
                                                    const fabric::Allgather& allgather, const Options& options);
+  // Collective with Contexts created with Connect::kLazy: publishes a job
+  // nonce and a listener address as they do and connects no endpoint.
+  static Result<std::unique_ptr<RoguePeer>> createLazy(fabric::Domain& domain, int rank, int size,
+                                                       const fabric::Allgather& allgather, const Options& options);
   ~RoguePeer();
+
+  // --- lazy jobs (createLazy) ---
+  // The job nonce the Contexts put in their datagrams (rank 0's).
+  uint64_t job() const { return job_; }
+  // Sends one datagram to `peer`'s listener (kAgain: its inbox is full).
+  Status sendDatagram(int peer, std::span<const uint8_t> datagram);
+  // The next datagram sent to the rogue; kTimeout when none arrives within 30 s.
+  Result<std::vector<uint8_t>> awaitDatagram();
+  fabric::Listener& listener() { return *listener_; }
+  // Our endpoint toward `peer`, its receive buffers posted (created on first use).
+  Result<std::vector<uint8_t>> endpointAddress(int peer);
+  Status connect(int peer, std::span<const uint8_t> address);
 
   // Drives the other ranks while the rogue waits (one thread runs them all).
   std::function<void()> pump = [] {};
@@ -58,6 +77,8 @@ class RoguePeer {
  private:
   RoguePeer(fabric::Domain& domain, int size, const Options& options);
   Status postSlot(fabric::Endpoint& endpoint, int peer, uint32_t slot);
+  Status createQueues(int size);
+  Status prepare(fabric::Endpoint& endpoint, int peer);
   // Copies `bytes` into the send buffer, posts `request` with it, waits.
   Status post(int peer, std::span<const uint8_t> bytes, fabric::SendRequest request);
   Status waitSend();
@@ -73,6 +94,10 @@ class RoguePeer {
   std::vector<std::deque<RogueMessage>> arrived_;
   std::unique_ptr<fabric::MemoryRegion> sendBuffer_;
   std::unique_ptr<fabric::MemoryRegion> memory_;
+  std::unique_ptr<fabric::Listener> listener_;
+  uint64_t job_ = 0;
+  std::vector<std::vector<uint8_t>> listenerAddresses_;  // by peer rank (lazy jobs)
+  std::vector<std::optional<uint32_t>> listenerHandles_;
   uint64_t sendsCompleted_ = 0;
   Status sendFailure_;
 };

@@ -16,7 +16,8 @@ namespace {
 
 constexpr uint32_t kMagic = 0x49424443;  // "IBDC"
 
-// magic(4) kind(1) pad(1) addressBytes(2) from(4) to(4) job(8), then the address.
+// magic(4) kind(1) pad(1) addressBytes(2) from(4) to(4) job(8) token(8)
+// echo(8), then the address.
 struct Fixed {
   uint32_t magic;
   uint8_t kind;
@@ -25,34 +26,47 @@ struct Fixed {
   int32_t from;
   int32_t to;
   uint64_t job;
+  uint64_t token;
+  uint64_t echo;
 };
 
 }  // namespace
 
-std::vector<uint8_t> encode(Kind kind, int32_t from, int32_t to, uint64_t job, std::span<const uint8_t> address) {
-  Fixed fixed{kMagic, static_cast<uint8_t>(kind), 0, static_cast<uint16_t>(address.size()), from, to, job};
-  std::vector<uint8_t> out(sizeof fixed + address.size());
+std::vector<uint8_t> encode(const Datagram& datagram) {
+  Fixed fixed{kMagic,       static_cast<uint8_t>(datagram.kind), 0,
+              static_cast<uint16_t>(datagram.address.size()),   datagram.from,
+              datagram.to,  datagram.job, datagram.token, datagram.echo};
+  std::vector<uint8_t> out(sizeof fixed + datagram.address.size());
   std::memcpy(out.data(), &fixed, sizeof fixed);
-  std::copy(address.begin(), address.end(), out.begin() + sizeof fixed);
+  std::copy(datagram.address.begin(), datagram.address.end(), out.begin() + sizeof fixed);
   return out;
 }
 
 Result<Datagram> decode(std::span<const uint8_t> bytes) {
   Fixed fixed{};
   if (bytes.size() < sizeof fixed) {
-    return makeError(Code::kProtocol, "connection datagram of ", bytes.size(), " bytes is too short");
+    return makeError(Code::kProtocol, "connection datagram of ", bytes.size(), " bytes is too short (", sizeof fixed,
+                     " at least)");
   }
   std::memcpy(&fixed, bytes.data(), sizeof fixed);
-  if (fixed.magic != kMagic || fixed.kind < static_cast<uint8_t>(Kind::kRequest) ||
-      fixed.kind > static_cast<uint8_t>(Kind::kReady) || bytes.size() != sizeof fixed + fixed.addressBytes) {
-    return makeError(Code::kProtocol, "malformed connection datagram (magic 0x", std::hex, fixed.magic, std::dec,
-                     ", kind ", int{fixed.kind}, ", ", bytes.size(), " bytes)");
+  if (fixed.magic != kMagic) {
+    return makeError(Code::kProtocol, "not a connection datagram (magic 0x", std::hex, fixed.magic, std::dec, ", ",
+                     bytes.size(), " bytes)");
+  }
+  if (fixed.kind < static_cast<uint8_t>(Kind::kRequest) || fixed.kind > static_cast<uint8_t>(Kind::kReady)) {
+    return makeError(Code::kProtocol, "connection datagram of unknown kind ", int{fixed.kind});
+  }
+  if (bytes.size() != sizeof fixed + fixed.addressBytes) {
+    return makeError(Code::kProtocol, "connection datagram of ", bytes.size(), " bytes declares a ",
+                     fixed.addressBytes, "-byte address (", sizeof fixed + fixed.addressBytes, " bytes in all)");
   }
   Datagram datagram;
   datagram.kind = static_cast<Kind>(fixed.kind);
   datagram.from = fixed.from;
   datagram.to = fixed.to;
   datagram.job = fixed.job;
+  datagram.token = fixed.token;
+  datagram.echo = fixed.echo;
   datagram.address = bytes.subspan(sizeof fixed);
   return datagram;
 }
@@ -64,8 +78,33 @@ namespace {
 constexpr auto kFirstRetry = std::chrono::milliseconds(20);
 constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
 
+// Datagrams handled per progress() call: a peer refilling the listener as
+// fast as we empty it must not keep progress() from returning. (Honest
+// traffic is a few datagrams per peer; the rest wait for the next call.)
+constexpr int kDatagramsPerPoll = 32;
+
 bool sameAddress(const std::vector<uint8_t>& known, std::span<const uint8_t> address) {
   return std::equal(known.begin(), known.end(), address.begin(), address.end());
+}
+
+// A link token: nonzero, and not guessable by other processes.
+uint64_t newToken() {
+  thread_local std::mt19937_64 generator{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+  uint64_t token = 0;
+  while (token == 0) token = generator();
+  return token;
+}
+
+// A datagram naming `link`'s peer that does not fit (connection.h: dropped,
+// no rank failed). Logged as a warning once per link, as a flood of them
+// must not flood the log.
+void drop(int self, int rank, Link& link, std::string why) {
+  if (link.dropped.empty()) {
+    IBDT_LOG(kWarn, "messaging: rank ", self, " drops a connection datagram from rank ", rank, ": ", why);
+  } else {
+    IBDT_LOG(kDebug, "messaging: rank ", self, " drops a connection datagram from rank ", rank, ": ", why);
+  }
+  link.dropped = std::move(why);
 }
 
 }  // namespace
@@ -138,7 +177,10 @@ Status ContextImpl::sendDatagram(Peer& peer, connection::Kind kind) {
     own = peer.sendEndpoint->address();
     address = own;
   }
-  auto bytes = connection::encode(kind, rank_, peer.rank, job_, address);
+  connection::Datagram datagram{kind, rank_, peer.rank, job_, 0, 0, address};
+  if (kind != connection::Kind::kReady) datagram.token = peer.link.token;
+  if (kind != connection::Kind::kRequest) datagram.echo = peer.link.peerToken;
+  auto bytes = connection::encode(datagram);
   if (!peer.link.listener) {
     auto handle = listener_->addPeer(peer.link.listenerAddress);
     if (!handle.isOk()) return std::move(handle).takeStatus().withContext(strCat("the listener of rank ", peer.rank));
@@ -153,9 +195,13 @@ Status ContextImpl::sendDatagram(Peer& peer, connection::Kind kind) {
 Status ContextImpl::connectAndFlush(Peer& peer) {
   if (peer.link.ready()) return flushControl(peer);
   if (peer.link.state != LinkState::kIdle) return Status::ok();  // queued until it is up
-  IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * endpoint, createPeerEndpoint(peer));
-  IBDT_RETURN_IF_ERROR(preparePeer(peer, *endpoint));
+  // A request we could not connect to may have left an endpoint: reuse it.
+  if (peer.sendEndpoint == nullptr) {
+    IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * endpoint, createPeerEndpoint(peer));
+    IBDT_RETURN_IF_ERROR(preparePeer(peer, *endpoint));
+  }
   peer.link.state = LinkState::kRequested;
+  peer.link.token = newToken();
   peer.link.deadline = Deadline::after(std::chrono::milliseconds(options_.connectTimeoutMs));
   peer.link.interval = kFirstRetry;
   peer.link.nextRequest = std::chrono::steady_clock::now() + peer.link.interval;
@@ -178,60 +224,90 @@ Status ContextImpl::linkUp(Peer& peer, std::span<const uint8_t> address, bool re
   return Status::ok();
 }
 
+// Answers the request of `peer` (its token already in link.peerToken). An
+// address the provider refuses drops the request (connection.h); only our
+// own failures are returned.
 Status ContextImpl::accept(Peer& peer, std::span<const uint8_t> address) {
-  if (peer.link.state == LinkState::kIdle) {
+  // An earlier request whose address we could not connect to left its
+  // endpoint: reuse it, so that bad requests cost nothing per datagram.
+  if (peer.sendEndpoint == nullptr) {
     IBDT_ASSIGN_OR_RETURN(fabric::Endpoint * endpoint, createPeerEndpoint(peer));
     IBDT_RETURN_IF_ERROR(preparePeer(peer, *endpoint));
   }
-  IBDT_RETURN_IF_ERROR(linkUp(peer, address, /*remoteReady=*/false));
+  Status connected = linkUp(peer, address, /*remoteReady=*/false);
+  if (!connected.isOk()) {
+    drop(rank_, peer.rank, peer.link, strCat("a request with an address we cannot connect to (", connected.message(), ")"));
+    return Status::ok();
+  }
+  if (peer.link.token == 0) peer.link.token = newToken();
   return sendDatagram(peer, connection::Kind::kAccept);
 }
 
 Status ContextImpl::handleDatagram(std::span<const uint8_t> bytes) {
   auto datagram = connection::decode(bytes);
   if (!datagram.isOk()) {
-    IBDT_LOG(kWarn, "messaging: rank ", rank_, " drops a datagram: ", datagram.status().toString());
+    std::string line = strCat("messaging: rank ", rank_, " drops a datagram: ", datagram.status().toString());
+    log::once(log::Level::kWarn, "connection-datagram-malformed", line + " (more are logged at debug level)");
+    IBDT_LOG(kDebug, line);
     return Status::ok();
   }
   if (datagram->job != job_ || datagram->to != rank_ || datagram->from < 0 || datagram->from >= size_ ||
       datagram->from == rank_) {
-    IBDT_LOG(kDebug, "messaging: rank ", rank_, " drops a stale or misdirected connection datagram");
+    IBDT_LOG(kDebug, "messaging: rank ", rank_, " drops a stale or misdirected connection datagram (job 0x", std::hex,
+             datagram->job, std::dec, ", from ", datagram->from, " to ", datagram->to, ")");
     return Status::ok();
   }
   Peer& peer = peers_[static_cast<size_t>(datagram->from)];
   Link& link = peer.link;
   if (!peer.failure.isOk()) return Status::ok();
-  Status status;
+  Status status;      // our own failure (endpoint, listener): fails the peer
+  std::string misfit;  // the datagram does not fit the link: dropped
   switch (datagram->kind) {
     case connection::Kind::kRequest:
       if (link.state == LinkState::kConnected) {
-        // A repeat: our answer was lost or is still on its way.
-        if (!sameAddress(link.remoteAddress, datagram->address)) {
-          status = makeError(Code::kProtocol, "rank ", peer.rank, " asked to connect a second endpoint");
+        // A repeat: our answer was lost or is still on its way. Anything
+        // else leaves the link (and what is in flight on it) alone.
+        if (!sameAddress(link.remoteAddress, datagram->address) || datagram->token != link.peerToken) {
+          misfit = "a request for a second link (the one we have stays)";
         } else if (!link.remoteReady) {
           status = sendDatagram(peer, connection::Kind::kAccept);
         }
       } else if (link.state == LinkState::kIdle || rank_ > peer.rank) {
         // Crossed requests: the lower rank's wins; we reuse our endpoint.
+        link.peerToken = datagram->token;
         status = accept(peer, datagram->address);
       }
       break;
     case connection::Kind::kAccept:
-      if (link.state == LinkState::kRequested) {
-        status = linkUp(peer, datagram->address, /*remoteReady=*/true);
-        if (status.isOk()) status = sendDatagram(peer, connection::Kind::kReady);
+      if (link.state == LinkState::kIdle) {
+        misfit = "an accept for a connection we never requested";
+      } else if (link.state == LinkState::kRequested && datagram->echo != link.token) {
+        misfit = "an accept that does not answer our request";
+      } else if (link.state == LinkState::kRequested) {
+        Status connected = linkUp(peer, datagram->address, /*remoteReady=*/true);
+        if (!connected.isOk()) {
+          misfit = strCat("an accept with an address we cannot connect to (", connected.message(), ")");
+          break;
+        }
+        link.peerToken = datagram->token;
+        status = sendDatagram(peer, connection::Kind::kReady);
         if (status.isOk()) status = flushControl(peer);
-      } else if (link.state == LinkState::kIdle || !sameAddress(link.remoteAddress, datagram->address)) {
-        status = makeError(Code::kProtocol, "rank ", peer.rank, " accepted a connection never requested");
+      } else if (!sameAddress(link.remoteAddress, datagram->address)) {
+        misfit = "an accept for a second link (the one we have stays)";
       }
       break;
     case connection::Kind::kReady:
-      if (link.state == LinkState::kConnected && !link.remoteReady) {
+      if (link.state != LinkState::kConnected) {
+        misfit = "a ready before any accept";
+      } else if (!link.remoteReady && datagram->echo != link.token) {
+        misfit = "a ready that does not answer our accept";
+      } else if (!link.remoteReady) {
         link.remoteReady = true;
         status = flushControl(peer);
       }
       break;
   }
+  if (!misfit.empty()) drop(rank_, peer.rank, link, std::move(misfit));
   if (!status.isOk()) failPeer(peer, status);
   return Status::ok();
 }
@@ -244,7 +320,8 @@ Status ContextImpl::retryRequests() {
     Status status;
     if (link.deadline.expired()) {
       status = makeError(Code::kPeerFailed, "rank ", peer.rank, " did not answer the connection request within ",
-                         options_.connectTimeoutMs, " ms (IBDT_MSG_CONNECT_TIMEOUT_MS)");
+                         options_.connectTimeoutMs, " ms (IBDT_MSG_CONNECT_TIMEOUT_MS)",
+                         link.dropped.empty() ? "" : "; dropped from it: ", link.dropped);
     } else {
       link.interval = std::min<std::chrono::milliseconds>(2 * link.interval, kMaxRetry);
       link.nextRequest = now + link.interval;
@@ -256,7 +333,7 @@ Status ContextImpl::retryRequests() {
 }
 
 Status ContextImpl::pollConnections() {
-  for (;;) {
+  for (int handled = 0; handled < kDatagramsPerPoll; ++handled) {
     IBDT_ASSIGN_OR_RETURN(bool got, listener_->receive(datagram_));
     if (!got) break;
     ++events_;

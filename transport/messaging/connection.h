@@ -13,12 +13,28 @@
 // requests: the higher rank accepts the lower rank's request with the
 // endpoint it created for its own; the lower rank ignores the higher's.
 // Every step is idempotent, so repeated datagrams only repeat answers.
+//
+// Untrusted datagrams. Any process that can reach the listener can send
+// one, claiming any rank. So a datagram that does not fit the link's state
+// (an accept nobody asked for, a second endpoint for a connected rank, an
+// address the provider refuses) is dropped and fails no rank: failing the
+// rank it names would let a forgery cut a link it does not own. Why it was
+// dropped is kept on the link and told if that connection then times out.
+// Each side's token for the link travels in its request or accept and must
+// come back in the answer (kAccept echoes the request's, kReady the
+// accept's), so only a process that saw the request can accept it. What
+// remains: a well-formed forged request for a rank we have no link with
+// yet takes that link (half open: the forger never learns our address nor
+// our token), and the rank it named then times out connecting to us; a
+// half-open link has no deadline of its own: what we queue for that rank
+// waits, and close() times out naming it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ibdt/deadline.h"
@@ -41,6 +57,9 @@ struct Link {
   std::optional<uint32_t> listener;   // fabric::Listener handle once resolved
   std::vector<uint8_t> remoteAddress;  // the peer endpoint we connected to
   Deadline deadline = Deadline::never();  // requester: give up after this
+  uint64_t token = 0;      // ours, sent in our request or accept; the answer must echo it
+  uint64_t peerToken = 0;  // theirs, from their request or accept; echoed in our answer
+  std::string dropped;     // why the last datagram naming this peer was dropped
   std::chrono::steady_clock::time_point nextRequest{};
   std::chrono::milliseconds interval{0};
   // close(): our "nothing more" sent (and its send completed), and theirs received.
@@ -59,10 +78,12 @@ struct Datagram {
   int32_t from = 0;
   int32_t to = 0;
   uint64_t job = 0;                // this Context's job nonce (stale datagrams are dropped)
+  uint64_t token = 0;              // the sender's link token (request, accept)
+  uint64_t echo = 0;               // the token it answers (accept, ready)
   std::span<const uint8_t> address;  // endpoint address (request, accept)
 };
 
-std::vector<uint8_t> encode(Kind kind, int32_t from, int32_t to, uint64_t job, std::span<const uint8_t> address);
+std::vector<uint8_t> encode(const Datagram& datagram);
 // kProtocol when the bytes are not a datagram of this protocol.
 Result<Datagram> decode(std::span<const uint8_t> bytes);
 
