@@ -10,8 +10,9 @@
 // checks the arguments once and precomputes the per-round peers and buffer
 // offsets; start() posts the first rounds and returns; test() and wait()
 // progress it. A plan may be started again once it completed, with the same
-// buffers and types, and then constructs no types and checks nothing again
-// (the blocking call is init + start + wait). As with MPI's persistent
+// buffers and types, and then constructs no types, checks nothing again and
+// allocates no messaging operation (its rounds are persistent requests; the
+// blocking call is init + start + wait). As with MPI's persistent
 // collectives, every rank creates its plans on a communicator in the same
 // order: a plan's messages carry a tag taken from the communicator at init.
 //
