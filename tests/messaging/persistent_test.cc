@@ -34,14 +34,10 @@ namespace {
 using datatype::Datatype;
 using namespace std::chrono_literals;
 
-Deadline soon() { return Deadline::after(60s); }
-
-Options smallOptions() {
-  Options options;
-  options.eagerLimit = 256;
-  options.eagerCredits = 4;
+// Eager up to 256 B, pipelined up to 4 KiB, rendezvous above.
+Options persistentOptions() {
+  Options options = smallOptions();
   options.pipelineLimit = 4096;
-  options.segmentSize = 1000;
   return options;
 }
 
@@ -49,7 +45,7 @@ Options smallOptions() {
 int32_t valueOf(int run, int64_t i) { return static_cast<int32_t>(run * 100003 + i); }
 
 TEST(Persistent, OneRequestRunsManyTimesWithTheDataOfEachStart) {
-  runRanks(2, smallOptions(), [](RankEnv& env) {
+  runRanks(2, persistentOptions(), [](RankEnv& env) {
     // Every other int of a 2n-int buffer: a derived type on both sides.
     auto strided = Datatype::vector(1, 1, 2, Datatype::of<int32_t>());
     ASSERT_TRUE(strided.isOk());
@@ -90,7 +86,7 @@ TEST(Persistent, OneRequestRunsManyTimesWithTheDataOfEachStart) {
 }
 
 TEST(Persistent, InactiveRequestsAndMisuse) {
-  runRanks(2, smallOptions(), [](RankEnv& env) {
+  runRanks(2, persistentOptions(), [](RankEnv& env) {
     Datatype type = Datatype::of<int32_t>();
     int32_t value = 7;
     auto idle = env.context.recvInit(&value, 1, type, 1 - env.rank, 3);

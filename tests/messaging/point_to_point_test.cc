@@ -14,16 +14,6 @@ namespace {
 using datatype::Datatype;
 using namespace std::chrono_literals;
 
-Deadline soon() { return Deadline::after(60s); }
-
-Options smallOptions() {
-  Options options;
-  options.eagerLimit = 256;
-  options.eagerCredits = 4;  // few credits: flow control is exercised
-  options.segmentSize = 1000;
-  return options;
-}
-
 // Sizes on both sides of the eager and pipelined limits.
 const std::vector<int64_t> kCounts = {0, 1, 63, 64, 65, 1000, 20000, 65536, 65537, 200000};
 

@@ -124,4 +124,17 @@ inline bool completeBoth(Context& a, Request& ra, Context& b, Request& rb) {
   return doneA && doneB;
 }
 
+// Bounds every wait of a test: a hang fails it instead of stalling the suite.
+inline Deadline soon() { return Deadline::after(std::chrono::seconds(60)); }
+
+// Limits so small that short messages already cross them: few credits (flow
+// control), a 256-byte eager limit and 1000-byte rendezvous segments.
+inline Options smallOptions() {
+  Options options;
+  options.eagerLimit = 256;
+  options.eagerCredits = 4;
+  options.segmentSize = 1000;
+  return options;
+}
+
 }  // namespace ibdt::messaging::testing
