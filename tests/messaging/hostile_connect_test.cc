@@ -39,6 +39,26 @@ size_t openDescriptors() {
 
 using HostileConnect = LazyHostileWorld;
 
+// A datagram the victim sent the rogue; `bytes` keep what `datagram.address`
+// points into.
+struct Received {
+  std::vector<uint8_t> bytes;
+  connection::Datagram datagram;
+};
+
+// Takes the victim's next datagram to the rogue, which must be of `kind`.
+void awaitFromTarget(RoguePeer& rogue, Kind kind, Received& out) {
+  auto bytes = rogue.awaitDatagram();
+  ASSERT_TRUE(bytes.isOk()) << bytes.status().toString();
+  out.bytes = std::move(*bytes);
+  auto decoded = connection::decode(out.bytes);
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
+  out.datagram = *decoded;
+  EXPECT_EQ(out.datagram.kind, kind);
+  EXPECT_EQ(out.datagram.from, kTarget);
+  EXPECT_EQ(out.datagram.to, kRogue);
+}
+
 // --- the codec ---
 
 TEST(ConnectionDatagram, RoundTrips) {
@@ -249,13 +269,9 @@ TEST_F(HostileConnect, RepeatedAndReorderedHandshakeMakesOneLink) {
   connection::Datagram first;
   std::vector<uint8_t> victimAddress;
   auto awaitAccept = [&] {
-    auto answer = rogue().awaitDatagram();
-    ASSERT_TRUE(answer.isOk()) << answer.status().toString();
-    auto accept = connection::decode(*answer);
-    ASSERT_TRUE(accept.isOk()) << accept.status().toString();
-    EXPECT_EQ(accept->kind, Kind::kAccept);
-    EXPECT_EQ(accept->from, kTarget);
-    EXPECT_EQ(accept->to, kRogue);
+    Received answer;
+    ASSERT_NO_FATAL_FAILURE(awaitFromTarget(rogue(), Kind::kAccept, answer));
+    const connection::Datagram* accept = &answer.datagram;
     EXPECT_EQ(accept->job, rogue().job());
     EXPECT_EQ(accept->echo, kRogueToken) << "the accept does not answer our request";
     EXPECT_NE(accept->token, 0u);
@@ -315,13 +331,9 @@ TEST_F(HostileConnect, BadAcceptFromTheRequestedRankFailsItNamingWhy) {
   auto toRogue = pattern(100, 11);
   auto send = target().isend(toRogue.data(), 100, bytes(), kRogue, kRogueTag);
   ASSERT_TRUE(send.isOk()) << send.status().toString();
-  auto asked = rogue().awaitDatagram();
-  ASSERT_TRUE(asked.isOk()) << asked.status().toString();
-  auto theirs = connection::decode(*asked);
-  ASSERT_TRUE(theirs.isOk()) << theirs.status().toString();
-  EXPECT_EQ(theirs->kind, Kind::kRequest);
-  EXPECT_EQ(theirs->from, kTarget);
-  EXPECT_EQ(theirs->to, kRogue);
+  Received asked;
+  ASSERT_NO_FATAL_FAILURE(awaitFromTarget(rogue(), Kind::kRequest, asked));
+  const connection::Datagram* theirs = &asked.datagram;
   // An address of 5 bytes: dropped (it may be a forgery), the victim keeps
   // asking, and when it gives up the error names the rank and what it sent.
   toTarget(datagram(Kind::kAccept, kRogue, std::vector<uint8_t>(5, 0x42), kTarget, theirs->token));
