@@ -50,7 +50,7 @@ class Store;
 namespace ibdt::collectives {
 
 // Communicator context ids from here up belong to collectives.
-inline constexpr uint32_t kFirstCollectiveContextId = 0x8000'0000u;
+inline constexpr uint32_t kFirstCollectiveContextId = messaging::kFirstExchangeCommunicator;
 
 // Where a rank runs.
 struct NodeInfo {

@@ -93,6 +93,14 @@ std::string_view schemeName(Scheme scheme);
 // "pipelined".
 Result<Scheme> parseScheme(std::string_view name);
 
+// Communicator ids from here up carry exchange traffic, where every rank
+// sends and receives at once (the collectives take theirs from here). The
+// pipelined eager path's two copies overlap only while the peer's core is
+// free, so on these communicators a contiguous message of at least
+// Options::exchangeZeroCopyMin bytes goes by rendezvous, and a contiguous
+// receive takes it by the single-copy contiguous path.
+inline constexpr uint32_t kFirstExchangeCommunicator = 0x8000'0000u;
+
 // When endpoints to the other ranks are set up (see above).
 enum class Connect : uint8_t { kAuto, kEager, kLazy };
 inline constexpr int kEagerConnectRanks = 16;  // kAuto: eager up to this many ranks
@@ -103,6 +111,9 @@ struct Options {
   // Largest packed message sent as pipelined eager fragments (above
   // eagerLimit); larger ones, and all when a scheme is forced, rendezvous.
   int64_t pipelineLimit = 262144;
+  // Exchange communicators (kFirstExchangeCommunicator): contiguous messages
+  // from this size up go single-copy (0: never; measured crossover 64 KiB).
+  int64_t exchangeZeroCopyMin = 65536;
   int64_t segmentSize = 0;        // pipeline unit of BC-SPUP and RWG-UP (0: by message size)
   uint32_t ringSegments = 4;      // their staging buffer: a ring of this many segments
   Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme for all above eagerLimit (kAuto: by size, Table 1)

@@ -53,7 +53,8 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
   if (op->bytes <= options_.eagerLimit) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
-  } else if (op->bytes <= options_.pipelineLimit && options_.forcedScheme == Scheme::kAuto) {
+  } else if (op->bytes <= options_.pipelineLimit && options_.forcedScheme == Scheme::kAuto &&
+             !(op->type.contiguous() && exchangeSingleCopy(op->communicator, op->bytes))) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
     PendingControl message{{}, op};
     message.pipelined = true;

@@ -185,6 +185,13 @@ class ContextImpl {
                                                  int source, int tag, uint32_t communicator);
   Status postSend(const std::shared_ptr<Operation>& op);
   Status postRecv(const std::shared_ptr<Operation>& op);
+  // A message of `bytes` on `communicator` that is exchange traffic large
+  // enough for the single-copy path when both sides are contiguous
+  // (messaging.h, kFirstExchangeCommunicator).
+  bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
+    return communicator >= kFirstExchangeCommunicator && options_.exchangeZeroCopyMin > 0 &&
+           bytes >= options_.exchangeZeroCopyMin && options_.forcedScheme == Scheme::kAuto;
+  }
   // Readies a completed persistent operation for its next run: the same one
   // when nothing else holds it (no allocation), else a fresh copy.
   Result<std::shared_ptr<Operation>> rearm(std::shared_ptr<Operation> op);

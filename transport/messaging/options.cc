@@ -53,6 +53,9 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(uint64_t pipeline, config::getSize("IBDT_MSG_PIPELINE_LIMIT"));
   if (pipeline > (uint64_t{1} << 30)) return makeError(Code::kInvalidArgument, "IBDT_MSG_PIPELINE_LIMIT above 1G");
   options.pipelineLimit = static_cast<int64_t>(pipeline);
+  IBDT_ASSIGN_OR_RETURN(uint64_t exchange, config::getSize("IBDT_MSG_EXCHANGE_ZERO_COPY"));
+  if (exchange > (uint64_t{1} << 40)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EXCHANGE_ZERO_COPY above 1T");
+  options.exchangeZeroCopyMin = static_cast<int64_t>(exchange);
   IBDT_ASSIGN_OR_RETURN(options.packBelowBlock, getThreshold("IBDT_MSG_PACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.unpackBelowBlock, getThreshold("IBDT_MSG_UNPACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));

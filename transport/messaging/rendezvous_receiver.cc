@@ -85,6 +85,11 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   inputs.unpackBelowOverride = unpackBelow_;
   inputs.segmentSize = segmentSizeFor(cts.bytes, options_.segmentSize);
   transfer->unpack = receiverUsesUnpack(inputs, cost_);
+  // Exchange traffic: both cores are busy sending and receiving, so the
+  // staged path's overlap is gone and one copy beats two (messaging.h).
+  if (rts.senderContiguous != 0 && op->stats.contiguous && exchangeSingleCopy(envelope.communicator, cts.bytes)) {
+    transfer->unpack = false;
+  }
   // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
   // version). One too large for a control message falls back to unpacking.
   std::vector<uint8_t> layout;
