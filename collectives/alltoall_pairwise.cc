@@ -93,8 +93,8 @@ class PairwiseAlltoall final : public PlanImpl {
     Round& round = *oldest.round;
     Request& request = receive ? round.recv : round.send;
     const int peer = receive ? round.from : round.to;
-    Status status = ctx_.wait(request, nullptr, deadline);
-    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));  // persistent: still valid either way
+    Status status;
+    IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, request, deadline, status));
     if (!done) {  // the wait gave up: the run stays active
       return makeError(Code::kTimeout, "alltoall (pairwise) rank ", rank_, ": round ", round.round,
                        " did not complete in time (", receive ? "receive from" : "send to", " rank ", peer, ")");

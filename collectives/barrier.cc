@@ -97,9 +97,9 @@ class DisseminationBarrier final : public PlanImpl {
     }
     if (pending == nullptr) return Status::ok();
     Request& request = receive ? pending->recv : pending->send;
-    Status status = ctx_.wait(request, nullptr, deadline);
     const int peer = receive ? pending->from : pending->to;
-    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));  // persistent: still valid either way
+    Status status;
+    IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, request, deadline, status));
     if (!done) {  // the wait gave up: the run stays active
       return makeError(Code::kTimeout, "barrier rank ", rank_, ": no message from rank ", peer, " in time (",
                        receive ? "receive" : "send", " of round ", pending - rounds_.data(), ")");

@@ -52,6 +52,13 @@ Status Plan::wait(Deadline deadline) {
   }
 }
 
+Result<bool> waitRequest(messaging::Context& ctx, messaging::Request& request, Deadline deadline, Status& outcome) {
+  (void)ctx.wait(request, nullptr, deadline);  // kTimeout or the request's status: told apart below
+  IBDT_ASSIGN_OR_RETURN(bool done, ctx.test(request));
+  if (done) outcome = ctx.wait(request);  // completed: returns its status at once
+  return done;
+}
+
 bool Plan::active() const { return impl_ != nullptr && impl_->active(); }
 
 std::string_view Plan::algorithm() const { return impl_ != nullptr ? impl_->algorithm() : "none"; }

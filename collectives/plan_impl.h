@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ibdt/deadline.h"
+#include "ibdt/messaging.h"
 #include "ibdt/status.h"
 
 namespace ibdt::collectives {
@@ -37,5 +38,11 @@ class PlanImpl {
   virtual void abandon() = 0;
   virtual std::string_view algorithm() const = 0;
 };
+
+// Waits for a persistent request (plans start theirs again and again) until
+// `deadline`; returns whether it completed, with its own status in
+// `outcome`. A wait that gave up is never taken for a request that failed,
+// nor a request that completed just after for one that timed out.
+Result<bool> waitRequest(messaging::Context& ctx, messaging::Request& request, Deadline deadline, Status& outcome);
 
 }  // namespace ibdt::collectives

@@ -83,6 +83,31 @@ TEST_P(BarrierThreads, WaitsForTheLastRank) {
   EXPECT_EQ(finishedEarly.load(), 0) << "a barrier completed while one rank had not joined";
 }
 
+// A wait that gives up leaves the barrier active and resumable: rank 1
+// joins only after rank 0's wait timed out, and rank 0's next wait ends it.
+TEST(BarrierThreadsPlan, TimedOutWaitResumes) {
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context);
+    ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+    auto plan = barrierInit(**comm);
+    ASSERT_TRUE(plan.isOk());
+    if (env.rank == 0) {
+      ASSERT_TRUE(plan->start().isOk());
+      Status late = plan->wait(Deadline::after(std::chrono::milliseconds(20)));
+      EXPECT_EQ(late.code(), Code::kTimeout) << late.toString();
+      EXPECT_NE(late.toString().find("rank 1"), std::string::npos) << late.toString();
+      EXPECT_TRUE(plan->active());
+    }
+    env.barrier();
+    if (env.rank == 1) {
+      ASSERT_TRUE(plan->start().isOk());
+    }
+    Status status = plan->wait(testDeadline());
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_FALSE(plan->active());
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, BarrierThreads, ::testing::Values(1, 2, 3, 4, 5, 7),
                          [](const ::testing::TestParamInfo<int>& param) {
                            return std::to_string(param.param) + "ranks";
