@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "collectives/alltoall_data.h"
+#include "collectives/plan_checks.h"
 #include "ibdt/collectives.h"
 #include "messaging/thread_ranks.h"
 #include "support/scoped_env.h"
@@ -22,8 +23,6 @@ using messaging::testing::runRanks;
 using testing::AlltoallBuffers;
 using testing::Side;
 
-// Bounds every wait: a hang fails the test instead of stalling the suite.
-Deadline testDeadline() { return Deadline::after(std::chrono::seconds(60)); }
 
 std::unique_ptr<Communicator> world(RankEnv& env) {
   auto comm = Communicator::create(env.context);
@@ -37,7 +36,7 @@ void exchangeAndCheck(RankEnv& env, Communicator& comm, const Side& send, const 
   AlltoallOptions options;
   options.throttle = throttle;
   Status status = alltoall(comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count, recv.type,
-                           options, testDeadline());
+                           options, messaging::testing::soon());
   ASSERT_TRUE(status.isOk()) << "rank " << env.rank << ": " << status.toString();
   EXPECT_EQ(buffers.check(), "");
 }
@@ -123,7 +122,7 @@ TEST(PairwiseThreadsPlan, StartedTwiceGivesTheSameDataAndTestThenWait) {
       ASSERT_TRUE(plan->start().isOk());
       EXPECT_EQ(plan->start().code(), Code::kState);  // still active
       if (run == 1) {  // test() until done, then wait() returns at once
-        auto deadline = testDeadline();
+        auto deadline = messaging::testing::soon();
         bool done = false;
         while (!done && !deadline.expired()) {
           auto tested = plan->test();
@@ -132,7 +131,7 @@ TEST(PairwiseThreadsPlan, StartedTwiceGivesTheSameDataAndTestThenWait) {
         }
         ASSERT_TRUE(done);
       }
-      Status status = plan->wait(testDeadline());
+      Status status = plan->wait(messaging::testing::soon());
       ASSERT_TRUE(status.isOk()) << status.toString();
       EXPECT_EQ(buffers.check(), "") << "run " << run;
       env.barrier();  // nobody clears its buffer while a peer's run still writes it
@@ -152,20 +151,7 @@ TEST(PairwiseThreadsPlan, TimedOutWaitResumes) {
     auto plan = alltoallInit(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count,
                              side.type);
     ASSERT_TRUE(plan.isOk());
-    if (env.rank == 0) {
-      ASSERT_TRUE(plan->start().isOk());
-      Status late = plan->wait(Deadline::after(std::chrono::milliseconds(20)));
-      EXPECT_EQ(late.code(), Code::kTimeout) << late.toString();
-      EXPECT_NE(late.toString().find("receive from rank 1"), std::string::npos) << late.toString();
-      EXPECT_TRUE(plan->active());
-    }
-    env.barrier();
-    if (env.rank == 1) {
-      ASSERT_TRUE(plan->start().isOk());
-    }
-    Status status = plan->wait(testDeadline());
-    ASSERT_TRUE(status.isOk()) << status.toString();
-    EXPECT_FALSE(plan->active());
+    ASSERT_NO_FATAL_FAILURE(testing::checkTimedOutWaitResumes(env, *plan, "receive from rank 1"));
     EXPECT_EQ(buffers.check(), "");
   });
 }
@@ -179,7 +165,7 @@ TEST(PairwiseThreadsPlan, ZeroCountsMoveNothing) {
     exchangeAndCheck(env, *comm, testing::vectorSide(0), testing::byteSide(0), 0);
     // Null buffers are fine when nothing moves.
     EXPECT_TRUE(alltoall(*comm, nullptr, 0, Datatype::of<int32_t>(), nullptr, 0, Datatype::of<double>(), {},
-                         testDeadline())
+                         messaging::testing::soon())
                     .isOk());
   });
 }
@@ -197,7 +183,7 @@ TEST(PairwiseThreadsPlan, CollectiveTrafficNeverMatchesUserReceives) {
     const int32_t mine = 1000 + env.rank;
     ASSERT_TRUE(env.context.send(&mine, 1, Datatype::of<int32_t>(), (env.rank + 1) % 3, 9).isOk());
     messaging::RecvInfo info;
-    ASSERT_TRUE(env.context.wait(*pending, &info, testDeadline()).isOk());
+    ASSERT_TRUE(env.context.wait(*pending, &info, messaging::testing::soon()).isOk());
     EXPECT_EQ(user, 1000 + (env.rank + 2) % 3);
     EXPECT_EQ(info.tag, 9);
   });
@@ -270,7 +256,7 @@ TEST(PairwiseThreadsErrors, MismatchedSignatureFailsThePairsWithoutHanging) {
       Side side = env.rank == 0 ? testing::denseSide(Datatype::of<int32_t>(), ints) : testing::byteSide(ints * 4);
       AlltoallBuffers buffers(side, side, comm->size(), comm->rank());
       Status status = alltoall(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count,
-                               side.type, {AlltoallAlgorithm::kPairwise, 2}, testDeadline());
+                               side.type, {AlltoallAlgorithm::kPairwise, 2}, messaging::testing::soon());
       ASSERT_FALSE(status.isOk()) << "rank " << env.rank;
       EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
       EXPECT_NE(status.toString().find("signature"), std::string::npos) << status.toString();

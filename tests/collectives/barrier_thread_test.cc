@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/plan_checks.h"
 #include "ibdt/collectives.h"
 #include "messaging/thread_ranks.h"
 
@@ -19,8 +20,6 @@ namespace {
 
 using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
-
-Deadline testDeadline() { return Deadline::after(std::chrono::seconds(60)); }
 
 class BarrierThreads : public ::testing::TestWithParam<int> {};
 
@@ -40,8 +39,8 @@ TEST_P(BarrierThreads, NoRankLeavesBeforeAllEntered) {
     for (int i = 0; i < kRounds; ++i) {
       entered[static_cast<size_t>(i)].fetch_add(1);
       // Alternate the persistent plan and the blocking call.
-      Status status = i % 2 == 0 ? barrier(**comm, testDeadline()) : plan->start();
-      if (status.isOk() && i % 2 == 1) status = plan->wait(testDeadline());
+      Status status = i % 2 == 0 ? barrier(**comm, messaging::testing::soon()) : plan->start();
+      if (status.isOk() && i % 2 == 1) status = plan->wait(messaging::testing::soon());
       ASSERT_TRUE(status.isOk()) << "rank " << env.rank << ", barrier " << i << ": " << status.toString();
       ASSERT_EQ(entered[static_cast<size_t>(i)].load(), size) << "rank " << env.rank << " left barrier " << i
                                                               << " before every rank entered it";
@@ -64,7 +63,7 @@ TEST_P(BarrierThreads, WaitsForTheLastRank) {
     ASSERT_TRUE(plan.isOk());
     const bool last = env.rank == size - 1;
     if (last) {
-      const Deadline deadline = testDeadline();
+      const Deadline deadline = messaging::testing::soon();
       while (polledEnough.load() < size - 1 && !deadline.expired()) std::this_thread::yield();
       ASSERT_EQ(polledEnough.load(), size - 1) << "the other ranks did not poll in time";
     }
@@ -77,7 +76,7 @@ TEST_P(BarrierThreads, WaitsForTheLastRank) {
       }
       polledEnough.fetch_add(1);
     }
-    Status status = plan->wait(testDeadline());
+    Status status = plan->wait(messaging::testing::soon());
     ASSERT_TRUE(status.isOk()) << "rank " << env.rank << ": " << status.toString();
   });
   EXPECT_EQ(finishedEarly.load(), 0) << "a barrier completed while one rank had not joined";
@@ -91,20 +90,7 @@ TEST(BarrierThreadsPlan, TimedOutWaitResumes) {
     ASSERT_TRUE(comm.isOk()) << comm.status().toString();
     auto plan = barrierInit(**comm);
     ASSERT_TRUE(plan.isOk());
-    if (env.rank == 0) {
-      ASSERT_TRUE(plan->start().isOk());
-      Status late = plan->wait(Deadline::after(std::chrono::milliseconds(20)));
-      EXPECT_EQ(late.code(), Code::kTimeout) << late.toString();
-      EXPECT_NE(late.toString().find("rank 1"), std::string::npos) << late.toString();
-      EXPECT_TRUE(plan->active());
-    }
-    env.barrier();
-    if (env.rank == 1) {
-      ASSERT_TRUE(plan->start().isOk());
-    }
-    Status status = plan->wait(testDeadline());
-    ASSERT_TRUE(status.isOk()) << status.toString();
-    EXPECT_FALSE(plan->active());
+    ASSERT_NO_FATAL_FAILURE(testing::checkTimedOutWaitResumes(env, *plan, "rank 1"));
   });
 }
 
