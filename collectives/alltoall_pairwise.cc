@@ -146,17 +146,15 @@ class PairwiseAlltoall final : public PlanImpl {
   // into the outcome); sets `pending` when it has not. Only a failure of
   // progress is returned.
   Status complete(Slot& slot, bool receive, bool& pending) {
-    bool& flag = receive ? slot.recvPending : slot.sendPending;
-    if (!flag) return Status::ok();
+    if (!(receive ? slot.recvPending : slot.sendPending)) return Status::ok();
     Round& round = *slot.round;
-    Request& request = receive ? round.recv : round.send;
-    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(request));
+    Status status;
+    IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, receive ? round.recv : round.send,
+                                                    receive ? slot.recvPending : slot.sendPending, status));
     if (!done) {
       pending = true;
       return Status::ok();
     }
-    flag = false;
-    Status status = ctx_.wait(request);
     if (!status.isOk()) note(std::move(status), round.round, strCat(receive ? "receive from" : "send to", " rank ", receive ? round.from : round.to));
     return Status::ok();
   }

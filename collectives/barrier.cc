@@ -56,23 +56,20 @@ class DisseminationBarrier final : public PlanImpl {
     PollResult result;
     while (arrived_ < rounds_.size()) {
       Round& round = rounds_[arrived_];
-      if (round.recvPending) {
-        IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(round.recv));
-        if (!done) break;
-        round.recvPending = false;
-        note(ctx_.wait(round.recv), "receive from", round.from);
-      }
+      Status status;
+      IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, round.recv, round.recvPending, status));
+      if (!done) break;
+      note(std::move(status), "receive from", round.from);
       ++arrived_;
       result.progressed = true;
       if (arrived_ < rounds_.size()) send(rounds_[arrived_]);
     }
     if (arrived_ == rounds_.size()) {  // every round's send must have left too
       for (Round& round : rounds_) {
-        if (!round.sendPending) continue;
-        IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(round.send));
+        Status status;
+        IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, round.send, round.sendPending, status));
         if (!done) return result;
-        round.sendPending = false;
-        note(ctx_.wait(round.send), "send to", round.to);
+        note(std::move(status), "send to", round.to);
       }
       result.done = true;
       active_ = false;

@@ -59,6 +59,15 @@ Result<bool> waitRequest(messaging::Context& ctx, messaging::Request& request, D
   return done;
 }
 
+Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request, bool& pending, Status& outcome) {
+  if (!pending) return true;
+  IBDT_ASSIGN_OR_RETURN(bool done, ctx.test(request));
+  if (!done) return false;
+  pending = false;
+  outcome = ctx.wait(request);
+  return true;
+}
+
 bool Plan::active() const { return impl_ != nullptr && impl_->active(); }
 
 std::string_view Plan::algorithm() const { return impl_ != nullptr ? impl_->algorithm() : "none"; }

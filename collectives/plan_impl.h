@@ -45,4 +45,9 @@ class PlanImpl {
 // nor a request that completed just after for one that timed out.
 Result<bool> waitRequest(messaging::Context& ctx, messaging::Request& request, Deadline deadline, Status& outcome);
 
+// Collects a started persistent request without blocking: if `pending` and
+// it completed, clears `pending` and puts its status in `outcome`. Returns
+// whether it is no longer pending; only a failure of progress is an error.
+Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request, bool& pending, Status& outcome);
+
 }  // namespace ibdt::collectives

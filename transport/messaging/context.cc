@@ -54,7 +54,7 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
   } else if (op->bytes <= options_.pipelineLimit && options_.forcedScheme == Scheme::kAuto &&
-             !(op->type.contiguous() && exchangeSingleCopy(op->communicator, op->bytes))) {
+             !(exchangeSingleCopy(op->communicator, op->bytes) && op->type.contiguous())) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
     PendingControl message{{}, op};
     message.pipelined = true;

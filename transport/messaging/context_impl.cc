@@ -273,8 +273,7 @@ Status ContextImpl::progress() {
     // Most peers of a larger job are idle at any moment: a few loads decide
     // it (a 2-rank ping-pong inside a 48-rank job spent a third of its
     // progress() walking idle peers through the calls below).
-    if (peer.controlQueue.empty() && peer.activeSends.empty() && peer.activeReads.empty() &&
-        (peer.self || peer.owed < creditBatch())) {
+    if (peer.controlQueue.empty() && peer.activeSends.empty() && peer.activeReads.empty() && !creditDue(peer)) {
       continue;
     }
     if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;

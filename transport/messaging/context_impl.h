@@ -190,7 +190,7 @@ class ContextImpl {
   // (messaging.h, kFirstExchangeCommunicator).
   bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
     return communicator >= kFirstExchangeCommunicator && options_.exchangeZeroCopyMin > 0 &&
-           bytes >= options_.exchangeZeroCopyMin && options_.forcedScheme == Scheme::kAuto;
+           bytes >= options_.exchangeZeroCopyMin;
   }
   // Readies a completed persistent operation for its next run: the same one
   // when nothing else holds it (no allocation), else a fresh copy.
@@ -284,6 +284,8 @@ class ContextImpl {
   // Owed credits that are sent back on their own, without waiting for a
   // message to carry them.
   uint32_t creditBatch() const { return std::max<uint32_t>(1, options_.eagerCredits / 2); }
+  // The peer is owed enough credits to be told in a message of its own.
+  bool creditDue(const Peer& peer) const { return !peer.self && peer.owed >= creditBatch(); }
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
   Result<Staging> pooledBuffer(size_t bytes);

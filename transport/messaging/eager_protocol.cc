@@ -128,7 +128,7 @@ Status ContextImpl::flushControl(Peer& peer) {
 }
 
 Status ContextImpl::sendCreditIfOwed(Peer& peer) {
-  if (peer.self || peer.owed < creditBatch()) return Status::ok();
+  if (!creditDue(peer)) return Status::ok();
   if (freeSendSlots_.empty() || peer.sendOutstanding >= sendQueueDepth_) return Status::ok();
   PendingControl message;
   message.bytes.resize(sizeof(wire::Header));
