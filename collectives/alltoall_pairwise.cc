@@ -25,7 +25,7 @@ using messaging::Request;
 class PairwiseAlltoall final : public PlanImpl {
  public:
   PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle, datatype::TypedCopy own)
-      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
+      : comm_(comm), ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
         args_(args), own_(std::move(own)) {
     const int size = comm.size();
     for (int r = 1; r < size; ++r) {
@@ -41,9 +41,9 @@ class PairwiseAlltoall final : public PlanImpl {
   Status prepare() {
     for (Round& round : rounds_) {
       IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(args_.recvBlock(round.from), args_.recvcount, args_.recvtype,
-                                                      round.from, tag_, contextId_));
+                                                      comm_.contextRank(round.from), tag_, contextId_));
       IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(args_.sendBlock(round.to), args_.sendcount, args_.sendtype,
-                                                      round.to, tag_, contextId_));
+                                                      comm_.contextRank(round.to), tag_, contextId_));
     }
     return Status::ok();
   }
@@ -166,6 +166,7 @@ class PairwiseAlltoall final : public PlanImpl {
                          status.message());
   }
 
+  const Communicator& comm_;
   messaging::Context& ctx_;
   uint32_t contextId_;
   int32_t tag_;

@@ -22,7 +22,8 @@ using messaging::Request;
 class DisseminationBarrier final : public PlanImpl {
  public:
   explicit DisseminationBarrier(Communicator& comm)
-      : ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()) {
+      : comm_(comm), ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()),
+        rank_(comm.rank()) {
     const int size = comm.size();
     for (int distance = 1; distance < size; distance *= 2) {
       rounds_.push_back({(rank_ + distance) % size, (rank_ - distance + size) % size});
@@ -32,8 +33,8 @@ class DisseminationBarrier final : public PlanImpl {
   Status prepare() {
     const datatype::Datatype byte = datatype::Datatype::basic(datatype::BasicKind::kByte);
     for (Round& round : rounds_) {
-      IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(nullptr, 0, byte, round.from, tag_, contextId_));
-      IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(nullptr, 0, byte, round.to, tag_, contextId_));
+      IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(nullptr, 0, byte, comm_.contextRank(round.from), tag_, contextId_));
+      IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(nullptr, 0, byte, comm_.contextRank(round.to), tag_, contextId_));
     }
     return Status::ok();
   }
@@ -138,6 +139,7 @@ class DisseminationBarrier final : public PlanImpl {
     outcome_ = makeError(status.code(), "barrier rank ", rank_, ", ", what, " rank ", peer, ": ", status.message());
   }
 
+  const Communicator& comm_;
   messaging::Context& ctx_;
   uint32_t contextId_;
   int32_t tag_;

@@ -73,6 +73,10 @@ class Communicator {
 
   int rank() const { return context_->rank(); }
   int size() const { return context_->size(); }
+  // The Context rank of this communicator's rank `rank`: algorithms compute
+  // peers as communicator ranks and address messages through this, so that
+  // they run unchanged on a split communicator.
+  int contextRank(int rank) const { return rank; }
   uint32_t contextId() const { return contextId_; }
   messaging::Context& context() const { return *context_; }
   const NodeInfo& node(int rank) const { return nodes_[static_cast<size_t>(rank)]; }
