@@ -6,7 +6,7 @@
 // kFirstCollectiveContextId), and the node map (node id, local rank of every
 // rank) used by node-aware algorithms.
 //
-// Every algorithm compiles into a Plan (DESIGN.md, "Collectives"): init
+// Every algorithm compiles into a Plan (docs/design.md, "Collectives"): init
 // checks the arguments once and precomputes the per-round peers and buffer
 // offsets; start() posts the first rounds and returns; test() and wait()
 // progress it. A plan may be started again once it completed, with the same

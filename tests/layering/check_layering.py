@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks DESIGN.md's layering: a lower layer never includes a higher one,
+"""Checks the layering of docs/design.md: a lower layer never includes a higher one,
 and third-party RDMA/PMIx/MPI headers stay inside their own component."""
 import pathlib
 import re
