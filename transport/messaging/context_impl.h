@@ -298,7 +298,6 @@ class ContextImpl {
   Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
-  size_t controlCapacity() const;
   Result<uint32_t> takeSendSlot();
   Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
 

@@ -33,7 +33,6 @@ class UserRegistration {
                                          int64_t bytes, uint32_t access, bool single);
 
   bool valid() const { return !regions_.empty(); }
-  size_t regionCount() const { return regions_.size(); }
   // The one region (or the first): what a peer is given.
   const memory::RegionRef& front() const { return regions_.front(); }
   // The lkey of the region covering [address, address + length).
