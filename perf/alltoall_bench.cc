@@ -254,6 +254,10 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   report.note(kMemcpyRow, "one process copies the N blocks of one rank's receive buffer with memcpy (no transport)");
   report.note("MB/s per rank", "bytes each rank sends to the other ranks (memcpy: bytes it copies) per second");
   report.note("machine", machineDescription());
+  for (int ranks : rankCounts) {
+    report.plot({"p" + std::to_string(ranks), "alltoall, " + std::to_string(ranks) + " ranks (" + machineDescription() + ")",
+                 "bytes/pair", "us", "row", "bytes per pair", "microseconds per alltoall", {{"ranks", ranks}}});
+  }
   report.print(common);
 }
 

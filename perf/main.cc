@@ -1,6 +1,6 @@
 // ibdt-bench — the project's benchmarks, one subcommand each.
 //
-//   ibdt-bench pack [--json] [--reps N] [--warmup N] [--quick]
+//   ibdt-bench [--json] [--out DIR] [--reps N] [--warmup N] [--quick] <benchmark> [options]
 //
 // Every subcommand measures ibdt beside its baselines in the same run and
 // prints the median with min and max.
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", common.reps, "timed repetitions per case")->check(CLI::PositiveNumber);
   app.add_option("--warmup", common.warmup, "untimed warm-up runs per case")->check(CLI::NonNegativeNumber);
   app.add_flag("--quick", common.quick, "fewer cases and repetitions (smoke test)");
+  app.add_option("--out", common.outDir, "also write each report's JSON and SVG plots into this directory");
   for (const auto& add : ibdt::perf::allBenchmarks()) add(app, common);
   CLI11_PARSE(app, argc, argv);
   return ibdt::perf::exitCode();

@@ -220,6 +220,9 @@ void runCase(Case& c, const CommonOptions& common, const std::vector<Baseline>& 
   // Throughput: median, and min/max from the fastest/slowest time.
   auto rate = [&](const Summary& s) { return gbps(bytes, s.median); };
   nlohmann::json row = {{"case", c.name},
+              {"family", c.name.substr(0, c.name.find_first_of("0123456789") == std::string::npos
+                                                 ? c.name.size()
+                                                 : c.name.find_first_of("0123456789"))},
               {"bytes", bytes},
               {"blocks", stat.blockCount},
               {"pack GB/s", rate(pack)},
@@ -263,6 +266,15 @@ void runPack(const CommonOptions& common, const std::string& only) {
   const std::vector<Baseline> baselines = runBaselines(common, report);
   for (Case& c : cases) runCase(c, common, baselines, report);
   report.note("note", "pack/memcpy and pack/hand are speed ratios (>1: ibdt faster)");
+  report.setFileStem("pack");
+  for (const char* what : {"pack", "unpack"}) {
+    const bool pack = std::string_view(what) == "pack";
+    report.plot({std::string("wu-columns-") + what,
+                 std::string(what) + " of x columns of a 128 x 4096 int array (" + machineDescription() + ")", "bytes", "",
+                 "", "message bytes", "GB/s of useful bytes", {{"family", "wu column "}},
+                 pack ? std::vector<std::string>{"pack GB/s", "hand pack", "memcpy", "ompi pack", "mpich pack"}
+                      : std::vector<std::string>{"unpack GB/s", "hand unpack", "ompi unpack", "mpich unpack"}});
+  }
   report.print(common);
 }
 

@@ -59,6 +59,7 @@ void registrationCost(fabric::Domain& domain, const CommonOptions& common) {
   size_t page = domain.caps().pageSize;
   Report report("registration: register + deregister vs mlock + munlock (" + domain.caps().provider + ")",
                 {"pages", "register_us", "min_us", "max_us", "ns_per_page", "mlock_us"});
+  report.setFileStem("registration-cost");
   std::vector<size_t> sizes = common.quick ? std::vector<size_t>{1, 64} : std::vector<size_t>{1, 4, 16, 64, 256, 1024, 4096};
   Scratch scratch(sizes.back() * page);
   if (scratch.data() == nullptr) return reportFailure("registration: mmap of the scratch buffer failed");
@@ -93,6 +94,7 @@ void cacheCost(fabric::Domain& domain, const CommonOptions& common) {
   size_t page = domain.caps().pageSize;
   Report report("registration: cache hit and miss vs direct registration (" + domain.caps().provider + ")",
                 {"bytes", "hit_ns", "hit_min_ns", "miss_us", "direct_us"});
+  report.setFileStem("registration-cache");
   memory::CacheOptions options;
   options.mode = memory::CacheOptions::Mode::kOn;
   auto cache = memory::RegistrationCache::create(domain, options);
@@ -136,6 +138,7 @@ void cacheCost(fabric::Domain& domain, const CommonOptions& common) {
 void groupRegistration(fabric::Domain& domain, const CommonOptions& common) {
   Report report("registration: OGR vs block-by-block, 128 x 4096-int columns (" + domain.caps().provider + ")",
                 {"columns", "ogr_regions", "block_regions", "ogr_us", "block_us"});
+  report.setFileStem("registration-ogr");
   auto cost = memory::registrationCostOf(domain);
   if (!ok(cost.status(), "registration cost model")) return;
   memory::CacheOptions off;

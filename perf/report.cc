@@ -4,8 +4,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include "perf/svg_plot.h"
 
 namespace ibdt::perf {
 
@@ -45,11 +49,72 @@ std::string cell(const nlohmann::json& value) {
 
 }  // namespace
 
+void Report::plot(RowPlot plot) { plots_.push_back(std::move(plot)); }
+
+nlohmann::json Report::toJson() const {
+  nlohmann::json out = {{"benchmark", title_}, {"machine", machineDescription()}, {"rows", rows_}};
+  for (auto& [key, value] : notes_.items()) out[key] = value;
+  return out;
+}
+
+std::string Report::fileStem() const {
+  if (!fileStem_.empty()) return fileStem_;
+  std::string stem;
+  for (char c : title_.substr(0, title_.find(':'))) {
+    if (std::isalnum(static_cast<unsigned char>(c))) stem += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!stem.empty() && stem.back() != '-') stem += '-';
+  }
+  while (!stem.empty() && stem.back() == '-') stem.pop_back();
+  return stem.empty() ? "report" : stem;
+}
+
+namespace {
+
+LinePlot linePlotOf(const RowPlot& spec, const nlohmann::json& rows) {
+  LinePlot plot{spec.title, spec.xLabel.empty() ? spec.x : spec.xLabel, spec.yLabel.empty() ? spec.y : spec.yLabel,
+                spec.logX, spec.logY, {}};
+  std::map<std::string, size_t> index;  // series name -> position, in order of first appearance
+  auto addPoint = [&](const std::string& name, const nlohmann::json& x, const nlohmann::json& y) {
+    if (!x.is_number() || !y.is_number()) return;
+    auto [at, added] = index.emplace(name, plot.series.size());
+    if (added) plot.series.push_back({name, {}});
+    plot.series[at->second].points.emplace_back(x.get<double>(), y.get<double>());
+  };
+  for (const auto& row : rows) {
+    bool match = true;
+    for (auto& [key, value] : spec.where.items()) match = match && row.value(key, nlohmann::json()) == value;
+    if (!match) continue;
+    const nlohmann::json x = row.value(spec.x, nlohmann::json());
+    for (const std::string& column : spec.columns) addPoint(column, x, row.value(column, nlohmann::json()));
+    if (!spec.columns.empty()) continue;
+    const nlohmann::json label = row.value(spec.series, nlohmann::json());
+    addPoint(label.is_string() ? label.get<std::string>() : label.dump(), x, row.value(spec.y, nlohmann::json()));
+  }
+  return plot;
+}
+
+}  // namespace
+
+// Files are a convenience beside stdout: a failure to write one is reported
+// on stderr and does not fail the benchmark.
+void Report::writeFiles(const std::string& dir) const {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  const std::string stem = dir + "/" + fileStem();
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream file(path);
+    file << text;
+    if (!file) std::fprintf(stderr, "ibdt-bench: could not write %s\n", path.c_str());
+    else std::fprintf(stderr, "ibdt-bench: wrote %s\n", path.c_str());
+  };
+  write(stem + ".json", toJson().dump(2) + "\n");
+  for (const RowPlot& plot : plots_) write(stem + "-" + plot.name + ".svg", renderSvg(linePlotOf(plot, rows_)));
+}
+
 void Report::print(const CommonOptions& options) const {
+  if (!options.outDir.empty()) writeFiles(options.outDir);
   if (options.json) {
-    nlohmann::json out = {{"benchmark", title_}, {"machine", machineDescription()}, {"rows", rows_}};
-    for (auto& [key, value] : notes_.items()) out[key] = value;
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", toJson().dump(2).c_str());
     return;
   }
   std::vector<size_t> width(columns_.size());

@@ -2,7 +2,8 @@
 //
 // measure() warms up, then times each repetition separately; summarize()
 // reports the median with min and max. A Report collects rows, prints them as
-// an aligned table and, with --json, as machine-readable JSON on stdout.
+// an aligned table and, with --json, as machine-readable JSON on stdout; with
+// --out DIR it also writes the JSON and its SVG plots into DIR.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +48,20 @@ struct CommonOptions {
   int reps = 15;
   int warmup = 3;
   bool quick = false;  // fewer sizes and repetitions (used by the test suite)
+  std::string outDir;  // non-empty: write <report>.json and its plots (<report>-<plot>.svg) here
+};
+
+// A line plot of a report's rows: one line per distinct value of `series`,
+// a point (row[x], row[y]) for every row whose `where` entries all match.
+// With `columns` instead (wide rows), one line per column: (row[x], row[column]).
+struct RowPlot {
+  std::string name;  // the SVG file is <report>-<name>.svg
+  std::string title;
+  std::string x, y, series;
+  std::string xLabel, yLabel;  // default: the keys
+  nlohmann::json where = nlohmann::json::object();
+  std::vector<std::string> columns;
+  bool logX = true, logY = true;
 };
 
 class Report {
@@ -56,14 +71,24 @@ class Report {
   void add(nlohmann::json row);
   // Free-form facts printed under the table and stored in the JSON ("machine", "note", ...).
   void note(const std::string& key, nlohmann::json value);
+  void plot(RowPlot plot);
   void print(const CommonOptions& options) const;
   const nlohmann::json& rows() const { return rows_; }
+  // The report's file name in --out: its title up to the first ':', as a
+  // slug, unless set (reports of one benchmark need distinct names).
+  std::string fileStem() const;
+  void setFileStem(std::string stem) { fileStem_ = std::move(stem); }
 
  private:
   std::string title_;
   std::vector<std::string> columns_;
   nlohmann::json rows_ = nlohmann::json::array();
   nlohmann::json notes_ = nlohmann::json::object();
+  std::vector<RowPlot> plots_;
+  std::string fileStem_;
+
+  nlohmann::json toJson() const;
+  void writeFiles(const std::string& dir) const;
 };
 
 // A short description of this machine (CPU model, cores, kernel) for reports.

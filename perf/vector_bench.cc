@@ -329,6 +329,10 @@ void runVector(const VectorOptions& options, const CommonOptions& common) {
   if (options.worstCaseRegistration || options.listPost == "off") {
     report.note("MPI rows", "MPI runs its defaults: --worst-case-registration and --list-post apply to ibdt rows only");
   }
+  report.plot({"latency", "vector ping-pong: half round trip (" + machineDescription() + ")", "bytes", "latency us",
+               "row", "message bytes (x columns x 512)", "microseconds"});
+  report.plot({"bandwidth", "vector: bandwidth, window of 100 (" + machineDescription() + ")", "bytes", "MB/s", "row",
+               "message bytes", "MB/s"});
   VectorTargets targets = vectorTargets(report.rows());
   if (common.json) {  // one JSON document: the targets go in as notes
     report.note("targets", targets.table.rows());

@@ -90,6 +90,7 @@ VectorTargets vectorTargets(const nlohmann::json& rows) {
   Report targets("targets (issue 6), from the latency medians above; auto/<row> < 1: auto is faster",
                  {"x", "auto us", "Open MPI us", "auto/Open MPI", "Open MPI need", "best forced", "auto/best",
                   "best need", "Contig us", "auto/Contig", "Contig need", "verdict"});
+  targets.setFileStem("vector-targets");
   int judgedSizes = 0, metSizes = 0;
   auto autoRow = all.find("auto");
   if (autoRow != all.end()) {
