@@ -43,7 +43,7 @@ Status readContents(MPI_Datatype type, int ni, int na, int nt, Contents& out) {
     return makeError(Code::kInvalidArgument, "mpi: MPI_Type_get_contents failed");
   }
   out.types = std::move(types);
-  return Status();
+  return Status::ok();
 }
 
 Result<datatype::Order> orderOf(int order) {
