@@ -1,5 +1,8 @@
 // The conversion cache: a type attribute on derived MPI datatypes (dropped
 // by its delete callback when the type is freed), a table for predefined ones.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,8 +29,27 @@ std::recursive_mutex& cacheMutex() {
   return mutex;
 }
 
+// The types used last, looked up before asking MPI (an attribute lookup and
+// an envelope query cost more than packing a small message). The delete
+// callback clears a freed type's slot, so a reused handle never hits it.
+struct RecentSlot {
+  MPI_Datatype handle = MPI_DATATYPE_NULL;
+  Cached* cached = nullptr;
+};
+constexpr size_t kRecentSlots = 16;
+RecentSlot recent[kRecentSlots];
+
+size_t recentSlot(MPI_Datatype type) {
+  uintptr_t bits = 0;
+  std::memcpy(&bits, &type, std::min(sizeof bits, sizeof type));
+  return (bits ^ (bits >> 4) ^ (bits >> 12)) % kRecentSlots;
+}
+
 int deleteCached(MPI_Datatype, int, void* attribute, void*) {
   std::lock_guard lock(cacheMutex());
+  for (RecentSlot& slot : recent) {
+    if (slot.cached == attribute) slot = RecentSlot{};
+  }
   delete static_cast<Cached*>(attribute);
   return MPI_SUCCESS;
 }
@@ -48,9 +70,19 @@ bool isPredefined(MPI_Datatype type) {
          combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER;
 }
 
+Result<Cached*> lookupInMpi(MPI_Datatype type);
+
 // The cache entry of `type`, converting it on a miss. Called with the lock held.
 Result<Cached*> lookup(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) return makeError(Code::kInvalidArgument, "mpi: MPI_DATATYPE_NULL");
+  RecentSlot& slot = recent[recentSlot(type)];
+  if (slot.cached != nullptr && slot.handle == type) return slot.cached;
+  IBDT_ASSIGN_OR_RETURN(Cached * cached, lookupInMpi(type));
+  slot = RecentSlot{type, cached};
+  return cached;
+}
+
+Result<Cached*> lookupInMpi(MPI_Datatype type) {
   static std::map<MPI_Datatype, std::unique_ptr<Cached>> predefined;
   const bool named = isPredefined(type);
   if (named) {
