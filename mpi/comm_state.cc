@@ -75,6 +75,7 @@ Result<std::unique_ptr<CommState>> createState(MPI_Comm comm) {
 }  // namespace
 
 CommState::~CommState() {
+  lastAlltoall = AlltoallCache{};  // its persistent requests belong to the Context
   if (context && !context->closed()) {
     if (Status closed = context->close(Deadline::after(kCloseTimeout)); !closed.isOk()) {
       IBDT_LOG(kWarn, "mpi: closing a communicator's ibdt context: ", closed.toString());

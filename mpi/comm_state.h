@@ -13,6 +13,7 @@
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "ibdt/status.h"
+#include "mpi/alltoall_call.h"
 #include "mpi/mpi_store.h"
 
 namespace ibdt::mpi {
@@ -22,6 +23,7 @@ struct CommState {
   std::unique_ptr<messaging::Context> context;
   std::unique_ptr<collectives::Communicator> comm;
   collectives::AlltoallOptions alltoall;
+  AlltoallCache lastAlltoall;  // destroyed before the Context it runs on
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
 

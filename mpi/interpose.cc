@@ -74,19 +74,11 @@ extern "C" int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   if (!state.isOk()) {
     return handToMpi(state.status().toString(), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
-  auto send = convertType(sendtype);
-  auto recv = convertType(recvtype);
-  // A type may convert on one rank and not on another: all ranks agree.
-  int mine = send.isOk() && recv.isOk() ? 1 : 0, all = 0;
-  PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
-  if (!all) {
-    const std::string why = !send.isOk() ? send.status().toString()
-                            : !recv.isOk() ? recv.status().toString()
-                                           : std::string("a datatype did not convert on another rank");
+  Status done;
+  std::string why;
+  if (!runOnIbdt(**state, {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, done, why)) {
     return handToMpi(why, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
-  Status done = collectives::alltoall(*(*state)->comm, sendbuf, sendcount, *send, recvbuf, recvcount, *recv,
-                                      (*state)->alltoall);
   counters().alltoallIbdt.fetch_add(1, std::memory_order_relaxed);
   if (!done.isOk()) {
     IBDT_LOG(kError, "mpi: MPI_Alltoall: ", done.toString());
