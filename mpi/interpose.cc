@@ -32,6 +32,14 @@ bool bridgeEnabled() {
   return enabled;
 }
 
+// Under MPI_THREAD_MULTIPLE two threads could drive two communicators'
+// Contexts at once, which their shared Domain does not allow.
+bool threadMultiple() {
+  int level = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&level);
+  return level == MPI_THREAD_MULTIPLE;
+}
+
 // Why ibdt cannot run this alltoall here (empty: it can). Every reason is
 // the same on every rank of a correct MPI program except a type that does
 // not convert, which is why commState() and alltoall agree collectively.
@@ -42,6 +50,7 @@ std::string alltoallObstacle(const void* sendbuf, MPI_Comm comm) {
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return "invalid communicator";
   if (inter) return "intercommunicator";
   if (sendbuf == MPI_IN_PLACE) return "MPI_IN_PLACE (no in-place alltoall in ibdt yet)";
+  if (threadMultiple()) return "MPI_THREAD_MULTIPLE (ibdt's contexts share one fabric domain, one thread at a time)";
   return "";
 }
 
