@@ -14,7 +14,6 @@
 #include "ibdt_mpi.h"
 #include "mpi/comm_state.h"
 #include "mpi/counters.h"
-#include "mpi/type_convert.h"
 
 namespace ibdt::mpi {
 namespace {

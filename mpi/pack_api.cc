@@ -10,12 +10,14 @@
 namespace ibdt::mpi {
 namespace {
 
-// MPI's error class for a bad argument, checked in MPI_Pack's order.
-int checkArguments(const void* buffer, int count, int bufferSize, const int* position, MPI_Comm comm) {
+// MPI's error class for a bad argument, checked in MPI_Pack's order. A
+// null data buffer is allowed: it is MPI_BOTTOM, with absolute addresses in
+// the datatype.
+int checkArguments(const void* packed, int count, int packedSize, const int* position, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return MPI_ERR_COMM;
   if (count < 0) return MPI_ERR_COUNT;
-  if (position == nullptr || *position < 0 || bufferSize < 0) return MPI_ERR_ARG;
-  if (buffer == nullptr && count > 0) return MPI_ERR_BUFFER;
+  if (position == nullptr || *position < 0 || packedSize < 0) return MPI_ERR_ARG;
+  if (packed == nullptr && packedSize > 0) return MPI_ERR_BUFFER;
   return MPI_SUCCESS;
 }
 
@@ -46,7 +48,6 @@ extern "C" int IBDT_Pack(const void* inbuf, int incount, MPI_Datatype datatype, 
   const int64_t bytes = segment->size();
   if (bytes > int64_t{outsize} - *position) return MPI_ERR_TRUNCATE;
   if (bytes == 0) return MPI_SUCCESS;
-  if (inbuf == nullptr) return MPI_ERR_BUFFER;
   if (!segment->pack(inbuf, 0, bytes, static_cast<char*>(outbuf) + *position).isOk()) return MPI_ERR_INTERN;
   *position += static_cast<int>(bytes);
   return MPI_SUCCESS;
@@ -54,17 +55,13 @@ extern "C" int IBDT_Pack(const void* inbuf, int incount, MPI_Datatype datatype, 
 
 extern "C" int IBDT_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
                            MPI_Datatype datatype, MPI_Comm comm) {
-  if (int error = checkArguments(inbuf, insize > 0 ? 1 : 0, insize, position, comm); error != MPI_SUCCESS) {
-    return error;
-  }
-  if (outcount < 0) return MPI_ERR_COUNT;
+  if (int error = checkArguments(inbuf, outcount, insize, position, comm); error != MPI_SUCCESS) return error;
   if (datatype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   auto segment = segmentOrLog(datatype, outcount, "MPI_Unpack");
   if (!segment.isOk()) return PMPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm);
   const int64_t bytes = segment->size();
   if (bytes > int64_t{insize} - *position) return MPI_ERR_TRUNCATE;
   if (bytes == 0) return MPI_SUCCESS;
-  if (outbuf == nullptr) return MPI_ERR_BUFFER;
   if (!segment->unpack(outbuf, 0, bytes, static_cast<const char*>(inbuf) + *position).isOk()) return MPI_ERR_INTERN;
   *position += static_cast<int>(bytes);
   return MPI_SUCCESS;

@@ -195,6 +195,34 @@ TEST(MpiTypeConvert, RandomTypesPackLikeMpi) {
   }
 }
 
+TEST(MpiTypeConvert, AbsoluteAddressesFromMpiBottom) {
+  double values[3] = {1.5, 2.5, 3.5};
+  int index = 42;
+  MPI_Aint addresses[2];
+  MPI_Get_address(&values[0], &addresses[0]);
+  MPI_Get_address(&index, &addresses[1]);
+  const int blens[] = {3, 1};
+  const MPI_Datatype members[] = {MPI_DOUBLE, MPI_INT};
+  MPI_Datatype absolute;
+  MPI_Type_create_struct(2, blens, addresses, members, &absolute);
+  MPI_Type_commit(&absolute);
+  // The expected bytes by hand: MPICH 4.0's MPI_Pack rejects MPI_BOTTOM.
+  char expected[28], ours[28] = {};
+  std::memcpy(expected, values, 24);
+  std::memcpy(expected + 24, &index, 4);
+  int ourPosition = 0;
+  ASSERT_EQ(IBDT_Pack(MPI_BOTTOM, 1, absolute, ours, 28, &ourPosition, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(ourPosition, 28);
+  EXPECT_EQ(std::memcmp(ours, expected, 28), 0);
+  values[1] = 0;
+  index = 0;
+  ourPosition = 0;
+  ASSERT_EQ(IBDT_Unpack(ours, 28, &ourPosition, MPI_BOTTOM, 1, absolute, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(values[1], 2.5);
+  EXPECT_EQ(index, 42);
+  MPI_Type_free(&absolute);
+}
+
 TEST(MpiTypeConvert, BadArgumentsGetMpiErrorsAndWriteNothing) {
   std::vector<char> out(16, 'z');
   const std::vector<char> untouched = out;
@@ -216,6 +244,10 @@ TEST(MpiTypeConvert, BadArgumentsGetMpiErrorsAndWriteNothing) {
   EXPECT_EQ(back[0], 0.0);
   int size = 0;
   EXPECT_EQ(IBDT_Pack_size(-2, MPI_INT, MPI_COMM_WORLD, &size), MPI_ERR_COUNT);
+  EXPECT_EQ(IBDT_Pack_size(2, MPI_INT, MPI_COMM_WORLD, nullptr), MPI_ERR_ARG);
+  EXPECT_EQ(IBDT_Unpack(nullptr, 16, &position, back, 1, MPI_DOUBLE, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+  EXPECT_EQ(IBDT_Unpack(out.data(), 16, &position, back, -1, MPI_DOUBLE, MPI_COMM_WORLD), MPI_ERR_COUNT);
+  EXPECT_EQ(IBDT_Pack(in, 1, MPI_DOUBLE, nullptr, 16, &position, MPI_COMM_WORLD), MPI_ERR_BUFFER);
 }
 
 }  // namespace
