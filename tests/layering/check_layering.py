@@ -48,6 +48,14 @@ for path in list(root.rglob("*.h")) + list(root.rglob("*.cc")):
             continue
         if RANK[other] > RANK[mine] or (RANK[other] == RANK[mine]):
             errors.append(f"{rel} ({mine}) includes {target} ({other}): higher or sibling layer")
+# The core never depends on MPI: no core module's build names an MPI
+# library, wrapper or the bridge (mpi/ builds one bridge per MPI on top).
+mpi_in_build = re.compile(r"\bmpi\b|MPICXX|MPIEXEC|ibdt_mpi|\bMPI::", re.IGNORECASE)
+for module in ("base", "datatype", "bootstrap", "transport", "collectives"):
+    for cmake in (root / module).rglob("CMakeLists.txt"):
+        for number, line in enumerate(cmake.read_text(errors="replace").splitlines(), 1):
+            if mpi_in_build.search(line.split("#")[0]):
+                errors.append(f"{cmake.relative_to(root)}:{number}: the core build mentions MPI")
 for e in errors:
     print(e)
 print(f"layering: {len(errors)} violation(s)")

@@ -1,0 +1,125 @@
+// Per-communicator ibdt state kept in a communicator attribute.
+#include "mpi/comm_state.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "base/log.h"
+#include "ibdt/fabric.h"
+
+namespace ibdt::mpi {
+namespace {
+
+constexpr auto kCloseTimeout = std::chrono::seconds(60);
+
+std::mutex& stateMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+// Live states in creation order: the attribute callback deletes only what
+// is still here, so a late callback (MPI_Finalize may delete attributes)
+// after closeAllCommStates() is harmless; MPI_Finalize closes them in the
+// order every rank created them, since a close waits for the peers' close.
+std::vector<CommState*>& liveStates() {
+  static std::vector<CommState*> states;
+  return states;
+}
+std::unique_ptr<fabric::Domain>& domain() {
+  static std::unique_ptr<fabric::Domain> opened;
+  return opened;
+}
+
+int deleteState(MPI_Comm, int, void* attribute, void*) {
+  std::lock_guard lock(stateMutex());
+  auto* state = static_cast<CommState*>(attribute);
+  auto found = std::find(liveStates().begin(), liveStates().end(), state);
+  if (found == liveStates().end()) return MPI_SUCCESS;
+  liveStates().erase(found);
+  delete state;
+  return MPI_SUCCESS;
+}
+
+Result<int> commKeyval() {
+  static int keyval = MPI_KEYVAL_INVALID;
+  if (keyval == MPI_KEYVAL_INVALID &&
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, deleteState, &keyval, nullptr) != MPI_SUCCESS) {
+    return makeError(Code::kResource, "mpi: MPI_Comm_create_keyval failed");
+  }
+  return keyval;
+}
+
+Result<fabric::Domain*> processDomain() {
+  if (!domain()) {
+    // The tag only names this process's shared segments.
+    IBDT_ASSIGN_OR_RETURN(domain(), fabric::openDomain("auto", {strCat("mpi-", getpid()), ""}));
+  }
+  return domain().get();
+}
+
+Result<std::unique_ptr<CommState>> createState(MPI_Comm comm) {
+  auto state = std::make_unique<CommState>();
+  IBDT_ASSIGN_OR_RETURN(state->alltoall, collectives::alltoallOptionsFromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(fabric::Domain * opened, processDomain());
+  IBDT_ASSIGN_OR_RETURN(state->store, MpiStore::create(comm));
+  IBDT_ASSIGN_OR_RETURN(messaging::Options options, messaging::optionsFromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(state->context,
+                        messaging::Context::create(*opened, *state->store, options, Deadline::never()));
+  IBDT_ASSIGN_OR_RETURN(state->comm,
+                        collectives::Communicator::create(*state->context, *state->store, Deadline::never()));
+  return state;
+}
+
+}  // namespace
+
+CommState::~CommState() {
+  lastAlltoall = AlltoallCache{};  // its persistent requests belong to the Context
+  if (context && !context->closed()) {
+    if (Status closed = context->close(Deadline::after(kCloseTimeout)); !closed.isOk()) {
+      IBDT_LOG(kWarn, "mpi: closing a communicator's ibdt context: ", closed.toString());
+    }
+  }
+}
+
+Result<CommState*> commState(MPI_Comm comm) {
+  IBDT_ASSIGN_OR_RETURN(int keyval, commKeyval());
+  void* attribute = nullptr;
+  int present = 0;
+  if (PMPI_Comm_get_attr(comm, keyval, &attribute, &present) != MPI_SUCCESS) {
+    return makeError(Code::kInvalidArgument, "mpi: MPI_Comm_get_attr rejects the communicator");
+  }
+  if (present) {
+    if (attribute == nullptr) return makeError(Code::kUnsupported, "mpi: ibdt setup failed earlier on this communicator");
+    return static_cast<CommState*>(attribute);
+  }
+  auto created = createState(comm);
+  int mine = created.isOk() ? 1 : 0, all = 0;
+  PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!all) {
+    // Remember the failure (a null attribute) so later calls go to MPI at once.
+    PMPI_Comm_set_attr(comm, keyval, nullptr);
+    if (!created.isOk()) return created.status();
+    return makeError(Code::kUnsupported, "mpi: ibdt setup failed on another rank of the communicator");
+  }
+  CommState* state = created->release();
+  {
+    std::lock_guard lock(stateMutex());
+    liveStates().push_back(state);
+  }
+  PMPI_Comm_set_attr(comm, keyval, state);
+  return state;
+}
+
+void closeAllCommStates() {
+  std::vector<CommState*> states;
+  {
+    std::lock_guard lock(stateMutex());
+    states.swap(liveStates());
+  }
+  for (CommState* state : states) delete state;
+  domain().reset();
+}
+
+}  // namespace ibdt::mpi

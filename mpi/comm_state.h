@@ -1,0 +1,38 @@
+// mpi/comm_state.h — ibdt's state for one MPI communicator: a Store over a
+// duplicate of it, a messaging Context over that Store (on the process's one
+// fabric Domain) and the world Communicator of that Context. Created on the
+// first intercepted collective on the communicator (collective), kept in a
+// communicator attribute whose delete callback closes it when the
+// communicator is freed; MPI_Finalize closes whatever is left.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "ibdt/collectives.h"
+#include "ibdt/messaging.h"
+#include "ibdt/status.h"
+#include "mpi/alltoall_call.h"
+#include "mpi/mpi_store.h"
+
+namespace ibdt::mpi {
+
+struct CommState {
+  std::unique_ptr<MpiStore> store;
+  std::unique_ptr<messaging::Context> context;
+  std::unique_ptr<collectives::Communicator> comm;
+  collectives::AlltoallOptions alltoall;
+  AlltoallCache lastAlltoall;  // destroyed before the Context it runs on
+  ~CommState();  // closes the Context (its peers are freeing the communicator too)
+};
+
+// The state of intracommunicator `comm`, set up on first use. Collective on
+// first use: every rank learns whether every rank succeeded, so that either
+// all or none of them take ibdt's path (an error on one rank fails all).
+Result<CommState*> commState(MPI_Comm comm);
+
+// Closes every state and the Domain (from MPI_Finalize, before PMPI_Finalize).
+void closeAllCommStates();
+
+}  // namespace ibdt::mpi

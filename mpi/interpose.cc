@@ -1,0 +1,120 @@
+// The PMPI interposition: MPI entry points that an MPI program reaches
+// through LD_PRELOAD=libibdt_mpi_<mpi>.so (or by linking this library before
+// MPI's). Each runs ibdt's implementation when it can and otherwise hands
+// the call to MPI's own (PMPI_*), logging why at IBDT_LOG=debug.
+//
+// Taken: MPI_Alltoall on intracommunicators with convertible types;
+// MPI_Pack, MPI_Unpack, MPI_Pack_size. MPI_Finalize closes ibdt's state.
+// Everything else, including MPI_IN_PLACE and the non-blocking and
+// persistent forms, is MPI's own for now (docs/mpi.md lists what is missing).
+#include <mpi.h>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "ibdt_mpi.h"
+#include "mpi/comm_state.h"
+#include "mpi/counters.h"
+
+namespace ibdt::mpi {
+namespace {
+
+// IBDT_MPI (read once): a bad value is reported and leaves the bridge off.
+bool bridgeEnabled() {
+  static const bool enabled = [] {
+    auto value = config::getBool("IBDT_MPI");
+    if (!value.isOk()) {
+      IBDT_LOG(kError, "mpi: ", value.status().toString(), "; the MPI bridge stays off");
+      return false;
+    }
+    return *value;
+  }();
+  return enabled;
+}
+
+// Under MPI_THREAD_MULTIPLE two threads could drive two communicators'
+// Contexts at once, which their shared Domain does not allow.
+bool threadMultiple() {
+  int level = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&level);
+  return level == MPI_THREAD_MULTIPLE;
+}
+
+// Why ibdt cannot run this alltoall here (empty: it can). Every reason is
+// the same on every rank of a correct MPI program except a type that does
+// not convert, which is why commState() and alltoall agree collectively.
+std::string alltoallObstacle(const void* sendbuf, MPI_Comm comm) {
+  if (!bridgeEnabled()) return "IBDT_MPI=off";
+  if (comm == MPI_COMM_NULL) return "MPI_COMM_NULL";
+  int inter = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return "invalid communicator";
+  if (inter) return "intercommunicator";
+  if (sendbuf == MPI_IN_PLACE) return "MPI_IN_PLACE (no in-place alltoall in ibdt yet)";
+  if (threadMultiple()) return "MPI_THREAD_MULTIPLE (ibdt's contexts share one fabric domain, one thread at a time)";
+  return "";
+}
+
+int handToMpi(const std::string& why, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  IBDT_LOG(kDebug, "mpi: MPI_Alltoall handed to MPI: ", why);
+  counters().alltoallMpi.fetch_add(1, std::memory_order_relaxed);
+  return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+// An error goes through the communicator's error handler, as MPI's own
+// calls do (MPI_ERRORS_ARE_FATAL by default).
+int raised(int code, MPI_Comm comm) {
+  if (code != MPI_SUCCESS && comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+}  // namespace
+}  // namespace ibdt::mpi
+
+using namespace ibdt;
+using namespace ibdt::mpi;
+
+extern "C" int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  if (std::string why = alltoallObstacle(sendbuf, comm); !why.empty()) {
+    return handToMpi(why, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  auto state = commState(comm);
+  if (!state.isOk()) {
+    return handToMpi(state.status().toString(), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  Status done;
+  std::string why;
+  if (!runOnIbdt(**state, {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, done, why)) {
+    return handToMpi(why, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  counters().alltoallIbdt.fetch_add(1, std::memory_order_relaxed);
+  if (!done.isOk()) {
+    IBDT_LOG(kError, "mpi: MPI_Alltoall: ", done.toString());
+    const int code = done.code() == Code::kInvalidArgument ? MPI_ERR_TYPE : MPI_ERR_OTHER;
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+  }
+  return MPI_SUCCESS;
+}
+
+extern "C" int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
+                        int* position, MPI_Comm comm) {
+  if (!bridgeEnabled()) return PMPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm);
+  return raised(IBDT_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm), comm);
+}
+
+extern "C" int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
+                          MPI_Datatype datatype, MPI_Comm comm) {
+  if (!bridgeEnabled()) return PMPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm);
+  return raised(IBDT_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm), comm);
+}
+
+extern "C" int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
+  if (!bridgeEnabled()) return PMPI_Pack_size(incount, datatype, comm, size);
+  return raised(IBDT_Pack_size(incount, datatype, comm, size), comm);
+}
+
+extern "C" int MPI_Finalize() {
+  closeAllCommStates();
+  return PMPI_Finalize();
+}
