@@ -31,11 +31,10 @@ Result<int64_t> blockStride(int size, int64_t count, const datatype::Datatype& t
   return stride;
 }
 
-}  // namespace
-
-Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
-                                       const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
-                                       const datatype::Datatype& recvtype) {
+// The checks; `inPlace`: the send side is the receive side (kInPlace).
+Result<AlltoallArgs> checkArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
+                               const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                               const datatype::Datatype& recvtype, bool inPlace) {
   IBDT_RETURN_IF_ERROR(checkType(sendtype, "sendtype"));
   IBDT_RETURN_IF_ERROR(checkType(recvtype, "recvtype"));
   if (sendcount < 0 || recvcount < 0) {
@@ -60,11 +59,27 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
                      "-byte type, ", recv.elements, " basic elements); every pair must match exactly");
   }
   args.bytes = sendcount * sendtype.size();
+  args.inPlace = inPlace;
+  if (args.bytes > 0 && sendbuf == recvbuf && !inPlace) {
+    return makeError(Code::kInvalidArgument, "alltoall: sendbuf is recvbuf; pass collectives::kInPlace as sendbuf "
+                                             "to exchange in place");
+  }
   if (args.bytes > 0 && (sendbuf == nullptr || recvbuf == nullptr)) {
     return makeError(Code::kInvalidArgument, "alltoall: ", sendbuf == nullptr ? "sendbuf" : "recvbuf",
                      " is null but ", args.bytes, " bytes per pair move");
   }
   return args;
+}
+
+}  // namespace
+
+const std::byte kInPlaceMarker{};
+
+Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
+                                       const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                                       const datatype::Datatype& recvtype) {
+  if (sendbuf == kInPlace) return checkArgs(comm, recvbuf, recvcount, recvtype, recvbuf, recvcount, recvtype, true);
+  return checkArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false);
 }
 
 namespace {

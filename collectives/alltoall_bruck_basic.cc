@@ -10,7 +10,8 @@
 //      the intermediate buffer: half the pairs packed out, their partners
 //      copied over, the packed half unpacked into the partners.
 // The intermediate buffer holds the largest round's blocks (at most p/2 + 1),
-// packed in the receive type's signature.
+// packed in the receive type's signature. In place (kInPlace), step 1 is a
+// rotation of R done as three reversals, swaps through the same buffer.
 #include "collectives/alltoall_bruck.h"
 
 namespace ibdt::collectives {
@@ -25,7 +26,14 @@ int64_t blocksWithBit(int size, int k) {
   return n;
 }
 
-Status addRotation(RoundsPlan& plan, const AlltoallArgs& args, int size, int rank) {
+// Step 1. In place: a left rotation by `rank` as three reversals.
+Status addRotation(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& packed, int size, int rank) {
+  if (args.inPlace) {
+    for (const BlockPairs& pairs : {reversalPairs(0, rank), reversalPairs(rank, size), reversalPairs(0, size)}) {
+      IBDT_RETURN_IF_ERROR(addBlockSwaps(plan.prologue(), args, packed, plan.scratch().data(), pairs));
+    }
+    return Status::ok();
+  }
   IBDT_ASSIGN_OR_RETURN(LocalCopy high, makeCopy(args.sendtype, args.sendcount * size, args.sendBlock(rank),
                                                  args.recvtype, args.recvcount * size, args.recvBlock(0), 0,
                                                  (size - rank) * args.bytes));
@@ -38,29 +46,14 @@ Status addRotation(RoundsPlan& plan, const AlltoallArgs& args, int size, int ran
   return Status::ok();
 }
 
-// Step 3 as swaps of R[j] and R[rank - j] through the intermediate buffer.
+// Step 3 as swaps of R[j] and R[rank - j].
 Status addPermutation(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& packed, int size, int rank) {
-  std::vector<int64_t> firsts, partners;
+  BlockPairs pairs;
   for (int j = 0; j < size; ++j) {
     const int partner = ((rank - j) % size + size) % size;
-    if (j < partner) {
-      firsts.push_back(j);
-      partners.push_back(partner);
-    }
+    if (j < partner) pairs.emplace_back(j, partner);
   }
-  if (firsts.empty()) return Status::ok();
-  const int64_t count = args.recvcount, n = static_cast<int64_t>(firsts.size());
-  IBDT_ASSIGN_OR_RETURN(Datatype first, blockList(firsts, args.recvStride, count, args.recvtype));
-  IBDT_ASSIGN_OR_RETURN(Datatype second, blockList(partners, args.recvStride, count, args.recvtype));
-  std::byte* stage = plan.scratch().data();
-  auto& copies = plan.epilogue();
-  IBDT_ASSIGN_OR_RETURN(LocalCopy out, makeCopy(first, 1, args.recvbuf, packed, n * count, stage, 0, n * args.bytes));
-  copies.push_back(std::move(out));
-  IBDT_ASSIGN_OR_RETURN(LocalCopy over, makeCopy(second, 1, args.recvbuf, first, 1, args.recvbuf, 0, n * args.bytes));
-  copies.push_back(std::move(over));
-  IBDT_ASSIGN_OR_RETURN(LocalCopy in, makeCopy(packed, n * count, stage, second, 1, args.recvbuf, 0, n * args.bytes));
-  copies.push_back(std::move(in));
-  return Status::ok();
+  return addBlockSwaps(plan.epilogue(), args, packed, plan.scratch().data(), pairs);
 }
 
 }  // namespace
@@ -74,12 +67,12 @@ Result<std::unique_ptr<PlanImpl>> makeBasicBruckAlltoall(Communicator& comm, con
     }
     return std::unique_ptr<PlanImpl>(std::move(plan));
   }
-  int64_t most = size / 2;  // the permutation's pairs
+  int64_t most = size / 2;  // the permutation's (and in place, the rotation's) pairs
   for (int k = 1; k < size; k <<= 1) most = std::max(most, blocksWithBit(size, k));
   plan->scratch().resize(static_cast<size_t>(most * args.bytes));
   std::byte* stage = plan->scratch().data();
   IBDT_ASSIGN_OR_RETURN(Datatype packed, packedType(args.recvtype));
-  IBDT_RETURN_IF_ERROR(addRotation(*plan, args, size, rank));
+  IBDT_RETURN_IF_ERROR(addRotation(*plan, args, packed, size, rank));
   const int64_t count = args.recvcount;
   for (int k = 1; k < size; k <<= 1) {
     IBDT_ASSIGN_OR_RETURN(Datatype bounded,

@@ -11,7 +11,8 @@
 //      per digit, so after the last round R[x] holds rank x's block: no
 //      final permutation.
 // The r - 1 messages of a round move disjoint blocks, so they are in
-// flight at once; the intermediate buffer holds one round's blocks.
+// flight at once; the intermediate buffer holds one round's blocks. In place
+// (kInPlace), step 1 swaps blocks through the same buffer.
 #include <string>
 
 #include "collectives/alltoall_bruck.h"
@@ -31,7 +32,16 @@ std::vector<int> bruckBlocks(int size, int64_t radix, int64_t weight, int64_t di
 namespace {
 
 // Step 1: R[rank + j] = send block rank - j, i.e. R[x] = send[2 rank - x].
-Status addReversal(RoundsPlan& plan, const AlltoallArgs& args, int size, int rank) {
+// In place that is an involution (x <-> 2 rank - x): swaps of blocks.
+Status addReversal(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& packed, int size, int rank) {
+  if (args.inPlace) {
+    BlockPairs pairs;
+    for (int x = 0; x < size; ++x) {
+      const int partner = static_cast<int>(((2 * int64_t{rank} - x) % size + size) % size);
+      if (x < partner) pairs.emplace_back(x, partner);
+    }
+    return addBlockSwaps(plan.prologue(), args, packed, plan.scratch().data(), pairs);
+  }
   std::vector<int64_t> order;
   for (int x = 0; x < size; ++x) order.push_back(((2 * int64_t{rank} - x) % size + size) % size);
   IBDT_ASSIGN_OR_RETURN(Datatype reversed, blockList(order, args.sendStride, args.sendcount, args.sendtype));
@@ -50,7 +60,7 @@ Result<std::unique_ptr<PlanImpl>> makeModifiedBruckAlltoall(Communicator& comm, 
   auto plan = std::make_unique<RoundsPlan>(comm, radix == 2 ? "bruck-modified" : strCat("bruck-radix-", radix));
   radix = std::min<int64_t>(radix, std::max(size, 2));  // r >= p: one round of p - 1 messages
   const int64_t count = args.recvcount;
-  int64_t most = 0;  // blocks of the largest round
+  int64_t most = args.inPlace ? size / 2 : 0;  // blocks of the largest round (in place: of the swaps)
   for (int64_t weight = 1; weight < size; weight *= radix) {
     int64_t blocks = 0;
     for (int64_t digit = 1; digit < radix && digit * weight < size; ++digit) {
@@ -62,7 +72,7 @@ Result<std::unique_ptr<PlanImpl>> makeModifiedBruckAlltoall(Communicator& comm, 
   Datatype packed;
   if (args.bytes > 0) {
     IBDT_ASSIGN_OR_RETURN(packed, packedType(args.recvtype));
-    IBDT_RETURN_IF_ERROR(addReversal(*plan, args, size, rank));
+    IBDT_RETURN_IF_ERROR(addReversal(*plan, args, packed, size, rank));
   }
   for (int64_t weight = 1; weight < size; weight *= radix) {
     RoundsPlan::Round& round = plan->addRound();

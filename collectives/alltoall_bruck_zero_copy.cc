@@ -12,7 +12,9 @@
 // So a block never sits where the same round receives, and each round's
 // send and receive is one struct type over the three buffers, built at init
 // (absolute addresses relative to the receive buffer). Only this rank's own
-// block is copied.
+// block is copied. In place (kInPlace) the rounds would overwrite blocks of
+// R not yet sent, so a run first packs R into p staging blocks and sends the
+// fresh blocks from there.
 #include "collectives/alltoall_bruck.h"
 
 #include <bit>
@@ -79,12 +81,25 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoall(Communicator& comm, 
     }
     return std::unique_ptr<PlanImpl>(std::move(plan));
   }
-  plan->scratch().resize(static_cast<size_t>(size * args.bytes));  // slot j for block j (the open problem: p/2)
+  // Slot j for block j (the open problem: p/2), and in place p more for the send blocks.
+  plan->scratch().resize(static_cast<size_t>((args.inPlace ? 2 : 1) * size * args.bytes));
   IBDT_ASSIGN_OR_RETURN(Datatype packed, packedType(args.recvtype));
-  IBDT_ASSIGN_OR_RETURN(LocalCopy own, makeCopy(args.sendtype, args.sendcount, args.sendBlock(rank), args.recvtype,
-                                                args.recvcount, args.recvBlock(rank), 0, args.bytes));
-  plan->prologue().push_back(std::move(own));
-  for (int k = 1; k < size; k <<= 1) IBDT_RETURN_IF_ERROR(addRound(*plan, args, packed, size, rank, k));
+  AlltoallArgs from = args;
+  if (args.inPlace) {  // rounds write R before every block left it: send from a packed copy
+    from.sendbuf = plan->scratch().data() + size * args.bytes;
+    from.sendtype = packed;
+    from.sendcount = args.recvcount;
+    from.sendStride = args.bytes;
+    IBDT_ASSIGN_OR_RETURN(LocalCopy stage, makeCopy(args.recvtype, args.recvcount * size, args.recvbuf, packed,
+                                                    args.recvcount * size, plan->scratch().data() + size * args.bytes,
+                                                    0, size * args.bytes));
+    plan->prologue().push_back(std::move(stage));
+  } else {
+    IBDT_ASSIGN_OR_RETURN(LocalCopy own, makeCopy(args.sendtype, args.sendcount, args.sendBlock(rank), args.recvtype,
+                                                  args.recvcount, args.recvBlock(rank), 0, args.bytes));
+    plan->prologue().push_back(std::move(own));
+  }
+  for (int k = 1; k < size; k <<= 1) IBDT_RETURN_IF_ERROR(addRound(*plan, from, packed, size, rank, k));
   return std::unique_ptr<PlanImpl>(std::move(plan));
 }
 

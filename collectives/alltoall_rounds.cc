@@ -200,4 +200,30 @@ Result<Datatype> blockList(const std::vector<int64_t>& blocks, int64_t stride, i
   return list;
 }
 
+Status addBlockSwaps(std::vector<LocalCopy>& copies, const AlltoallArgs& args, const Datatype& packed,
+                     std::byte* stage, const BlockPairs& pairs) {
+  if (pairs.empty()) return Status::ok();
+  std::vector<int64_t> firsts, seconds;
+  for (const auto& [first, second] : pairs) {
+    firsts.push_back(first);
+    seconds.push_back(second);
+  }
+  const int64_t count = args.recvcount, n = static_cast<int64_t>(pairs.size()), bytes = n * args.bytes;
+  IBDT_ASSIGN_OR_RETURN(Datatype first, blockList(firsts, args.recvStride, count, args.recvtype));
+  IBDT_ASSIGN_OR_RETURN(Datatype second, blockList(seconds, args.recvStride, count, args.recvtype));
+  IBDT_ASSIGN_OR_RETURN(LocalCopy out, makeCopy(first, 1, args.recvbuf, packed, n * count, stage, 0, bytes));
+  copies.push_back(std::move(out));
+  IBDT_ASSIGN_OR_RETURN(LocalCopy over, makeCopy(second, 1, args.recvbuf, first, 1, args.recvbuf, 0, bytes));
+  copies.push_back(std::move(over));
+  IBDT_ASSIGN_OR_RETURN(LocalCopy in, makeCopy(packed, n * count, stage, second, 1, args.recvbuf, 0, bytes));
+  copies.push_back(std::move(in));
+  return Status::ok();
+}
+
+BlockPairs reversalPairs(int64_t first, int64_t last) {
+  BlockPairs pairs;
+  for (int64_t a = first, b = last - 1; a < b; ++a, --b) pairs.emplace_back(a, b);
+  return pairs;
+}
+
 }  // namespace ibdt::collectives

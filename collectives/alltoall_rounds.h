@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/alltoall_args.h"
@@ -116,5 +117,15 @@ Result<LocalCopy> makeCopy(const datatype::Datatype& srcType, int64_t srcCount, 
 // (displacement blocks[b] * stride bytes): a permutation of whole blocks.
 Result<datatype::Datatype> blockList(const std::vector<int64_t>& blocks, int64_t stride, int64_t count,
                                      const datatype::Datatype& type);
+
+// Swaps receive-buffer blocks pairs[n].first <-> pairs[n].second (all
+// distinct) through `stage`, room for pairs.size() packed blocks: the firsts
+// packed out, the seconds copied over them, the firsts unpacked into the
+// seconds (1.5 block copies per block moved).
+using BlockPairs = std::vector<std::pair<int64_t, int64_t>>;
+Status addBlockSwaps(std::vector<LocalCopy>& copies, const AlltoallArgs& args, const datatype::Datatype& packed,
+                     std::byte* stage, const BlockPairs& pairs);
+// The pairs that reverse blocks [first, last).
+BlockPairs reversalPairs(int64_t first, int64_t last);
 
 }  // namespace ibdt::collectives

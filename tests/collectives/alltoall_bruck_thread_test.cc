@@ -89,6 +89,29 @@ void exchangeAndCheck(RankEnv& env, Communicator& comm, const Algorithm& algorit
   EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes per block";
 }
 
+// The same with kInPlace: the receive buffer starts with this rank's send
+// blocks (in the receive layout) and ends with the received ones.
+void exchangeInPlaceAndCheck(RankEnv& env, Communicator& comm, const AlltoallOptions& options, const Side& side,
+                             std::string_view name) {
+  AlltoallBuffers buffers(side, side, comm.size(), comm.rank());
+  buffers.loadInPlace();
+  auto plan = alltoallInit(comm, kInPlace, 0, Datatype(), buffers.recvbuf(), side.count, side.type, options);
+  ASSERT_TRUE(plan.isOk()) << "rank " << env.rank << ": " << plan.status().toString();
+  EXPECT_EQ(plan->algorithm(), name);
+  for (int run = 0; run < 2; ++run) {  // a persistent in-place plan reloads its buffer
+    if (run > 0) {
+      env.barrier();  // every peer is done reading this rank's buffer
+      buffers.refill(run);
+      buffers.loadInPlace();
+      env.barrier();
+    }
+    ASSERT_TRUE(plan->start().isOk());
+    Status status = plan->wait(messaging::testing::soon());
+    ASSERT_TRUE(status.isOk()) << "rank " << env.rank << ": " << status.toString();
+    EXPECT_EQ(buffers.check(), "") << "in place, " << side.bytes() << " bytes per block, run " << run;
+  }
+}
+
 class BruckMatrix : public ::testing::TestWithParam<std::tuple<Algorithm, int>> {};
 
 TEST_P(BruckMatrix, EveryBlockSizeContiguousAndDerived) {
@@ -99,6 +122,8 @@ TEST_P(BruckMatrix, EveryBlockSizeContiguousAndDerived) {
     for (int64_t bytes : {0, 1, 4, 13, 64, 1000, 80000}) {
       exchangeAndCheck(env, *comm, algorithm, spacedBytes(bytes, 1), spacedBytes(bytes, 1));
       exchangeAndCheck(env, *comm, algorithm, gappedVector(bytes), spacedBytes(bytes, 3));
+      exchangeInPlaceAndCheck(env, *comm, optionsOf(algorithm), spacedBytes(bytes, 1), algorithm.name);
+      exchangeInPlaceAndCheck(env, *comm, optionsOf(algorithm), spacedBytes(bytes, 3), algorithm.name);
     }
   });
 }
@@ -111,6 +136,39 @@ INSTANTIATE_TEST_SUITE_P(All, BruckMatrix,
                            for (char& c : name) c = c == '-' ? '_' : c;
                            return name + "_np" + std::to_string(std::get<1>(param.param));
                          });
+
+// Pairwise in place pairs ranks per round through one staging block per
+// round in flight: every throttle, every p, derived layouts too.
+TEST(PairwiseInPlaceThreads, EveryThrottleAndSize) {
+  for (int ranks : {1, 2, 3, 5, 8}) {
+    runRanks(ranks, {}, [&](RankEnv& env) {
+      auto comm = world(env);
+      ASSERT_NE(comm, nullptr);
+      for (int64_t throttle : {1, 2, 0}) {
+        AlltoallOptions options;
+        options.algorithm = AlltoallAlgorithm::kPairwise;
+        options.throttle = throttle;
+        for (int64_t bytes : {0, 13, 80000}) {
+          exchangeInPlaceAndCheck(env, *comm, options, spacedBytes(bytes, 1), "pairwise");
+          exchangeInPlaceAndCheck(env, *comm, options, spacedBytes(bytes, 3), "pairwise");
+        }
+      }
+    });
+  }
+}
+
+TEST(AlltoallInPlace, SendbufEqualToRecvbufIsRefused) {
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    std::vector<uint8_t> buffer(8, 7);
+    const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
+    auto plan = alltoallInit(*comm, buffer.data(), 4, byte, buffer.data(), 4, byte);
+    ASSERT_FALSE(plan.isOk());
+    EXPECT_NE(plan.status().toString().find("kInPlace"), std::string::npos) << plan.status().toString();
+    EXPECT_EQ(buffer, std::vector<uint8_t>(8, 7));
+  });
+}
 
 // A persistent plan of int32 vectors (received dense) started six times,
 // each run with new send data, driven by test() on odd runs.

@@ -77,6 +77,16 @@ std::vector<uint8_t> AlltoallBuffers::sendImage(int rank) const {
 
 void AlltoallBuffers::clearReceive() { std::fill(recv_.begin(), recv_.end(), kGuard); }
 
+void AlltoallBuffers::loadInPlace() {
+  clearReceive();
+  for (int to = 0; to < size_; ++to) {
+    for (size_t k = 0; k < recvSide_.offsets.size(); ++k) {
+      recv_[static_cast<size_t>(recvBase_ + to * recvSide_.stride() + recvSide_.offsets[k])] =
+          send_[static_cast<size_t>(sendBase_ + to * sendSide_.stride() + sendSide_.offsets[k])];
+    }
+  }
+}
+
 void AlltoallBuffers::refill(int run) {
   run_ = run;
   sendExpected_ = sendImage(rank_);

@@ -61,6 +61,9 @@ class AlltoallBuffers {
   // Refills the send buffer in place (a persistent plan keeps its address)
   // with the pattern of run `run`: every run sends different bytes.
   void refill(int run);
+  // For kInPlace: puts this rank's send blocks into the receive buffer's
+  // blocks (gaps stay guard bytes); the two sides must have one layout.
+  void loadInPlace();
 
  private:
   std::vector<uint8_t> sendImage(int rank) const;  // rank's send buffer as filled
