@@ -141,6 +141,20 @@ INSTANTIATE_TEST_SUITE_P(All, BruckMatrix,
                            return name + "_np" + std::to_string(std::get<1>(param.param));
                          });
 
+// Zero-copy reuses intermediate-buffer slots once their block moved on;
+// at 13 ranks (7 slots for 12 blocks) slots change hands between rounds.
+TEST(BruckZeroCopyThreads, ReusedSlotsAtThirteenRanks) {
+  const Algorithm zeroCopy = kBruckAlgorithms[2];
+  runRanks(13, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    for (int64_t bytes : {1, 64}) {
+      exchangeAndCheck(env, *comm, zeroCopy, gappedVector(bytes), spacedBytes(bytes, 3));
+      exchangeInPlaceAndCheck(env, *comm, optionsOf(zeroCopy), spacedBytes(bytes, 0), zeroCopy.name);
+    }
+  });
+}
+
 // Pairwise in place pairs ranks per round through one staging block per
 // round in flight: every throttle, every p, derived layouts too.
 TEST(PairwiseInPlaceThreads, EveryThrottleAndSize) {
