@@ -20,11 +20,7 @@ namespace {
 using datatype::Datatype;
 
 // Blocks of [k, p) whose index has bit k set.
-int64_t blocksWithBit(int size, int k) {
-  int64_t n = 0;
-  for (int j = k; j < size; ++j) n += (j & k) != 0 ? 1 : 0;
-  return n;
-}
+int64_t blocksWithBit(int size, int k) { return static_cast<int64_t>(bruckBlocks(size, 2, k, 1).size()); }
 
 // Step 1. In place: a left rotation by `rank` as three reversals.
 Status addRotation(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& packed, int size, int rank) {
