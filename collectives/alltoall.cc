@@ -4,6 +4,7 @@
 
 #include "base/config.h"
 #include "collectives/alltoall_args.h"
+#include "collectives/alltoall_bruck.h"
 #include "collectives/alltoall_pairwise.h"
 #include "datatype/checked_math.h"
 
@@ -30,11 +31,10 @@ Result<int64_t> blockStride(int size, int64_t count, const datatype::Datatype& t
   return stride;
 }
 
-}  // namespace
-
-Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
-                                       const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
-                                       const datatype::Datatype& recvtype) {
+// The checks; `inPlace`: the send side is the receive side (kInPlace).
+Result<AlltoallArgs> checkArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
+                               const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                               const datatype::Datatype& recvtype, bool inPlace) {
   IBDT_RETURN_IF_ERROR(checkType(sendtype, "sendtype"));
   IBDT_RETURN_IF_ERROR(checkType(recvtype, "recvtype"));
   if (sendcount < 0 || recvcount < 0) {
@@ -59,6 +59,11 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
                      "-byte type, ", recv.elements, " basic elements); every pair must match exactly");
   }
   args.bytes = sendcount * sendtype.size();
+  args.inPlace = inPlace;
+  if (args.bytes > 0 && sendbuf == recvbuf && !inPlace) {
+    return makeError(Code::kInvalidArgument, "alltoall: sendbuf is recvbuf; pass collectives::kInPlace as sendbuf "
+                                             "to exchange in place");
+  }
   if (args.bytes > 0 && (sendbuf == nullptr || recvbuf == nullptr)) {
     return makeError(Code::kInvalidArgument, "alltoall: ", sendbuf == nullptr ? "sendbuf" : "recvbuf",
                      " is null but ", args.bytes, " bytes per pair move");
@@ -66,9 +71,44 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
   return args;
 }
 
+}  // namespace
+
+const std::byte kInPlaceMarker{};
+
+Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
+                                       const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                                       const datatype::Datatype& recvtype) {
+  if (sendbuf == kInPlace) return checkArgs(comm, recvbuf, recvcount, recvtype, recvbuf, recvcount, recvtype, true);
+  return checkArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false);
+}
+
+namespace {
+constexpr std::string_view kAlgorithmNames[] = {"auto", "pairwise", "bruck-basic", "bruck-modified",
+                                                 "bruck-zero-copy", "bruck-radix"};
+}  // namespace
+
+std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm) {
+  const auto index = static_cast<size_t>(algorithm);
+  return index < std::size(kAlgorithmNames) ? kAlgorithmNames[index] : "unknown";
+}
+
+Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name) {
+  for (size_t i = 0; i < std::size(kAlgorithmNames); ++i) {
+    if (name == kAlgorithmNames[i]) return static_cast<AlltoallAlgorithm>(i);
+  }
+  return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm \"", name,
+                   "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix)");
+}
+
 Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   AlltoallOptions options;
   IBDT_ASSIGN_OR_RETURN(options.throttle, config::getInt("IBDT_ALLTOALL_THROTTLE", 0, int64_t{1} << 30));
+  IBDT_ASSIGN_OR_RETURN(options.radix, config::getInt("IBDT_ALLTOALL_RADIX", 2, int64_t{1} << 30));
+  IBDT_ASSIGN_OR_RETURN(int algorithm,
+                        config::getChoice("IBDT_ALLTOALL_ALGORITHM", {kAlgorithmNames[0], kAlgorithmNames[1],
+                                                                      kAlgorithmNames[2], kAlgorithmNames[3],
+                                                                      kAlgorithmNames[4], kAlgorithmNames[5]}));
+  options.algorithm = static_cast<AlltoallAlgorithm>(algorithm);
   return options;
 }
 
@@ -78,16 +118,23 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
   if (options.throttle < 0) {
     return makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle, " (0: unlimited, else >= 1)");
   }
+  if (options.radix < 2) {
+    return makeError(Code::kInvalidArgument, "alltoall: radix ", options.radix, " (must be >= 2)");
+  }
   IBDT_ASSIGN_OR_RETURN(AlltoallArgs args,
                         checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+  Result<std::unique_ptr<PlanImpl>> impl = makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ",
+                                                     static_cast<int>(options.algorithm));
   switch (options.algorithm) {
-    case AlltoallAlgorithm::kAuto:  // the only algorithm so far
-    case AlltoallAlgorithm::kPairwise: {
-      IBDT_ASSIGN_OR_RETURN(auto pairwise, makePairwiseAlltoall(comm, args, options.throttle));
-      return Plan(std::move(pairwise));
-    }
+    case AlltoallAlgorithm::kAuto:  // pairwise until the selection table exists
+    case AlltoallAlgorithm::kPairwise: impl = makePairwiseAlltoall(comm, args, options.throttle); break;
+    case AlltoallAlgorithm::kBruckBasic: impl = makeBasicBruckAlltoall(comm, args); break;
+    case AlltoallAlgorithm::kBruckModified: impl = makeModifiedBruckAlltoall(comm, args, 2); break;
+    case AlltoallAlgorithm::kBruckZeroCopy: impl = makeZeroCopyBruckAlltoall(comm, args); break;
+    case AlltoallAlgorithm::kBruckRadix: impl = makeModifiedBruckAlltoall(comm, args, options.radix); break;
   }
-  return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ", static_cast<int>(options.algorithm));
+  if (!impl.isOk()) return std::move(impl).takeStatus();
+  return Plan(std::move(impl).value());
 }
 
 Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype,

@@ -21,6 +21,7 @@ struct AlltoallArgs {
   datatype::Datatype recvtype;
   int64_t recvStride = 0;
   int64_t bytes = 0;  // packed bytes each pair exchanges
+  bool inPlace = false;  // kInPlace: the send side is the receive side
 
   const std::byte* sendBlock(int peer) const { return sendbuf + peer * sendStride; }
   std::byte* recvBlock(int peer) const { return recvbuf + peer * recvStride; }
@@ -28,7 +29,8 @@ struct AlltoallArgs {
 
 // Checks types (valid, committed), counts, that this rank's send and receive
 // signatures are equal, buffers present when bytes move, and that no block
-// offset overflows; every error names the argument and why.
+// offset overflows; every error names the argument and why. With
+// sendbuf == kInPlace the send side is the receive side (inPlace).
 Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
                                        const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                                        const datatype::Datatype& recvtype);

@@ -11,10 +11,18 @@
 //
 // Blocks of zero bytes are still exchanged: the empty message carries its
 // signature, so a peer that expects bytes fails rather than waits forever.
+//
+// In place (kInPlace), a block received must not overwrite one still to be
+// sent, so rounds pair ranks instead: in round r (0 <= r < p) rank i
+// exchanges block (r - i) mod p both ways with that rank (an involution; a
+// rank paired with itself idles), like MPI_Sendrecv_replace. The block to
+// send is packed into a staging slot first, one slot per round in flight:
+// extra memory min(throttle, p - 1) blocks.
 #include <algorithm>
 #include <vector>
 
 #include "collectives/alltoall_pairwise.h"
+#include "collectives/alltoall_rounds.h"
 #include "ibdt/messaging.h"
 
 namespace ibdt::collectives {
@@ -24,17 +32,23 @@ using messaging::Request;
 
 class PairwiseAlltoall final : public PlanImpl {
  public:
-  PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle, datatype::TypedCopy own)
+  // `own`: the own block's copy, or in place the copy into a staging slot
+  // of `packed` (a block in the receive type's signature).
+  PairwiseAlltoall(Communicator& comm, const AlltoallArgs& args, int64_t throttle, datatype::TypedCopy own,
+                   datatype::Datatype packed)
       : comm_(comm), ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
-        args_(args), own_(std::move(own)) {
+        args_(args), own_(std::move(own)), packed_(std::move(packed)) {
     const int size = comm.size();
-    for (int r = 1; r < size; ++r) {
-      const int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
-      rounds_.push_back({r, to, from, {}, {}});
+    for (int r = args.inPlace ? 0 : 1; r < size; ++r) {
+      int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
+      if (args.inPlace) to = from = (r - rank_ + size) % size;
+      if (to != rank_) rounds_.push_back({r, to, from, {}, {}});
     }
     const size_t inFlight = throttle == 0 ? rounds_.size() : std::min<size_t>(rounds_.size(), static_cast<size_t>(throttle));
     slots_.resize(inFlight);
+    if (args.inPlace) staging_.resize(inFlight * static_cast<size_t>(args.bytes));
   }
+
 
   // Every round's send and receive as persistent requests: a run starts
   // them and allocates no operation.
@@ -42,6 +56,11 @@ class PairwiseAlltoall final : public PlanImpl {
     for (Round& round : rounds_) {
       IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(args_.recvBlock(round.from), args_.recvcount, args_.recvtype,
                                                       comm_.contextRank(round.from), tag_, contextId_));
+      if (args_.inPlace) {  // round n runs in slot n % slots (posted and collected in ring order)
+        IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(stagingOf(round), args_.recvcount, packed_,
+                                                        comm_.contextRank(round.to), tag_, contextId_));
+        continue;
+      }
       IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(args_.sendBlock(round.to), args_.sendcount, args_.sendtype,
                                                       comm_.contextRank(round.to), tag_, contextId_));
     }
@@ -55,7 +74,9 @@ class PairwiseAlltoall final : public PlanImpl {
     head_ = 0;
     active_ = true;
     for (Slot& slot : slots_) post(slot);
-    if (args_.bytes > 0) note(own_.run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, args_.bytes), 0, "copy of the own block");
+    if (args_.bytes > 0 && !args_.inPlace) {
+      note(own_.run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, args_.bytes), 0, "copy of the own block");
+    }
     if (rounds_.empty()) active_ = false;
     return Status::ok();
   }
@@ -134,6 +155,9 @@ class PairwiseAlltoall final : public PlanImpl {
     if (nextRound_ == rounds_.size()) return;
     Round& round = rounds_[nextRound_++];
     slot.round = &round;
+    if (args_.inPlace && args_.bytes > 0) {  // the block leaves from staging before the receive replaces it
+      note(own_.run(args_.recvBlock(round.to), stagingOf(round), 0, args_.bytes), round.round, "staging copy");
+    }
     Status recv = ctx_.start(round.recv);
     if (recv.isOk()) slot.recvPending = true;
     else note(std::move(recv), round.round, "receive from rank " + std::to_string(round.from));
@@ -159,6 +183,11 @@ class PairwiseAlltoall final : public PlanImpl {
     return Status::ok();
   }
 
+  std::byte* stagingOf(const Round& round) {
+    const size_t index = static_cast<size_t>(&round - rounds_.data());
+    return staging_.data() + (index % slots_.size()) * static_cast<size_t>(args_.bytes);
+  }
+
   // Keeps the first error of the run, naming the round and peer.
   void note(Status status, int round, const std::string& what) {
     if (status.isOk() || !outcome_.isOk()) return;
@@ -172,7 +201,9 @@ class PairwiseAlltoall final : public PlanImpl {
   int32_t tag_;
   int rank_;
   AlltoallArgs args_;
-  datatype::TypedCopy own_;  // round 0, prepared once
+  datatype::TypedCopy own_;  // round 0 (in place: the staging copy), prepared once
+  datatype::Datatype packed_;           // in place: the staged block's type
+  std::vector<std::byte> staging_;      // in place: one block per slot
   std::vector<Round> rounds_;
   std::vector<Slot> slots_;
   size_t nextRound_ = 0;
@@ -186,9 +217,14 @@ class PairwiseAlltoall final : public PlanImpl {
 
 Result<std::unique_ptr<PlanImpl>> makePairwiseAlltoall(Communicator& comm, const AlltoallArgs& args,
                                                        int64_t throttle) {
+  datatype::Datatype packed = args.recvtype;
+  if (args.inPlace && args.bytes > 0) {
+    IBDT_ASSIGN_OR_RETURN(packed, packedType(args.recvtype));
+  }
+  const datatype::Datatype& ownTarget = args.inPlace ? packed : args.recvtype;
   IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy own, datatype::TypedCopy::create(args.sendtype, args.sendcount,
-                                                                             args.recvtype, args.recvcount));
-  auto plan = std::make_unique<PairwiseAlltoall>(comm, args, throttle, std::move(own));
+                                                                             ownTarget, args.recvcount));
+  auto plan = std::make_unique<PairwiseAlltoall>(comm, args, throttle, std::move(own), packed);
   IBDT_RETURN_IF_ERROR(plan->prepare());
   return std::unique_ptr<PlanImpl>(std::move(plan));
 }

@@ -1,8 +1,11 @@
 // ibdt-bench alltoall — MPI_Alltoall semantics among N ranks of this host
 // (the bench forks them; N = 2, 4, 8): per pair 8 B .. 64 KiB, contiguous
 // bytes and a strided vector send type received contiguous
-// (perf/alltoall_cases.h). ibdt runs one persistent pairwise plan per case
-// (start + wait per call). Beside it, in the same run: Open MPI's
+// (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, which
+// is pairwise for now; pairwise, bruck-basic, bruck-modified,
+// bruck-zero-copy, bruck-radix-<r>) in each --mode: persistent (one plan per
+// case, start + wait per call) and blocking (alltoall(): init + start + wait
+// per call); one row per algorithm and mode. Beside it, in the same run: Open MPI's
 // MPI_Alltoall under mpirun (perf/mpi_alltoall_baseline.cc), MPICH's at 2
 // ranks only, and a memcpy of the same bytes within one process. Every
 // result is checked byte by byte once before timing; each repetition is a
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -37,7 +41,35 @@ struct BenchOptions {
   std::vector<std::string> rows;  // empty: every row
   int64_t throttle = -1;          // <0: IBDT_ALLTOALL_THROTTLE
   std::string provider = "auto";
+  std::vector<std::string> algorithms;  // empty: auto
+  std::vector<std::string> modes;       // empty: persistent
 };
+
+// An --algorithm value: a name of parseAlltoallAlgorithm, or bruck-radix-<r>.
+Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOptions options) {
+  const std::string radixPrefix = "bruck-radix-";
+  if (name.rfind(radixPrefix, 0) == 0 && name.size() > radixPrefix.size()) {
+    const char* first = name.data() + radixPrefix.size();
+    const char* last = name.data() + name.size();
+    auto [end, error] = std::from_chars(first, last, options.radix);
+    if (error != std::errc() || end != last || options.radix < 2) {
+      return makeError(Code::kInvalidArgument, "alltoall bench: bad radix in \"", name, "\" (an integer >= 2)");
+    }
+    options.algorithm = collectives::AlltoallAlgorithm::kBruckRadix;
+    return options;
+  }
+  IBDT_ASSIGN_OR_RETURN(options.algorithm, collectives::parseAlltoallAlgorithm(name));
+  return options;
+}
+
+// "ibdt contig" for the automatic choice, persistent (the rows before
+// algorithms could be forced); else "ibdt <algorithm>[ blocking] contig".
+std::string ibdtRow(const std::string& algorithm, bool blocking, bool vector) {
+  std::string who = "ibdt";
+  if (algorithm != "auto") who += " " + algorithm;
+  if (blocking) who += " blocking";
+  return who + (vector ? " vector" : " contig");
+}
 
 struct Setup {
   std::vector<int64_t> bytes;
@@ -108,6 +140,50 @@ Result<std::vector<double>> slowest(messaging::Bootstrap& bootstrap, const std::
   return out;
 }
 
+// One row of ibdt: `setup.bytes` per pair, checked once, then timed.
+Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const AlltoallOptions& alltoall,
+                      const std::string& row, bool vector, bool blocking, const Setup& setup, Report& report) {
+  const int size = comm.size(), rank = comm.rank();
+  for (int64_t bytes : setup.bytes) {
+    IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
+    std::vector<uint8_t> send, recv(static_cast<size_t>(bytes * size), 0);
+    fillAlltoallSend(send, vector, bytes, size, rank);
+    IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
+                          collectives::alltoallInit(comm, send.data(), layout.sendCount, layout.sendType, recv.data(),
+                                                    layout.recvCount, layout.recvType, alltoall));
+    auto once = [&]() -> Status {
+      if (blocking) {
+        return collectives::alltoall(comm, send.data(), layout.sendCount, layout.sendType, recv.data(),
+                                     layout.recvCount, layout.recvType, alltoall);
+      }
+      IBDT_RETURN_IF_ERROR(plan.start());
+      return plan.wait();
+    };
+    Status checked = once();
+    std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
+    IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agree(bootstrap, wrong));
+    if (!anyWrong.empty()) return makeError(Code::kInternal, row, ": ", anyWrong);
+    const int calls = alltoallCallsPerRep(bytes);
+    std::vector<double> mine;
+    Status failed;
+    for (int rep = 0; rep < setup.warmup + setup.reps; ++rep) {
+      // Start together through ibdt's own barrier, as the baseline does
+      // through MPI_Barrier. Not the bootstrap's sockets: they release the
+      // ranks microseconds apart, and a rank woken from a socket read is
+      // often placed on its waker's core, where the two then share one.
+      IBDT_RETURN_IF_ERROR(collectives::barrier(comm, Deadline::after(std::chrono::seconds(60))));
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
+      IBDT_RETURN_IF_ERROR(failed);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (rep >= setup.warmup) mine.push_back(seconds / calls);
+    }
+    IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowest(bootstrap, mine));
+    if (rank == 0) addRow(report, size, bytes, row, summarize(times), (size - 1) * bytes);
+  }
+  return Status::ok();
+}
+
 // One rank of the ibdt rows for `ranks` processes.
 Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options, const Setup& setup,
                    const std::string& jobTag, Report& report) {
@@ -115,43 +191,20 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
   IBDT_ASSIGN_OR_RETURN(messaging::Options messagingOptions, messaging::optionsFromEnvironment());
   IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
   IBDT_ASSIGN_OR_RETURN(auto comm, Communicator::create(*context));
-  IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, collectives::alltoallOptionsFromEnvironment());
-  if (options.throttle >= 0) alltoall.throttle = options.throttle;
-  const int size = comm->size(), rank = comm->rank();
-  for (bool vector : {false, true}) {
-    if (!wanted(options, rowName("ibdt", vector))) continue;
-    for (int64_t bytes : setup.bytes) {
-      IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
-      std::vector<uint8_t> send, recv(static_cast<size_t>(bytes * size), 0);
-      fillAlltoallSend(send, vector, bytes, size, rank);
-      IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
-                            collectives::alltoallInit(*comm, send.data(), layout.sendCount, layout.sendType,
-                                                      recv.data(), layout.recvCount, layout.recvType, alltoall));
-      auto once = [&plan]() -> Status {
-        IBDT_RETURN_IF_ERROR(plan.start());
-        return plan.wait();
-      };
-      Status checked = once();
-      std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
-      IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agree(bootstrap, wrong));
-      if (!anyWrong.empty()) return makeError(Code::kInternal, rowName("ibdt", vector), ": ", anyWrong);
-      const int calls = alltoallCallsPerRep(bytes);
-      std::vector<double> mine;
-      Status failed;
-      for (int rep = 0; rep < setup.warmup + setup.reps; ++rep) {
-        // Start together through ibdt's own barrier, as the baseline does
-        // through MPI_Barrier. Not the bootstrap's sockets: they release the
-        // ranks microseconds apart, and a rank woken from a socket read is
-        // often placed on its waker's core, where the two then share one.
-        IBDT_RETURN_IF_ERROR(collectives::barrier(*comm, Deadline::after(std::chrono::seconds(60))));
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
-        IBDT_RETURN_IF_ERROR(failed);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (rep >= setup.warmup) mine.push_back(seconds / calls);
+  IBDT_ASSIGN_OR_RETURN(AlltoallOptions defaults, collectives::alltoallOptionsFromEnvironment());
+  if (options.throttle >= 0) defaults.throttle = options.throttle;
+  const std::vector<std::string> algorithms = options.algorithms.empty() ? std::vector<std::string>{"auto"}
+                                                                           : options.algorithms;
+  const std::vector<std::string> modes = options.modes.empty() ? std::vector<std::string>{"persistent"} : options.modes;
+  for (const std::string& algorithm : algorithms) {
+    IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, algorithmOptions(algorithm, defaults));
+    for (const std::string& mode : modes) {
+      for (bool vector : {false, true}) {
+        if (!wanted(options, rowName("ibdt", vector))) continue;
+        const bool blocking = mode == "blocking";
+        IBDT_RETURN_IF_ERROR(measureIbdtRow(bootstrap, *comm, alltoall, ibdtRow(algorithm, blocking, vector), vector,
+                                            blocking, setup, report));
       }
-      IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowest(bootstrap, mine));
-      if (rank == 0) addRow(report, size, bytes, rowName("ibdt", vector), summarize(times), (size - 1) * bytes);
     }
   }
   return context->close(Deadline::after(std::chrono::seconds(60)));
@@ -247,7 +300,8 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   AlltoallOptions defaults;
   auto fromEnvironment = collectives::alltoallOptionsFromEnvironment();
   if (fromEnvironment.isOk()) defaults = *fromEnvironment;
-  report.note("ibdt", "pairwise (cyclic schedule), persistent plan started per call, throttle " +
+  report.note("ibdt", "auto = pairwise (cyclic schedule) until the selection table exists; persistent: one plan "
+                     "started per call, blocking: alltoall() per call; pairwise throttle " +
                           std::to_string(options.throttle >= 0 ? options.throttle : defaults.throttle) +
                           " rounds in flight; forked ranks over the " + options.provider +
                           " provider, one core each where they fit (as mpirun binds), started by ibdt's barrier");
@@ -265,7 +319,7 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
 
 void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   auto options = std::make_shared<BenchOptions>();
-  CLI::App* sub = app.add_subcommand("alltoall", "pairwise alltoall among 2, 4, 8 forked ranks vs MPI_Alltoall and memcpy");
+  CLI::App* sub = app.add_subcommand("alltoall", "alltoall algorithms among 2, 4, 8 forked ranks vs MPI_Alltoall and memcpy");
   sub->fallthrough();
   sub->add_option("--ranks", options->ranks, "rank counts (default 2, 4, 8)")->check(CLI::Range(2, 64));
   sub->add_option("--bytes", options->bytes, "bytes per pair, multiples of 8 (default 8, 64, 512, 4096, 65536)")
@@ -276,6 +330,15 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--throttle", options->throttle, "rounds in flight (default IBDT_ALLTOALL_THROTTLE; 0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
+  sub->add_option("--algorithm", options->algorithms,
+                  "ibdt algorithms, repeatable (default auto): auto, pairwise, bruck-basic, bruck-modified, "
+                  "bruck-zero-copy, bruck-radix-<r>")
+      ->check([](const std::string& text) {
+        auto parsed = algorithmOptions(text, AlltoallOptions{});
+        return parsed.isOk() ? std::string() : parsed.status().toString();
+      });
+  sub->add_option("--mode", options->modes, "persistent and/or blocking, repeatable (default persistent)")
+      ->check(CLI::IsMember({"persistent", "blocking"}));
   std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow};
   for (const char* library : kMpiLibraryNames) names.insert(names.end(), {rowName(library, false), rowName(library, true)});
   sub->add_option("--row", options->rows, "rows to run (default all)")->check(CLI::IsMember(names));

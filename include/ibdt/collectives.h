@@ -23,16 +23,24 @@
 // differ fails at init, and a message whose signature differs from what its
 // receiver expects fails that receive with an error naming the peer (the
 // plan still runs every other round, so no rank is left waiting). Send and
-// receive buffers must not overlap (no MPI_IN_PLACE yet).
+// receive buffers must not overlap, except through kInPlace.
 //
-// What is missing (see README): splitByNode(), Bruck (basic, modified,
-// zero-copy, radix-r), hierarchical alltoall, alltoallv, the selection
-// table, algorithm counters and the MPI bridge.
+// Algorithms (docs/alltoall-bruck.md): pairwise (p - 1 direct rounds) and
+// Bruck's ceil(log_r p) rounds in four forms (Träff, Rougier, Hunold 2014):
+// basic (bounded vector, final permutation), modified (circular vector, no
+// permutation), zero-copy (blocks sent straight from the send buffer,
+// received alternately into the receive and an intermediate buffer) and
+// radix-r (the modified form with r - 1 messages per round).
+//
+// What is missing (see README): splitByNode(), hierarchical alltoall,
+// alltoallv, the selection table, algorithm counters and the
+// MPI bridge.
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -126,15 +134,33 @@ class Plan {
   bool started_ = false;
 };
 
-enum class AlltoallAlgorithm : uint8_t { kAuto, kPairwise };
+// kAuto is pairwise until the selection table exists.
+enum class AlltoallAlgorithm : uint8_t { kAuto, kPairwise, kBruckBasic, kBruckModified, kBruckZeroCopy, kBruckRadix };
+// "auto", "pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy",
+// "bruck-radix" (IBDT_ALLTOALL_ALGORITHM's values).
+std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm);
+Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name);
 
 struct AlltoallOptions {
   AlltoallAlgorithm algorithm = AlltoallAlgorithm::kAuto;
   // Pairwise: at most this many rounds in flight (0: all at once).
   int64_t throttle = 8;
+  // Bruck radix-r: r >= 2 (r - 1 messages per round, ceil(log_r p) rounds;
+  // r >= p is one round of p - 1 messages).
+  int64_t radix = 4;
 };
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();
+
+// MPI_IN_PLACE: passed as alltoall's sendbuf, the blocks to send are taken
+// from recvbuf (recvcount x recvtype per peer) and replaced there by the
+// received ones; sendcount and sendtype are ignored. Extra memory stays
+// bounded (docs/alltoall-bruck.md): pairwise packs one block per round in
+// flight, basic and modified Bruck permute through their p/2-block
+// intermediate buffer, zero-copy stages the p send blocks once per run. A
+// sendbuf equal to recvbuf (when bytes move) is an error: use kInPlace.
+extern const std::byte kInPlaceMarker;
+inline constexpr const void* kInPlace = &kInPlaceMarker;
 
 // MPI_Alltoall_init. The buffers, `comm` and its Context must outlive the
 // plan; the types are held by the plan.

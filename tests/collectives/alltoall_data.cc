@@ -69,13 +69,29 @@ std::vector<uint8_t> AlltoallBuffers::sendImage(int rank) const {
   for (int to = 0; to < size_; ++to) {
     for (int64_t k = 0; k < sendSide_.bytes(); ++k) {
       image[static_cast<size_t>(sendBase_ + to * sendSide_.stride() + sendSide_.offsets[static_cast<size_t>(k)])] =
-          pattern(rank, to, k);
+          static_cast<uint8_t>(pattern(rank, to, k) + run_ * 31);
     }
   }
   return image;
 }
 
 void AlltoallBuffers::clearReceive() { std::fill(recv_.begin(), recv_.end(), kGuard); }
+
+void AlltoallBuffers::loadInPlace() {
+  clearReceive();
+  for (int to = 0; to < size_; ++to) {
+    for (size_t k = 0; k < recvSide_.offsets.size(); ++k) {
+      recv_[static_cast<size_t>(recvBase_ + to * recvSide_.stride() + recvSide_.offsets[k])] =
+          send_[static_cast<size_t>(sendBase_ + to * sendSide_.stride() + sendSide_.offsets[k])];
+    }
+  }
+}
+
+void AlltoallBuffers::refill(int run) {
+  run_ = run;
+  sendExpected_ = sendImage(rank_);
+  std::copy(sendExpected_.begin(), sendExpected_.end(), send_.begin());
+}
 
 std::string AlltoallBuffers::check(const std::vector<int>& skip) const {
   if (send_ != sendExpected_) return "rank " + std::to_string(rank_) + ": the send buffer changed";

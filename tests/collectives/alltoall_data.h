@@ -58,6 +58,12 @@ class AlltoallBuffers {
   std::string check(const std::vector<int>& skip = {}) const;
   // Overwrites the receive buffer with guard bytes again.
   void clearReceive();
+  // Refills the send buffer in place (a persistent plan keeps its address)
+  // with the pattern of run `run`: every run sends different bytes.
+  void refill(int run);
+  // For kInPlace: puts this rank's send blocks into the receive buffer's
+  // blocks (gaps stay guard bytes); the two sides must have one layout.
+  void loadInPlace();
 
  private:
   std::vector<uint8_t> sendImage(int rank) const;  // rank's send buffer as filled
@@ -65,6 +71,7 @@ class AlltoallBuffers {
   static int64_t span(const Side& side, int size);
   Side sendSide_, recvSide_;
   int size_, rank_;
+  int run_ = 0;
   std::vector<uint8_t> send_, sendExpected_, recv_;
   int64_t sendBase_ = 0, recvBase_ = 0;
 };
