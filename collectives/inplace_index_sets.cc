@@ -17,6 +17,10 @@ Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxByte
     return makeError(Code::kInvalidArgument, "alltoallv in place: auxiliary memory of ", auxBytes,
                      " bytes holds no element of ", itemSize, " bytes (at least one is needed)");
   }
+  // More than the incoming items could never be used.
+  int64_t incoming = 0;
+  for (int64_t count : layout.recvcounts) incoming += count;
+  auxBytes = std::max(itemSize, std::min(auxBytes, incoming * itemSize));
   InPlaceIndexSets sets(std::move(layout));
   // Whole items per buffer; fewer buffers when a / b would hold none.
   const int64_t buffers = std::max<int64_t>(1, std::min(auxBuffers, auxBytes / itemSize));
