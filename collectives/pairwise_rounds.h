@@ -58,14 +58,13 @@ class PairwiseRounds final : public PlanImpl {
   void abandon() override;
   std::string_view algorithm() const override { return algorithm_; }
 
+ private:
   struct Round {
     int round;
     int to, from;
     messaging::Request send, recv;  // persistent
     bool skipSend = false, skipRecv = false;
   };
-
- private:
   struct Slot {
     Round* round = nullptr;  // null: idle
     bool sendPending = false, recvPending = false;
