@@ -11,13 +11,6 @@
 namespace ibdt::collectives {
 namespace {
 
-Status checkType(const datatype::Datatype& type, const char* which) {
-  if (!type.valid()) return makeError(Code::kInvalidArgument, "alltoall: ", which, " is a null datatype");
-  if (type.freed()) return makeError(Code::kState, "alltoall: ", which, " was freed");
-  if (!type.committed()) return makeError(Code::kInvalidArgument, "alltoall: ", which, " is not committed");
-  return Status::ok();
-}
-
 // count x extent per peer, and the offset of the last peer's block.
 Result<int64_t> blockStride(int size, int64_t count, const datatype::Datatype& type, const char* which) {
   datatype::Checked checked;
@@ -31,12 +24,23 @@ Result<int64_t> blockStride(int size, int64_t count, const datatype::Datatype& t
   return stride;
 }
 
+}  // namespace
+
+Status checkCommittedType(const char* op, const datatype::Datatype& type, const char* which) {
+  if (!type.valid()) return makeError(Code::kInvalidArgument, op, ": ", which, " is a null datatype");
+  if (type.freed()) return makeError(Code::kState, op, ": ", which, " was freed");
+  if (!type.committed()) return makeError(Code::kInvalidArgument, op, ": ", which, " is not committed");
+  return Status::ok();
+}
+
+namespace {
+
 // The checks; `inPlace`: the send side is the receive side (kInPlace).
 Result<AlltoallArgs> checkArgs(const Communicator& comm, const void* sendbuf, int64_t sendcount,
                                const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                                const datatype::Datatype& recvtype, bool inPlace) {
-  IBDT_RETURN_IF_ERROR(checkType(sendtype, "sendtype"));
-  IBDT_RETURN_IF_ERROR(checkType(recvtype, "recvtype"));
+  IBDT_RETURN_IF_ERROR(checkCommittedType("alltoall", sendtype, "sendtype"));
+  IBDT_RETURN_IF_ERROR(checkCommittedType("alltoall", recvtype, "recvtype"));
   if (sendcount < 0 || recvcount < 0) {
     return makeError(Code::kInvalidArgument, "alltoall: negative count (sendcount ", sendcount, ", recvcount ",
                      recvcount, ")");

@@ -27,6 +27,9 @@ struct AlltoallArgs {
   std::byte* recvBlock(int peer) const { return recvbuf + peer * recvStride; }
 };
 
+// A valid, committed, not freed type; errors start with `op`.
+Status checkCommittedType(const char* op, const datatype::Datatype& type, const char* which);
+
 // Checks types (valid, committed), counts, that this rank's send and receive
 // signatures are equal, buffers present when bytes move, and that no block
 // offset overflows; every error names the argument and why. With

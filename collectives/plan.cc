@@ -68,6 +68,8 @@ Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request
   return true;
 }
 
+int64_t Plan::peakExtraBytes() const { return impl_ != nullptr ? impl_->peakExtraBytes() : 0; }
+
 bool Plan::active() const { return impl_ != nullptr && impl_->active(); }
 
 std::string_view Plan::algorithm() const { return impl_ != nullptr ? impl_->algorithm() : "none"; }

@@ -5,6 +5,7 @@
 // check arguments, construct types or register memory again.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "ibdt/deadline.h"
@@ -37,6 +38,8 @@ class PlanImpl {
   // Cancels what can be cancelled of an active run (the plan goes away).
   virtual void abandon() = 0;
   virtual std::string_view algorithm() const = 0;
+  // Scratch the algorithm allocated itself (see Plan::peakExtraBytes).
+  virtual int64_t peakExtraBytes() const { return 0; }
 };
 
 // Waits for a persistent request (plans start theirs again and again) until

@@ -115,31 +115,6 @@ Result<Layout> layoutOf(bool vector, int64_t bytes) {
   return Layout{send, Datatype::of<int32_t>(), 1, bytes / 4};
 }
 
-// Every rank's verdict, so all fail together: "" when all were right.
-Result<std::string> agree(messaging::Bootstrap& bootstrap, const std::string& mine) {
-  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()}));
-  for (const auto& each : all) {
-    if (!each.empty()) return std::string(each.begin(), each.end());
-  }
-  return std::string();
-}
-
-// The slowest rank's time of each repetition (on every rank).
-Result<std::vector<double>> slowest(messaging::Bootstrap& bootstrap, const std::vector<double>& mine) {
-  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(mine.data()),
-                                                       mine.size() * sizeof(double)}));
-  std::vector<double> out(mine.size(), 0.0);
-  for (const auto& each : all) {
-    if (each.size() != out.size() * sizeof(double)) return makeError(Code::kProtocol, "alltoall bench: sample count");
-    for (size_t i = 0; i < out.size(); ++i) {
-      double value = 0;
-      std::memcpy(&value, each.data() + i * sizeof(double), sizeof value);
-      out[i] = std::max(out[i], value);
-    }
-  }
-  return out;
-}
-
 // One row of ibdt: `setup.bytes` per pair, checked once, then timed.
 Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const AlltoallOptions& alltoall,
                       const std::string& row, bool vector, bool blocking, const Setup& setup, Report& report) {
@@ -161,7 +136,7 @@ Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const
     };
     Status checked = once();
     std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
-    IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agree(bootstrap, wrong));
+    IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agreeAcrossRanks(bootstrap, wrong));
     if (!anyWrong.empty()) return makeError(Code::kInternal, row, ": ", anyWrong);
     const int calls = alltoallCallsPerRep(bytes);
     std::vector<double> mine;
@@ -178,7 +153,7 @@ Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (rep >= setup.warmup) mine.push_back(seconds / calls);
     }
-    IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowest(bootstrap, mine));
+    IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowestAcrossRanks(bootstrap, mine));
     if (rank == 0) addRow(report, size, bytes, row, summarize(times), (size - 1) * bytes);
   }
   return Status::ok();

@@ -11,9 +11,10 @@ void addRegistrationBenchmark(CLI::App& app, const CommonOptions& common);
 void addVectorBenchmark(CLI::App& app, const CommonOptions& common);
 void addConnectBenchmark(CLI::App& app, const CommonOptions& common);
 void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common);
+void addAlltoallvBenchmark(CLI::App& app, const CommonOptions& common);  // perf/alltoallv_bench.cc
 
 std::vector<AddBenchmark> allBenchmarks() {
-  return {addPackBenchmark, addVectorBenchmark, addAlltoallBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark,
+  return {addPackBenchmark, addVectorBenchmark, addAlltoallBenchmark, addAlltoallvBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark,
           addConnectBenchmark};
 }
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -198,6 +199,29 @@ bool runForkedRanks(std::string_view benchmark, int ranks,
     }
   }
   return ok;
+}
+
+Result<std::string> agreeAcrossRanks(messaging::Bootstrap& bootstrap, const std::string& mine) {
+  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()}));
+  for (const auto& each : all) {
+    if (!each.empty()) return std::string(each.begin(), each.end());
+  }
+  return std::string();
+}
+
+Result<std::vector<double>> slowestAcrossRanks(messaging::Bootstrap& bootstrap, const std::vector<double>& mine) {
+  IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(mine.data()),
+                                                       mine.size() * sizeof(double)}));
+  std::vector<double> out(mine.size(), 0.0);
+  for (const auto& each : all) {
+    if (each.size() != out.size() * sizeof(double)) return makeError(Code::kProtocol, "forked ranks: sample count");
+    for (size_t i = 0; i < out.size(); ++i) {
+      double value = 0;
+      std::memcpy(&value, each.data() + i * sizeof(double), sizeof value);
+      out[i] = std::max(out[i], value);
+    }
+  }
+  return out;
 }
 
 }  // namespace ibdt::perf

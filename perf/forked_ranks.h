@@ -7,7 +7,9 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ibdt/messaging.h"
 #include "ibdt/status.h"
@@ -21,6 +23,12 @@ namespace ibdt::perf {
 // body ends.
 bool runForkedRanks(std::string_view benchmark, int ranks,
                     const std::function<Status(messaging::Bootstrap& bootstrap)>& body);
+
+// Every rank's verdict, so all fail together: "" when all were right, else
+// the first rank's complaint (collective).
+Result<std::string> agreeAcrossRanks(messaging::Bootstrap& bootstrap, const std::string& mine);
+// The slowest rank's time of each repetition, on every rank (collective).
+Result<std::vector<double>> slowestAcrossRanks(messaging::Bootstrap& bootstrap, const std::vector<double>& mine);
 
 // Whether runForkedRanks gives each of `ranks` ranks a core of its own.
 bool ranksFitCores(int ranks);

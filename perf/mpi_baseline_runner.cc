@@ -167,13 +167,15 @@ Result<Finished> run(std::vector<std::string> argv, std::vector<std::string> env
 const std::vector<MpiLibrary>& mpiLibraries() {
   static const std::vector<MpiLibrary> libraries = [] {
     std::vector<MpiLibrary> out;
-#if defined(IBDT_MPI_PACK_OPENMPI) && defined(IBDT_MPI_VECTOR_OPENMPI) && defined(IBDT_MPI_ALLTOALL_OPENMPI)
+#if defined(IBDT_MPI_PACK_OPENMPI) && defined(IBDT_MPI_VECTOR_OPENMPI) && defined(IBDT_MPI_ALLTOALL_OPENMPI) && \
+    defined(IBDT_MPI_ALLTOALLV_OPENMPI)
     out.push_back({"Open MPI", "ompi", IBDT_MPIEXEC_OPENMPI, IBDT_MPI_PACK_OPENMPI, IBDT_MPI_VECTOR_OPENMPI,
-                   IBDT_MPI_ALLTOALL_OPENMPI});
+                   IBDT_MPI_ALLTOALL_OPENMPI, IBDT_MPI_ALLTOALLV_OPENMPI});
 #endif
-#if defined(IBDT_MPI_PACK_MPICH) && defined(IBDT_MPI_VECTOR_MPICH) && defined(IBDT_MPI_ALLTOALL_MPICH)
+#if defined(IBDT_MPI_PACK_MPICH) && defined(IBDT_MPI_VECTOR_MPICH) && defined(IBDT_MPI_ALLTOALL_MPICH) && \
+    defined(IBDT_MPI_ALLTOALLV_MPICH)
     out.push_back({"MPICH", "mpich", IBDT_MPIEXEC_MPICH, IBDT_MPI_PACK_MPICH, IBDT_MPI_VECTOR_MPICH,
-                   IBDT_MPI_ALLTOALL_MPICH});
+                   IBDT_MPI_ALLTOALL_MPICH, IBDT_MPI_ALLTOALLV_MPICH});
 #endif
     return out;
   }();

@@ -24,6 +24,7 @@ struct MpiLibrary {
   std::string packProgram;    // ibdt-mpi-pack-<library>
   std::string vectorProgram;  // ibdt-mpi-vector-<library>
   std::string alltoallProgram;  // ibdt-mpi-alltoall-<library>
+  std::string alltoallvProgram;  // ibdt-mpi-alltoallv-<library>
 };
 
 // The MPI libraries ibdt-bench was built with, in a fixed order.

@@ -32,9 +32,13 @@
 // received alternately into the receive and an intermediate buffer) and
 // radix-r (the modified form with r - 1 messages per round).
 //
-// What is missing (see README): splitByNode(), hierarchical alltoall,
-// alltoallv, the selection table, algorithm counters and the
-// MPI bridge.
+// Alltoallv (docs/alltoallv.md) follows MPI_Alltoallv with 64-bit counts
+// and displacements per peer, and kInPlace for one buffer whose outgoing
+// blocks are replaced by the incoming ones (Hofmann/Rünger's algorithm with
+// auxiliary memory of a fixed size).
+//
+// What is missing (see docs/design.md): alltoallv by zero-copy Bruck,
+// one-sided writes for large blocks, and algorithm counters.
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -43,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -128,6 +133,11 @@ class Plan {
   bool active() const;
   // "pairwise", ...
   std::string_view algorithm() const;
+  // Largest scratch the algorithm itself held at once, in bytes, over the
+  // plan's life (auxiliary buffers and per-peer bookkeeping; messaging's own
+  // staging is not counted): what an in-place alltoallv costs beyond the
+  // caller's buffer.
+  int64_t peakExtraBytes() const;
 
  private:
   std::unique_ptr<PlanImpl> impl_;
@@ -172,6 +182,54 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
                 void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype,
                 const AlltoallOptions& options = {}, Deadline deadline = Deadline::never());
 
+// Irregular all-to-all (MPI_Alltoallv), docs/alltoallv.md. Rank i sends
+// sendcounts[j] x sendtype found at sendbuf + sdispls[j] * extent(sendtype)
+// to rank j, which receives it into recvbuf + rdispls[i] * extent(recvtype)
+// (counts and displacements in elements, one entry per communicator rank).
+// Pairs whose signatures differ fail on both ranks with an error naming the
+// peer; the other pairs still exchange. Checked before anything is sent:
+// negative counts, receive blocks that overlap (by their [lb, ub) ranges),
+// offsets or totals that overflow 64 bits, null buffers with bytes to move,
+// uncommitted types.
+//
+// In place: pass kInPlace as sendbuf. recvbuf is then the one buffer; the
+// outgoing blocks are sendcounts/sdispls and the incoming ones
+// recvcounts/rdispls, both in elements of recvtype (sendtype is ignored),
+// with no rule tying the two together (unlike MPI_IN_PLACE, whose counts
+// must be symmetric). Outgoing blocks must not overlap each other, nor
+// incoming ones each other; recvtype must be dense (one element is size()
+// contiguous bytes, lb 0). Memory beyond the buffer: the auxiliary buffers
+// (AlltoallvOptions::inplaceBytes) plus O(p) bookkeeping, whatever the
+// counts (Plan::peakExtraBytes()). sendbuf == recvbuf without kInPlace is
+// refused when bytes move.
+
+enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited };
+
+struct AlltoallvOptions {
+  // kAuto: pairwise, or in place when sendbuf is kInPlace.
+  AlltoallvAlgorithm algorithm = AlltoallvAlgorithm::kAuto;
+  // Pairwise: at most this many rounds in flight (0: all at once).
+  int64_t throttle = 8;
+  // In place: auxiliary memory a in bytes (at least one element) split into
+  // b = inplaceBuffers buffers (0: max(1, p / 8)).
+  int64_t inplaceBytes = int64_t{1} << 20;
+  int64_t inplaceBuffers = 0;
+};
+// Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README).
+Result<AlltoallvOptions> alltoallvOptionsFromEnvironment();
+
+// MPI_Alltoallv_init. The buffers, the count and displacement arrays' values
+// (copied at init), `comm` and its Context must outlive the plan.
+Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
+                           std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
+                           std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
+                           const datatype::Datatype& recvtype, const AlltoallvOptions& options = {});
+// MPI_Alltoallv: init + start + wait.
+Status alltoallv(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
+                 std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
+                 std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
+                 const datatype::Datatype& recvtype, const AlltoallvOptions& options = {},
+                 Deadline deadline = Deadline::never());
 
 // MPI_Barrier_init: returns on no rank before every rank has started it
 // (dissemination, ceil(log2 p) rounds of empty messages).

@@ -1,11 +1,13 @@
 // Pairwise alltoall among real processes (ibdt-run, 2/4/8 ranks) over the
 // default provider: contiguous, strided and random derived send types,
 // throttles 1, 8 and unlimited, eager to rendezvous sizes, a persistent plan
-// started repeatedly, and a signature mismatch that must fail, not hang.
+// started repeatedly, a signature mismatch that must fail, not hang, and
+// alltoallv (direct and in place).
 // Every byte of every receive buffer is checked, gaps and guards included.
 #include <gtest/gtest.h>
 
 #include "collectives/alltoall_data.h"
+#include "collectives/alltoallv_data.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "ibdt/store.h"
@@ -120,6 +122,33 @@ TEST_F(AlltoallMp, MismatchedSignatureFailsWithoutHanging) {
     EXPECT_EQ(buffers.check(me == 0 ? others : std::vector<int>{0}), "");
     ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
   }
+}
+
+// alltoallv, direct (strided -> dense) and in place with 1 % auxiliary
+// memory, over random counts with zeros; a persistent plan run twice.
+TEST_F(AlltoallMp, AlltoallvDirectAndInPlace) {
+  const int size = comm_->size(), me = comm_->rank();
+  const auto counts = testing::countMatrix(testing::Spread::kRandom, size, 51, 3000);
+  const Side strided = testing::vectorSide(1), dense = testing::denseSide(strided.type, 1);
+  testing::AlltoallvBuffers buffers(counts, strided, dense, me, 51);
+  auto direct = alltoallvInit(*comm_, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), strided.type,
+                              buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), dense.type);
+  ASSERT_TRUE(direct.isOk()) << direct.status().toString();
+  for (int run = 0; run < 2; ++run) {
+    buffers.clearReceive();
+    ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
+    ASSERT_TRUE(direct->start().isOk());
+    Status status = direct->wait(mpDeadline());
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_EQ(buffers.check(), "") << "run " << run;
+  }
+  testing::InPlaceBuffer single(counts, 8, me, 51);
+  AlltoallvOptions options;
+  options.inplaceBytes = std::max<int64_t>(8, single.receiveBytes() / 100);
+  Status status = alltoallv(*comm_, kInPlace, single.sendcounts(), single.sdispls(), Datatype(), single.buffer(),
+                            single.recvcounts(), single.rdispls(), Datatype::of<double>(), options, mpDeadline());
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(single.check(), "");
 }
 
 }  // namespace

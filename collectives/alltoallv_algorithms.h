@@ -1,0 +1,20 @@
+// collectives/alltoallv_algorithms.h — the alltoallv algorithms' factories;
+// `args` were checked by checkAlltoallvArgs() and are owned by the plan.
+#pragma once
+
+#include <memory>
+
+#include "collectives/alltoallv_args.h"
+#include "collectives/plan_impl.h"
+
+namespace ibdt::collectives {
+
+// Direct: the pair check on the first run, then the pairwise rounds.
+Result<std::unique_ptr<PlanImpl>> makeDirectAlltoallv(Communicator& comm, AlltoallvArgs args, int64_t throttle);
+
+// In place with limited memory (Hofmann/Rünger, Algorithm 1): `auxBytes` of
+// auxiliary memory split into `auxBuffers` buffers.
+Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, int64_t throttle,
+                                                       int64_t auxBytes, int64_t auxBuffers);
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,355 @@
+// In-place alltoallv with limited memory (Hofmann/Rünger, Algorithm 1;
+// docs/alltoallv.md). One buffer: the outgoing blocks are replaced by the
+// incoming ones, with auxiliary memory of a fixed size (inplace_index_sets.h
+// keeps the index sets and says why it terminates).
+//
+// A run is a sequence of phases. Each phase (1) computes what this rank can
+// take from every peer, (2) exchanges control messages with every peer it
+// still has items to send to or receive from: {items in place, items into
+// the auxiliary buffer, gave up}, both ways, so the pair stays in step,
+// (3) moves the items (up to two messages per direction: the in-place part
+// and the auxiliary part, matched in order) and (4) updates the index sets.
+// Own items are copied locally in step (3).
+//
+// Failure: a rank whose check, control or data message fails (or whose
+// peer said it gave up) announces "gave up" in its next control exchange
+// and stops after it. Its peers do the same in turn, so every rank still
+// waiting on another ends with an error rather than a hang, and no message
+// is left unreceived on the plan's tags.
+#include <algorithm>
+
+#include "collectives/alltoallv_algorithms.h"
+#include "collectives/inplace_index_sets.h"
+#include "collectives/pair_signature_check.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::Request;
+
+constexpr size_t kControlWords = 3;  // in place, auxiliary, gave up
+
+class InPlaceAlltoallv final : public PlanImpl {
+ public:
+  InPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, InPlaceIndexSets sets)
+      : comm_(comm), ctx_(comm.context()), rank_(comm.rank()), size_(comm.size()), args_(std::move(args)),
+        sets_(std::move(sets)) {
+    const size_t size = static_cast<size_t>(size_);
+    gone_.assign(size, 0);
+    controlOut_.resize(size * kControlWords);
+    controlIn_.resize(size * kControlWords);
+    ops_.reserve(4 * size);
+  }
+
+  Status prepare(int64_t throttle) {
+    IBDT_ASSIGN_OR_RETURN(check_, PairSignatureCheck::create(comm_, args_, throttle));
+    controlTag_ = comm_.takePlanTag();
+    dataTag_ = comm_.takePlanTag();
+    notePeak();
+    return Status::ok();
+  }
+
+  Status start() override {
+    outcome_ = Status::ok();
+    active_ = true;
+    phase_ = 0;
+    ops_.clear();
+    sets_.reset();
+    giveUp_ = !mismatch_.isOk();
+    if (!mismatch_.isOk()) outcome_ = mismatch_;
+    if (!checked_) {
+      stage_ = Stage::kCheck;
+      return check_->rounds().start();
+    }
+    beginControl();
+    return Status::ok();
+  }
+
+  Result<PollResult> poll() override {
+    PollResult result;
+    while (stage_ != Stage::kDone) {
+      if (stage_ == Stage::kCheck) {
+        IBDT_ASSIGN_OR_RETURN(PollResult polled, check_->rounds().poll());
+        if (!polled.done) return polled;
+        finishCheck();
+      } else {
+        IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
+        if (!all) return result;
+        if (stage_ == Stage::kControl) afterControl();
+        else afterData();
+      }
+      result.progressed = true;
+    }
+    result.done = true;
+    return result;
+  }
+
+  // Waits for the first operation of the phase still pending.
+  Status block(Deadline deadline) override {
+    if (stage_ == Stage::kCheck) return check_->rounds().block(deadline);
+    for (Op& op : ops_) {
+      if (!op.request.valid()) continue;
+      Status status = ctx_.wait(op.request, nullptr, deadline);
+      if (op.request.valid()) {  // still pending: the wait gave up, the run stays active
+        return makeError(Code::kTimeout, "alltoallv (in place) rank ", rank_, ": phase ", phase_, " ", op.what,
+                         " rank ", op.peer, " did not complete in time");
+      }
+      finishOp(op, std::move(status));
+      return Status::ok();
+    }
+    return Status::ok();
+  }
+
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+  void abandon() override {
+    if (stage_ == Stage::kCheck) check_->rounds().abandon();
+    for (Op& op : ops_) {
+      if (op.request.valid() && op.receive) (void)ctx_.cancel(op.request);
+    }
+    ops_.clear();
+    stage_ = Stage::kDone;
+    active_ = false;
+  }
+  std::string_view algorithm() const override { return "in-place"; }
+  int64_t peakExtraBytes() const override { return peak_; }
+
+ private:
+  enum class Stage : uint8_t { kCheck, kControl, kData, kDone };
+  struct Op {
+    Request request;
+    int peer;
+    bool receive;
+    const char* what;
+  };
+
+  int64_t* control(std::vector<int64_t>& words, int peer) { return words.data() + static_cast<size_t>(peer) * kControlWords; }
+  bool pairActive(int peer) const {
+    return peer != rank_ && !gone_[static_cast<size_t>(peer)] &&
+           (sets_.remainingSend(peer) > 0 || sets_.remainingRecv(peer) > 0);
+  }
+
+  void finishCheck() {
+    std::vector<uint8_t> sendOk, recvOk;
+    mismatch_ = check_->verdict(sendOk, recvOk);
+    for (size_t peer = 0; peer < sendOk.size(); ++peer) gone_[peer] = !(sendOk[peer] && recvOk[peer]);
+    checked_ = true;
+    if (!mismatch_.isOk()) note(mismatch_);
+    giveUp_ = !mismatch_.isOk();
+    beginControl();
+  }
+
+  // Step (1) and (2): what to take, told to every active peer.
+  void beginControl() {
+    ops_.clear();
+    announcing_ = giveUp_;  // what every peer of this phase is told, whatever fails while posting
+    if (announcing_) {
+      take_.assign(static_cast<size_t>(size_), PhaseCounts{});
+    } else {
+      if (sets_.done()) return finish();
+      sets_.requests(take_, phase_ % size_);
+    }
+    const datatype::Datatype word = datatype::Datatype::of<int64_t>();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (!pairActive(peer)) continue;
+      int64_t* out = control(controlOut_, peer);
+      out[0] = take_[static_cast<size_t>(peer)].inPlace;
+      out[1] = take_[static_cast<size_t>(peer)].aux;
+      out[2] = announcing_ ? 1 : 0;
+      post(ctx_.irecv(control(controlIn_, peer), kControlWords, word, comm_.contextRank(peer), controlTag_,
+                      comm_.contextId()), peer, true, "control from");
+      post(ctx_.isend(out, kControlWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()), peer, false,
+           "control to");
+    }
+    stage_ = Stage::kControl;
+  }
+
+  // Step (3): the peers' requests are known; move the items.
+  void afterControl() {
+    if (announcing_) return finish();  // announced; every active peer heard it
+    give_.assign(static_cast<size_t>(size_), PhaseCounts{});
+    for (int peer = 0; peer < size_; ++peer) {
+      if (!pairActive(peer)) continue;
+      const int64_t* in = control(controlIn_, peer);
+      if (in[2] != 0) {
+        gone_[static_cast<size_t>(peer)] = 1;
+        note(makeError(Code::kPeerFailed, "alltoallv (in place) rank ", rank_, ": rank ", peer,
+                       " gave up (a failure or mismatch there)"));
+        giveUp_ = true;
+        continue;
+      }
+      give_[static_cast<size_t>(peer)] = {in[0], in[1]};
+    }
+    ops_.clear();
+    phaseTypes_.clear();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || !pairActive(peer)) {
+        if (peer != rank_) take_[static_cast<size_t>(peer)] = {};
+        continue;
+      }
+      postData(peer);
+    }
+    give_[static_cast<size_t>(rank_)] = take_[static_cast<size_t>(rank_)];
+    copyOwn();
+    stage_ = Stage::kData;
+  }
+
+  void postData(int peer) {
+    const PhaseCounts& give = give_[static_cast<size_t>(peer)];
+    const PhaseCounts& take = take_[static_cast<size_t>(peer)];
+    const int target = comm_.contextRank(peer);
+    if (take.inPlace > 0) {
+      post(ctx_.irecv(sets_.inPlaceTarget(peer), take.inPlace, args_.recvtype, target, dataTag_, comm_.contextId()),
+           peer, true, "items from");
+    }
+    if (take.aux > 0) {
+      post(ctx_.irecv(sets_.auxTarget(peer), take.aux, args_.recvtype, target, dataTag_, comm_.contextId()), peer,
+           true, "items (auxiliary) from");
+    }
+    if (give.inPlace > 0) sendItems(peer, 0, give.inPlace);
+    if (give.aux > 0) sendItems(peer, give.inPlace, give.aux);
+  }
+
+  // Items [skip, skip + count) of what is left for `peer`: one run as it
+  // is, several through an hindexed type built for this message.
+  void sendItems(int peer, int64_t skip, int64_t count) {
+    sets_.sendRuns(peer, skip, count, runs_);
+    const int target = comm_.contextRank(peer);
+    if (runs_.size() == 1) {
+      post(ctx_.isend(runs_[0].at, count, args_.recvtype, target, dataTag_, comm_.contextId()), peer, false,
+           "items to");
+      return;
+    }
+    std::vector<int64_t> lengths, displs;
+    for (const ItemRun& run : runs_) {
+      lengths.push_back(run.items);
+      displs.push_back(run.at - runs_[0].at);
+    }
+    auto type = datatype::Datatype::hindexed(lengths, displs, args_.recvtype);
+    Status made = type.isOk() ? type->commit() : type.status();
+    if (!made.isOk()) return note(made);
+    phaseTypes_.push_back(*type);
+    post(ctx_.isend(runs_[0].at, 1, *type, target, dataTag_, comm_.contextId()), peer, false, "items to");
+  }
+
+  // This rank's items for itself: from its pieces to the free run or the
+  // auxiliary buffer (neither holds a waiting item).
+  void copyOwn() {
+    const PhaseCounts& own = take_[static_cast<size_t>(rank_)];
+    const int64_t itemSize = sets_.itemSize();
+    std::byte* targets[2] = {sets_.inPlaceTarget(rank_), sets_.auxTarget(rank_)};
+    const int64_t counts[2] = {own.inPlace, own.aux};
+    int64_t skip = 0;
+    for (int part = 0; part < 2; ++part) {
+      sets_.sendRuns(rank_, skip, counts[part], runs_);
+      std::byte* to = targets[part];
+      for (const ItemRun& run : runs_) {
+        std::copy_n(run.at, run.items * itemSize, to);
+        to += run.items * itemSize;
+      }
+      skip += counts[part];
+    }
+  }
+
+  // Step (4).
+  void afterData() {
+    if (!giveUp_) sets_.update(give_, take_);
+    notePeak();
+    ++phase_;
+    beginControl();
+  }
+
+  void post(Result<Request> request, int peer, bool receive, const char* what) {
+    if (!request.isOk()) return failed(peer, request.status(), what);
+    ops_.push_back({std::move(*request), peer, receive, what});
+  }
+
+  // Collects what completed; true when nothing of the phase is pending.
+  Result<bool> collect(bool& progressed) {
+    bool all = true;
+    for (Op& op : ops_) {
+      if (!op.request.valid()) continue;
+      IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(op.request));
+      if (!done) {
+        all = false;
+        break;  // one poll drives progress once
+      }
+      finishOp(op, ctx_.wait(op.request));
+      progressed = true;
+    }
+    return all;
+  }
+
+  void finishOp(Op& op, Status status) {
+    if (!status.isOk()) failed(op.peer, std::move(status), op.what);
+  }
+
+  void failed(int peer, const Status& status, const char* what) {
+    gone_[static_cast<size_t>(peer)] = 1;
+    giveUp_ = true;
+    note(makeError(status.code(), "alltoallv (in place) rank ", rank_, ", phase ", phase_, ", ", what, " rank ", peer,
+                   ": ", status.message()));
+  }
+
+  void note(const Status& status) {
+    if (outcome_.isOk()) outcome_ = status;
+  }
+
+  void finish() {
+    ops_.clear();
+    stage_ = Stage::kDone;
+    active_ = false;
+    notePeak();
+  }
+
+  void notePeak() {
+    const int64_t now = sets_.bytes() + (check_ ? check_->bytes() : 0) +
+                        static_cast<int64_t>((controlOut_.capacity() + controlIn_.capacity()) * sizeof(int64_t) +
+                                             ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun));
+    peak_ = std::max(peak_, now);
+  }
+
+  Communicator& comm_;
+  messaging::Context& ctx_;
+  int rank_, size_;
+  AlltoallvArgs args_;
+  InPlaceIndexSets sets_;
+  std::unique_ptr<PairSignatureCheck> check_;
+  int32_t controlTag_ = 0, dataTag_ = 0;
+  bool checked_ = false, active_ = false;
+  bool giveUp_ = false;      // stop: announce it in the next control exchange
+  bool announcing_ = false;  // this phase's control exchange says so
+  Status mismatch_, outcome_;
+  Stage stage_ = Stage::kDone;
+  int phase_ = 0;
+  std::vector<uint8_t> gone_;  // peers this run no longer exchanges with
+  std::vector<int64_t> controlOut_, controlIn_;
+  std::vector<PhaseCounts> take_, give_;
+  std::vector<Op> ops_;
+  std::vector<ItemRun> runs_;
+  std::vector<datatype::Datatype> phaseTypes_;  // the hindexed sends' types, alive until the phase ends
+  int64_t peak_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, int64_t throttle,
+                                                       int64_t auxBytes, int64_t auxBuffers) {
+  InPlaceIndexSets::Layout layout;
+  layout.base = args.recvbuf;
+  layout.itemSize = std::max<int64_t>(1, args.recvtype.size());
+  layout.sendcounts = args.sendcounts;
+  layout.sdispls = args.sdispls;
+  layout.recvcounts = args.recvcounts;
+  layout.rdispls = args.rdispls;
+  if (args.recvtype.size() == 0) {  // nothing moves; the pair check still runs
+    std::fill(layout.sendcounts.begin(), layout.sendcounts.end(), 0);
+    std::fill(layout.recvcounts.begin(), layout.recvcounts.end(), 0);
+  }
+  IBDT_ASSIGN_OR_RETURN(InPlaceIndexSets sets, InPlaceIndexSets::create(std::move(layout), auxBytes, auxBuffers));
+  auto plan = std::make_unique<InPlaceAlltoallv>(comm, std::move(args), std::move(sets));
+  IBDT_RETURN_IF_ERROR(plan->prepare(throttle));
+  return std::unique_ptr<PlanImpl>(std::move(plan));
+}
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,210 @@
+// The in-place alltoallv's index sets (see inplace_index_sets.h).
+#include "collectives/inplace_index_sets.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ibdt::collectives {
+
+InPlaceIndexSets::InPlaceIndexSets(Layout layout)
+    : base_(layout.base), itemSize_(layout.itemSize), size_(static_cast<int>(layout.sendcounts.size())),
+      sendcount_(std::move(layout.sendcounts)), sdispl_(std::move(layout.sdispls)),
+      recvcount_(std::move(layout.recvcounts)), rdispl_(std::move(layout.rdispls)) {}
+
+Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxBytes, int64_t auxBuffers) {
+  const int64_t itemSize = layout.itemSize;
+  if (auxBytes < itemSize) {
+    return makeError(Code::kInvalidArgument, "alltoallv in place: auxiliary memory of ", auxBytes,
+                     " bytes holds no element of ", itemSize, " bytes (at least one is needed)");
+  }
+  // More than the incoming items could never be used.
+  int64_t incoming = 0;
+  for (int64_t count : layout.recvcounts) incoming += count;
+  auxBytes = std::max(itemSize, std::min(auxBytes, incoming * itemSize));
+  InPlaceIndexSets sets(std::move(layout));
+  // Whole items per buffer; fewer buffers when a / b would hold none.
+  const int64_t buffers = std::max<int64_t>(1, std::min(auxBuffers, auxBytes / itemSize));
+  sets.aux_.resize(static_cast<size_t>(buffers));
+  for (AuxBuffer& buffer : sets.aux_) {
+    buffer.capacity = auxBytes / buffers / itemSize;
+    buffer.data.resize(static_cast<size_t>(buffer.capacity * itemSize));
+  }
+  const size_t size = static_cast<size_t>(sets.size_);
+  sets.sent_.resize(size);
+  sets.placed_.resize(size);
+  sets.occupied_.resize(size);
+  sets.insideRecv_.resize(size);
+  sets.pieces_.reserve(3 * size);
+  sets.firstPiece_.reserve(size + 1);
+  return sets;
+}
+
+// Sect. 3.2: each send set cut at the bounds of the receive sets, so that a
+// piece lies inside one receive set or outside all.
+void InPlaceIndexSets::split() {
+  std::vector<int> byStart;  // non-empty receive sets by position
+  for (int j = 0; j < size_; ++j) {
+    if (counts(recvcount_, j) > 0) byStart.push_back(j);
+  }
+  std::sort(byStart.begin(), byStart.end(), [&](int a, int b) { return counts(rdispl_, a) < counts(rdispl_, b); });
+  pieces_.clear();
+  firstPiece_.clear();
+  for (int i = 0; i < size_; ++i) {
+    firstPiece_.push_back(pieces_.size());
+    int64_t at = counts(sdispl_, i);
+    const int64_t end = at + counts(sendcount_, i);
+    while (at < end) {
+      // The last receive set starting at or before `at`, and the next one after.
+      auto next = std::upper_bound(byStart.begin(), byStart.end(), at,
+                                   [&](int64_t x, int j) { return x < counts(rdispl_, j); });
+      int inside = -1;
+      int64_t stop = end;
+      if (next != byStart.begin()) {
+        const int j = *(next - 1);
+        if (at < counts(rdispl_, j) + counts(recvcount_, j)) {
+          inside = j;
+          stop = std::min(end, counts(rdispl_, j) + counts(recvcount_, j));
+        }
+      }
+      if (inside < 0 && next != byStart.end()) stop = std::min(end, counts(rdispl_, *next));
+      pieces_.push_back({i, at, stop - at, inside});
+      at = stop;
+    }
+  }
+  firstPiece_.push_back(pieces_.size());
+  for (auto& inside : insideRecv_) inside.clear();
+  for (size_t k = 0; k < pieces_.size(); ++k) {
+    if (pieces_[k].recvSet >= 0) insideRecv_[index(pieces_[k].recvSet)].push_back(k);
+  }
+  for (auto& inside : insideRecv_) {
+    std::sort(inside.begin(), inside.end(), [&](size_t a, size_t b) { return pieces_[a].at < pieces_[b].at; });
+  }
+}
+
+void InPlaceIndexSets::reset() {
+  split();
+  std::fill(sent_.begin(), sent_.end(), 0);
+  std::fill(placed_.begin(), placed_.end(), 0);
+  for (AuxBuffer& buffer : aux_) {
+    buffer.used = 0;
+    buffer.owner = -1;
+  }
+  for (int j = 0; j < size_; ++j) compact(j);
+}
+
+bool InPlaceIndexSets::done() const {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (remainingSend(peer) > 0 || remainingRecv(peer) > 0 || held(peer) > 0) return false;
+  }
+  return true;
+}
+
+int64_t InPlaceIndexSets::held(int peer) const {
+  const AuxBuffer& buffer = auxOf(peer);
+  return buffer.owner == peer ? buffer.used : 0;
+}
+
+// Moves the waiting pieces inside R_j to its top, highest first (each moves
+// up into free slots only: the placed prefix lies below every piece).
+void InPlaceIndexSets::compact(int recvSet) {
+  int64_t top = counts(rdispl_, recvSet) + counts(recvcount_, recvSet);
+  const auto& inside = insideRecv_[index(recvSet)];
+  for (auto k = inside.rbegin(); k != inside.rend(); ++k) {
+    Piece& piece = pieces_[*k];
+    if (piece.length == 0) continue;
+    const int64_t to = top - piece.length;
+    if (to != piece.at) std::memmove(item(to), item(piece.at), static_cast<size_t>(piece.length * itemSize_));
+    piece.at = to;
+    top = to;
+  }
+  occupied_[index(recvSet)] = counts(rdispl_, recvSet) + counts(recvcount_, recvSet) - top;
+}
+
+// Moves held items of R_j from its auxiliary buffer into the free run.
+void InPlaceIndexSets::place(int recvSet) {
+  AuxBuffer& buffer = auxOf(recvSet);
+  if (buffer.owner != recvSet || buffer.used == 0) return;
+  const size_t j = index(recvSet);
+  const int64_t free = recvcount_[j] - placed_[j] - occupied_[j];
+  const int64_t moved = std::min(free, buffer.used);
+  if (moved <= 0) return;
+  std::memcpy(item(rdispl_[j] + placed_[j]), buffer.data.data(), static_cast<size_t>(moved * itemSize_));
+  std::memmove(buffer.data.data(), buffer.data.data() + moved * itemSize_,
+               static_cast<size_t>((buffer.used - moved) * itemSize_));
+  placed_[j] += moved;
+  buffer.used -= moved;
+  if (buffer.used == 0) buffer.owner = -1;
+}
+
+void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first) {
+  take.assign(index(size_), PhaseCounts{});
+  for (int step = 0; step < size_; ++step) {
+    const int j = (first + step) % size_;
+    const int64_t left = remainingRecv(j);
+    if (left == 0) continue;
+    PhaseCounts& counts = take[index(j)];
+    // In place only right above the placed prefix, so only once nothing is held.
+    if (held(j) == 0) {
+      counts.inPlace = std::min(left, recvcount_[index(j)] - placed_[index(j)] - occupied_[index(j)]);
+    }
+    AuxBuffer& buffer = auxOf(j);
+    if (buffer.owner == -1 || buffer.owner == j) {
+      counts.aux = std::min(left - counts.inPlace, buffer.capacity - buffer.used);
+      if (counts.aux > 0) buffer.owner = j;
+    }
+  }
+}
+
+std::byte* InPlaceIndexSets::inPlaceTarget(int peer) const { return item(rdispl_[index(peer)] + placed_[index(peer)]); }
+
+std::byte* InPlaceIndexSets::auxTarget(int peer) const {
+  const AuxBuffer& buffer = auxOf(peer);
+  return const_cast<std::byte*>(buffer.data.data()) + buffer.used * itemSize_;
+}
+
+void InPlaceIndexSets::sendRuns(int peer, int64_t skip, int64_t count, std::vector<ItemRun>& runs) const {
+  runs.clear();
+  for (size_t k = firstPiece_[index(peer)]; k < firstPiece_[index(peer) + 1] && count > 0; ++k) {
+    const Piece& piece = pieces_[k];
+    if (skip >= piece.length) {
+      skip -= piece.length;
+      continue;
+    }
+    const int64_t items = std::min(count, piece.length - skip);
+    runs.push_back({item(piece.at + skip), items});
+    count -= items;
+    skip = 0;
+  }
+}
+
+void InPlaceIndexSets::update(const std::vector<PhaseCounts>& sent, const std::vector<PhaseCounts>& received) {
+  for (int i = 0; i < size_; ++i) {
+    int64_t drop = sent[index(i)].total();
+    sent_[index(i)] += drop;
+    for (size_t k = firstPiece_[index(i)]; k < firstPiece_[index(i) + 1] && drop > 0; ++k) {
+      const int64_t cut = std::min(drop, pieces_[k].length);
+      pieces_[k].at += cut;
+      pieces_[k].length -= cut;
+      drop -= cut;
+    }
+  }
+  for (int j = 0; j < size_; ++j) {
+    placed_[index(j)] += received[index(j)].inPlace;
+    if (received[index(j)].aux > 0) auxOf(j).used += received[index(j)].aux;
+  }
+  for (int j = 0; j < size_; ++j) {
+    compact(j);
+    place(j);
+  }
+}
+
+int64_t InPlaceIndexSets::bytes() const {
+  int64_t total = 0;
+  for (const AuxBuffer& buffer : aux_) total += static_cast<int64_t>(buffer.data.capacity());
+  total += static_cast<int64_t>(pieces_.capacity() * sizeof(Piece) + firstPiece_.capacity() * sizeof(size_t));
+  for (const auto& inside : insideRecv_) total += static_cast<int64_t>(inside.capacity() * sizeof(size_t));
+  total += static_cast<int64_t>((sendcount_.size() * 4 + sent_.size() * 3) * sizeof(int64_t));
+  return total;
+}
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,115 @@
+// collectives/inplace_index_sets.h — the local bookkeeping of the in-place
+// alltoallv (Hofmann/Rünger, Sections 3.2 to 3.5): which items of the one
+// buffer still wait to be sent, where incoming items may land, and the
+// auxiliary buffers. No messages here; alltoallv_inplace.cc drives the
+// phases.
+//
+// Items are elements of one dense type. Send set S_i = the items for rank i
+// still here, kept as at most 3p pieces: each lies outside every receive
+// set or inside exactly one (split at the receive sets' bounds, Sect. 3.2).
+// Receive set R_j = [placed_j, count_j) of rank j's block: a prefix is
+// placed, then come items held in an auxiliary buffer, then the rest. After
+// each phase the pieces inside R_j are moved to its top (Sect. 3.4), so its
+// free space is one run right above the placed prefix and every freed slot
+// can be used; held items are then moved in from the auxiliary buffer.
+//
+// Why it terminates for any counts (Sect. 3.1, Siegel/Siegel): if no rank
+// could receive anything, every unplaced slot of every R_j would hold a
+// waiting piece; there are as many waiting items as unreceived ones, so no
+// item can sit in an auxiliary buffer, all of them are empty, and any pair
+// with items left can move at least one through one. So every phase moves
+// an item somewhere until all have arrived.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ibdt/status.h"
+
+namespace ibdt::collectives {
+
+// Items one rank takes from one peer in a phase: first into the peer's block
+// in place, then into its auxiliary buffer.
+struct PhaseCounts {
+  int64_t inPlace = 0, aux = 0;
+  int64_t total() const { return inPlace + aux; }
+};
+
+// A contiguous run of items in the buffer.
+struct ItemRun {
+  std::byte* at;
+  int64_t items;
+};
+
+class InPlaceIndexSets {
+ public:
+  struct Layout {
+    std::byte* base = nullptr;
+    int64_t itemSize = 0;  // bytes, > 0
+    std::vector<int64_t> sendcounts, sdispls, recvcounts, rdispls;  // in items, by rank
+  };
+  // `auxBytes` (at least one item) split into up to `auxBuffers` buffers of
+  // whole items.
+  static Result<InPlaceIndexSets> create(Layout layout, int64_t auxBytes, int64_t auxBuffers);
+
+  // Starts a run from the caller's blocks: splits the send sets and joins the
+  // free space of every receive set (moves items inside the buffer).
+  void reset();
+  int64_t remainingSend(int peer) const { return counts(sendcount_, peer) - sent_[index(peer)]; }
+  int64_t remainingRecv(int peer) const { return counts(recvcount_, peer) - placed_[index(peer)] - held(peer); }
+  bool done() const;
+
+  // Sect. 3.3 with the auxiliary buffers (Sect. 3.5): what this rank can
+  // take from every peer now; claims auxiliary buffers for it. `first`
+  // rotates which peer claims a shared buffer first.
+  void requests(std::vector<PhaseCounts>& take, int first);
+  // Where the items from `peer` land this phase.
+  std::byte* inPlaceTarget(int peer) const;
+  std::byte* auxTarget(int peer) const;
+  // Items [skip, skip + count) of what is left for `peer`, as runs.
+  void sendRuns(int peer, int64_t skip, int64_t count, std::vector<ItemRun>& runs) const;
+  // Sect. 3.4 once a phase's messages completed: drops the sent items,
+  // counts the received ones, joins free space, places held items.
+  void update(const std::vector<PhaseCounts>& sent, const std::vector<PhaseCounts>& received);
+
+  int64_t itemSize() const { return itemSize_; }
+  // Scratch held: auxiliary buffers and bookkeeping.
+  int64_t bytes() const;
+
+ private:
+  struct Piece {
+    int peer;
+    int64_t at;      // first item's index in the buffer
+    int64_t length;  // items left
+    int recvSet;     // rank whose receive block holds it, or -1
+  };
+  struct AuxBuffer {
+    std::vector<std::byte> data;
+    int64_t capacity = 0, used = 0;  // items
+    int owner = -1;                  // the rank whose items it holds (first come, first served)
+  };
+
+  explicit InPlaceIndexSets(Layout layout);
+  static int64_t counts(const std::vector<int64_t>& values, int peer) { return values[index(peer)]; }
+  static size_t index(int peer) { return static_cast<size_t>(peer); }
+  int64_t held(int peer) const;
+  AuxBuffer& auxOf(int peer) { return aux_[index(peer) % aux_.size()]; }
+  const AuxBuffer& auxOf(int peer) const { return aux_[index(peer) % aux_.size()]; }
+  std::byte* item(int64_t at) const { return base_ + at * itemSize_; }
+  void split();
+  void compact(int recvSet);
+  void place(int recvSet);
+
+  std::byte* base_;
+  int64_t itemSize_;
+  int size_;
+  std::vector<int64_t> sendcount_, sdispl_, recvcount_, rdispl_;
+  std::vector<int64_t> sent_, placed_, occupied_;  // occupied_[j]: waiting items inside R_j
+  std::vector<Piece> pieces_;                       // by peer, then stream order
+  std::vector<size_t> firstPiece_;                  // peer -> first piece (size_ + 1 entries)
+  std::vector<std::vector<size_t>> insideRecv_;     // R_j -> its pieces, by buffer position
+  std::vector<AuxBuffer> aux_;
+};
+
+}  // namespace ibdt::collectives

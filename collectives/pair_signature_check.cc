@@ -1,0 +1,83 @@
+// The alltoallv pair check (see pair_signature_check.h).
+#include "collectives/pair_signature_check.h"
+
+namespace ibdt::collectives {
+namespace {
+
+constexpr size_t kWords = 6;  // send hash, elements; receive hash, elements; send count, receive count
+constexpr int64_t kNothing = -1;  // a header slot no message filled (the peer failed)
+
+}  // namespace
+
+PairSignatureCheck::PairSignatureCheck(const Communicator& comm, const AlltoallvArgs& args)
+    : rank_(comm.rank()), args_(args) {
+  const size_t size = static_cast<size_t>(comm.size());
+  mine_.resize(size * kWords);
+  theirs_.assign(size * kWords, kNothing);
+  for (size_t peer = 0; peer < size; ++peer) {
+    mine_[peer * kWords + 0] = static_cast<int64_t>(args.sendSignatures[peer].hash);
+    mine_[peer * kWords + 1] = args.sendSignatures[peer].elements;
+    mine_[peer * kWords + 2] = static_cast<int64_t>(args.recvSignatures[peer].hash);
+    mine_[peer * kWords + 3] = args.recvSignatures[peer].elements;
+    mine_[peer * kWords + 4] = args.sendcounts[peer];
+    mine_[peer * kWords + 5] = args.recvcounts[peer];
+  }
+}
+
+Result<std::unique_ptr<PairSignatureCheck>> PairSignatureCheck::create(Communicator& comm,
+                                                                       const AlltoallvArgs& args, int64_t throttle) {
+  std::unique_ptr<PairSignatureCheck> check(new PairSignatureCheck(comm, args));
+  const datatype::Datatype word = datatype::Datatype::of<int64_t>();
+  PairwiseLayout layout{word, word, {}};
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    const bool self = peer == comm.rank();  // its own pair was checked at init
+    const size_t at = static_cast<size_t>(peer) * kWords;
+    layout.peers.push_back({reinterpret_cast<const std::byte*>(check->mine_.data() + at), self ? 0 : int64_t{kWords},
+                            reinterpret_cast<std::byte*>(check->theirs_.data() + at), self ? 0 : int64_t{kWords}});
+  }
+  IBDT_ASSIGN_OR_RETURN(check->rounds_, PairwiseRounds::create(comm, std::move(layout), throttle,
+                                                               "alltoallv (pair check)", "pair check"));
+  return check;
+}
+
+Status PairSignatureCheck::verdict(std::vector<uint8_t>& sendOk, std::vector<uint8_t>& recvOk) const {
+  const size_t size = args_.sendcounts.size();
+  sendOk.assign(size, 1);
+  recvOk.assign(size, 1);
+  Status first = rounds_->outcome();
+  for (size_t peer = 0; peer < size; ++peer) {
+    if (static_cast<int>(peer) == rank_) continue;
+    const int64_t* theirs = theirs_.data() + peer * kWords;
+    const int64_t* mine = mine_.data() + peer * kWords;
+    if (theirs[1] == kNothing) {  // no header from the peer: it failed, or the header did
+      sendOk[peer] = recvOk[peer] = 0;
+      if (first.isOk()) {
+        first = makeError(Code::kPeerFailed, "alltoallv rank ", rank_, ": no signatures from rank ", peer);
+      }
+      continue;
+    }
+    // What the peer sends me against what I expect, and what it expects against what I send.
+    recvOk[peer] = theirs[0] == mine[2] && theirs[1] == mine[3];
+    sendOk[peer] = theirs[2] == mine[0] && theirs[3] == mine[1];
+    if (args_.inPlace && (theirs[4] != mine[5] || theirs[5] != mine[4])) {  // in place, items are counted alike
+      sendOk[peer] = recvOk[peer] = 0;
+      if (first.isOk()) {
+        first = makeError(Code::kInvalidArgument, "alltoallv (in place) rank ", rank_, ": rank ", peer, " sends ",
+                          theirs[4], " elements where this rank expects ", mine[5], ", and expects ", theirs[5],
+                          " where this rank sends ", mine[4], " (in place, every rank must use the same recvtype;",
+                          " the signatures must match)");
+      }
+      continue;
+    }
+    if ((!recvOk[peer] || !sendOk[peer]) && first.isOk()) {
+      first = makeError(Code::kInvalidArgument, "alltoallv rank ", rank_, ": the signatures with rank ", peer,
+                        " differ (it sends ", theirs[1], " basic elements, this rank expects ", mine[3],
+                        "; it expects ", theirs[3], ", this rank sends ", mine[1],
+                        "; equal numbers: the basic types differ); neither direction is exchanged");
+    }
+    if (!recvOk[peer] || !sendOk[peer]) sendOk[peer] = recvOk[peer] = 0;  // both ways: the pair is out
+  }
+  return first;
+}
+
+}  // namespace ibdt::collectives

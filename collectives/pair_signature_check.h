@@ -1,0 +1,39 @@
+// collectives/pair_signature_check.h — before the first run of an
+// alltoallv, every pair tells each other what it will send and what it
+// expects (two signatures and, for the in-place
+// algorithm, the two counts: six int64 per peer, by the pairwise rounds), so
+// that a pair whose counts or types differ fails on BOTH ranks with an error
+// naming the peer, and neither posts a message the other will not take
+// (a receiver would otherwise see only truncation and the sender nothing).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "collectives/alltoallv_args.h"
+#include "collectives/pairwise_rounds.h"
+
+namespace ibdt::collectives {
+
+class PairSignatureCheck {
+ public:
+  static Result<std::unique_ptr<PairSignatureCheck>> create(Communicator& comm, const AlltoallvArgs& args,
+                                                            int64_t throttle);
+  // The exchange, run as a plan phase.
+  PairwiseRounds& rounds() { return *rounds_; }
+  // After the rounds completed: which peers this rank may send to and
+  // receive from, and the first problem found (ok when every pair matches).
+  Status verdict(std::vector<uint8_t>& sendOk, std::vector<uint8_t>& recvOk) const;
+  // The scratch it holds.
+  int64_t bytes() const { return static_cast<int64_t>((mine_.size() + theirs_.size()) * sizeof(int64_t)); }
+
+ private:
+  PairSignatureCheck(const Communicator& comm, const AlltoallvArgs& args);
+  int rank_;
+  const AlltoallvArgs& args_;
+  std::vector<int64_t> mine_, theirs_;  // six words per peer (see the .cc)
+  std::unique_ptr<PairwiseRounds> rounds_;
+};
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,192 @@
+// alltoallv's failures with ranks as threads: bad arguments refused at init
+// (before anything is sent), pairs whose signatures differ failing on both
+// ranks with the peer named, and a dead rank: every survivor gets an error
+// within the deadline, none hangs.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "collectives/alltoallv_data.h"
+#include "ibdt/collectives.h"
+#include "messaging/thread_ranks.h"
+#include "support/scoped_env.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using datatype::Datatype;
+using messaging::testing::RankEnv;
+using messaging::testing::runRanks;
+using messaging::testing::soon;
+using testing::AlltoallvBuffers;
+using testing::InPlaceBuffer;
+using testing::Side;
+using testing::Spread;
+
+void expectError(const Result<Plan>& plan, Code code, const char* words) {
+  ASSERT_FALSE(plan.isOk()) << words;
+  EXPECT_EQ(plan.status().code(), code) << plan.status().toString();
+  EXPECT_NE(plan.status().toString().find(words), std::string::npos) << plan.status().toString();
+}
+
+TEST(AlltoallvErrors, BadArgumentsAreRefusedAtInit) {
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context);
+    ASSERT_TRUE(comm.isOk());
+    Communicator& c = **comm;
+    std::vector<uint8_t> a(64, 1), b(64, 0);
+    const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
+    using Counts = std::vector<int64_t>;
+    const Counts four{4, 4}, at{0, 8}, none{0, 0};
+    auto init = [&](const void* send, const Counts& sc, const Counts& sd, const Datatype& st, void* recv,
+                    const Counts& rc, const Counts& rd, const Datatype& rt, AlltoallvOptions options = {}) {
+      return alltoallvInit(c, send, sc, sd, st, recv, rc, rd, rt, options);
+    };
+    expectError(init(a.data(), {4, -1}, at, byte, b.data(), four, at, byte), Code::kInvalidArgument,
+                "negative send count -1 for rank 1");
+    expectError(init(a.data(), four, at, byte, b.data(), four, {0, 2}, byte), Code::kInvalidArgument,
+                "receive blocks of ranks 0 and 1 overlap");
+    expectError(init(a.data(), four, {0, int64_t{1} << 62}, Datatype::of<int64_t>(), b.data(), {1, 1}, at,
+                     Datatype::of<int32_t>()),
+                Code::kOverflow, "overflow");
+    expectError(init(nullptr, four, at, byte, b.data(), four, at, byte), Code::kInvalidArgument, "sendbuf is null");
+    expectError(init(a.data(), four, at, byte, nullptr, four, at, byte), Code::kInvalidArgument, "recvbuf is null");
+    auto uncommitted = Datatype::contiguous(4, byte);
+    ASSERT_TRUE(uncommitted.isOk());
+    expectError(init(a.data(), {1, 1}, at, *uncommitted, b.data(), four, at, byte), Code::kInvalidArgument,
+                "not committed");
+    expectError(init(a.data(), {4}, {0}, byte, b.data(), four, at, byte), Code::kInvalidArgument,
+                "one entry per rank");
+    expectError(init(b.data(), four, at, byte, b.data(), four, at, byte), Code::kInvalidArgument, "kInPlace");
+    const Counts own = env.rank == 0 ? Counts{3, 4} : Counts{4, 3};  // the block to itself: 4 against 3 bytes
+    expectError(init(a.data(), four, at, byte, b.data(), own, at, byte), Code::kInvalidArgument, "itself");
+    expectError(init(a.data(), four, at, byte, b.data(), four, at, byte, {AlltoallvAlgorithm::kPairwise, -1}),
+                Code::kInvalidArgument, "throttle");
+    // In place: dense types only, outgoing blocks disjoint, at least one element of auxiliary memory.
+    auto strided = Datatype::vector(2, 1, 2, Datatype::of<int32_t>());
+    ASSERT_TRUE(strided.isOk() && strided->commit().isOk());
+    expectError(init(kInPlace, {1, 1}, {0, 1}, Datatype(), b.data(), {1, 1}, {0, 1}, *strided),
+                Code::kInvalidArgument, "dense");
+    expectError(init(kInPlace, four, {0, 3}, Datatype(), b.data(), four, at, byte), Code::kInvalidArgument,
+                "send blocks of ranks 0 and 1 overlap");
+    AlltoallvOptions tiny;
+    tiny.inplaceBytes = 7;
+    expectError(init(kInPlace, {1, 1}, {0, 1}, Datatype(), b.data(), {1, 1}, {0, 1}, Datatype::of<double>(), tiny),
+                Code::kInvalidArgument, "no element");
+    tiny.algorithm = AlltoallvAlgorithm::kInPlaceLimited;
+    expectError(init(a.data(), four, at, byte, b.data(), four, at, byte, tiny), Code::kInvalidArgument, "kInPlace");
+    EXPECT_EQ(b, std::vector<uint8_t>(64, 0));  // nothing was written
+    EXPECT_EQ(a, std::vector<uint8_t>(64, 1));
+    // Nothing was sent either: a good exchange on the same communicator is exact.
+    const Side bytes = testing::byteSide(1);
+    AlltoallvBuffers buffers(testing::countMatrix(Spread::kRandom, 2, 9, 50), bytes, bytes, env.rank, 9);
+    ASSERT_TRUE(alltoallv(c, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), byte, buffers.recvbuf(),
+                          buffers.recvcounts(), buffers.rdispls(), byte, {}, soon())
+                    .isOk());
+    EXPECT_EQ(buffers.check(), "");
+    // Zero counts with null buffers are fine, in both forms.
+    EXPECT_TRUE(alltoallv(c, nullptr, none, none, byte, nullptr, none, none, byte, {}, soon()).isOk());
+    EXPECT_TRUE(alltoallv(c, kInPlace, none, none, Datatype(), nullptr, none, none, byte, {}, soon()).isOk());
+  });
+}
+
+// Rank 0 expects one element more from rank 1 than rank 1 sends: both fail
+// naming the other; the other pairs still exchange (direct) and nobody
+// waits until the deadline.
+TEST(AlltoallvErrors, MismatchedPairFailsOnBothRanksNamingThePeer) {
+  for (bool inPlace : {false, true}) {
+    runRanks(4, {}, [&](RankEnv& env) {
+      auto comm = Communicator::create(env.context);
+      ASSERT_TRUE(comm.isOk());
+      auto counts = testing::countMatrix(Spread::kAllEqual, 4, 3, 300);
+      if (env.rank == 0) counts[1][0] += 1;  // only rank 0 believes it
+      const Datatype item = Datatype::of<int32_t>();
+      Status status;
+      std::string wrong;
+      if (inPlace) {
+        InPlaceBuffer buffer(counts, 4, env.rank, 3);
+        auto plan = alltoallvInit(**comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(),
+                                  buffer.buffer(), buffer.recvcounts(), buffer.rdispls(), item);
+        ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+        ASSERT_TRUE(plan->start().isOk());
+        status = plan->wait(soon());
+      } else {
+        const Side ints = testing::denseSide(item, 1);
+        AlltoallvBuffers buffers(counts, ints, ints, env.rank, 3);
+        status = alltoallv(**comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), item,
+                           buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), item, {}, soon());
+        const std::vector<int> pair = env.rank == 0 ? std::vector<int>{1} : env.rank == 1 ? std::vector<int>{0}
+                                                                                          : std::vector<int>{};
+        wrong = buffers.check(pair);
+      }
+      EXPECT_EQ(wrong, "");
+      EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+      if (env.rank <= 1) {
+        ASSERT_FALSE(status.isOk()) << "rank " << env.rank << (inPlace ? " in place" : " direct");
+        EXPECT_NE(status.toString().find("rank " + std::to_string(1 - env.rank)), std::string::npos)
+            << status.toString();
+      } else if (!inPlace) {
+        EXPECT_TRUE(status.isOk()) << status.toString();
+      }
+    });
+  }
+}
+
+// Rank 3's Context is gone before the exchange: every survivor's alltoallv
+// ends with an error (not the deadline), in both algorithms.
+TEST(AlltoallvErrors, DeadRankFailsEverySurvivor) {
+  for (bool inPlace : {false, true}) {
+    messaging::testing::Ranks ranks = messaging::testing::createRanks(4, {});
+    for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+    ranks.contexts[3].reset();
+    const auto counts = testing::countMatrix(Spread::kAllEqual, 4, 11, 2000);
+    std::vector<std::thread> survivors;
+    for (int rank = 0; rank < 3; ++rank) {
+      survivors.emplace_back([&, rank] {
+        auto comm = Communicator::create(*ranks.contexts[static_cast<size_t>(rank)]);
+        ASSERT_TRUE(comm.isOk());
+        const Datatype item = Datatype::of<int32_t>();
+        const auto deadline = Deadline::after(std::chrono::seconds(30));
+        Status status;
+        if (inPlace) {
+          InPlaceBuffer buffer(counts, 4, rank, 11);
+          status = alltoallv(**comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
+                             buffer.recvcounts(), buffer.rdispls(), item, {}, deadline);
+        } else {
+          const Side ints = testing::denseSide(item, 1);
+          AlltoallvBuffers buffers(counts, ints, ints, rank, 11);
+          status = alltoallv(**comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), item,
+                             buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), item, {}, deadline);
+          EXPECT_EQ(buffers.check({3}), "");  // the survivors' blocks still arrived
+        }
+        ASSERT_FALSE(status.isOk()) << "rank " << rank;
+        EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+      });
+    }
+    for (auto& thread : survivors) thread.join();
+  }
+}
+
+TEST(AlltoallvOptions, KnobsAreReadAndBadValuesNameThem) {
+  {
+    test::ScopedEnv bytes("IBDT_ALLTOALLV_INPLACE_BYTES", "64K");
+    test::ScopedEnv buffers("IBDT_ALLTOALLV_INPLACE_BUFFERS", "5");
+    auto options = alltoallvOptionsFromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->inplaceBytes, 65536);
+    EXPECT_EQ(options->inplaceBuffers, 5);
+  }
+  for (const char* bad : {"0", "-1", "lots"}) {
+    test::ScopedEnv bytes("IBDT_ALLTOALLV_INPLACE_BYTES", bad);
+    auto options = alltoallvOptionsFromEnvironment();
+    ASSERT_FALSE(options.isOk()) << bad;
+    EXPECT_NE(options.status().toString().find("IBDT_ALLTOALLV_INPLACE_BYTES"), std::string::npos);
+  }
+  auto defaults = alltoallvOptionsFromEnvironment();
+  ASSERT_TRUE(defaults.isOk());
+  EXPECT_EQ(defaults->inplaceBytes, AlltoallvOptions{}.inplaceBytes);  // the knobs' defaults are the struct's
+  EXPECT_EQ(defaults->inplaceBuffers, AlltoallvOptions{}.inplaceBuffers);
+}
+
+}  // namespace
+}  // namespace ibdt::collectives

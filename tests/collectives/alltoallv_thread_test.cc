@@ -1,0 +1,191 @@
+// alltoallv with ranks as threads over the loopback fabric (fast, RC rules
+// enforced): the direct and the in-place algorithm over count matrices from
+// a seed (random with zeros, one huge peer, all to one, one to all, a few
+// peers, all equal) for p in {1, 2, 3, 4, 5, 7, 8}, contiguous and derived
+// types; every byte of every buffer checked against what its sender meant.
+// The in-place runs go from one element of auxiliary memory to 100 % of the
+// data and assert the peak extra memory. Then persistent plans, bad
+// arguments, mismatched pairs and a dead rank (errors, never hangs).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "collectives/alltoallv_data.h"
+#include "ibdt/collectives.h"
+#include "messaging/thread_ranks.h"
+#include "support/scoped_env.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using datatype::Datatype;
+using messaging::testing::RankEnv;
+using messaging::testing::runRanks;
+using messaging::testing::soon;
+using testing::AlltoallvBuffers;
+using testing::CountMatrix;
+using testing::InPlaceBuffer;
+using testing::Side;
+using testing::Spread;
+
+std::unique_ptr<Communicator> world(messaging::Context& context) {
+  auto comm = Communicator::create(context);
+  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
+  return comm.isOk() ? std::move(*comm) : nullptr;
+}
+
+// Bookkeeping of the in-place algorithm beyond its auxiliary buffers: O(p),
+// whatever the counts (docs/alltoallv.md).
+int64_t bookkeepingBound(int size) { return 4096 + 1024 * int64_t{size}; }
+
+Status directExchange(Communicator& comm, AlltoallvBuffers& buffers, const Side& send, const Side& recv,
+                      AlltoallvOptions options = {}) {
+  return alltoallv(comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), send.type, buffers.recvbuf(),
+                   buffers.recvcounts(), buffers.rdispls(), recv.type, options, soon());
+}
+
+Status inPlaceExchange(Communicator& comm, InPlaceBuffer& buffer, const Datatype& type, AlltoallvOptions options,
+                       int64_t* peak = nullptr) {
+  auto plan = alltoallvInit(comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
+                            buffer.recvcounts(), buffer.rdispls(), type, options);
+  if (!plan.isOk()) return plan.status();
+  IBDT_RETURN_IF_ERROR(plan->start());
+  Status status = plan->wait(soon());
+  if (peak != nullptr) *peak = plan->peakExtraBytes();
+  return status;
+}
+
+class AlltoallvThreads : public ::testing::TestWithParam<int> {};
+
+// Element sides (count 1) of equal signature: bytes, strided -> dense, dense -> strided.
+std::vector<std::pair<Side, Side>> typePairs() {
+  Side strided = testing::vectorSide(1);
+  Side dense = testing::denseSide(strided.type, 1);
+  return {{testing::byteSide(1), testing::byteSide(1)}, {strided, dense}, {dense, strided}};
+}
+
+TEST_P(AlltoallvThreads, DirectEverySpreadAndType) {
+  const int size = GetParam();
+  runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    const auto types = typePairs();
+    for (Spread spread : testing::kSpreads) {
+      for (size_t t = 0; t < types.size(); ++t) {
+        const uint64_t seed = 1000 + static_cast<uint64_t>(size) * 17 + t;
+        const CountMatrix counts = testing::countMatrix(spread, size, seed, t == 0 ? 3000 : 60);
+        AlltoallvBuffers buffers(counts, types[t].first, types[t].second, env.rank, seed);
+        AlltoallvOptions options;
+        options.throttle = static_cast<int64_t>(seed % 3 == 0 ? 0 : seed % 3 == 1 ? 1 : 8);
+        Status status = directExchange(*comm, buffers, types[t].first, types[t].second, options);
+        ASSERT_TRUE(status.isOk()) << testing::spreadName(spread) << " types " << t << ": " << status.toString();
+        EXPECT_EQ(buffers.check(), "") << testing::spreadName(spread) << " types " << t;
+      }
+    }
+  });
+}
+
+// Auxiliary memory from one element to 100 % of the incoming data, with
+// the peak extra memory at most a plus O(p) bookkeeping.
+TEST_P(AlltoallvThreads, InPlaceEverySpreadAndAuxiliarySize) {
+  const int size = GetParam();
+  runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    const Datatype item = Datatype::of<int32_t>();
+    for (Spread spread : testing::kSpreads) {
+      const uint64_t seed = 2000 + static_cast<uint64_t>(size) * 13 + static_cast<uint64_t>(spread);
+      const CountMatrix counts = testing::countMatrix(spread, size, seed, 700);
+      for (int percent : {0, 1, 10, 100}) {  // 0: one element
+        InPlaceBuffer buffer(counts, 4, env.rank, seed);
+        // Every rank must pick the same a: from the largest receive total.
+        int64_t largest = 0;
+        for (int r = 0; r < size; ++r) {
+          int64_t total = 0;
+          for (int i = 0; i < size; ++i) total += counts[static_cast<size_t>(i)][static_cast<size_t>(r)] * 4;
+          largest = std::max(largest, total);
+        }
+        AlltoallvOptions options;
+        options.inplaceBytes = std::max<int64_t>(4, largest * percent / 100);
+        options.inplaceBuffers = percent == 10 ? 3 : 0;
+        int64_t peak = 0;
+        Status status = inPlaceExchange(*comm, buffer, item, options, &peak);
+        const std::string where = std::string(testing::spreadName(spread)) + " aux " + std::to_string(percent) + "%";
+        ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
+        EXPECT_EQ(buffer.check(), "") << where;
+        EXPECT_LE(peak, options.inplaceBytes + bookkeepingBound(size)) << where;
+        EXPECT_GT(peak, 0) << where;
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallvThreads, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
+                         [](const auto& ranks) { return "np" + std::to_string(ranks.param); });
+
+// The same bound whatever the message sizes: 40 x larger blocks, the same a.
+TEST(AlltoallvInPlace, PeakExtraMemoryDoesNotGrowWithTheMessages) {
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    for (int64_t scale : {500, 20000}) {
+      const CountMatrix counts = testing::countMatrix(Spread::kRandom, 4, 77, scale);
+      InPlaceBuffer buffer(counts, 8, env.rank, 77);
+      AlltoallvOptions options;
+      options.inplaceBytes = 4096;
+      int64_t peak = 0;
+      Status status = inPlaceExchange(*comm, buffer, Datatype::of<double>(), options, &peak);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      EXPECT_EQ(buffer.check(), "") << "scale " << scale;
+      EXPECT_LE(peak, 4096 + bookkeepingBound(4)) << "scale " << scale;
+    }
+  });
+}
+
+// A persistent plan of each algorithm started three times (once driven by
+// test()), every byte checked each time.
+TEST(AlltoallvPlans, StartedRepeatedly) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    const CountMatrix counts = testing::countMatrix(Spread::kRandom, 3, 5, 400);
+    const Side bytes = testing::byteSide(1);
+    AlltoallvBuffers buffers(counts, bytes, bytes, env.rank, 5);
+    InPlaceBuffer single(counts, 1, env.rank, 5);
+    AlltoallvOptions small;
+    small.inplaceBytes = 64;
+    auto direct = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), bytes.type,
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), bytes.type);
+    auto inPlace = alltoallvInit(*comm, kInPlace, single.sendcounts(), single.sdispls(), Datatype(), single.buffer(),
+                                 single.recvcounts(), single.rdispls(), bytes.type, small);
+    ASSERT_TRUE(direct.isOk()) << direct.status().toString();
+    ASSERT_TRUE(inPlace.isOk()) << inPlace.status().toString();
+    EXPECT_EQ(direct->algorithm(), "pairwise");
+    EXPECT_EQ(inPlace->algorithm(), "in-place");
+    for (int run = 0; run < 3; ++run) {
+      buffers.clearReceive();
+      single.refill();
+      env.barrier();  // every buffer is ready before anyone's run writes into it
+      for (Plan* plan : {&*direct, &*inPlace}) {
+        ASSERT_TRUE(plan->start().isOk());
+        if (run == 1) {
+          bool done = false;
+          for (auto deadline = soon(); !done && !deadline.expired();) {
+            auto tested = plan->test();
+            ASSERT_TRUE(tested.isOk()) << tested.status().toString();
+            done = *tested;
+          }
+          ASSERT_TRUE(done);
+        }
+        Status status = plan->wait(soon());
+        ASSERT_TRUE(status.isOk()) << plan->algorithm() << " run " << run << ": " << status.toString();
+      }
+      EXPECT_EQ(buffers.check(), "") << "run " << run;
+      EXPECT_EQ(single.check(), "") << "run " << run;
+      env.barrier();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace ibdt::collectives
