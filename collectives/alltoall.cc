@@ -4,6 +4,7 @@
 
 #include "base/config.h"
 #include "collectives/alltoall_args.h"
+#include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
 #include "datatype/checked_math.h"
 
@@ -69,23 +70,33 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
 Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   AlltoallOptions options;
   IBDT_ASSIGN_OR_RETURN(options.throttle, config::getInt("IBDT_ALLTOALL_THROTTLE", 0, int64_t{1} << 30));
+  IBDT_ASSIGN_OR_RETURN(int64_t leaders, config::getInt("IBDT_ALLTOALL_LEADERS", 1, 1024));
+  options.leaders = static_cast<int>(leaders);
   return options;
 }
 
 Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
                           const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                           const datatype::Datatype& recvtype, const AlltoallOptions& options) {
+  Result<AlltoallArgs> checked = checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  if (options.algorithm == AlltoallAlgorithm::kHierarchical) {
+    // Its init is collective: a rank with bad arguments still takes part,
+    // so every rank fails instead of waiting for it.
+    IBDT_ASSIGN_OR_RETURN(auto hierarchical, makeHierarchicalAlltoall(comm, checked, options.leaders));
+    return Plan(std::move(hierarchical));
+  }
   if (options.throttle < 0) {
     return makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle, " (0: unlimited, else >= 1)");
   }
-  IBDT_ASSIGN_OR_RETURN(AlltoallArgs args,
-                        checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+  IBDT_ASSIGN_OR_RETURN(AlltoallArgs args, std::move(checked));
   switch (options.algorithm) {
-    case AlltoallAlgorithm::kAuto:  // the only algorithm so far
+    case AlltoallAlgorithm::kAuto:  // no selection yet
     case AlltoallAlgorithm::kPairwise: {
       IBDT_ASSIGN_OR_RETURN(auto pairwise, makePairwiseAlltoall(comm, args, options.throttle));
       return Plan(std::move(pairwise));
     }
+    case AlltoallAlgorithm::kHierarchical:
+      break;  // above
   }
   return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ", static_cast<int>(options.algorithm));
 }

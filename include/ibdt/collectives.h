@@ -26,7 +26,7 @@
 // receive buffers must not overlap (no MPI_IN_PLACE yet).
 //
 // What is missing (see README): Bruck (basic, modified,
-// zero-copy, radix-r), hierarchical alltoall, alltoallv, the selection
+// zero-copy, radix-r), multiple alltoall, alltoallv, the selection
 // table, algorithm counters and the MPI bridge.
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
@@ -160,12 +160,20 @@ class Plan {
   bool started_ = false;
 };
 
-enum class AlltoallAlgorithm : uint8_t { kAuto, kPairwise };
+enum class AlltoallAlgorithm : uint8_t {
+  kAuto,
+  kPairwise,
+  // Gather at leaders per node, leaders exchange, scatter (docs/alltoall-hierarchical.md).
+  kHierarchical,
+};
 
 struct AlltoallOptions {
   AlltoallAlgorithm algorithm = AlltoallAlgorithm::kAuto;
   // Pairwise: at most this many rounds in flight (0: all at once).
   int64_t throttle = 8;
+  // Hierarchical: ranks per node that exchange between nodes (the first
+  // local ranks; fewer when a node has fewer ranks).
+  int leaders = 1;
 };
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();
