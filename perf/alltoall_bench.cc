@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/node_map.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "perf/alltoall_cases.h"
@@ -37,6 +38,7 @@ struct BenchOptions {
   std::vector<std::string> rows;  // empty: every row
   int64_t throttle = -1;          // <0: IBDT_ALLTOALL_THROTTLE
   std::string provider = "auto";
+  int nodes = 1;  // > 1: a simulated node map (blocks), and the hierarchical rows
 };
 
 struct Setup {
@@ -55,6 +57,28 @@ bool wanted(const BenchOptions& options, const std::string& row) {
 }
 
 std::string rowName(const std::string& who, bool vector) { return who + (vector ? " vector" : " contig"); }
+
+constexpr const char* kHierarchicalRows = "ibdt hier";
+
+// ibdt's rows: the configured algorithm, and the hierarchical one on a
+// simulated node map.
+std::vector<std::pair<std::string, AlltoallOptions>> ibdtRows(const BenchOptions& options, AlltoallOptions base) {
+  std::vector<std::pair<std::string, AlltoallOptions>> rows = {{"ibdt", base}};
+  if (options.nodes > 1) {
+    base.algorithm = collectives::AlltoallAlgorithm::kHierarchical;
+    rows.emplace_back(kHierarchicalRows, base);
+  }
+  return rows;
+}
+
+// Rank r's node: ranks in blocks over `nodes` simulated nodes, as ibdt-run --nodes.
+std::vector<collectives::NodeInfo> simulatedNodes(int size, int nodes) {
+  std::vector<collectives::NodeInfo> map;
+  if (nodes <= 1) return map;
+  std::vector<int> local(static_cast<size_t>(nodes), 0);
+  for (int node : bootstrap::blockNodeMap(size, std::min(size, nodes))) map.push_back({node, local[static_cast<size_t>(node)]++});
+  return map;
+}
 
 void addRow(Report& report, int ranks, int64_t bytes, const std::string& row, const Summary& seconds,
             int64_t bytesMoved) {
@@ -108,24 +132,18 @@ Result<std::vector<double>> slowest(messaging::Bootstrap& bootstrap, const std::
   return out;
 }
 
-// One rank of the ibdt rows for `ranks` processes.
-Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options, const Setup& setup,
-                   const std::string& jobTag, Report& report) {
-  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
-  IBDT_ASSIGN_OR_RETURN(messaging::Options messagingOptions, messaging::optionsFromEnvironment());
-  IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
-  IBDT_ASSIGN_OR_RETURN(auto comm, Communicator::create(*context));
-  IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, collectives::alltoallOptionsFromEnvironment());
-  if (options.throttle >= 0) alltoall.throttle = options.throttle;
-  const int size = comm->size(), rank = comm->rank();
+// One ibdt row (an algorithm) on this rank, contiguous and vector, every size.
+Status runIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const BenchOptions& options, const Setup& setup,
+                  const std::string& who, const AlltoallOptions& alltoall, Report& report) {
+  const int size = comm.size(), rank = comm.rank();
   for (bool vector : {false, true}) {
-    if (!wanted(options, rowName("ibdt", vector))) continue;
+    if (!wanted(options, rowName(who, vector))) continue;
     for (int64_t bytes : setup.bytes) {
       IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
       std::vector<uint8_t> send, recv(static_cast<size_t>(bytes * size), 0);
       fillAlltoallSend(send, vector, bytes, size, rank);
       IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
-                            collectives::alltoallInit(*comm, send.data(), layout.sendCount, layout.sendType,
+                            collectives::alltoallInit(comm, send.data(), layout.sendCount, layout.sendType,
                                                       recv.data(), layout.recvCount, layout.recvType, alltoall));
       auto once = [&plan]() -> Status {
         IBDT_RETURN_IF_ERROR(plan.start());
@@ -134,7 +152,7 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
       Status checked = once();
       std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
       IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agree(bootstrap, wrong));
-      if (!anyWrong.empty()) return makeError(Code::kInternal, rowName("ibdt", vector), ": ", anyWrong);
+      if (!anyWrong.empty()) return makeError(Code::kInternal, rowName(who, vector), ": ", anyWrong);
       const int calls = alltoallCallsPerRep(bytes);
       std::vector<double> mine;
       Status failed;
@@ -143,7 +161,7 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
         // through MPI_Barrier. Not the bootstrap's sockets: they release the
         // ranks microseconds apart, and a rank woken from a socket read is
         // often placed on its waker's core, where the two then share one.
-        IBDT_RETURN_IF_ERROR(collectives::barrier(*comm, Deadline::after(std::chrono::seconds(60))));
+        IBDT_RETURN_IF_ERROR(collectives::barrier(comm, Deadline::after(std::chrono::seconds(60))));
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
         IBDT_RETURN_IF_ERROR(failed);
@@ -151,8 +169,23 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
         if (rep >= setup.warmup) mine.push_back(seconds / calls);
       }
       IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowest(bootstrap, mine));
-      if (rank == 0) addRow(report, size, bytes, rowName("ibdt", vector), summarize(times), (size - 1) * bytes);
+      if (rank == 0) addRow(report, size, bytes, rowName(who, vector), summarize(times), (size - 1) * bytes);
     }
+  }
+  return Status::ok();
+}
+
+// One rank of the ibdt rows for `ranks` processes.
+Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options, const Setup& setup,
+                   const std::string& jobTag, Report& report) {
+  IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
+  IBDT_ASSIGN_OR_RETURN(messaging::Options messagingOptions, messaging::optionsFromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
+  IBDT_ASSIGN_OR_RETURN(auto comm, Communicator::create(*context, simulatedNodes(context->size(), options.nodes)));
+  IBDT_ASSIGN_OR_RETURN(AlltoallOptions configured, collectives::alltoallOptionsFromEnvironment());
+  if (options.throttle >= 0) configured.throttle = options.throttle;
+  for (const auto& [who, alltoall] : ibdtRows(options, configured)) {
+    IBDT_RETURN_IF_ERROR(runIbdtRow(bootstrap, *comm, options, setup, who, alltoall, report));
   }
   return context->close(Deadline::after(std::chrono::seconds(60)));
 }
@@ -224,7 +257,10 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   const std::vector<int> rankCounts = options.ranks.empty() ? alltoallRanks() : options.ranks;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   for (int ranks : rankCounts) {
-    if (wanted(options, "ibdt contig") || wanted(options, "ibdt vector")) {
+    const auto rows = ibdtRows(options, {});
+    if (std::any_of(rows.begin(), rows.end(), [&](const auto& row) {
+          return wanted(options, rowName(row.first, false)) || wanted(options, rowName(row.first, true));
+        })) {
       const std::string jobTag = "alltoall-bench-" + std::to_string(getpid()) + "-" + std::to_string(ranks);
       runForkedRanks("alltoall", ranks, [&](messaging::Bootstrap& bootstrap) {
         return runIbdtRank(bootstrap, options, setup, jobTag, report);
@@ -251,6 +287,12 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
                           std::to_string(options.throttle >= 0 ? options.throttle : defaults.throttle) +
                           " rounds in flight; forked ranks over the " + options.provider +
                           " provider, one core each where they fit (as mpirun binds), started by ibdt's barrier");
+  if (options.nodes > 1) {
+    report.note(kHierarchicalRows, "hierarchical (gather at " + std::to_string(defaults.leaders) +
+                                       " leader(s) per node, direct exchange, scatter) on " +
+                                       std::to_string(options.nodes) +
+                                       " simulated nodes (ranks in blocks); node-local traffic through the same provider");
+  }
   report.note(kMemcpyRow, "one process copies the N blocks of one rank's receive buffer with memcpy (no transport)");
   report.note("MB/s per rank", "bytes each rank sends to the other ranks (memcpy: bytes it copies) per second");
   report.note("machine", machineDescription());
@@ -272,7 +314,10 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--throttle", options->throttle, "rounds in flight (default IBDT_ALLTOALL_THROTTLE; 0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
-  std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow};
+  sub->add_option("--nodes", options->nodes, "simulate K nodes (ranks in blocks) and add the hierarchical rows")
+      ->check(CLI::Range(1, 64));
+  std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow, rowName(kHierarchicalRows, false),
+                                    rowName(kHierarchicalRows, true)};
   for (const char* library : kMpiLibraryNames) names.insert(names.end(), {rowName(library, false), rowName(library, true)});
   sub->add_option("--row", options->rows, "rows to run (default all)")->check(CLI::IsMember(names));
   sub->callback([options, &common] { runAlltoall(*options, common); });
