@@ -1,7 +1,10 @@
-// Hierarchical alltoall (Jocksch, Kraushaar and Daverio, II-A, Figure 1):
-// the blocks that go from one node to another travel as one message
-// between two leaders, so p^2 small messages become N^2 larger ones (N
-// nodes) plus node-local gathers and scatters.
+// Hierarchical alltoall (Jocksch, Kraushaar and Daverio, II-A, Figure 1)
+// and multiple alltoall (II-C): the blocks that go from one node to
+// another travel as one message between two leaders, so p^2 small messages
+// become N^2 larger ones (N nodes) plus node-local gathers and scatters.
+// The multiple alltoall runs the alltoalls of several groups (the rows of
+// a process grid) at once: only pairs of one group exchange, and a node
+// pair's message carries the blocks of every group.
 //
 // Leaders: the first min(L, ranks on the node) local ranks (L from
 // AlltoallOptions::leaders). Leader j of a node handles the nodes n with
@@ -10,16 +13,18 @@
 // partner of a node pair is fixed on both sides, as in Figure 1.
 //
 // Stages (collectives/staged_plan.h; every receive is posted at start):
-//   0  every rank packs its send blocks, grouped by leader, in the order
+//   0  every rank packs its send blocks, one chunk per leader, in the order
 //      [destination node][destination rank], and sends each leader its
-//      group (a leader packs its own group straight into its gather buffer);
+//      chunk (a leader packs its own straight into its gather buffer);
 //   1  a leader, its gather complete, holds [source rank][node][dest rank];
-//      it sends node b the sub-array [source][b's ranks] as one strided
-//      message (an hvector over bytes) to b's partner leader, whose receive
-//      type scatters it into [dest rank][source node][source rank]; the
-//      blocks that stay on the node are copied the same way;
-//   2  the leader sends each rank of its node its contiguous row;
+//      it sends node n the blocks [source][n's ranks] as one message (an
+//      hindexed type over the gather buffer) to n's partner leader, whose
+//      receive type places them into [dest rank][source node][source rank];
+//      the blocks that stay on the node are copied the same way;
+//   2  the leader sends each rank of its node its row (contiguous);
 //   3  every rank unpacks its rows into its receive buffer.
+// A rank's chunk and its row at a leader hold the same ranks (the group's
+// ranks on that leader's nodes), so both have one offset per rank.
 // Node-local traffic goes through the messaging layer (the shm provider on
 // one host), not a shared segment: collectives do not reach below
 // messaging. Messages carry packed bytes; the ranks' type signatures are
@@ -83,23 +88,31 @@ struct NodeLayout {
   }
 };
 
-// A message as count x type (0-byte blocks: an empty byte message).
+// A message as count x type over packed bytes: the listed (offset, length)
+// runs of a buffer, in order (no run: an empty message).
 struct Message {
   Datatype type = Datatype::basic(datatype::BasicKind::kByte);
   int64_t count = 0;
 };
-Result<Message> bytesMessage(int64_t bytes) { return Message{Datatype::basic(datatype::BasicKind::kByte), bytes}; }
-
-// `outer` rows of `inner` blocks: row i at i * outerStride, block k of a
-// row at k * innerStride (bytes); one element, in row-major order.
-Result<Message> gridMessage(int64_t outer, int64_t inner, int64_t block, int64_t outerStride, int64_t innerStride) {
-  if (block == 0 || outer == 0 || inner == 0) return bytesMessage(0);
-  const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
-  IBDT_ASSIGN_OR_RETURN(Datatype row, Datatype::hvector(inner, block, innerStride, byte));
-  IBDT_ASSIGN_OR_RETURN(Datatype grid, Datatype::hvector(outer, 1, outerStride, row));
-  IBDT_RETURN_IF_ERROR(grid.commit());
-  return Message{grid, 1};
-}
+struct Runs {
+  std::vector<int64_t> lengths, offsets;
+  void add(int64_t offset, int64_t length) {
+    if (length == 0) return;
+    if (!offsets.empty() && offsets.back() + lengths.back() == offset) {
+      lengths.back() += length;  // adjacent: one run
+      return;
+    }
+    offsets.push_back(offset);
+    lengths.push_back(length);
+  }
+  Result<Message> message() const {
+    if (offsets.empty()) return Message{};
+    IBDT_ASSIGN_OR_RETURN(Datatype type,
+                          Datatype::hindexed(lengths, offsets, Datatype::basic(datatype::BasicKind::kByte)));
+    IBDT_RETURN_IF_ERROR(type.commit());
+    return Message{type, 1};
+  }
+};
 
 // Typed block <-> packed bytes, prepared at init and run at every start.
 struct BlockCopy {
@@ -107,10 +120,10 @@ struct BlockCopy {
   std::byte* packed;
 };
 
-class HierarchicalBuilder {
+class MergedBuilder {
  public:
-  HierarchicalBuilder(Communicator& comm, const AlltoallArgs& args, int leaders)
-      : comm_(comm), args_(args), layout_(comm, leaders), block_(args.bytes),
+  MergedBuilder(Communicator& comm, const AlltoallArgs& args, int leaders, const RankGroups& groups, std::string name)
+      : comm_(comm), args_(args), layout_(comm, leaders), groups_(groups), name_(std::move(name)), block_(args.bytes),
         gatherTag_(comm.takePlanTag()), exchangeTag_(comm.takePlanTag()), scatterTag_(comm.takePlanTag()) {}
 
   Result<std::unique_ptr<PlanImpl>> build() {
@@ -120,8 +133,8 @@ class HierarchicalBuilder {
     recvSegment_ = std::move(recv);
     datatype::Checked checked;
     const size_t all = static_cast<size_t>(checked.mul(comm_.size(), block_));
-    if (checked.overflow) return makeError(Code::kOverflow, "alltoall (hierarchical): staging buffer size overflows");
-    plan_ = std::make_unique<StagedPlan>(comm_, "hierarchical", 4);
+    if (checked.overflow) return makeError(Code::kOverflow, name_, ": staging buffer size overflows");
+    plan_ = std::make_unique<StagedPlan>(comm_, name_, 4);
     sendStage_ = plan_->scratch(all);
     recvStage_ = plan_->scratch(all);
     if (layout_.myLocal < layout_.leaders[static_cast<size_t>(layout_.myNode)]) IBDT_RETURN_IF_ERROR(buildLeader());
@@ -130,23 +143,40 @@ class HierarchicalBuilder {
   }
 
  private:
-  // Every rank: pack and send its group to each leader of its node (stage
+  bool together(int a, int b) const { return groups_.group[static_cast<size_t>(a)] == groups_.group[static_cast<size_t>(b)]; }
+  // The ranks of `node` that exchange with `rank`, in rank order.
+  std::vector<int> partnersOn(int node, int rank) const {
+    std::vector<int> out;
+    for (int peer : layout_.ranks[static_cast<size_t>(node)]) {
+      if (together(peer, rank)) out.push_back(peer);
+    }
+    return out;
+  }
+  // Blocks `rank` exchanges with the nodes of `group` (its chunk and its row at their leader).
+  int64_t blocksWith(const std::vector<int>& group, int rank) const {
+    int64_t total = 0;
+    for (int n : group) total += static_cast<int64_t>(partnersOn(n, rank).size());
+    return total;
+  }
+
+  // Every rank: pack and send its chunk to each leader of its node (stage
   // 0), receive its row from each (stage 2) and unpack the rows (stage 3).
   Status buildMember() {
-    const int node = layout_.myNode;
+    const int node = layout_.myNode, me = comm_.rank();
     int64_t offset = 0;  // in blocks, in sendStage_ and recvStage_ alike
     for (int j = 0; j < layout_.leaders[static_cast<size_t>(node)]; ++j) {
       const std::vector<int> group = layout_.handled(node, j);
-      const int64_t blocks = layout_.ranksOf(group);
+      const int64_t blocks = blocksWith(group, me);
       const bool self = j == layout_.myLocal;
-      // A leader's own group and row live in its gather and receive buffers.
-      std::byte* packTo = self ? gather_ + layout_.myLocal * blocks * block_ : sendStage_ + offset * block_;
-      std::byte* unpackFrom = self ? exchanged_ + layout_.myLocal * blocks * block_ : recvStage_ + offset * block_;
+      // A leader's own chunk and row live in its gather and receive buffers.
+      std::byte* packTo = self ? gather_ + leaderOffset_[static_cast<size_t>(j)] * block_ : sendStage_ + offset * block_;
+      std::byte* unpackFrom = self ? exchanged_ + leaderOffset_[static_cast<size_t>(j)] * block_ : recvStage_ + offset * block_;
       int64_t k = 0;
       for (int n : group) {
-        for (int peer : layout_.ranks[static_cast<size_t>(n)]) {
-          packs_.push_back({const_cast<std::byte*>(args_.sendBlock(peer)), packTo + k * block_});
-          (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(peer), unpackFrom + k * block_});
+        for (int peer : partnersOn(n, me)) {  // the same ranks as destinations and as sources
+          const int index = groups_.rank[static_cast<size_t>(peer)];
+          packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo + k * block_});
+          (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom + k * block_});
           ++k;
         }
       }
@@ -168,46 +198,75 @@ class HierarchicalBuilder {
     return Status::ok();
   }
 
-  // Leader j: gather (stage 0 receives), exchange (stage 1), scatter (stage 2).
+  // Leader j: gather (stage 0 receives), exchange (stage 1), scatter (stage
+  // 2). Local rank s's chunk and row both start at leaderOffset_[s] blocks
+  // (a rank sends and receives the same number of blocks).
   Status buildLeader() {
     const int node = layout_.myNode, j = layout_.myLocal;
+    const std::vector<int>& locals = layout_.ranks[static_cast<size_t>(node)];
     const std::vector<int> group = layout_.handled(node, j);
-    const int64_t row = layout_.ranksOf(group), local = layout_.size(node);
+    int64_t total = 0;
+    for (int s : locals) {
+      leaderOffset_.push_back(total);
+      total += blocksWith(group, s);
+    }
     datatype::Checked checked;
-    checked.mul(checked.mul(row, local), block_);
-    if (checked.overflow) return makeError(Code::kOverflow, "alltoall (hierarchical): leader buffer size overflows");
-    gather_ = plan_->scratch(static_cast<size_t>(row * local * block_));
-    exchanged_ = plan_->scratch(static_cast<size_t>(row * local * block_));
-    for (int s = 0; s < local; ++s) {
-      if (s == j) continue;
-      const int peer = layout_.ranks[static_cast<size_t>(node)][static_cast<size_t>(s)];
-      IBDT_RETURN_IF_ERROR(plan_->addRecv(0, gather_ + s * row * block_, row * block_, byte(), peer, gatherTag_));
-      IBDT_RETURN_IF_ERROR(plan_->addSend(2, exchanged_ + s * row * block_, row * block_, byte(), peer, scatterTag_));
+    const int64_t bytes = checked.mul(total, block_);
+    if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
+    gather_ = plan_->scratch(static_cast<size_t>(bytes));
+    exchanged_ = plan_->scratch(static_cast<size_t>(bytes));
+    for (size_t s = 0; s < locals.size(); ++s) {
+      if (static_cast<int>(s) == j) continue;
+      const int64_t length = blocksWith(group, locals[s]) * block_;
+      IBDT_RETURN_IF_ERROR(plan_->addRecv(0, gather_ + leaderOffset_[s] * block_, length, byte(), locals[s], gatherTag_));
+      IBDT_RETURN_IF_ERROR(plan_->addSend(2, exchanged_ + leaderOffset_[s] * block_, length, byte(), locals[s], scatterTag_));
     }
-    int64_t column = 0;  // offset (in blocks) of node n within a row
-    for (int n : group) {
-      const int64_t remote = layout_.size(n);
-      // Sent: [my source rank][n's ranks] out of the gather rows.
-      IBDT_ASSIGN_OR_RETURN(Message out, gridMessage(local, remote, block_, row * block_, block_));
-      // Received: n's [source rank][my ranks] into [my rank][column + source].
-      IBDT_ASSIGN_OR_RETURN(Message in, gridMessage(remote, local, block_, block_, row * block_));
-      std::byte* source = gather_ + column * block_;
-      std::byte* target = exchanged_ + column * block_;
-      if (n == node) {
-        // The blocks that stay on this node: the same transposition, locally.
-        IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy,
-                              datatype::TypedCopy::create(out.type, out.count, in.type, in.count));
-        plan_->setBefore(1, [copy, source, target, bytes = local * local * block_] {
-          return bytes == 0 ? Status::ok() : copy.run(source, target, 0, bytes);
-        });
-      } else {
-        const int partner = layout_.leaderRank(n, layout_.handler(n, node));
-        IBDT_RETURN_IF_ERROR(plan_->addSend(1, source, out.count, out.type, partner, exchangeTag_));
-        IBDT_RETURN_IF_ERROR(plan_->addRecv(1, target, in.count, in.type, partner, exchangeTag_));
-      }
-      column += remote;
-    }
+    for (int n : group) IBDT_RETURN_IF_ERROR(buildExchange(group, n));
     return Status::ok();
+  }
+
+  // Offset (blocks) of node n's partners in local rank s's chunk or row.
+  int64_t columnOf(const std::vector<int>& group, size_t s, int n) const {
+    const int rank = layout_.ranks[static_cast<size_t>(layout_.myNode)][s];
+    int64_t column = leaderOffset_[s];
+    for (int m : group) {
+      if (m == n) break;
+      column += static_cast<int64_t>(partnersOn(m, rank).size());
+    }
+    return column;
+  }
+
+  // With node n: send [my source][its partners on n] from the gather chunks;
+  // receive n's [source][my destinations] into the rows of my ranks. The
+  // blocks that stay on this node take the same way as a local copy.
+  Status buildExchange(const std::vector<int>& group, int n) {
+    const int node = layout_.myNode;
+    const std::vector<int>& locals = layout_.ranks[static_cast<size_t>(node)];
+    Runs out, in;
+    for (size_t s = 0; s < locals.size(); ++s) {
+      out.add(columnOf(group, s, n) * block_, static_cast<int64_t>(partnersOn(n, locals[s]).size()) * block_);
+    }
+    for (int source : layout_.ranks[static_cast<size_t>(n)]) {  // the sender's order: source, then destination
+      for (size_t d = 0; d < locals.size(); ++d) {
+        if (!together(source, locals[d])) continue;
+        const std::vector<int> partners = partnersOn(n, locals[d]);
+        const int64_t index = std::find(partners.begin(), partners.end(), source) - partners.begin();
+        in.add((columnOf(group, d, n) + index) * block_, block_);
+      }
+    }
+    IBDT_ASSIGN_OR_RETURN(Message sent, out.message());
+    IBDT_ASSIGN_OR_RETURN(Message received, in.message());
+    if (n == node) {
+      IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy,
+                            datatype::TypedCopy::create(sent.type, sent.count, received.type, received.count));
+      plan_->setBefore(1, [copy, from = gather_, to = exchanged_, bytes = copy.size()] {
+        return bytes == 0 ? Status::ok() : copy.run(from, to, 0, bytes);
+      });
+      return Status::ok();
+    }
+    const int partner = layout_.leaderRank(n, layout_.handler(n, node));
+    IBDT_RETURN_IF_ERROR(plan_->addSend(1, gather_, sent.count, sent.type, partner, exchangeTag_));
+    return plan_->addRecv(1, exchanged_, received.count, received.type, partner, exchangeTag_);
   }
 
   static Status run(const std::vector<BlockCopy>& copies, const Segment& segment, int64_t bytes, bool pack) {
@@ -223,55 +282,80 @@ class HierarchicalBuilder {
   Communicator& comm_;
   const AlltoallArgs& args_;
   NodeLayout layout_;
+  const RankGroups& groups_;
+  std::string name_;
   int64_t block_;
   int32_t gatherTag_, exchangeTag_, scatterTag_;
   std::optional<Segment> sendSegment_, recvSegment_;
   std::unique_ptr<StagedPlan> plan_;
   std::byte *sendStage_ = nullptr, *recvStage_ = nullptr, *gather_ = nullptr, *exchanged_ = nullptr;
+  std::vector<int64_t> leaderOffset_;  // per local rank, in blocks (leaders only)
   std::vector<BlockCopy> packs_, unpacks_, ownUnpacks_;
 };
 
-
-// Every rank's arguments must be valid and agree: the messages carry
-// packed bytes, so this is where a mismatch is caught.
-Status agreeOnArguments(Communicator& comm, const Result<AlltoallArgs>& args, int leaders) {
-  int64_t mine[5] = {args.isOk() && leaders >= 1 ? 1 : 0, 0, 0, 0, leaders};
+// Every rank's arguments must be valid and agree, and the groups must be
+// consistent (every member reports the same size, and ranks 0 .. size - 1
+// once each): the messages carry packed bytes, so this is where a mismatch
+// is caught, on every rank alike. Returns every rank's group and index.
+Result<RankGroups> agreeOnArguments(Communicator& comm, const Result<AlltoallArgs>& args, int leaders,
+                                    const GroupPlace& place, const std::string& name) {
+  constexpr size_t kFields = 8;
+  int64_t mine[kFields] = {args.isOk() && leaders >= 1 ? 1 : 0, 0, 0, 0, leaders, place.group, place.rank, place.size};
   if (args.isOk()) {
     IBDT_ASSIGN_OR_RETURN(datatype::Signature signature, datatype::signature(args->sendtype, args->sendcount));
     mine[1] = static_cast<int64_t>(signature.hash);
     mine[2] = signature.elements;
     mine[3] = args->bytes;
   }
-  std::vector<int64_t> all(static_cast<size_t>(5 * comm.size()));
-  IBDT_RETURN_IF_ERROR(allgather(comm, mine, 5, all.data()));
+  std::vector<int64_t> all(kFields * static_cast<size_t>(comm.size()));
+  IBDT_RETURN_IF_ERROR(allgather(comm, mine, kFields, all.data()));
   if (!args.isOk()) return args.status();
-  if (leaders < 1) {
-    return makeError(Code::kInvalidArgument, "alltoall (hierarchical): ", leaders, " leaders per node (at least 1)");
-  }
+  if (leaders < 1) return makeError(Code::kInvalidArgument, name, ": ", leaders, " leaders per node (at least 1)");
+  RankGroups groups;
+  std::map<std::pair<int64_t, int64_t>, int> seen;  // (group, index) -> rank
   for (int r = 0; r < comm.size(); ++r) {
-    const int64_t* theirs = &all[static_cast<size_t>(5 * r)];
-    if (theirs[0] == 0) {
-      return makeError(Code::kInvalidArgument, "alltoall (hierarchical): rank ", r, " refused its arguments");
-    }
+    const int64_t* theirs = &all[kFields * static_cast<size_t>(r)];
+    if (theirs[0] == 0) return makeError(Code::kInvalidArgument, name, ": rank ", r, " refused its arguments");
     if (theirs[4] != leaders) {
-      return makeError(Code::kInvalidArgument, "alltoall (hierarchical): rank ", comm.rank(), " asks for ", leaders,
+      return makeError(Code::kInvalidArgument, name, ": rank ", comm.rank(), " asks for ", leaders,
                        " leaders per node, rank ", r, " for ", theirs[4]);
     }
     if (!std::equal(mine + 1, mine + 4, theirs + 1)) {
-      return makeError(Code::kInvalidArgument, "alltoall (hierarchical): rank ", comm.rank(), "'s blocks (",
-                       mine[3], " bytes, ", mine[2], " basic elements) do not match rank ", r, "'s (", theirs[3],
-                       " bytes, ", theirs[2], " basic elements); every pair must match exactly");
+      return makeError(Code::kInvalidArgument, name, ": rank ", comm.rank(), "'s blocks (", mine[3], " bytes, ",
+                       mine[2], " basic elements) do not match rank ", r, "'s (", theirs[3], " bytes, ", theirs[2],
+                       " basic elements); every pair must match exactly");
+    }
+    if (theirs[6] < 0 || theirs[6] >= theirs[7] || !seen.emplace(std::make_pair(theirs[5], theirs[6]), r).second) {
+      return makeError(Code::kInvalidArgument, name, ": rank ", r, " is rank ", theirs[6], " of ", theirs[7],
+                       " in its group, which another rank is too (the groups must partition the communicator)");
+    }
+    groups.group.push_back(static_cast<int>(theirs[5]));
+    groups.rank.push_back(static_cast<int>(theirs[6]));
+  }
+  for (int r = 0; r < comm.size(); ++r) {  // every index below the size taken, by ranks reporting that size
+    const int64_t* theirs = &all[kFields * static_cast<size_t>(r)];
+    for (int64_t index = 0; index < theirs[7]; ++index) {
+      auto member = seen.find({theirs[5], index});
+      if (member == seen.end() || all[kFields * static_cast<size_t>(member->second) + 7] != theirs[7]) {
+        return makeError(Code::kInvalidArgument, name, ": rank ", r, "'s group of ", theirs[7],
+                         " ranks has no consistent rank ", index, " (the groups must partition the communicator)");
+      }
     }
   }
-  return Status::ok();
+  return groups;
 }
 
 }  // namespace
 
+Result<std::unique_ptr<PlanImpl>> makeNodeMergedAlltoall(Communicator& comm, const Result<AlltoallArgs>& args,
+                                                         int leaders, const GroupPlace& place, std::string name) {
+  IBDT_ASSIGN_OR_RETURN(RankGroups groups, agreeOnArguments(comm, args, leaders, place, name));
+  return MergedBuilder(comm, *args, leaders, groups, std::move(name)).build();
+}
+
 Result<std::unique_ptr<PlanImpl>> makeHierarchicalAlltoall(Communicator& comm, const Result<AlltoallArgs>& args,
                                                            int leaders) {
-  IBDT_RETURN_IF_ERROR(agreeOnArguments(comm, args, leaders));
-  return HierarchicalBuilder(comm, *args, leaders).build();
+  return makeNodeMergedAlltoall(comm, args, leaders, {0, comm.rank(), comm.size()}, "hierarchical");
 }
 
 }  // namespace ibdt::collectives

@@ -26,7 +26,7 @@
 // receive buffers must not overlap (no MPI_IN_PLACE yet).
 //
 // What is missing (see README): Bruck (basic, modified,
-// zero-copy, radix-r), multiple alltoall, alltoallv, the selection
+// zero-copy, radix-r), alltoallv, the selection
 // table, algorithm counters and the MPI bridge.
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
@@ -188,6 +188,23 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
                 void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype,
                 const AlltoallOptions& options = {}, Deadline deadline = Deadline::never());
 
+
+// Multiple alltoall (Jocksch, Kraushaar and Daverio, II-C): every row of a
+// process grid runs its own MPI_Alltoall within `row` (this rank's row, a
+// split of `comm`; the rows partition `comm`), and the rows' exchanges are
+// merged node by node: one message per node pair and leader carries the
+// blocks of every row (docs/alltoall-hierarchical.md). Collective over
+// `comm`; options.leaders as for kHierarchical. Every rank's blocks must
+// have one type signature (rows with different block sizes: one
+// alltoallInit per row instead). Bad or mismatched arguments, or rows that
+// do not partition `comm`, fail init on every rank.
+Result<Plan> multipleAlltoallInit(Communicator& comm, Communicator& row, const void* sendbuf, int64_t sendcount,
+                                  const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                                  const datatype::Datatype& recvtype, const AlltoallOptions& options = {});
+Status multipleAlltoall(Communicator& comm, Communicator& row, const void* sendbuf, int64_t sendcount,
+                        const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                        const datatype::Datatype& recvtype, const AlltoallOptions& options = {},
+                        Deadline deadline = Deadline::never());
 
 // Small collectives of `count` int64 values per rank, correct for any p;
 // used by the algorithms themselves (agreements at init) and open to users.

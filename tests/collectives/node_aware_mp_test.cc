@@ -2,7 +2,8 @@
 // (registered with K = 2 and 3): the launcher's simulated node map reaches
 // the Communicator, splitByNode() and split() give the right members and
 // carry traffic, and the hierarchical alltoall delivers every byte for
-// contiguous and strided types, 1 and 2 leaders per node, persistent runs.
+// contiguous and strided types, 1 and 2 leaders per node, persistent runs;
+// the multiple alltoall of rows that cross the nodes.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -115,6 +116,27 @@ TEST_F(NodeAwareMp, HierarchicalEveryBlockSizeAndLeaderCount) {
         EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes, leaders " << leaders << ", run " << run;
         ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
       }
+    }
+  }
+}
+
+// Rows across the nodes (rank % 2), each an alltoall, merged node by node.
+TEST_F(NodeAwareMp, MultipleAlltoallOfRowsAcrossNodes) {
+  auto row = comm_->split(comm_->rank() % 2, comm_->rank(), mpDeadline());
+  ASSERT_TRUE(row.isOk()) << row.status().toString();
+  for (int64_t bytes : {1, 1000}) {
+    Side side = testing::byteSide(bytes);
+    AlltoallBuffers buffers(side, side, (*row)->size(), (*row)->rank());
+    auto plan = multipleAlltoallInit(*comm_, **row, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(),
+                                     side.count, side.type);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    for (int run = 0; run < 2; ++run) {
+      buffers.clearReceive();
+      ASSERT_TRUE(plan->start().isOk());
+      Status status = plan->wait(mpDeadline());
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      EXPECT_EQ(buffers.check(), "") << bytes << " bytes, run " << run;
+      ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
     }
   }
 }
