@@ -90,12 +90,15 @@ class Communicator {
   // the same `colour` form a communicator, ordered by `key`, then by rank
   // here. kUndefinedColour: this rank joins none (the result is null). Its
   // context id is one more than the highest any member has used in this
-  // communicator's family, agreed in the same allgather (docs/design.md).
-  // `comm` must outlive the result; node(r) keeps node ids, local ranks are
-  // renumbered among the members on each node.
+  // communicator's family, agreed in the same allgather (the scheme:
+  // docs/alltoall-hierarchical.md, "Context ids").
+  // The Context must outlive the result (this communicator need not);
+  // node(r) keeps node ids, local ranks are renumbered among the members on
+  // each node.
   Result<std::unique_ptr<Communicator>> split(int colour, int key, Deadline deadline = Deadline::never());
-  // MPI_Comm_split_type(SHARED) and the leaders' communicator, in one
-  // allgather (collective).
+  // MPI_Comm_split_type(SHARED) and the leaders' communicator (the first
+  // `leadersPerNode` local ranks of every node), in one allreduce of the
+  // context id (collective; membership follows from the node map).
   Result<NodeSplit> splitByNode(int leadersPerNode = 1, Deadline deadline = Deadline::never());
 
   int rank() const { return rank_; }
