@@ -69,22 +69,16 @@ struct NodeLayout {
     for (const auto& node : ranks) leaders.push_back(std::min(leadersPerNode, static_cast<int>(node.size())));
   }
   int nodes() const { return static_cast<int>(ranks.size()); }
-  int64_t size(int node) const { return static_cast<int64_t>(ranks[static_cast<size_t>(node)].size()); }
   // Leader index (local rank) on `node` that handles partner node `other`.
   int handler(int node, int other) const { return other % leaders[static_cast<size_t>(node)]; }
   int leaderRank(int node, int index) const { return ranks[static_cast<size_t>(node)][static_cast<size_t>(index)]; }
-  // The nodes leader `index` of `node` handles, ascending, and their ranks in total.
+  // The nodes leader `index` of `node` handles, ascending.
   std::vector<int> handled(int node, int index) const {
     std::vector<int> out;
     for (int n = 0; n < nodes(); ++n) {
       if (handler(node, n) == index) out.push_back(n);
     }
     return out;
-  }
-  int64_t ranksOf(const std::vector<int>& group) const {
-    int64_t total = 0;
-    for (int n : group) total += size(n);
-    return total;
   }
 };
 
