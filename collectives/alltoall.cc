@@ -5,6 +5,7 @@
 #include "base/config.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_bruck.h"
+#include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
 #include "datatype/checked_math.h"
 
@@ -87,8 +88,9 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
 }
 
 namespace {
-constexpr std::string_view kAlgorithmNames[] = {"auto", "pairwise", "bruck-basic", "bruck-modified",
-                                                 "bruck-zero-copy", "bruck-radix"};
+// Indexed by AlltoallAlgorithm.
+constexpr std::string_view kAlgorithmNames[] = {"auto",           "pairwise",    "bruck-basic", "bruck-modified",
+                                                 "bruck-zero-copy", "bruck-radix", "hierarchical"};
 }  // namespace
 
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm) {
@@ -101,7 +103,7 @@ Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name) {
     if (name == kAlgorithmNames[i]) return static_cast<AlltoallAlgorithm>(i);
   }
   return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm \"", name,
-                   "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix)");
+                   "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix, hierarchical)");
 }
 
 Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
@@ -111,22 +113,31 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(int algorithm,
                         config::getChoice("IBDT_ALLTOALL_ALGORITHM", {kAlgorithmNames[0], kAlgorithmNames[1],
                                                                       kAlgorithmNames[2], kAlgorithmNames[3],
-                                                                      kAlgorithmNames[4], kAlgorithmNames[5]}));
+                                                                      kAlgorithmNames[4], kAlgorithmNames[5],
+                                                                      kAlgorithmNames[6]}));
   options.algorithm = static_cast<AlltoallAlgorithm>(algorithm);
+  IBDT_ASSIGN_OR_RETURN(int64_t leaders, config::getInt("IBDT_ALLTOALL_LEADERS", 1, 1024));
+  options.leaders = static_cast<int>(leaders);
   return options;
 }
 
 Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
                           const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                           const datatype::Datatype& recvtype, const AlltoallOptions& options) {
+  Result<AlltoallArgs> checked = checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  if (options.algorithm == AlltoallAlgorithm::kHierarchical) {
+    // Its init is collective: a rank with bad arguments still takes part,
+    // so every rank fails instead of waiting for it.
+    IBDT_ASSIGN_OR_RETURN(auto hierarchical, makeHierarchicalAlltoall(comm, checked, options.leaders));
+    return Plan(std::move(hierarchical));
+  }
   if (options.throttle < 0) {
     return makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle, " (0: unlimited, else >= 1)");
   }
   if (options.radix < 2) {
     return makeError(Code::kInvalidArgument, "alltoall: radix ", options.radix, " (must be >= 2)");
   }
-  IBDT_ASSIGN_OR_RETURN(AlltoallArgs args,
-                        checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+  IBDT_ASSIGN_OR_RETURN(AlltoallArgs args, std::move(checked));
   Result<std::unique_ptr<PlanImpl>> impl = makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ",
                                                      static_cast<int>(options.algorithm));
   switch (options.algorithm) {
@@ -136,6 +147,7 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
     case AlltoallAlgorithm::kBruckModified: impl = makeModifiedBruckAlltoall(comm, args, 2); break;
     case AlltoallAlgorithm::kBruckZeroCopy: impl = makeZeroCopyBruckAlltoall(comm, args); break;
     case AlltoallAlgorithm::kBruckRadix: impl = makeModifiedBruckAlltoall(comm, args, options.radix); break;
+    case AlltoallAlgorithm::kHierarchical: break;  // above
   }
   if (!impl.isOk()) return std::move(impl).takeStatus();
   return Plan(std::move(impl).value());

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/node_map.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "perf/alltoall_cases.h"
@@ -43,6 +44,7 @@ struct BenchOptions {
   std::string provider = "auto";
   std::vector<std::string> algorithms;  // empty: auto
   std::vector<std::string> modes;       // empty: persistent
+  int nodes = 1;  // > 1: a simulated node map (blocks), and a hierarchical row
 };
 
 // An --algorithm value: a name of parseAlltoallAlgorithm, or bruck-radix-<r>.
@@ -87,6 +89,15 @@ bool wanted(const BenchOptions& options, const std::string& row) {
 }
 
 std::string rowName(const std::string& who, bool vector) { return who + (vector ? " vector" : " contig"); }
+
+// Rank r's node: ranks in blocks over `nodes` simulated nodes, as ibdt-run --nodes.
+std::vector<collectives::NodeInfo> simulatedNodes(int size, int nodes) {
+  std::vector<collectives::NodeInfo> map;
+  if (nodes <= 1) return map;
+  std::vector<int> local(static_cast<size_t>(nodes), 0);
+  for (int node : bootstrap::blockNodeMap(size, std::min(size, nodes))) map.push_back({node, local[static_cast<size_t>(node)]++});
+  return map;
+}
 
 void addRow(Report& report, int ranks, int64_t bytes, const std::string& row, const Summary& seconds,
             int64_t bytesMoved) {
@@ -165,11 +176,12 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
   IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
   IBDT_ASSIGN_OR_RETURN(messaging::Options messagingOptions, messaging::optionsFromEnvironment());
   IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
-  IBDT_ASSIGN_OR_RETURN(auto comm, Communicator::create(*context));
+  IBDT_ASSIGN_OR_RETURN(auto comm, Communicator::create(*context, simulatedNodes(context->size(), options.nodes)));
   IBDT_ASSIGN_OR_RETURN(AlltoallOptions defaults, collectives::alltoallOptionsFromEnvironment());
   if (options.throttle >= 0) defaults.throttle = options.throttle;
-  const std::vector<std::string> algorithms = options.algorithms.empty() ? std::vector<std::string>{"auto"}
-                                                                           : options.algorithms;
+  std::vector<std::string> algorithms = options.algorithms;
+  if (algorithms.empty()) algorithms = options.nodes > 1 ? std::vector<std::string>{"auto", "hierarchical"}
+                                                         : std::vector<std::string>{"auto"};
   const std::vector<std::string> modes = options.modes.empty() ? std::vector<std::string>{"persistent"} : options.modes;
   for (const std::string& algorithm : algorithms) {
     IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, algorithmOptions(algorithm, defaults));
@@ -280,6 +292,12 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
                           std::to_string(options.throttle >= 0 ? options.throttle : defaults.throttle) +
                           " rounds in flight; forked ranks over the " + options.provider +
                           " provider, one core each where they fit (as mpirun binds), started by ibdt's barrier");
+  if (options.nodes > 1) {
+    report.note("ibdt hierarchical", "gather at " + std::to_string(defaults.leaders) +
+                                       " leader(s) per node, direct exchange, scatter, on " +
+                                       std::to_string(options.nodes) +
+                                       " simulated nodes (ranks in blocks); node-local traffic through the same provider");
+  }
   report.note(kMemcpyRow, "one process copies the N blocks of one rank's receive buffer with memcpy (no transport)");
   report.note("MB/s per rank", "bytes each rank sends to the other ranks (memcpy: bytes it copies) per second");
   report.note("machine", machineDescription());
@@ -307,13 +325,17 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
   sub->add_option("--algorithm", options->algorithms,
                   "ibdt algorithms, repeatable (default auto): auto, pairwise, bruck-basic, bruck-modified, "
-                  "bruck-zero-copy, bruck-radix-<r>")
+                  "bruck-zero-copy, bruck-radix-<r>, hierarchical")
       ->check([](const std::string& text) {
         auto parsed = algorithmOptions(text, AlltoallOptions{});
         return parsed.isOk() ? std::string() : parsed.status().toString();
       });
   sub->add_option("--mode", options->modes, "persistent and/or blocking, repeatable (default persistent)")
       ->check(CLI::IsMember({"persistent", "blocking"}));
+  std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow};
+  sub->add_option("--nodes", options->nodes,
+                  "simulate K nodes (ranks in blocks); without --algorithm, runs auto and hierarchical")
+      ->check(CLI::Range(1, 64));
   std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow};
   for (const char* library : kMpiLibraryNames) names.insert(names.end(), {rowName(library, false), rowName(library, true)});
   sub->add_option("--row", options->rows, "rows to run (default all)")->check(CLI::IsMember(names));

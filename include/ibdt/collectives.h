@@ -71,40 +71,77 @@ struct NodeInfo {
   int localRank = 0;
 };
 
+class Communicator;
+
+// split(): the colour of a rank that joins no communicator (MPI_UNDEFINED).
+inline constexpr int kUndefinedColour = -1;
+
+// splitByNode(): this rank's node, and the leaders across nodes.
+struct NodeSplit {
+  std::unique_ptr<Communicator> node;     // the ranks of this rank's node
+  std::unique_ptr<Communicator> leaders;  // local ranks < leadersPerNode of every node; null elsewhere
+};
+
 class Communicator {
  public:
   // All ranks of `context`; nodeMap[r] tells where rank r runs (empty: all
   // on one node, local rank = rank). `contextId` must be at least
   // kFirstCollectiveContextId and the same on every rank; two communicators
-  // alive over one Context need different ids.
+  // alive over one Context need different ids. Communicators split from
+  // this one take ids from contextId + 1 up (at most kMaxSplitIds of them),
+  // so give two communicators created over one Context ids at least that
+  // far apart.
   static Result<std::unique_ptr<Communicator>> create(messaging::Context& context, std::vector<NodeInfo> nodeMap = {},
                                                       uint32_t contextId = kFirstCollectiveContextId);
   // The same with the node map gathered from the job's Store (collective).
   static Result<std::unique_ptr<Communicator>> create(messaging::Context& context, bootstrap::Store& store,
                                                       Deadline deadline,
                                                       uint32_t contextId = kFirstCollectiveContextId);
+  static constexpr uint32_t kMaxSplitIds = 1u << 16;
 
-  int rank() const { return context_->rank(); }
-  int size() const { return context_->size(); }
+  // MPI_Comm_split (collective over this communicator): the ranks with
+  // the same `colour` form a communicator, ordered by `key`, then by rank
+  // here. kUndefinedColour: this rank joins none (the result is null). Its
+  // context id is one more than the highest any member has used in this
+  // communicator's family, agreed in the same allgather (the scheme:
+  // docs/alltoall-hierarchical.md, "Context ids").
+  // The Context must outlive the result (this communicator need not);
+  // node(r) keeps node ids, local ranks are renumbered among the members on
+  // each node.
+  Result<std::unique_ptr<Communicator>> split(int colour, int key, Deadline deadline = Deadline::never());
+  // MPI_Comm_split_type(SHARED) and the leaders' communicator (the first
+  // `leadersPerNode` local ranks of every node), in one allreduce of the
+  // context id (collective; membership follows from the node map).
+  Result<NodeSplit> splitByNode(int leadersPerNode = 1, Deadline deadline = Deadline::never());
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(contextRanks_.size()); }
   // The Context rank of this communicator's rank `rank`: algorithms compute
   // peers as communicator ranks and address messages through this, so that
   // they run unchanged on a split communicator.
-  int contextRank(int rank) const { return rank; }
+  int contextRank(int rank) const { return contextRanks_[static_cast<size_t>(rank)]; }
   uint32_t contextId() const { return contextId_; }
   messaging::Context& context() const { return *context_; }
+  // Where communicator rank `rank` runs: the job's node id, and its local
+  // rank among this communicator's ranks on that node.
   const NodeInfo& node(int rank) const { return nodes_[static_cast<size_t>(rank)]; }
   int nodeCount() const { return nodeCount_; }
-  // Ranks on this rank's node.
+  // This communicator's ranks on this rank's node.
   int localSize() const { return localSize_; }
 
   // The tag of the next plan (internal: algorithms take one at init).
   int32_t takePlanTag();
 
  private:
-  Communicator(messaging::Context& context, std::vector<NodeInfo> nodes, uint32_t contextId);
+  struct IdFamily;  // the ids this rank's communicators split from one root use
+  Communicator(messaging::Context& context, std::vector<int> contextRanks, std::vector<NodeInfo> nodes,
+               uint32_t contextId, std::shared_ptr<IdFamily> family);
   messaging::Context* context_;
+  std::vector<int> contextRanks_;
   std::vector<NodeInfo> nodes_;
   uint32_t contextId_;
+  std::shared_ptr<IdFamily> family_;
+  int rank_ = 0;
   int nodeCount_ = 1;
   int localSize_ = 1;
   int32_t nextTag_ = 0;
@@ -145,9 +182,18 @@ class Plan {
 };
 
 // kAuto is pairwise until the selection table exists.
-enum class AlltoallAlgorithm : uint8_t { kAuto, kPairwise, kBruckBasic, kBruckModified, kBruckZeroCopy, kBruckRadix };
+enum class AlltoallAlgorithm : uint8_t {
+  kAuto,
+  kPairwise,
+  kBruckBasic,
+  kBruckModified,
+  kBruckZeroCopy,
+  kBruckRadix,
+  // Gather at leaders per node, leaders exchange, scatter (docs/alltoall-hierarchical.md).
+  kHierarchical,
+};
 // "auto", "pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy",
-// "bruck-radix" (IBDT_ALLTOALL_ALGORITHM's values).
+// "bruck-radix", "hierarchical" (IBDT_ALLTOALL_ALGORITHM's values).
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm);
 Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name);
 
@@ -158,6 +204,9 @@ struct AlltoallOptions {
   // Bruck radix-r: r >= 2 (r - 1 messages per round, ceil(log_r p) rounds;
   // r >= p is one round of p - 1 messages).
   int64_t radix = 4;
+  // Hierarchical: ranks per node that exchange between nodes (the first
+  // local ranks; fewer when a node has fewer ranks).
+  int leaders = 1;
 };
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();
@@ -230,6 +279,40 @@ Status alltoallv(Communicator& comm, const void* sendbuf, std::span<const int64_
                  std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
                  const datatype::Datatype& recvtype, const AlltoallvOptions& options = {},
                  Deadline deadline = Deadline::never());
+
+// Multiple alltoall (Jocksch, Kraushaar and Daverio, II-C): every row of a
+// process grid runs its own MPI_Alltoall within `row` (this rank's row, a
+// split of `comm`; the rows partition `comm`), and the rows' exchanges are
+// merged node by node: one message per node pair and leader carries the
+// blocks of every row (docs/alltoall-hierarchical.md). Collective over
+// `comm`; options.leaders as for kHierarchical. Every rank's blocks must
+// have one type signature (rows with different block sizes: one
+// alltoallInit per row instead). Bad or mismatched arguments, or rows that
+// do not partition `comm`, fail init on every rank.
+Result<Plan> multipleAlltoallInit(Communicator& comm, Communicator& row, const void* sendbuf, int64_t sendcount,
+                                  const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                                  const datatype::Datatype& recvtype, const AlltoallOptions& options = {});
+Status multipleAlltoall(Communicator& comm, Communicator& row, const void* sendbuf, int64_t sendcount,
+                        const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                        const datatype::Datatype& recvtype, const AlltoallOptions& options = {},
+                        Deadline deadline = Deadline::never());
+
+// Small collectives of `count` int64 values per rank, correct for any p;
+// used by the algorithms themselves (agreements at init) and open to users.
+// Plans like every collective: persistent, a started one allocates nothing.
+enum class ReduceOp : uint8_t { kMin, kMax, kSum };  // kSum wraps (two's complement)
+// recv[r * count + i] = value i of rank r; recv may alias send.
+Result<Plan> allgatherInit(Communicator& comm, const int64_t* send, int64_t count, int64_t* recv);
+// recv[i] = op over every rank's send[i], the same on every rank; recv may be send.
+Result<Plan> allreduceInit(Communicator& comm, const int64_t* send, int64_t* recv, int64_t count, ReduceOp op);
+// values[0 .. count) of `root` copied to every rank.
+Result<Plan> broadcastInit(Communicator& comm, int64_t* values, int64_t count, int root);
+// The same, blocking (init + start + wait).
+Status allgather(Communicator& comm, const int64_t* send, int64_t count, int64_t* recv,
+                 Deadline deadline = Deadline::never());
+Status allreduce(Communicator& comm, const int64_t* send, int64_t* recv, int64_t count, ReduceOp op,
+                 Deadline deadline = Deadline::never());
+Status broadcast(Communicator& comm, int64_t* values, int64_t count, int root, Deadline deadline = Deadline::never());
 
 // MPI_Barrier_init: returns on no rank before every rank has started it
 // (dissemination, ceil(log2 p) rounds of empty messages).

@@ -8,10 +8,10 @@
 
 #include "collectives/alltoall_data.h"
 #include "collectives/alltoallv_data.h"
+#include "collectives/collectives_mp.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "ibdt/store.h"
-#include "messaging/mp_support.h"
 #include "support/mp_test.h"
 
 namespace ibdt::collectives {
@@ -23,25 +23,8 @@ using test::mpStore;
 using testing::AlltoallBuffers;
 using testing::Side;
 
-// A Context and the world Communicator for one test; closed at the end so no
-// rank tears down while a peer still exchanges with it.
-class AlltoallMp : public ::testing::Test {
+class AlltoallMp : public testing::CollectivesMp {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(messaging::testing::mpDomain());
-    auto context = messaging::Context::create(*messaging::testing::mpDomain(), mpStore(), {}, mpDeadline());
-    ASSERT_TRUE(context.isOk()) << context.status().toString();
-    context_ = std::move(*context);
-    auto comm = Communicator::create(*context_, mpStore(), mpDeadline());
-    ASSERT_TRUE(comm.isOk()) << comm.status().toString();
-    comm_ = std::move(*comm);
-  }
-  void TearDown() override {
-    if (context_) {
-      EXPECT_TRUE(context_->close(mpDeadline()).isOk());
-    }
-  }
-
   void exchange(const Side& send, const Side& recv, int64_t throttle) {
     AlltoallBuffers buffers(send, recv, comm_->size(), comm_->rank());
     Status status = alltoall(*comm_, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count,
@@ -49,9 +32,6 @@ class AlltoallMp : public ::testing::Test {
     ASSERT_TRUE(status.isOk()) << status.toString();
     EXPECT_EQ(buffers.check(), "");
   }
-
-  std::unique_ptr<messaging::Context> context_;
-  std::unique_ptr<Communicator> comm_;
 };
 
 TEST_F(AlltoallMp, NodeMapComesFromTheStore) {

@@ -4,8 +4,14 @@
 # quick size (a smoke test, not a speed test; every row's data was checked
 # byte by byte by the bench itself, which exits non-zero otherwise).
 # -DBENCH=<ibdt-bench> [-DEXPECT_OPENMPI=ON] [-DEXPECT_MPICH=ON]
+# With -DNODES=<k>: only the hierarchical rows at 4 ranks on k simulated nodes.
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
-ibdt_run_bench_json(alltoall --quick)
+if(DEFINED NODES)
+  ibdt_run_bench_json(alltoall --quick --ranks 4 --nodes ${NODES} --algorithm hierarchical --row "ibdt contig"
+                      --row "ibdt vector")
+else()
+  ibdt_run_bench_json(alltoall --quick)
+endif()
 math(EXPR last "${rows} - 1")
 
 function(expect_row row ranks)
@@ -28,6 +34,12 @@ function(expect_row row ranks)
     endif()
   endforeach()
 endfunction()
+
+if(DEFINED NODES)
+  expect_row("ibdt hierarchical contig" 4)
+  expect_row("ibdt hierarchical vector" 4)
+  return()
+endif()
 
 foreach(ranks 2 4 8)
   foreach(row "ibdt contig" "ibdt vector" "memcpy")

@@ -1,0 +1,147 @@
+// StagedPlan: see staged_plan.h.
+#include "collectives/staged_plan.h"
+
+#include <algorithm>
+
+namespace ibdt::collectives {
+
+StagedPlan::StagedPlan(Communicator& comm, std::string name, size_t stages)
+    : comm_(comm), ctx_(comm.context()), name_(std::move(name)), before_(stages) {}
+
+Status StagedPlan::addSend(size_t stage, const void* buf, int64_t count, const datatype::Datatype& type, int peer,
+                           int32_t tag) {
+  IBDT_ASSIGN_OR_RETURN(messaging::Request request,
+                        ctx_.sendInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
+  sends_.push_back({std::move(request), stage, peer, true});
+  sorted_ = false;
+  return Status::ok();
+}
+
+Status StagedPlan::addRecv(size_t stage, void* buf, int64_t count, const datatype::Datatype& type, int peer,
+                           int32_t tag) {
+  IBDT_ASSIGN_OR_RETURN(messaging::Request request,
+                        ctx_.recvInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
+  recvs_.push_back({std::move(request), stage, peer, false});
+  sorted_ = false;
+  return Status::ok();
+}
+
+void StagedPlan::setBefore(size_t stage, std::function<Status()> work) { before_[stage] = std::move(work); }
+
+std::byte* StagedPlan::scratch(size_t bytes) {
+  scratch_.push_back(std::make_unique<std::byte[]>(std::max<size_t>(bytes, 1)));
+  return scratch_.back().get();
+}
+
+// Stable: transfers of one stage keep the order they were added in, which
+// is the order two messages between one pair of ranks match.
+void StagedPlan::sortByStage() {
+  auto byStage = [](const Transfer& a, const Transfer& b) { return a.stage < b.stage; };
+  std::stable_sort(recvs_.begin(), recvs_.end(), byStage);
+  std::stable_sort(sends_.begin(), sends_.end(), byStage);
+  recvEnd_.assign(before_.size(), 0);
+  sendEnd_.assign(before_.size(), 0);
+  for (size_t s = 0, r = 0, t = 0; s < before_.size(); ++s) {
+    while (r < recvs_.size() && recvs_[r].stage <= s) ++r;
+    while (t < sends_.size() && sends_[t].stage <= s) ++t;
+    recvEnd_[s] = r;
+    sendEnd_[s] = t;
+  }
+  sorted_ = true;
+}
+
+Status StagedPlan::start() {
+  if (!sorted_) sortByStage();
+  outcome_ = Status::ok();
+  begun_ = recvDone_ = sendsStarted_ = sendDone_ = 0;
+  active_ = true;
+  for (Transfer& recv : recvs_) {
+    Status status = ctx_.start(recv.request);
+    recv.pending = status.isOk();
+    note(std::move(status), recv);
+  }
+  if (!before_.empty()) begin(0);
+  return Status::ok();
+}
+
+void StagedPlan::begin(size_t stage) {
+  if (before_[stage]) {
+    Status status = before_[stage]();
+    if (!status.isOk() && outcome_.isOk()) {
+      outcome_ = makeError(status.code(), name_, " rank ", comm_.rank(), ", stage ", stage, ": ", status.message());
+    }
+  }
+  for (; sendsStarted_ < sendEnd_[stage]; ++sendsStarted_) {
+    Transfer& send = sends_[sendsStarted_];
+    Status status = ctx_.start(send.request);
+    send.pending = status.isOk();
+    note(std::move(status), send);
+  }
+  begun_ = stage + 1;
+}
+
+Result<bool> StagedPlan::collect(std::vector<Transfer>& transfers, size_t& done, size_t end, bool& progressed) {
+  for (; done < end; ++done) {
+    Transfer& transfer = transfers[done];
+    Status status;
+    IBDT_ASSIGN_OR_RETURN(bool complete, collectRequest(ctx_, transfer.request, transfer.pending, status));
+    if (!complete) return false;
+    note(std::move(status), transfer);
+    progressed = true;
+  }
+  return true;
+}
+
+Result<PollResult> StagedPlan::poll() {
+  PollResult result;
+  if (!active_) return PollResult{true, false};
+  while (begun_ < before_.size()) {
+    IBDT_ASSIGN_OR_RETURN(bool arrived, collect(recvs_, recvDone_, recvEnd_[begun_ - 1], result.progressed));
+    if (!arrived) return result;
+    begin(begun_);
+    result.progressed = true;
+  }
+  IBDT_ASSIGN_OR_RETURN(bool received, collect(recvs_, recvDone_, recvs_.size(), result.progressed));
+  if (!received) return result;
+  IBDT_ASSIGN_OR_RETURN(bool sent, collect(sends_, sendDone_, sendsStarted_, result.progressed));
+  if (!sent) return result;
+  result.done = true;
+  active_ = false;
+  return result;
+}
+
+// Waits on the request the schedule needs next: the oldest receive, else
+// the oldest send; messaging's wait progresses the others meanwhile.
+Status StagedPlan::block(Deadline deadline) {
+  Transfer* next = nullptr;
+  if (recvDone_ < recvs_.size()) next = &recvs_[recvDone_];
+  else if (sendDone_ < sendsStarted_) next = &sends_[sendDone_];
+  if (next == nullptr || !next->pending) return Status::ok();
+  Status status;
+  IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, next->request, deadline, status));
+  if (!done) {  // the wait gave up: the run stays active
+    return makeError(Code::kTimeout, name_, " rank ", comm_.rank(), ": stage ", next->stage, " did not complete in time (",
+                     next->send ? "send to" : "receive from", " rank ", next->peer, ")");
+  }
+  next->pending = false;
+  note(std::move(status), *next);
+  return Status::ok();
+}
+
+void StagedPlan::abandon() {
+  for (Transfer& recv : recvs_) {
+    if (recv.pending) (void)ctx_.cancel(recv.request);
+    recv.pending = false;
+  }
+  for (Transfer& send : sends_) send.pending = false;
+  active_ = false;
+}
+
+// Keeps the run's first error, naming the stage and peer.
+void StagedPlan::note(Status status, const Transfer& transfer) {
+  if (status.isOk() || !outcome_.isOk()) return;
+  outcome_ = makeError(status.code(), name_, " rank ", comm_.rank(), ", stage ", transfer.stage, ", ",
+                       transfer.send ? "send to" : "receive from", " rank ", transfer.peer, ": ", status.message());
+}
+
+}  // namespace ibdt::collectives

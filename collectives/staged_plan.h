@@ -1,0 +1,80 @@
+// collectives/staged_plan.h — a plan made of stages, for collectives whose
+// rounds depend on what earlier rounds received (small collectives, the
+// hierarchical alltoall).
+//
+// Stage s begins once every receive of the stages before it completed: its
+// local work (`before`, e.g. a copy of what arrived) runs, then its sends
+// start. Every receive of every stage is started at start(), so a message
+// never waits for its receive to be posted; two receives from one peer with
+// one tag match in stage order, the order that peer sends them. The run
+// completes when the last stage began and every request completed. A failed
+// request still lets the later stages run (no peer is left waiting); the
+// first error is the run's outcome. Requests are persistent and buffers are
+// allocated at init, so a run allocates nothing.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/plan_impl.h"
+#include "ibdt/collectives.h"
+
+namespace ibdt::collectives {
+
+class StagedPlan final : public PlanImpl {
+ public:
+  StagedPlan(Communicator& comm, std::string name, size_t stages);
+
+  // --- init ---
+  // A message of count x type to / from communicator rank `peer`.
+  Status addSend(size_t stage, const void* buf, int64_t count, const datatype::Datatype& type, int peer,
+                 int32_t tag);
+  Status addRecv(size_t stage, void* buf, int64_t count, const datatype::Datatype& type, int peer, int32_t tag);
+  // Local work run when `stage` begins (must not allocate).
+  void setBefore(size_t stage, std::function<Status()> work);
+  // A zeroed buffer owned by the plan (stable address).
+  std::byte* scratch(size_t bytes);
+
+  // --- PlanImpl ---
+  Status start() override;
+  Result<PollResult> poll() override;
+  Status block(Deadline deadline) override;
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+  void abandon() override;
+  std::string_view algorithm() const override { return name_; }
+
+ private:
+  struct Transfer {
+    messaging::Request request;  // persistent
+    size_t stage;
+    int peer;
+    bool send;
+    bool pending = false;
+  };
+
+  void sortByStage();
+  void begin(size_t stage);
+  // Collects transfers[done..end) in order; false at the first still pending.
+  Result<bool> collect(std::vector<Transfer>& transfers, size_t& done, size_t end, bool& progressed);
+  void note(Status status, const Transfer& transfer);
+
+  const Communicator& comm_;
+  messaging::Context& ctx_;
+  std::string name_;
+  std::vector<std::function<Status()>> before_;  // per stage
+  std::vector<Transfer> recvs_, sends_;  // sorted by stage at the first start()
+  std::vector<size_t> recvEnd_, sendEnd_;  // transfers of stages <= s end here
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;
+  bool sorted_ = false;
+  size_t begun_ = 0;     // stages begun
+  size_t recvDone_ = 0;  // receives collected, in stage order
+  size_t sendsStarted_ = 0, sendDone_ = 0;
+  bool active_ = false;
+  Status outcome_;
+};
+
+}  // namespace ibdt::collectives

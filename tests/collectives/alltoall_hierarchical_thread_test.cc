@@ -1,0 +1,218 @@
+// Hierarchical alltoall with ranks as threads over the loopback fabric, on
+// simulated node maps (one node, two and three in blocks, uneven, and
+// interleaved), p in {1, 2, 3, 4, 5, 7, 8}, 1 and 2 leaders per node:
+// every byte of every receive buffer checked (gaps and guards included) for
+// blocks of 0, 1, 13, 1000 and 80000 bytes and strided send and receive
+// types; persistent plans restarted with changing data; bad or mismatched
+// arguments on one rank fail init on every rank.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "collectives/alltoall_data.h"
+#include "ibdt/collectives.h"
+#include "messaging/thread_ranks.h"
+#include "support/scoped_env.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using datatype::Datatype;
+using messaging::testing::RankEnv;
+using messaging::testing::runRanks;
+using messaging::testing::soon;
+using testing::AlltoallBuffers;
+using testing::Side;
+
+enum class Layout { kOneNode, kTwoBlocks, kThreeBlocks, kThreeInterleaved };
+
+// Node of every rank: blocks (lower nodes take the extra ranks, as ibdt-run
+// --nodes does) or round robin.
+std::vector<NodeInfo> nodeMap(int size, Layout layout) {
+  const int nodes = std::min(size, layout == Layout::kOneNode ? 1 : layout == Layout::kTwoBlocks ? 2 : 3);
+  std::vector<NodeInfo> map;
+  std::vector<int> seen(static_cast<size_t>(nodes), 0);
+  for (int r = 0; r < size; ++r) {
+    int node = r % nodes;
+    if (layout != Layout::kThreeInterleaved) {
+      const int base = size / nodes, extra = size % nodes;
+      node = r < extra * (base + 1) ? r / (base + 1) : extra + (r - extra * (base + 1)) / base;
+    }
+    map.push_back({node, seen[static_cast<size_t>(node)]++});
+  }
+  return map;
+}
+
+AlltoallOptions hierarchical(int leaders) {
+  AlltoallOptions options;
+  options.algorithm = AlltoallAlgorithm::kHierarchical;
+  options.leaders = leaders;
+  return options;
+}
+
+// One plan, started twice (receive cleared in between), checked each time.
+void exchangeAndCheck(Communicator& comm, RankEnv& env, const Side& send, const Side& recv, int leaders) {
+  AlltoallBuffers buffers(send, recv, comm.size(), comm.rank());
+  auto plan = alltoallInit(comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count, recv.type,
+                           hierarchical(leaders));
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_EQ(plan->algorithm(), "hierarchical");
+  for (int run = 0; run < 2; ++run) {
+    buffers.clearReceive();
+    ASSERT_TRUE(plan->start().isOk());
+    Status status = plan->wait(soon());
+    ASSERT_TRUE(status.isOk()) << "rank " << env.rank << ": " << status.toString();
+    EXPECT_EQ(buffers.check(), "") << "run " << run << ", " << send.bytes() << " bytes, leaders " << leaders;
+    env.barrier();  // nobody clears its buffer while a peer's run still writes it
+  }
+}
+
+struct Shape {
+  int ranks;
+  Layout layout;
+};
+
+class HierarchicalThreads : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(HierarchicalThreads, EveryBlockSizeContiguousAndStrided) {
+  const Shape shape = GetParam();
+  runRanks(shape.ranks, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context, nodeMap(shape.ranks, shape.layout));
+    ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+    for (int leaders : {1, 2}) {
+      for (int64_t bytes : {0, 1, 13, 1000, 80000}) {
+        exchangeAndCheck(**comm, env, testing::byteSide(bytes), testing::byteSide(bytes), leaders);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      for (int64_t vectors : {0, 1, 21}) {  // 48 bytes each, in gaps of a strided type
+        Side strided = testing::vectorSide(vectors);
+        Side dense = testing::denseSide(strided.type, vectors);
+        exchangeAndCheck(**comm, env, strided, dense, leaders);
+        exchangeAndCheck(**comm, env, dense, strided, leaders);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  });
+}
+
+std::vector<Shape> shapes() {
+  std::vector<Shape> out;
+  for (int ranks : {1, 2, 3, 4, 5, 7, 8}) {
+    for (Layout layout : {Layout::kOneNode, Layout::kTwoBlocks, Layout::kThreeBlocks, Layout::kThreeInterleaved}) {
+      if (ranks < 3 && layout >= Layout::kThreeBlocks) continue;  // the same maps as fewer nodes
+      if (ranks == 1 && layout != Layout::kOneNode) continue;
+      out.push_back({ranks, layout});
+    }
+  }
+  return out;
+}
+
+std::string shapeName(const ::testing::TestParamInfo<Shape>& info) {
+  static const char* const kLayouts[] = {"one_node", "two_nodes", "three_nodes", "three_interleaved"};
+  return "np" + std::to_string(info.param.ranks) + "_" + kLayouts[static_cast<int>(info.param.layout)];
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, HierarchicalThreads, ::testing::ValuesIn(shapes()), shapeName);
+
+// Random derived send types (the same seed on every rank), received dense.
+TEST(HierarchicalThreadsRandom, RandomDerivedSendTypes) {
+  runRanks(5, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context, nodeMap(5, Layout::kTwoBlocks));
+    ASSERT_TRUE(comm.isOk());
+    datatype::testing::TypeGenerator generator(99);
+    int tried = 0;
+    for (int round = 0; tried < 8 && round < 200; ++round) {
+      auto random = generator.make(3, 600);
+      if (!random.type.valid() || !random.type.commit().isOk()) continue;
+      const int64_t count = 1 + round % 3;
+      SCOPED_TRACE(random.description);
+      exchangeAndCheck(**comm, env, testing::sideOf(random.type, random.ref, count),
+                       testing::denseSide(random.type, count), 1 + round % 2);
+      ++tried;
+    }
+    EXPECT_EQ(tried, 8);
+  });
+}
+
+// The value of byte k of the block `from` sends `to` in run `run`.
+uint8_t runPattern(int run, int from, int to, int64_t k) {
+  return static_cast<uint8_t>(testing::pattern(from, to, k) + run * 29);
+}
+
+// A persistent plan started many times, the send buffer rewritten before
+// each run: every run must deliver that run's data.
+TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
+  constexpr int kRanks = 7;
+  constexpr int64_t kBlock = 100;
+  runRanks(kRanks, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context, nodeMap(kRanks, Layout::kThreeBlocks));
+    ASSERT_TRUE(comm.isOk());
+    std::vector<uint8_t> send(kRanks * kBlock), recv(kRanks * kBlock);
+    const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
+    auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, hierarchical(2));
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    for (int run = 0; run < 10; ++run) {
+      for (int to = 0; to < kRanks; ++to) {
+        for (int64_t k = 0; k < kBlock; ++k) send[static_cast<size_t>(to * kBlock + k)] = runPattern(run, env.rank, to, k);
+      }
+      ASSERT_TRUE(plan->start().isOk());
+      EXPECT_EQ(plan->start().code(), Code::kState);  // still active
+      ASSERT_TRUE(plan->wait(soon()).isOk());
+      for (int from = 0; from < kRanks; ++from) {
+        for (int64_t k = 0; k < kBlock; ++k) {
+          ASSERT_EQ(recv[static_cast<size_t>(from * kBlock + k)], runPattern(run, from, env.rank, k))
+              << "run " << run << " from " << from << " byte " << k;
+        }
+      }
+      env.barrier();  // nobody rewrites its send buffer while a peer's run may still read it
+    }
+  });
+}
+
+// One rank's bad or different arguments fail init on every rank, at once.
+TEST(HierarchicalThreadsErrors, ArgumentsThatDisagreeFailEveryRank) {
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context, nodeMap(4, Layout::kTwoBlocks));
+    ASSERT_TRUE(comm.isOk());
+    std::vector<uint8_t> a(4 * 64), b(4 * 64);
+    const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
+    auto expectError = [&](Result<Plan> plan, const char* words) {
+      ASSERT_FALSE(plan.isOk()) << "rank " << env.rank;
+      EXPECT_EQ(plan.status().code(), Code::kInvalidArgument) << plan.status().toString();
+      EXPECT_NE(plan.status().toString().find(words), std::string::npos) << plan.status().toString();
+    };
+    const int64_t count = env.rank == 2 ? 8 : 16;  // rank 2 sends fewer bytes
+    expectError(alltoallInit(**comm, a.data(), count, byte, b.data(), count, byte, hierarchical(1)), "match");
+    const int64_t bad = env.rank == 1 ? -1 : 16;  // rank 1 refuses its own arguments
+    expectError(alltoallInit(**comm, a.data(), bad, byte, b.data(), bad, byte, hierarchical(1)),
+                env.rank == 1 ? "negative" : "rank 1 refused");
+    expectError(alltoallInit(**comm, a.data(), 16, byte, b.data(), 16, byte, hierarchical(env.rank == 3 ? 2 : 1)),
+                "leaders per node");
+    expectError(alltoallInit(**comm, a.data(), 16, byte, b.data(), 16, byte, hierarchical(0)), "leaders");
+    // Same bytes, different basic types on rank 0: the signatures differ.
+    const Datatype type = env.rank == 0 ? Datatype::of<int32_t>() : Datatype::of<float>();
+    expectError(alltoallInit(**comm, a.data(), 4, type, b.data(), 4, type, hierarchical(1)), "match");
+    EXPECT_EQ(b, std::vector<uint8_t>(4 * 64, 0));  // nothing was written
+  });
+}
+
+TEST(HierarchicalOptions, LeadersKnobIsReadAndBadValuesNameIt) {
+  {
+    test::ScopedEnv env("IBDT_ALLTOALL_LEADERS", "3");
+    auto options = alltoallOptionsFromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->leaders, 3);
+  }
+  for (const char* bad : {"0", "-2", "two"}) {
+    test::ScopedEnv env("IBDT_ALLTOALL_LEADERS", bad);
+    auto options = alltoallOptionsFromEnvironment();
+    ASSERT_FALSE(options.isOk()) << bad;
+    EXPECT_NE(options.status().toString().find("IBDT_ALLTOALL_LEADERS"), std::string::npos);
+  }
+  auto defaults = alltoallOptionsFromEnvironment();
+  ASSERT_TRUE(defaults.isOk());
+  EXPECT_EQ(defaults->leaders, AlltoallOptions{}.leaders);
+}
+
+}  // namespace
+}  // namespace ibdt::collectives
