@@ -15,13 +15,15 @@ PairwiseRounds::PairwiseRounds(Communicator& comm, PairwiseLayout layout, int64_
     : comm_(comm), ctx_(comm.context()), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
       layout_(std::move(layout)), name_(std::move(name)), algorithm_(algorithm) {
   const int size = comm.size();
-  for (int r = 1; r < size; ++r) {
-    const int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
-    rounds_.push_back({r, to, from, {}, {}});
+  for (int r = layout_.inPlace ? 0 : 1; r < size; ++r) {
+    int to = (rank_ + r) % size, from = (rank_ - r + size) % size;
+    if (layout_.inPlace) to = from = (r - rank_ + size) % size;
+    if (to != rank_) rounds_.push_back({r, to, from, {}, {}});
   }
   const size_t inFlight =
       throttle == 0 ? rounds_.size() : std::min<size_t>(rounds_.size(), static_cast<size_t>(throttle));
   slots_.resize(inFlight);
+  if (layout_.inPlace) staging_.resize(inFlight * static_cast<size_t>(layout_.stagedBytes));
 }
 
 Result<std::unique_ptr<PairwiseRounds>> PairwiseRounds::create(Communicator& comm, PairwiseLayout layout,
@@ -29,7 +31,12 @@ Result<std::unique_ptr<PairwiseRounds>> PairwiseRounds::create(Communicator& com
                                                                std::string_view algorithm) {
   const PeerBlock own = layout.peers[static_cast<size_t>(comm.rank())];
   std::optional<datatype::TypedCopy> copy;
-  if (own.sendCount * layout.sendtype.size() > 0 || own.recvCount * layout.recvtype.size() > 0) {
+  if (layout.inPlace && layout.stagedBytes > 0) {
+    IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy typed, datatype::TypedCopy::create(layout.recvtype, own.recvCount,
+                                                                                 layout.staged, own.recvCount));
+    copy.emplace(std::move(typed));
+  } else if (!layout.inPlace &&
+             (own.sendCount * layout.sendtype.size() > 0 || own.recvCount * layout.recvtype.size() > 0)) {
     IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy typed, datatype::TypedCopy::create(layout.sendtype, own.sendCount,
                                                                                  layout.recvtype, own.recvCount));
     copy.emplace(std::move(typed));
@@ -48,6 +55,11 @@ Status PairwiseRounds::prepare() {
     const PeerBlock& out = layout_.peers[static_cast<size_t>(round.to)];
     IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(in.recv, in.recvCount, layout_.recvtype,
                                                     comm_.contextRank(round.from), tag_, contextId_));
+    if (layout_.inPlace) {  // round n runs in slot n % slots (posted and collected in ring order)
+      IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(stagingOf(round), out.recvCount, layout_.staged,
+                                                      comm_.contextRank(round.to), tag_, contextId_));
+      continue;
+    }
     IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(out.send, out.sendCount, layout_.sendtype,
                                                     comm_.contextRank(round.to), tag_, contextId_));
   }
@@ -68,7 +80,7 @@ Status PairwiseRounds::start() {
   head_ = 0;
   active_ = true;
   for (Slot& slot : slots_) post(slot);
-  if (own_.has_value() && own_->size() > 0) {
+  if (!layout_.inPlace && own_.has_value() && own_->size() > 0) {
     const PeerBlock& own = layout_.peers[static_cast<size_t>(rank_)];
     note(own_->run(own.send, own.recv, 0, own_->size()), 0, "copy of the own block");
   }
@@ -134,6 +146,10 @@ void PairwiseRounds::post(Slot& slot) {
   if (nextRound_ == rounds_.size()) return;
   Round& round = rounds_[nextRound_++];
   slot.round = &round;
+  if (layout_.inPlace && own_.has_value() && !round.skipSend) {  // the block leaves from staging before it is replaced
+    note(own_->run(layout_.peers[static_cast<size_t>(round.to)].recv, stagingOf(round), 0, layout_.stagedBytes),
+         round.round, "staging copy");
+  }
   if (!round.skipRecv) {
     Status recv = ctx_.start(round.recv);
     if (recv.isOk()) slot.recvPending = true;
@@ -164,6 +180,11 @@ Status PairwiseRounds::complete(Slot& slot, bool receive, bool& pending) {
          strCat(receive ? "receive from" : "send to", " rank ", receive ? round.from : round.to));
   }
   return Status::ok();
+}
+
+std::byte* PairwiseRounds::stagingOf(const Round& round) {
+  const size_t index = static_cast<size_t>(&round - rounds_.data());
+  return staging_.data() + (index % slots_.size()) * static_cast<size_t>(layout_.stagedBytes);
 }
 
 // Keeps the first error of the run, naming the round and peer.

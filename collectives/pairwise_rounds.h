@@ -9,6 +9,14 @@
 // oldest completes (both its receive and its send), which bounds the
 // messages queued at any peer. Round 0, this rank's own block, is a typed
 // copy done while the first rounds travel.
+//
+// In place (PairwiseLayout::inPlace), a block received must not overwrite
+// one still to be sent, so rounds pair ranks instead: in round r
+// (0 <= r < p) rank i exchanges block (r - i) mod p both ways with that rank
+// (an involution; a rank paired with itself idles), like
+// MPI_Sendrecv_replace. The block to send is copied into a staging slot
+// just before its round starts, one slot per round in flight: extra memory
+// min(throttle, p - 1) blocks.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +43,11 @@ struct PeerBlock {
 struct PairwiseLayout {
   datatype::Datatype sendtype, recvtype;
   std::vector<PeerBlock> peers;  // by communicator rank
+  // In place: every peer's block is its recv block, sent from staging as
+  // `staged` (a dense type of the receive signature) of `stagedBytes`.
+  bool inPlace = false;
+  datatype::Datatype staged;
+  int64_t stagedBytes = 0;
 };
 
 class PairwiseRounds final : public PlanImpl {
@@ -75,6 +88,7 @@ class PairwiseRounds final : public PlanImpl {
   Status prepare();
   void post(Slot& slot);
   Status complete(Slot& slot, bool receive, bool& pending);
+  std::byte* stagingOf(const Round& round);
   void note(Status status, int round, const std::string& what);
 
   Communicator& comm_;
@@ -85,7 +99,10 @@ class PairwiseRounds final : public PlanImpl {
   PairwiseLayout layout_;
   std::string name_;
   std::string_view algorithm_;
-  std::optional<datatype::TypedCopy> own_;  // round 0, prepared once (none: nothing to copy)
+  // Round 0, prepared once (none: nothing to copy); in place, the copy of
+  // a block into its staging slot.
+  std::optional<datatype::TypedCopy> own_;
+  std::vector<std::byte> staging_;  // in place: one block per slot
   std::vector<Round> rounds_;
   std::vector<Slot> slots_;
   size_t nextRound_ = 0;

@@ -332,7 +332,6 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
       });
   sub->add_option("--mode", options->modes, "persistent and/or blocking, repeatable (default persistent)")
       ->check(CLI::IsMember({"persistent", "blocking"}));
-  std::vector<std::string> names = {"ibdt contig", "ibdt vector", kMemcpyRow};
   sub->add_option("--nodes", options->nodes,
                   "simulate K nodes (ranks in blocks); without --algorithm, runs auto and hierarchical")
       ->check(CLI::Range(1, 64));
