@@ -105,6 +105,7 @@ class StoreServer::Loop {
     int fd = -1;
     uint64_t serial = 0;  // names the client in waits, never reused
     int rank = -1;        // -1 until the hello is accepted
+    pid_t pid = -1;       // the connecting process (SO_PEERCRED)
     Clock::time_point helloBy;  // dropped if still without a rank by then
     std::string in;
     std::string out;
@@ -164,6 +165,9 @@ class StoreServer::Loop {
     client.fd = fd;
     client.serial = nextSerial_++;
     client.helloBy = Clock::now() + server_.helloTimeout_;
+    ucred credentials{};
+    socklen_t length = sizeof(credentials);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) client.pid = credentials.pid;
     clients_.push_back(std::move(client));
   }
 
@@ -294,10 +298,11 @@ class StoreServer::Loop {
     if (rank >= static_cast<uint32_t>(size_)) {
       return reject(client, request, strCat("rank ", rank, " is outside the job of ", size_));
     }
-    // Two connections as one rank would corrupt its fence and its values.
+    // Another process claiming a connected rank would share its fence and
+    // its values. The rank's own process may open a second Store.
     for (const Client& other : clients_) {
-      if (other.rank == static_cast<int>(rank) && !other.dead) {
-        return reject(client, request, strCat("rank ", rank, " is already connected"));
+      if (other.rank == static_cast<int>(rank) && !other.dead && other.pid != client.pid) {
+        return reject(client, request, strCat("rank ", rank, " is already connected from another process"));
       }
     }
     client.rank = static_cast<int>(rank);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -67,8 +68,12 @@ void runFlood(const Flood& flood, int64_t budget) {
       for (size_t i = 0; i < flood.bytes; ++i) ASSERT_EQ(in[i], patternByte(m, i)) << "message " << m << " byte " << i;
       ASSERT_EQ(in.back(), 0x5a);
     }
-    EXPECT_EQ(env.context.counters().unexpectedBytes, 0u);  // everything held was given back
-    EXPECT_LE(env.context.counters().unexpectedBytesPeak, static_cast<uint64_t>(budget) + slack);
+    const Counters& after = env.context.counters();
+    EXPECT_EQ(after.unexpectedBytes, 0u);  // everything held was given back
+    EXPECT_LE(after.unexpectedBytesPeak, static_cast<uint64_t>(budget) + slack);
+    std::printf("[ flood    ] %d x %zu B, budget %lld B: peak %llu B held, %llu buffers withheld\n", flood.messages,
+                flood.bytes, static_cast<long long>(budget), static_cast<unsigned long long>(after.unexpectedBytesPeak),
+                static_cast<unsigned long long>(after.creditsWithheld));
   });
 }
 
