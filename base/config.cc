@@ -1,11 +1,15 @@
 #include "base/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
+
+#include "base/log.h"
 
 extern char** environ;
 
@@ -132,18 +136,71 @@ Result<int> getChoice(std::string_view name, std::initializer_list<std::string_v
   return badValue(name, text, strCat("one of ", accepted));
 }
 
-std::string unknownVariables() {
-  std::string unknown;
+namespace {
+
+std::vector<std::string_view> unknownNames() {
+  std::vector<std::string_view> unknown;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view var(*entry);
     if (var.rfind("IBDT_", 0) != 0) continue;
     std::string_view name = var.substr(0, var.find('='));
-    if (findKnob(name) == nullptr) {
-      if (!unknown.empty()) unknown += ", ";
-      unknown += name;
-    }
+    if (findKnob(name) == nullptr) unknown.push_back(name);
   }
   return unknown;
+}
+
+// Levenshtein distance; knob names are short, so the quadratic cost is nothing.
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The declared knob nearest to `name`, if within a few edits.
+const Knob* closestKnob(std::string_view name) {
+  const Knob* best = nullptr;
+  size_t bestDistance = 4;  // further than this is a different word, not a typo
+  for (const Knob& knob : kKnobs) {
+    size_t distance = editDistance(name, knob.name);
+    if (distance < bestDistance) {
+      best = &knob;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string unknownVariables() {
+  std::string unknown;
+  for (std::string_view name : unknownNames()) unknown += strCat(unknown.empty() ? "" : ", ", name);
+  return unknown;
+}
+
+std::string unknownVariablesWithSuggestions() {
+  std::string unknown;
+  for (std::string_view name : unknownNames()) {
+    unknown += strCat(unknown.empty() ? "" : ", ", name);
+    if (const Knob* near = closestKnob(name)) unknown += strCat(" (did you mean ", near->name, "?)");
+  }
+  return unknown;
+}
+
+void warnAboutUnknownVariables() {
+  std::string unknown = unknownVariablesWithSuggestions();
+  if (unknown.empty()) return;
+  log::once(log::Level::kWarn, "unknown-ibdt-variables",
+            strCat("ignoring unknown IBDT_* environment variables: ", unknown));
 }
 
 }  // namespace ibdt::config

@@ -49,5 +49,12 @@ Result<bool> parseBool(std::string_view text);
 // IBDT_* variables present in the environment that are not declared knobs
 // (likely typos).
 std::string unknownVariables();
+// The same, each with the closest declared knob when one is near
+// ("IBDT_MSG_EAGER_LIMT (did you mean IBDT_MSG_EAGER_LIMIT?)"); empty when
+// every IBDT_* name is known.
+std::string unknownVariablesWithSuggestions();
+// Logs unknownVariablesWithSuggestions() as a warning, once per process
+// (called when a messaging context is created).
+void warnAboutUnknownVariables();
 
 }  // namespace ibdt::config

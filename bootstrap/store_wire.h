@@ -59,6 +59,11 @@ class Reader {
   std::string_view blob();
   // Everything not read yet.
   std::string_view rest();
+  // Bytes not read yet: a count read from the payload is checked against
+  // this before anything is allocated or looped for it.
+  size_t remaining() const { return failed_ ? 0 : in_.size(); }
+  // A read ran past the end: every later read is void, so stop parsing.
+  bool failed() const { return failed_; }
   // kProtocol when a read ran past the end or bytes are left over.
   Status finish(std::string_view what) const;
 

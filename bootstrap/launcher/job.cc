@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bootstrap/launcher/descriptor_limit.h"
 #include "bootstrap/node_map.h"
 
 extern char** environ;
@@ -97,9 +98,12 @@ Status Job::prepare() {
   if (signalFd_ < 0) return makeError(Code::kSystem, "signalfd: ", std::strerror(errno));
   ::signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill the launcher before it stops the job
 
+  IBDT_ASSIGN_OR_RETURN(rankDescriptorLimit_, raiseDescriptorLimit());
+  IBDT_RETURN_IF_ERROR(checkDescriptorBudget(options_));
   IBDT_ASSIGN_OR_RETURN(std::string token, randomToken());
   IBDT_ASSIGN_OR_RETURN(directory_, makePrivateDirectory());
   socketPath_ = directory_ + "/store.sock";
+  IBDT_RETURN_IF_ERROR(watchdog_.start(directory_, socketPath_));  // before the store thread exists
   server_ = std::make_unique<StoreServer>(token, blockNodeMap(options_.ranks, options_.nodes));
   IBDT_RETURN_IF_ERROR(server_->listen(socketPath_));
 
@@ -153,6 +157,7 @@ Status Job::spawn(int rank, const std::vector<std::string>& environment) {
     }
     if (devNull >= 0) ::dup2(devNull, STDIN_FILENO);  // only rank 0 reads the launcher's stdin
     ::signal(SIGPIPE, SIG_DFL);
+    ::setrlimit(RLIMIT_NOFILE, &rankDescriptorLimit_);  // the launcher's raised limit is its own
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

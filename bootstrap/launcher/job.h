@@ -6,6 +6,7 @@
 // in the same poll loop as the output pipes.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/launcher/directory_watchdog.h"
 #include "bootstrap/launcher/line_prefixer.h"
 #include "bootstrap/launcher/options.h"
 #include "bootstrap/launcher/store_server.h"
@@ -58,6 +60,8 @@ class Job {
   std::string directory_;
   std::string socketPath_;
   std::unique_ptr<StoreServer> server_;
+  DirectoryWatchdog watchdog_;
+  rlimit rankDescriptorLimit_{};  // the caller's limit, restored for the ranks
   int signalFd_ = -1;
   std::optional<Clock::time_point> jobDeadline_;
   std::optional<Clock::time_point> killDeadline_;

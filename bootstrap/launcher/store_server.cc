@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,6 +25,18 @@ namespace ibdt::bootstrap {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Out of descriptors, accept() fails while the connection stays queued: the
+// listening socket is not polled again for this long (no busy loop).
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+// The smallest commit entry: two empty blobs (their u32 lengths).
+constexpr size_t kMinCommitEntryBytes = 8;
+
+std::string descriptorLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "unknown";
+  return strCat(limit.rlim_cur, " (ulimit -n; hard limit ", limit.rlim_max, ")");
+}
 
 // Compares without an early exit, so response time does not reveal how much
 // of a guessed token was right.
@@ -57,7 +70,7 @@ class StoreServer::Loop {
     while (!server_.stopping_.load()) {
       std::vector<pollfd> fds;
       fds.push_back({server_.wakeFd_, POLLIN, 0});
-      fds.push_back({server_.listenFd_, POLLIN, 0});
+      fds.push_back({server_.listenFd_, static_cast<short>(Clock::now() < acceptPausedUntil_ ? 0 : POLLIN), 0});
       for (Client& client : clients_) {
         short events = client.closeAfterFlush ? 0 : POLLIN;
         if (!client.out.empty()) events |= POLLOUT;
@@ -82,6 +95,7 @@ class StoreServer::Loop {
         }
       }
       expireWaits();
+      dropSilentClients();
     }
     for (auto it = clients_.begin(); it != clients_.end();) it = drop(it);
   }
@@ -91,6 +105,8 @@ class StoreServer::Loop {
     int fd = -1;
     uint64_t serial = 0;  // names the client in waits, never reused
     int rank = -1;        // -1 until the hello is accepted
+    pid_t pid = -1;       // the connecting process (SO_PEERCRED)
+    Clock::time_point helloBy;  // dropped if still without a rank by then
     std::string in;
     std::string out;
     bool closeAfterFlush = false;
@@ -107,6 +123,10 @@ class StoreServer::Loop {
 
   int pollTimeoutMs() const {
     Clock::time_point next = Clock::time_point::max();
+    if (acceptPausedUntil_ > Clock::now()) next = acceptPausedUntil_;
+    for (const Client& client : clients_) {
+      if (client.rank < 0) next = std::min(next, client.helloBy);
+    }
     for (const Waiter& get : gets_) next = std::min(next, get.expires);
     for (const auto& arrival : fence_) {
       if (arrival) next = std::min(next, arrival->expires);
@@ -130,11 +150,41 @@ class StoreServer::Loop {
 
   void accept() {
     int fd = ::accept4(server_.listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        if (!warnedDescriptors_) {
+          IBDT_LOG(kError, "ibdt-run store: out of file descriptors (", std::strerror(errno),
+                   "); the limit is ", descriptorLimit(), "; waiting for connections to close");
+          warnedDescriptors_ = true;
+        }
+        acceptPausedUntil_ = Clock::now() + kAcceptBackoff;
+      }
+      return;
+    }
     Client client;
     client.fd = fd;
     client.serial = nextSerial_++;
+    client.helloBy = Clock::now() + server_.helloTimeout_;
+    ucred credentials{};
+    socklen_t length = sizeof(credentials);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) client.pid = credentials.pid;
     clients_.push_back(std::move(client));
+  }
+
+  // A connection that never says hello holds a descriptor and a slot: a
+  // stranger could exhaust both. Drop it after the hello deadline.
+  void dropSilentClients() {
+    Clock::time_point now = Clock::now();
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      if (it->rank < 0 && !it->closeAfterFlush && it->helloBy <= now) {
+        server_.rejected_.fetch_add(1);
+        IBDT_LOG(kWarn, "ibdt-run store: dropped a connection that did not say hello within ",
+                 server_.helloTimeout_.count(), " ms");
+        it = drop(it);
+      } else {
+        ++it;
+      }
+    }
   }
 
   std::list<Client>::iterator drop(std::list<Client>::iterator it) {
@@ -248,6 +298,13 @@ class StoreServer::Loop {
     if (rank >= static_cast<uint32_t>(size_)) {
       return reject(client, request, strCat("rank ", rank, " is outside the job of ", size_));
     }
+    // Another process claiming a connected rank would share its fence and
+    // its values. The rank's own process may open a second Store.
+    for (const Client& other : clients_) {
+      if (other.rank == static_cast<int>(rank) && !other.dead && other.pid != client.pid) {
+        return reject(client, request, strCat("rank ", rank, " is already connected from another process"));
+      }
+    }
     client.rank = static_cast<int>(rank);
     Placement placement = placementFromNodeMap(server_.nodeOfRank_, client.rank);
     std::string fields = wire::Writer()
@@ -262,8 +319,15 @@ class StoreServer::Loop {
 
   void commit(Client& client, uint64_t request, wire::Reader& in) {
     uint32_t count = in.u32();
+    // The count is the client's word: bound it by the bytes present before
+    // reserving or looping (a count of 2^32 - 1 with no entries must not spin).
+    if (count > in.remaining() / kMinCommitEntryBytes) {
+      return reject(client, request,
+                    strCat("commit claims ", count, " entries but carries ", in.remaining(), " bytes"));
+    }
     std::vector<std::pair<std::string_view, std::string_view>> entries;
-    for (uint32_t i = 0; i < count && i < wire::kMaxFrame; ++i) {
+    entries.reserve(count);
+    for (uint32_t i = 0; i < count && !in.failed(); ++i) {
       std::string_view key = in.blob();
       std::string_view value = in.blob();
       entries.emplace_back(key, value);
@@ -388,10 +452,12 @@ class StoreServer::Loop {
   std::vector<std::optional<Waiter>> fence_;                              // arrivals by rank
   int arrived_ = 0;
   std::vector<Waiter> gets_;
+  Clock::time_point acceptPausedUntil_{};
+  bool warnedDescriptors_ = false;
 };
 
-StoreServer::StoreServer(std::string token, std::vector<int> nodeOfRank)
-    : token_(std::move(token)), nodeOfRank_(std::move(nodeOfRank)) {}
+StoreServer::StoreServer(std::string token, std::vector<int> nodeOfRank, std::chrono::milliseconds helloTimeout)
+    : token_(std::move(token)), nodeOfRank_(std::move(nodeOfRank)), helloTimeout_(helloTimeout) {}
 
 StoreServer::~StoreServer() { stop(); }
 

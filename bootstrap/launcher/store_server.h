@@ -2,12 +2,14 @@
 //
 // Serves put/commit/fence/get over a Unix-domain socket from its own thread.
 // A connection must first present the job's token (checked in constant
-// time); anything else is answered with an error and closed. The server
+// time) within a deadline, as a rank not yet connected; anything else is
+// answered with an error and closed. Every frame is parsed as hostile. The server
 // enforces the timeouts of fence and get, and fails the waits that involve a
 // rank the launcher reported as ended.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,8 +22,11 @@ namespace ibdt::bootstrap {
 
 class StoreServer {
  public:
+  // A connection has this long to say hello before it is dropped.
+  static constexpr std::chrono::milliseconds kHelloTimeout{30'000};
+
   // `nodeOfRank[r]` is rank r's node id; its size is the job size.
-  StoreServer(std::string token, std::vector<int> nodeOfRank);
+  StoreServer(std::string token, std::vector<int> nodeOfRank, std::chrono::milliseconds helloTimeout = kHelloTimeout);
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -36,13 +41,15 @@ class StoreServer {
   void stop();
   // Tells the server that `rank`'s process ended; `how` is e.g. "exited with code 3".
   void rankEnded(int rank, std::string how);
-  // Connections refused for a wrong token or protocol (for tests and the report).
+  // Connections refused for a wrong token, the protocol, a rank already
+  // connected or no hello in time (for tests and the report).
   int rejectedConnections() const { return rejected_.load(); }
 
  private:
   class Loop;
   std::string token_;
   std::vector<int> nodeOfRank_;
+  std::chrono::milliseconds helloTimeout_;
   int listenFd_ = -1;
   int wakeFd_ = -1;
   std::thread thread_;

@@ -132,9 +132,18 @@ struct Options {
   // Lazy: a peer that does not answer a connection request within this
   // fails (it died, or does not call into the library for that long).
   int64_t connectTimeoutMs = 60000;
+  // Bytes of messages that arrived before their receive this context holds
+  // before it stops returning eager credits: beyond it senders wait (their
+  // messages stay queued at their side) until receives drain the queue.
+  // Exceeded by at most one peer's credits of eager buffers per peer.
+  int64_t unexpectedMaxBytes = int64_t{64} << 20;
 };
 // Options from the IBDT_MSG_* environment variables (see README).
 Result<Options> optionsFromEnvironment();
+// kInvalidArgument, naming IBDT_MSG_EAGER_LIMIT and the minimum, when an
+// eager limit is too small for the control messages (Context::create checks
+// Options built by hand with it too).
+Status checkEagerLimit(int64_t eagerLimit);
 
 // How the ranks of the job find each other. The bootstrap Store provides
 // this (rank, size, allgather); tests may run ranks as threads.
@@ -164,6 +173,9 @@ struct Counters {
   uint64_t layoutCacheHits = 0;    // rendezvous that reused a cached layout
   uint64_t poolGrowths = 0;        // times the staging pool allocated and registered more
   uint64_t unexpected = 0;         // messages that arrived before their receive
+  uint64_t unexpectedBytes = 0;    // bytes those held now (payloads and bookkeeping)
+  uint64_t unexpectedBytesPeak = 0;
+  uint64_t creditsWithheld = 0;    // eager buffers not returned: over Options::unexpectedMaxBytes
   uint64_t connections = 0;        // endpoint pairs set up to other ranks
 };
 

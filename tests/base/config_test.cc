@@ -61,5 +61,14 @@ TEST(Config, UnknownVariablesAreReported) {
   EXPECT_NE(unknownVariables().find("IBDT_TYPO_KNOB"), std::string::npos);
 }
 
+TEST(Config, UnknownVariablesGetTheNearestKnobSuggested) {
+  ScopedEnv typo("IBDT_REG_CACHE_MAX_BYTE", "1G");
+  ScopedEnv stranger("IBDT_SOMETHING_ELSE_ENTIRELY", "1");
+  std::string text = unknownVariablesWithSuggestions();
+  EXPECT_NE(text.find("IBDT_REG_CACHE_MAX_BYTE (did you mean IBDT_REG_CACHE_MAX_BYTES?)"), std::string::npos) << text;
+  EXPECT_NE(text.find("IBDT_SOMETHING_ELSE_ENTIRELY"), std::string::npos) << text;
+  EXPECT_EQ(text.find("IBDT_SOMETHING_ELSE_ENTIRELY ("), std::string::npos) << text;  // nothing near: no guess
+}
+
 }  // namespace
 }  // namespace ibdt::config

@@ -2,6 +2,7 @@
 // Each case launches the real ibdt-run with tests/bootstrap/rank_behaviour.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,7 +116,7 @@ TEST(IbdtRun, AStrangerWithoutTheTokenIsRefusedAndTheJobGoesOn) {
 
 // Starts `ibdt-run -n 3 rank_behaviour ready-then-hang` and waits until every
 // rank reported its pid. Returns the launcher's pid; its stdout stays in `out`.
-pid_t startHangingJob(int& out, std::vector<pid_t>& ranks) {
+pid_t startHangingJob(int& out, std::vector<pid_t>& ranks, std::string* socketPath = nullptr) {
   int pipeFds[2];
   if (::pipe(pipeFds) != 0) return -1;
   pid_t launcher = ::fork();
@@ -129,7 +130,7 @@ pid_t startHangingJob(int& out, std::vector<pid_t>& ranks) {
   ::close(pipeFds[1]);
   out = pipeFds[0];
   std::string output;
-  std::regex ready("ready pid=([0-9]+)");
+  std::regex ready("ready pid=([0-9]+) socket=([^\n]*)\n");
   char chunk[256];
   while (ranks.size() < 3) {
     ssize_t got = ::read(out, chunk, sizeof(chunk));
@@ -138,6 +139,7 @@ pid_t startHangingJob(int& out, std::vector<pid_t>& ranks) {
     ranks.clear();
     for (std::sregex_iterator it(output.begin(), output.end(), ready), end; it != end; ++it) {
       ranks.push_back(static_cast<pid_t>(std::stoi((*it)[1])));
+      if (socketPath != nullptr) *socketPath = (*it)[2];
     }
   }
   return launcher;
@@ -188,6 +190,84 @@ TEST(IbdtRun, NoRankOutlivesAKilledLauncher) {
   for (pid_t rank : ranks) {
     for (int i = 0; i < 1000 && !processGone(rank); ++i) ::usleep(10'000);
     EXPECT_TRUE(processGone(rank)) << "rank pid " << rank << " outlived ibdt-run";
+  }
+}
+
+bool pathGone(const std::string& path) { return ::access(path.c_str(), F_OK) != 0 && errno == ENOENT; }
+
+// Regression: a launcher killed by SIGKILL left its /tmp directory behind.
+TEST(IbdtRun, AKilledLauncherLeavesNoDirectory) {
+  int out = -1;
+  std::vector<pid_t> ranks;
+  std::string socketPath;
+  pid_t launcher = startHangingJob(out, ranks, &socketPath);
+  ASSERT_GT(launcher, 0);
+  ASSERT_FALSE(socketPath.empty());
+  std::string directory = socketPath.substr(0, socketPath.rfind('/'));
+  ASSERT_FALSE(pathGone(directory));
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  drainAndClose(out);
+  for (int i = 0; i < 1000 && !pathGone(directory); ++i) ::usleep(10'000);
+  EXPECT_TRUE(pathGone(socketPath)) << socketPath;
+  EXPECT_TRUE(pathGone(directory)) << directory;
+}
+
+TEST(IbdtRun, AnInterruptedLauncherLeavesNoDirectory) {
+  int out = -1;
+  std::vector<pid_t> ranks;
+  std::string socketPath;
+  pid_t launcher = startHangingJob(out, ranks, &socketPath);
+  ASSERT_GT(launcher, 0);
+  std::string directory = socketPath.substr(0, socketPath.rfind('/'));
+  ASSERT_EQ(::kill(launcher, SIGTERM), 0);
+  drainAndClose(out);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  EXPECT_TRUE(pathGone(directory)) << directory;  // removed before ibdt-run exited
+}
+
+// Every rank fences (no rank 99 exists to exit early), so all hold their
+// store connection at once: the launcher needs all its descriptors together.
+CommandResult launchUnderLimit(const std::string& ulimit, int ranks) {
+  std::string command = "ulimit " + ulimit + " && exec " IBDT_RUN_PATH " -n " + std::to_string(ranks) +
+                        " --timeout 60 " RANK_BEHAVIOUR_PATH " exit-code 99 0";
+  return runCommand({"sh", "-c", command});
+}
+
+rlim_t hardDescriptorLimit() {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return limit.rlim_max;
+}
+
+// Regression: with a soft limit of 64, ibdt-run never raised it and spun on
+// EMFILE until --timeout.
+TEST(IbdtRun, ALowSoftDescriptorLimitIsRaisedToTheHardLimit) {
+  if (hardDescriptorLimit() < 512) GTEST_SKIP() << "hard descriptor limit below 512";
+  CommandResult run = launchUnderLimit("-Sn 64", 22);
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_FALSE(contains(run.err, "timed out")) << run.err;
+}
+
+// Regression: out of descriptors (hard limit 64), the job hung until
+// --timeout with no message.
+TEST(IbdtRun, TooFewDescriptorsIsAnErrorNamingTheLimit) {
+  CommandResult run = launchUnderLimit("-n 64", 22);
+  EXPECT_EQ(run.exitCode, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "-n 22 needs about 82 file descriptors")) << run.err;
+  EXPECT_TRUE(contains(run.err, "of the limit 64 are free")) << run.err;
+  EXPECT_TRUE(contains(run.err, "--no-prefix")) << run.err;
+  EXPECT_FALSE(contains(run.err, "timed out")) << run.err;
+}
+
+TEST(IbdtRun, TwoHundredRanksStart) {
+  CommandResult run = runCommand({IBDT_RUN_PATH, "-n", "200", "--timeout", "120", RANK_BEHAVIOUR_PATH, "placement"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  for (int rank = 0; rank < 200; ++rank) {
+    std::string r = std::to_string(rank);
+    EXPECT_TRUE(contains(run.out, "] rank=" + r + " size=200 ")) << "rank " << r;
   }
 }
 

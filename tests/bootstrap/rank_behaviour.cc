@@ -8,7 +8,8 @@
 //                                       rank (r+1)%n exits 1
 //   rank_behaviour missing-key          every rank gets a key nobody puts
 //   rank_behaviour placement            print rank, size, node, local rank/size
-//   rank_behaviour ready-then-hang      print "ready pid=<pid>", then sleep forever
+//   rank_behaviour ready-then-hang      print "ready pid=<pid> socket=<store socket>",
+//                                       then sleep forever
 //   rank_behaviour stranger             rank 0 also connects to the job's socket
 //                                       with a wrong token; then all fence
 #include <signal.h>
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
     return fenceAndReport(store);
   }
   if (mode == "ready-then-hang") {
-    std::printf("ready pid=%d\n", static_cast<int>(::getpid()));
+    const char* socket = std::getenv("IBDT_RUN_SOCKET");
+    std::printf("ready pid=%d socket=%s\n", static_cast<int>(::getpid()), socket != nullptr ? socket : "");
     std::fflush(stdout);
     for (;;) ::pause();
   }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "fabric_harness.h"
+#include "transport/fabric/shm/remote_copy.h"
 
 namespace ibdt::fabric::testing {
 namespace {
@@ -77,6 +78,25 @@ TEST(ShmBounce, EveryOperationOnUserMemoryWithoutCrossMemoryAttach) {
   });
   expectAllPassed(statuses);
   EXPECT_TRUE(ibdtShmFiles().empty());
+}
+
+// Regression: with IBDT_SHM_CMA=off the process still let any process of
+// its user ptrace it (PR_SET_PTRACER_ANY). Forked: the grant is per process.
+TEST(ShmBounce, CrossMemoryAttachOffGrantsNoPtracePermission) {
+  // A fork inherits the grant: it must not have happened in this process yet.
+  if (shm::peersMayAttach()) GTEST_SKIP() << "an earlier test granted it here; ctest runs each test alone";
+  expectAllPassed(runForked(1, [](Mesh&) {
+    setenv("IBDT_SHM_CMA", "off", 1);
+    Node node = Node::open("shm");
+    ASSERT_TRUE(node.domain);
+    EXPECT_FALSE(shm::peersMayAttach());
+  }));
+  expectAllPassed(runForked(1, [](Mesh&) {
+    setenv("IBDT_SHM_CMA", "auto", 1);
+    Node node = Node::open("shm");
+    ASSERT_TRUE(node.domain);
+    EXPECT_EQ(shm::peersMayAttach(), shm::crossMemoryAttachAvailable());
+  }));
 }
 
 }  // namespace

@@ -262,5 +262,22 @@ TEST(MemoryStats, CountersArePrintedWhenThePoolAndCacheGoAwayUnderIbdtStats) {
   EXPECT_NE(printed.find("buffer pool: gets=1 hits=0 growths=1"), std::string::npos) << printed;
 }
 
+// Regression: IBDT_STATS=garbage silently meant off.
+TEST(MemoryStats, AnInvalidIbdtStatsIsAnErrorAtCreation) {
+  FakeDomain domain;
+  setenv("IBDT_STATS", "garbage", 1);
+  auto pool = BufferPool::create(domain, {});
+  CacheOptions options;
+  options.mode = CacheOptions::Mode::kOn;
+  auto cache = RegistrationCache::create(domain, options);
+  unsetenv("IBDT_STATS");
+  ASSERT_EQ(pool.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(pool.status().toString().find("IBDT_STATS='garbage' is invalid"), std::string::npos)
+      << pool.status().toString();
+  ASSERT_EQ(cache.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(cache.status().toString().find("IBDT_STATS='garbage' is invalid"), std::string::npos)
+      << cache.status().toString();
+}
+
 }  // namespace
 }  // namespace ibdt::memory

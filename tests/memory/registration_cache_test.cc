@@ -82,19 +82,49 @@ TEST_F(RegistrationCacheTest, ReleasedRegistrationIsHitAgainForAnyCoveredRange) 
   EXPECT_EQ(counters.pinnedBytes, 4 * page_);
 }
 
-TEST_F(RegistrationCacheTest, OverlappingMissRegistersTheUnionWithEveryFlag) {
+TEST_F(RegistrationCacheTest, OverlappingMissOfTheSameAccessRegistersTheUnion) {
   auto cache = makeCache();
   Mapping memory(8 * page_);
-  uint32_t first = acquire(*cache, memory.data(), 3 * page_, fabric::kLocalWrite).lkey();
+  uint32_t first = acquire(*cache, memory.data(), 3 * page_, fabric::kRemoteWrite).lkey();
   uint32_t second = acquire(*cache, memory.data() + 2 * page_, 4 * page_, fabric::kRemoteWrite).lkey();
   EXPECT_NE(first, second);
   EXPECT_FALSE(domain_.isLive(first));  // retired into the union, unused, so deregistered
-  RegionRef ref = acquire(*cache, memory.data(), 6 * page_, fabric::kLocalWrite | fabric::kRemoteWrite);
+  RegionRef ref = acquire(*cache, memory.data(), 6 * page_, fabric::kRemoteWrite);
   EXPECT_EQ(ref.lkey(), second);
   EXPECT_EQ(ref.region().address(), memory.data());
   EXPECT_EQ(ref.region().length(), 6 * page_);
-  EXPECT_EQ(ref.region().access(), fabric::kLocalWrite | fabric::kRemoteWrite);
+  EXPECT_EQ(ref.region().access(), fabric::kRemoteWrite);
   EXPECT_EQ(cache->counters().pinnedRegions, 1u);
+}
+
+// Regression (issue 17): merged ranges ORed their access flags, so a
+// read-only acquire returned a writable region.
+TEST_F(RegistrationCacheTest, AHitNeverGrantsMoreAccessThanAsked) {
+  auto cache = makeCache();
+  Mapping memory(16 * page_);
+  constexpr uint32_t kReadOnly = fabric::kLocalWrite | fabric::kRemoteRead;
+  constexpr uint32_t kWritable = fabric::kLocalWrite | fabric::kRemoteWrite;
+  uint32_t readOnly = acquire(*cache, memory.data(), 4 * page_, kReadOnly).lkey();
+  uint32_t writable = acquire(*cache, memory.data() + 2 * page_, 8 * page_, kWritable).lkey();
+  EXPECT_TRUE(domain_.isLive(readOnly));  // different access: not merged away
+  RegionRef again = acquire(*cache, memory.data(), 4 * page_, kReadOnly);
+  EXPECT_EQ(again.lkey(), readOnly);
+  EXPECT_EQ(again.region().access(), kReadOnly);
+  EXPECT_EQ(again.region().length(), 4 * page_);
+  RegionRef write = acquire(*cache, memory.data() + 3 * page_, page_, kWritable);
+  EXPECT_EQ(write.lkey(), writable);
+  EXPECT_EQ(write.region().access(), kWritable);
+  // A registration with both flags is its own class too: neither is reused for it.
+  RegionRef both = acquire(*cache, memory.data() + 3 * page_, page_, kReadOnly | kWritable);
+  EXPECT_NE(both.lkey(), readOnly);
+  EXPECT_NE(both.lkey(), writable);
+  EXPECT_EQ(both.region().access(), kReadOnly | kWritable);
+  // An unmap retires every class that overlaps it.
+  both = RegionRef();
+  again = RegionRef();
+  write = RegionRef();
+  cache->invalidate(memory.data() + 3 * page_, page_);
+  EXPECT_EQ(cache->counters().pinnedRegions, 0u);
 }
 
 TEST_F(RegistrationCacheTest, MissingAccessFlagIsAMiss) {
@@ -103,7 +133,7 @@ TEST_F(RegistrationCacheTest, MissingAccessFlagIsAMiss) {
   uint32_t readOnly = acquire(*cache, memory.data(), page_, fabric::kRemoteRead).lkey();
   RegionRef writable = acquire(*cache, memory.data(), page_, fabric::kRemoteWrite);
   EXPECT_NE(writable.lkey(), readOnly);
-  EXPECT_EQ(writable.region().access() & fabric::kRemoteWrite, fabric::kRemoteWrite);
+  EXPECT_EQ(writable.region().access(), fabric::kRemoteWrite);
   EXPECT_EQ(cache->counters().misses, 2u);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "messaging/thread_ranks.h"
+#include "support/scoped_env.h"
 
 namespace ibdt::messaging::testing {
 namespace {
@@ -266,6 +267,53 @@ TEST(PointToPoint, DeadPeerFailsItsOperationsAndNothingElse) {
   ASSERT_TRUE(contexts[2]->wait(*send).isOk());
   EXPECT_EQ(fromLive, 77);
   contexts.clear();
+}
+
+// Regression: a misspelled IBDT_* name was ignored silently.
+TEST(PointToPoint, ContextCreationWarnsAboutAMisspelledKnob) {
+  ibdt::test::ScopedEnv typo("IBDT_MSG_EAGER_LIMT", "1K");
+  ::testing::internal::CaptureStderr();
+  { Ranks ranks = createRanks(1, smallOptions()); }
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("unknown IBDT_* environment variables: IBDT_MSG_EAGER_LIMT (did you mean "
+                         "IBDT_MSG_EAGER_LIMIT?)"),
+            std::string::npos)
+      << printed;
+}
+
+// Regression: an eager limit of 0..47 was accepted, then failed messages at
+// run time (no room for a rendezvous reply in an eager buffer).
+TEST(PointToPoint, EagerLimitBelowTheMinimumIsRefusedAtCreation) {
+  auto world = makeLoopbackWorld();
+  auto domain = openLoopbackDomain(world, loopbackCaps());
+  ThreadExchange exchange(1);
+  Bootstrap bootstrap{0, 1, [&exchange](std::span<const uint8_t> v) { return exchange.allgather(0, v); }};
+  for (int64_t limit : {0, 1, 47}) {
+    Options options = smallOptions();
+    options.eagerLimit = limit;
+    auto context = Context::create(*domain, bootstrap, options);
+    ASSERT_EQ(context.status().code(), Code::kInvalidArgument) << limit;
+    EXPECT_NE(context.status().toString().find("IBDT_MSG_EAGER_LIMIT=" + std::to_string(limit) +
+                                               " is below the minimum of 48 bytes"),
+              std::string::npos)
+        << context.status().toString();
+  }
+  Options smallest = smallOptions();
+  smallest.eagerLimit = 48;
+  auto context = Context::create(*domain, bootstrap, smallest);
+  ASSERT_TRUE(context.isOk()) << context.status().toString();
+  // 48 bytes is enough for every protocol: eager, pipelined and rendezvous to self.
+  Datatype type = Datatype::of<uint8_t>();
+  for (int64_t bytes : {0, 48, 49, 5000, 300000}) {
+    std::vector<uint8_t> out(static_cast<size_t>(bytes)), in(static_cast<size_t>(bytes) + 1, 0xee);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 7 + 1);
+    auto recv = (*context)->irecv(in.data(), bytes, type, 0, 3);
+    ASSERT_TRUE(recv.isOk());
+    ASSERT_TRUE((*context)->send(out.data(), bytes, type, 0, 3).isOk()) << bytes;
+    ASSERT_TRUE((*context)->wait(*recv, nullptr, soon()).isOk()) << bytes;
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), in.begin())) << bytes;
+    EXPECT_EQ(in.back(), 0xee);
+  }
 }
 
 }  // namespace

@@ -189,5 +189,22 @@ TEST(MessagingOptions, RingSegmentAndSpinKnobsAreChecked) {
   EXPECT_LT(defaults->spins, 0);        // auto
 }
 
+TEST(MessagingOptions, EagerLimitHasALowerBound) {
+  for (const char* value : {"0", "1", "47"}) {
+    setenv("IBDT_MSG_EAGER_LIMIT", value, 1);
+    auto options = optionsFromEnvironment();
+    ASSERT_EQ(options.status().code(), Code::kInvalidArgument) << value;
+    EXPECT_NE(options.status().toString().find(std::string("IBDT_MSG_EAGER_LIMIT=") + value +
+                                               " is below the minimum of 48 bytes"),
+              std::string::npos)
+        << options.status().toString();
+  }
+  setenv("IBDT_MSG_EAGER_LIMIT", "48", 1);
+  auto options = optionsFromEnvironment();
+  ASSERT_TRUE(options.isOk()) << options.status().toString();
+  EXPECT_EQ(options->eagerLimit, 48);
+  unsetenv("IBDT_MSG_EAGER_LIMIT");
+}
+
 }  // namespace
 }  // namespace ibdt::messaging

@@ -63,7 +63,11 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Domain& domain, c
     return makeError(Code::kInvalidArgument, "buffer pool: largest buffer ", options.maxBufferBytes,
                      " bytes must lie between one page (", page, ") and 1 TiB");
   }
-  return std::unique_ptr<BufferPool>(new BufferPool(domain, options));
+  // Checked here, not at exit: IBDT_STATS=garbage is an error, never silently off.
+  IBDT_ASSIGN_OR_RETURN(bool printStats, config::getBool("IBDT_STATS"));
+  auto pool = std::unique_ptr<BufferPool>(new BufferPool(domain, options));
+  pool->printStats_ = printStats;
+  return pool;
 }
 
 BufferPool::BufferPool(fabric::Domain& domain, const PoolOptions& options)
@@ -76,8 +80,7 @@ BufferPool::BufferPool(fabric::Domain& domain, const PoolOptions& options)
 }
 
 BufferPool::~BufferPool() {
-  auto stats = config::getBool("IBDT_STATS");
-  if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("buffer pool: ", describe(counters())));
+  if (printStats_) log::write(log::Level::kInfo, strCat("buffer pool: ", describe(counters())));
   std::lock_guard lock(mutex_);
   if (counters_.buffersInUse > 0) {
     // Deregistering memory a transfer still uses would fault it; leak instead.

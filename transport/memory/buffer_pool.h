@@ -113,6 +113,7 @@ class BufferPool {
   fabric::Domain& domain_;
   std::mutex& providerLock_;  // held for every call into domain_ (always the innermost lock)
   const PoolOptions options_;
+  bool printStats_ = false;  // IBDT_STATS, read at creation
   std::vector<size_t> classSizes_;
 
   mutable std::mutex mutex_;

@@ -58,6 +58,8 @@ void RegionRef::reset() {
 
 Result<std::unique_ptr<RegistrationCache>> RegistrationCache::create(fabric::Domain& domain,
                                                                      const CacheOptions& options) {
+  // Checked here, not at exit: IBDT_STATS=garbage is an error, never silently off.
+  IBDT_ASSIGN_OR_RETURN(bool printStats, config::getBool("IBDT_STATS"));
   bool caching = false;
   std::string description;
   switch (options.mode) {
@@ -86,6 +88,7 @@ Result<std::unique_ptr<RegistrationCache>> RegistrationCache::create(fabric::Dom
     }
   }
   std::unique_ptr<RegistrationCache> cache(new RegistrationCache(domain, options, caching, std::move(description)));
+  cache->printStats_ = printStats;
   if (caching) IBDT_RETURN_IF_ERROR(addUnmapListener(cache.get()));
   return cache;
 }
@@ -101,8 +104,7 @@ RegistrationCache::RegistrationCache(fabric::Domain& domain, const CacheOptions&
 
 RegistrationCache::~RegistrationCache() {
   if (caching_) removeUnmapListener(this);
-  auto stats = config::getBool("IBDT_STATS");
-  if (stats.isOk() && *stats) log::write(log::Level::kInfo, strCat("registration cache: ", describe(counters())));
+  if (printStats_) log::write(log::Level::kInfo, strCat("registration cache: ", describe(counters())));
   DeadList dead;
   uint64_t inUse = 0;
   {
@@ -129,10 +131,19 @@ Result<std::unique_ptr<fabric::MemoryRegion>> RegistrationCache::registerRange(P
 }
 
 CacheEntry* RegistrationCache::findLocked(PageRange wanted, uint32_t access) const {
-  auto it = index_.upper_bound(wanted.begin);
+  auto it = index_.upper_bound({access, wanted.begin});
   if (it == index_.begin()) return nullptr;
-  CacheEntry* candidate = std::prev(it)->second;
-  return candidate->range.contains(wanted) && (candidate->access & access) == access ? candidate : nullptr;
+  auto [key, candidate] = *std::prev(it);
+  return key.first == access && candidate->range.contains(wanted) ? candidate : nullptr;
+}
+
+RegistrationCache::Index::iterator RegistrationCache::firstOverlapLocked(uint32_t access, PageRange range) {
+  auto it = index_.upper_bound({access, range.begin});
+  if (it != index_.begin()) {
+    auto before = std::prev(it);
+    if (before->first.first == access && before->second->range.end > range.begin) return before;
+  }
+  return it;
 }
 
 Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length, uint32_t access) {
@@ -168,14 +179,12 @@ Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length,
       ref.entry_ = hit;
       ref.region_ = hit->region.get();
     } else {
-      // A miss: register the union of everything it overlaps, with every flag.
+      // A miss: register the union of everything of the same access it overlaps.
       ++counters_.misses;
-      auto it = index_.upper_bound(wanted.begin);
-      if (it != index_.begin() && std::prev(it)->second->range.overlaps(wanted)) --it;
-      for (; it != index_.end() && it->second->range.begin < wanted.end; ++it) {
+      for (auto it = firstOverlapLocked(access, wanted);
+           it != index_.end() && it->first.first == access && it->second->range.begin < wanted.end; ++it) {
         entry->range.begin = std::min(entry->range.begin, it->second->range.begin);
         entry->range.end = std::max(entry->range.end, it->second->range.end);
-        entry->access |= it->second->access;
       }
       registering_.push_back(entry.get());
       growHullLocked(entry->range);
@@ -209,9 +218,9 @@ Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length,
     ++counters_.pinnedRegions;
     applyUnmapEventsLocked(dead);  // marks the entry stale if its memory went away meanwhile
     if (!entry->stale) {
-      retireOverlappingLocked(entry->range, dead, false);
+      retireOverlappingLocked(entry->range, dead, false, access);
       entry->indexed = true;
-      index_.emplace(entry->range.begin, entry.get());
+      index_.emplace(IndexKey{access, entry->range.begin}, entry.get());
     }
     ref.cache_ = this;
     ref.region_ = entry->region.get();
@@ -324,10 +333,22 @@ void RegistrationCache::applyUnmapEventsLocked(DeadList& dead) {
   }
 }
 
-void RegistrationCache::retireOverlappingLocked(PageRange range, DeadList& dead, bool countAsInvalidation) {
-  auto it = index_.upper_bound(range.begin);
-  if (it != index_.begin() && std::prev(it)->second->range.end > range.begin) --it;
-  while (it != index_.end() && it->second->range.begin < range.end) {
+void RegistrationCache::retireOverlappingLocked(PageRange range, DeadList& dead, bool countAsInvalidation,
+                                                std::optional<uint32_t> access) {
+  if (access) return retireOverlappingInClassLocked(*access, range, dead, countAsInvalidation);
+  // Few access classes exist (the combinations callers use): visit each.
+  for (auto it = index_.begin(); it != index_.end();) {
+    uint32_t current = it->first.first;
+    retireOverlappingInClassLocked(current, range, dead, countAsInvalidation);
+    if (current == UINT32_MAX) break;
+    it = index_.lower_bound({current + 1, 0});
+  }
+}
+
+void RegistrationCache::retireOverlappingInClassLocked(uint32_t access, PageRange range, DeadList& dead,
+                                                       bool countAsInvalidation) {
+  auto it = firstOverlapLocked(access, range);
+  while (it != index_.end() && it->first.first == access && it->second->range.begin < range.end) {
     CacheEntry* entry = it->second;
     ++it;
     if (countAsInvalidation) ++counters_.invalidations;
@@ -337,7 +358,7 @@ void RegistrationCache::retireOverlappingLocked(PageRange range, DeadList& dead,
 
 void RegistrationCache::retireLocked(CacheEntry* entry, DeadList& dead) {
   if (entry->indexed) {
-    index_.erase(entry->range.begin);
+    index_.erase(IndexKey{entry->access, entry->range.begin});
     entry->indexed = false;
   }
   lruRemoveLocked(entry);

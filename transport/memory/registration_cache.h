@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,8 +105,9 @@ class RegistrationCache final : private UnmapListener {
   RegistrationCache(const RegistrationCache&) = delete;
   RegistrationCache& operator=(const RegistrationCache&) = delete;
 
-  // A registration that covers [address, address + length) and grants at
-  // least `access`. Fails like Domain::registerMemory (e.g. unmapped pages),
+  // A registration that covers [address, address + length) and grants
+  // exactly `access` (whole pages, possibly the union with earlier cached
+  // ranges of the same access). Fails like Domain::registerMemory (e.g. unmapped pages),
   // with kInvalidArgument for a zero length and kOverflow when the range wraps.
   Result<RegionRef> acquire(const void* address, size_t length, uint32_t access);
 
@@ -125,6 +127,8 @@ class RegistrationCache final : private UnmapListener {
  private:
   RegistrationCache(fabric::Domain& domain, const CacheOptions& options, bool caching, std::string description);
   friend class RegionRef;
+  using IndexKey = std::pair<uint32_t, uintptr_t>;  // (access, range.begin)
+  using Index = std::map<IndexKey, CacheEntry*>;
 
   void release(CacheEntry* entry);
   CacheEntry* findLocked(PageRange wanted, uint32_t access) const;
@@ -134,7 +138,12 @@ class RegistrationCache final : private UnmapListener {
   // Everything below with a "Locked" suffix runs with mutex_ held and moves
   // entries to deregister into `dead`, which the caller destroys unlocked.
   void applyUnmapEventsLocked(DeadList& dead);
-  void retireOverlappingLocked(PageRange range, DeadList& dead, bool countAsInvalidation);
+  // Every access class, or only `access` when given.
+  void retireOverlappingLocked(PageRange range, DeadList& dead, bool countAsInvalidation,
+                               std::optional<uint32_t> access = std::nullopt);
+  void retireOverlappingInClassLocked(uint32_t access, PageRange range, DeadList& dead, bool countAsInvalidation);
+  // The first indexed entry of `access` that overlaps `range`, or end.
+  Index::iterator firstOverlapLocked(uint32_t access, PageRange range);
   void retireLocked(CacheEntry* entry, DeadList& dead);
   void evictLocked(DeadList& dead);
   void lruRemoveLocked(CacheEntry* entry);
@@ -148,9 +157,14 @@ class RegistrationCache final : private UnmapListener {
   const size_t pageSize_;
   const bool caching_;
   const std::string modeDescription_;
+  bool printStats_ = false;  // IBDT_STATS, read at creation
 
   std::mutex mutex_;
-  std::map<uintptr_t, CacheEntry*> index_;  // by range.begin; ranges disjoint
+  // By (access, range.begin): ranges of one access are disjoint. Entries of
+  // different access never merge, so a hit grants exactly the access asked
+  // for, as a fresh registration would (issue 17: a read-only acquire once
+  // returned a writable union).
+  Index index_;
   std::vector<CacheEntry*> registering_;    // misses being registered (unlocked)
   CacheEntry* lruHead_ = nullptr;           // unreferenced indexed entries, oldest first
   CacheEntry* lruTail_ = nullptr;

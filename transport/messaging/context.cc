@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "base/backoff.h"
+#include "base/config.h"
 #include "ibdt/store.h"
 #include "transport/messaging/context_impl.h"
 
@@ -96,6 +97,7 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
     return Status::ok();
   }
   std::unique_ptr<Unexpected> owned(arrived);
+  releaseUnexpected(*owned);  // its bytes go to the receive (or away with `owned`)
   bool arriving = owned->kind == wire::Kind::kPipelined &&
                   static_cast<int64_t>(owned->payload.size()) < owned->wireEnvelope.bytes;
   if (arriving) {
@@ -139,6 +141,7 @@ Status ContextImpl::cancel(Operation& op) {
 
 Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, const Bootstrap& bootstrap,
                                                  const Options& options) {
+  config::warnAboutUnknownVariables();  // a misspelled knob would otherwise be ignored silently
   auto impl = std::make_unique<ContextImpl>(domain, options);
   IBDT_RETURN_IF_ERROR(impl->init(bootstrap).withContext("creating the messaging context"));
   return std::unique_ptr<Context>(new Context(std::move(impl)));
@@ -168,6 +171,7 @@ int Context::rank() const { return impl_->rank_; }
 int Context::size() const { return impl_->size_; }
 const Counters& Context::counters() const {
   impl_->counters_.poolGrowths = impl_->pool_->counters().growths;
+  impl_->counters_.unexpectedBytes = impl_->unexpectedBytes_;
   return impl_->counters_;
 }
 double Context::packBelowBlock() const { return impl_->packBelow_; }

@@ -59,6 +59,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
     return makeError(Code::kInvalidArgument, "messaging context: a staging ring needs at least 2 segments, not ",
                      options_.ringSegments);
   }
+  IBDT_RETURN_IF_ERROR(checkEagerLimit(options_.eagerLimit));
   if (options_.eagerLimit < 0 || options_.eagerCredits < 2 || options_.segmentSize < 0) {
     return makeError(Code::kInvalidArgument, "messaging context: eager limit ", options_.eagerLimit, ", credits ",
                      options_.eagerCredits, " and segment size ", options_.segmentSize,
@@ -261,6 +262,7 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
+  releaseWithheld();
   repostConsumed(/*creditDueOnly=*/false);
   if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
   std::span<fabric::Completion> batch(polled_);
@@ -327,9 +329,46 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     failPeer(peer, status);
     return Status::ok();
   }
-  consumed_.push_back(ConsumedSlot{peer.rank, slot, countsCredit});
+  // Over the budget a sender's credits are not returned: it stops at the
+  // buffers it has and waits. Ourselves excepted (we would wait on
+  // ourselves), and a sender a posted receive waits for (its message may be
+  // behind the ones held: withholding would deadlock a valid program).
+  bool withhold = countsCredit && !peer.self && overUnexpectedBudget() && !receivePostedFrom(peer.rank);
+  (withhold ? withheld_ : consumed_).push_back(ConsumedSlot{peer.rank, slot, countsCredit});
+  if (withhold) ++counters_.creditsWithheld;
   if (countsCredit) ++peer.unposted;
   return Status::ok();
+}
+
+void ContextImpl::releaseWithheld() {
+  if (withheld_.empty()) return;
+  bool over = overUnexpectedBudget();
+  auto kept = withheld_.begin();
+  for (const ConsumedSlot& slot : withheld_) {
+    if (!over || receivePostedFrom(slot.rank)) {
+      consumed_.push_back(slot);
+    } else {
+      *kept++ = slot;
+    }
+  }
+  withheld_.erase(kept, withheld_.end());
+}
+
+bool ContextImpl::receivePostedFrom(int rank) const {
+  bool found = false;
+  posted_.forEach([&](const Operation& op) { found = found || op.spec.source == kAnySource || op.spec.source == rank; });
+  return found;
+}
+
+void ContextImpl::holdUnexpected(Unexpected& unexpected, size_t bytes) {
+  unexpected.heldBytes += bytes;
+  unexpectedBytes_ += bytes;
+  counters_.unexpectedBytesPeak = std::max(counters_.unexpectedBytesPeak, unexpectedBytes_);
+}
+
+void ContextImpl::releaseUnexpected(Unexpected& unexpected) {
+  unexpectedBytes_ -= unexpected.heldBytes;
+  unexpected.heldBytes = 0;
 }
 
 void ContextImpl::repostConsumed(bool creditDueOnly) {
@@ -525,6 +564,7 @@ Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& 
   unexpected->wireEnvelope = envelope;
   unexpected_.pushBack(unexpected);
   ++counters_.unexpected;
+  holdUnexpected(*unexpected, sizeof(Unexpected));
   return unexpected;
 }
 

@@ -76,6 +76,7 @@ struct Unexpected : MatchListHook {
   wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
   std::vector<uint8_t> payload;  // eager; a pipelined one may still be arriving
   wire::Rts rts{};               // rendezvous
+  size_t heldBytes = 0;          // counted in ContextImpl::unexpectedBytes_
 };
 
 // A pipelined eager message a peer is sending us: its fragments arrive in
@@ -296,6 +297,15 @@ class ContextImpl {
   // Takes `op` off the posted list; returns its owner, null if it was not posted.
   std::shared_ptr<Operation> unpostReceive(Operation& op);
   Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
+  // The unexpected-message budget (Options::unexpectedMaxBytes): bytes held
+  // are counted as they arrive and given back when a receive (or a failure)
+  // takes the message; over the budget, buffers consumed from other ranks
+  // are withheld (not reposted, so no credit returns) until it is met again.
+  void holdUnexpected(Unexpected& unexpected, size_t bytes);
+  void releaseUnexpected(Unexpected& unexpected);
+  bool overUnexpectedBudget() const { return unexpectedBytes_ > static_cast<uint64_t>(options_.unexpectedMaxBytes); }
+  void releaseWithheld();
+  bool receivePostedFrom(int rank) const;
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
   Result<uint32_t> takeSendSlot();
@@ -339,6 +349,8 @@ class ContextImpl {
     bool countsCredit;
   };
   std::vector<ConsumedSlot> consumed_;
+  std::vector<ConsumedSlot> withheld_;  // consumed while over the unexpected budget
+  uint64_t unexpectedBytes_ = 0;
   struct PostScratch {  // advanceSend's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;

@@ -150,6 +150,7 @@ void ContextImpl::handleEager(Peer& peer, const wire::Envelope& envelope, std::s
   // Unexpected: keep a copy, the receive buffer goes back to the peer.
   (*unexpected)->kind = wire::Kind::kEager;
   (*unexpected)->payload.assign(payload.begin(), payload.end());
+  holdUnexpected(**unexpected, payload.size());
 }
 
 void ContextImpl::deliverEager(Operation& op, int source, const wire::Envelope& envelope,

@@ -3,6 +3,7 @@
 
 #include "base/config.h"
 #include "ibdt/messaging.h"
+#include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -36,6 +37,12 @@ Result<Scheme> parseScheme(std::string_view name) {
                    "': expected auto, eager, contig, generic, bc-spup, rwg-up, p-rrs, multi-w or pipelined");
 }
 
+Status checkEagerLimit(int64_t eagerLimit) {
+  if (eagerLimit >= wire::kMinEagerLimit) return Status::ok();
+  return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT=", eagerLimit, " is below the minimum of ",
+                   wire::kMinEagerLimit, " bytes (an eager buffer must hold a rendezvous reply)");
+}
+
 Result<Options> optionsFromEnvironment() {
   Options options;
   IBDT_ASSIGN_OR_RETURN(uint64_t eager, config::getSize("IBDT_MSG_EAGER_LIMIT"));
@@ -67,10 +74,16 @@ Result<Options> optionsFromEnvironment() {
   options.connect = static_cast<Connect>(connect);
   IBDT_ASSIGN_OR_RETURN(options.connectTimeoutMs, config::getInt("IBDT_MSG_CONNECT_TIMEOUT_MS", 1, 3'600'000));
   if (eager > (uint64_t{1} << 20)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT above 1M");
+  IBDT_RETURN_IF_ERROR(checkEagerLimit(static_cast<int64_t>(eager)));
   if (segment >= 0 && (segment < 64 || segment > double(uint64_t{1} << 30))) {
     return makeError(Code::kInvalidArgument, "IBDT_MSG_SEGMENT_SIZE must be auto or between 64 and 1G bytes");
   }
   options.eagerLimit = static_cast<int64_t>(eager);
+  IBDT_ASSIGN_OR_RETURN(uint64_t unexpectedMax, config::getSize("IBDT_MSG_UNEXPECTED_MAX_BYTES"));
+  if (unexpectedMax > (uint64_t{1} << 40)) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_UNEXPECTED_MAX_BYTES above 1T");
+  }
+  options.unexpectedMaxBytes = static_cast<int64_t>(unexpectedMax);
   options.eagerCredits = static_cast<uint32_t>(credits);
   options.segmentSize = segment < 0 ? 0 : static_cast<int64_t>(segment);
   return options;

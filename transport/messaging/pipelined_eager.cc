@@ -170,6 +170,7 @@ Status ContextImpl::handlePipelined(Peer& peer, const wire::Envelope& envelope, 
     unexpected->kind = wire::Kind::kPipelined;
     unexpected->payload.reserve(static_cast<size_t>(std::min<int64_t>(envelope.bytes, options_.pipelineLimit)));
     unexpected->payload.assign(payload.begin(), payload.end());
+    holdUnexpected(*unexpected, unexpected->payload.capacity());  // reserved for the whole message
     inbound.unexpected = unexpected;
     return Status::ok();
   }
@@ -191,7 +192,9 @@ Status ContextImpl::handleFragment(Peer& peer, const wire::Fragment& fragment, s
   if (inbound.op) {
     if (inbound.failure.isOk()) inbound.failure = unpackEager(*inbound.op, fragment.offset, payload);
   } else if (inbound.unexpected != nullptr) {
+    size_t before = inbound.unexpected->payload.capacity();
     inbound.unexpected->payload.insert(inbound.unexpected->payload.end(), payload.begin(), payload.end());
+    holdUnexpected(*inbound.unexpected, inbound.unexpected->payload.capacity() - before);
   }
   inbound.received += static_cast<int64_t>(payload.size());
   if (inbound.received == inbound.envelope.bytes) {
@@ -213,6 +216,7 @@ void ContextImpl::dropInbound(Peer& peer) {
   InboundMessage& inbound = peer.inbound;
   if (inbound.op) complete(*inbound.op, peer.failure);
   if (inbound.unexpected != nullptr && unexpected_.remove(inbound.unexpected)) {
+    releaseUnexpected(*inbound.unexpected);
     delete inbound.unexpected;  // part of a message from a failed peer: no receive may take it
   }
   inbound = InboundMessage{};

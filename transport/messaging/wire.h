@@ -117,6 +117,13 @@ struct Fin {
   uint32_t pad;
 };
 
+// An eager receive buffer holds Header + Envelope + the eager limit, and
+// every control message travels in one: the limit must leave room for the
+// largest fixed one, a Cts (below it, a rendezvous reply cannot be sent).
+constexpr int64_t kMinEagerLimit = static_cast<int64_t>(sizeof(Cts) - sizeof(Envelope));
+static_assert(sizeof(Envelope) + sizeof(Rts) <= sizeof(Envelope) + kMinEagerLimit);
+static_assert(sizeof(Packed) <= sizeof(Envelope) + kMinEagerLimit);
+
 // Copies a trivially copyable struct out of untrusted bytes at `offset`.
 template <typename T>
 Result<T> read(std::span<const uint8_t> bytes, size_t offset) {

@@ -113,7 +113,9 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
   state->pid_ = getpid();
   state->livenessInterval_ = std::chrono::milliseconds(livenessMs);
   IBDT_ASSIGN_OR_RETURN(int cma, config::getChoice("IBDT_SHM_CMA", {"auto", "off"}));
-  state->crossMemoryAttach_ = crossMemoryAttachAvailable() && cma == 0;  // the probe also lets peers attach to us
+  state->crossMemoryAttach_ = cma == 0 && crossMemoryAttachAvailable();
+  // ptrace permission only where cross-memory attach is used (issue 17).
+  if (state->crossMemoryAttach_) letPeersAttach();
   if (cma == 1) {
     log::once(log::Level::kInfo, "shm-cma-off",
               "shm: IBDT_SHM_CMA=off: one-sided access to user memory takes the bounce path");

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -172,9 +173,24 @@ void scatterToIovecs(std::span<const iovec> iovs, size_t offset, const uint8_t* 
   });
 }
 
+namespace {
+std::atomic<bool> ptracerAny{false};
+}  // namespace
+
+void letPeersAttach() {
+  static const bool once = [] {
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // harmless without Yama
+    ptracerAny.store(true);
+    return true;
+  }();
+  (void)once;
+}
+
+bool peersMayAttach() { return ptracerAny.load(); }
+
 bool crossMemoryAttachAvailable() {
   static const bool available = [] {
-    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // harmless without Yama
+    // Reading our own memory needs no ptrace permission.
     uint64_t source = 0x1bd7;
     uint64_t target = 0;
     iovec local{&target, sizeof target};

@@ -37,10 +37,16 @@ CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> lo
 void gatherFromIovecs(std::span<const iovec> iovs, size_t offset, uint8_t* out, size_t length);
 void scatterToIovecs(std::span<const iovec> iovs, size_t offset, const uint8_t* in, size_t length);
 
-// Whether cross-memory attach works in this process (probed once: seccomp
-// or a kernel without it make it fail with ENOSYS/EPERM). Also lets any
-// process of this user attach to us (PR_SET_PTRACER_ANY) so Yama scope 1
-// does not block our peers.
+// Whether cross-memory attach works in this process (probed once on itself:
+// seccomp or a kernel without it make it fail with ENOSYS/EPERM). Changes
+// no permission.
 bool crossMemoryAttachAvailable();
+// Lets any process of this user attach to us (PR_SET_PTRACER_ANY), so Yama
+// scope 1 does not block our peers' cross-memory attach. Called only by a
+// domain that uses cross-memory attach (never with IBDT_SHM_CMA=off): the
+// permission also lets such a process ptrace us.
+void letPeersAttach();
+// Whether letPeersAttach() ran in this process (tests, ibdt-info).
+bool peersMayAttach();
 
 }  // namespace ibdt::fabric::shm
