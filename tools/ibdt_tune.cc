@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -63,11 +64,20 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
     }
     std::printf("\n");
   }
-  std::printf("\nchoice for vector(128, x, 4096, int):");
+  // As a Context with the default eager limit and credits decides
+  // (context_tuning.cc: pipelined up to half the credit window).
+  messaging::Options defaults;
+  const int64_t pipelinedUpTo =
+      std::min<int64_t>(tuning.maxBytes, static_cast<int64_t>(defaults.eagerCredits) * defaults.eagerLimit / 2);
+  std::printf("\nchoice for vector(128, x, 4096, int), default eager limit and credits:");
   for (int64_t x = 64; x <= 2048; x *= 2) {
     messaging::SideLayout side{128 * x * 4, false, 128, static_cast<double>(x * 4)};
-    std::printf(" x=%lld %s", static_cast<long long>(x),
-                std::string(messaging::tunedPathName(messaging::bestTunedPath(tuning, side, side, rdmaRead, true))).c_str());
+    bool pipelined = side.bytes <= pipelinedUpTo;
+    const char* choice = side.bytes <= defaults.eagerLimit
+                             ? "eager"
+                             : std::string_view(messaging::tunedPathName(
+                                   messaging::bestTunedPath(tuning, side, side, rdmaRead, pipelined))).data();
+    std::printf(" x=%lld %s", static_cast<long long>(x), choice);
   }
   std::printf("\n");
 }

@@ -15,9 +15,13 @@ void ContextImpl::loadTuning(const fabric::Caps& caps) {
   tunedPipeline_ = tuned != nullptr && !options_.pipelineLimitForced && options_.forcedScheme == Scheme::kAuto;
   tunedPack_ = tuned != nullptr && options_.packBelowBlock < 0;
   if (tunedPipeline_) {
-    // The file decides up to the largest size it measured; beyond that its
-    // fits would extrapolate, so larger messages rendezvous as before.
-    options_.pipelineLimit = std::max(options_.pipelineLimit, tuned->maxBytes);
+    // The file decides up to the largest size it measured (beyond, its fits
+    // would extrapolate) and up to half the peer's eager credits: a larger
+    // message waits mid-way for credits, i.e. for the peer's core, and on a
+    // loaded 2-core machine 1 MiB (all 32 credits) took 6x its median at
+    // times (docs/tuning.md).
+    int64_t creditWindow = static_cast<int64_t>(options_.eagerCredits) * options_.eagerLimit / 2;
+    options_.pipelineLimit = std::min(tuned->maxBytes, creditWindow);
   }
   IBDT_LOG(kDebug, "messaging: tuning ", tuning_.note);
 }
