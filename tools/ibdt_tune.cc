@@ -57,8 +57,9 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
   for (int p = 0; p < messaging::kTunedPathCount; ++p) {
     const messaging::PathCost& cost = tuning.paths[static_cast<size_t>(p)];
     if (!cost.measured) continue;
-    std::printf("%-17s %14.0f %12.4f %13.2f  ", std::string(messaging::tunedPathName(static_cast<TunedPath>(p))).c_str(),
-                cost.perMessageNs, cost.perByteNs, cost.perBlockNs);
+    std::printf("%-17s %14.0f %12.4f %13.2f  ",
+                std::string(messaging::tunedPathName(static_cast<TunedPath>(p))).c_str(), cost.perMessageNs,
+                cost.perByteNs, cost.perBlockNs);
     for (const auto& s : measured.samples[static_cast<size_t>(p)]) {
       std::printf(" %.0f/%.0f", s.ns / 1e3, cost.ns(s.bytes, s.blocks) / 1e3);
     }
@@ -76,7 +77,8 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
     const char* choice = side.bytes <= defaults.eagerLimit
                              ? "eager"
                              : std::string_view(messaging::tunedPathName(
-                                   messaging::bestTunedPath(tuning, side, side, rdmaRead, pipelined))).data();
+                                                    messaging::bestTunedPath(tuning, side, side, rdmaRead, pipelined)))
+                                   .data();
     std::printf(" x=%lld %s", static_cast<long long>(x), choice);
   }
   std::printf("\n");
@@ -87,9 +89,11 @@ int run(const TuneOptions& options) {
   if (path.empty()) {
     auto setting = config::getString("IBDT_TUNE_FILE");
     if (!setting.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", setting.status().toString().c_str()), 1;
-    if (*setting == messaging::kTuneFileOff) return std::fprintf(stderr, "ibdt-tune: IBDT_TUNE_FILE=off and no --output\n"), 1;
-    path = *setting == messaging::kTuneFileAuto ? messaging::defaultTuneFilePath(messaging::currentHostKey(options.provider))
-                                                 : *setting;
+    if (*setting == messaging::kTuneFileOff)
+      return std::fprintf(stderr, "ibdt-tune: IBDT_TUNE_FILE=off and no --output\n"), 1;
+    path = *setting == messaging::kTuneFileAuto
+               ? messaging::defaultTuneFilePath(messaging::currentHostKey(options.provider))
+               : *setting;
   }
   auto start = std::chrono::steady_clock::now();
   const std::string jobTag = "ibdt-tune-" + std::to_string(getpid());
@@ -115,12 +119,14 @@ int run(const TuneOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("ibdt-tune: time this machine's message paths and write the tuning file contexts load "
-               "(docs/tuning.md)");
+  CLI::App app(
+      "ibdt-tune: time this machine's message paths and write the tuning file contexts load "
+      "(docs/tuning.md)");
   TuneOptions options;
   app.add_option("--provider", options.provider, "fabric provider to measure (shm, verbs)");
   app.add_option("--output", options.output, "file to write (default: IBDT_TUNE_FILE, auto: the per-host cache path)");
-  app.add_option("--reps", options.reps, "timed ping-pongs per layout (the median is kept)")->check(CLI::Range(3, 1000));
+  app.add_option("--reps", options.reps, "timed ping-pongs per layout (the median is kept)")
+      ->check(CLI::Range(3, 1000));
   CLI11_PARSE(app, argc, argv);
   return run(options);
 }

@@ -32,9 +32,9 @@ struct PathPlan {
   bool contiguous;
 };
 constexpr PathPlan kPlans[] = {
-    {TunedPath::kPipelined, Scheme::kAuto, false},     {TunedPath::kPipelinedContig, Scheme::kAuto, true},
-    {TunedPath::kContig, Scheme::kContiguous, true},   {TunedPath::kBcSpup, Scheme::kBcSpup, false},
-    {TunedPath::kRwgUp, Scheme::kRwgUp, false},        {TunedPath::kMultiW, Scheme::kMultiW, false},
+    {TunedPath::kPipelined, Scheme::kAuto, false},   {TunedPath::kPipelinedContig, Scheme::kAuto, true},
+    {TunedPath::kContig, Scheme::kContiguous, true}, {TunedPath::kBcSpup, Scheme::kBcSpup, false},
+    {TunedPath::kRwgUp, Scheme::kRwgUp, false},      {TunedPath::kMultiW, Scheme::kMultiW, false},
     {TunedPath::kPRrs, Scheme::kPRrs, false},
 };
 
@@ -58,7 +58,8 @@ Result<double> pingPong(messaging::Context& context, int rank, void* buffer, int
   Status failed;
   auto once = [&] {
     Status s = rank == 0 ? context.send(buffer, count, type, peer, 1) : context.recv(buffer, count, type, peer, 1);
-    if (s.isOk()) s = rank == 0 ? context.recv(buffer, count, type, peer, 1) : context.send(buffer, count, type, peer, 1);
+    if (s.isOk())
+      s = rank == 0 ? context.recv(buffer, count, type, peer, 1) : context.send(buffer, count, type, peer, 1);
     if (failed.isOk() && !s.isOk()) failed = s;
   };
   auto seconds = perf::measure(options.warmup, options.reps, 2, once);
@@ -84,8 +85,10 @@ Status measurePath(fabric::Domain& domain, messaging::Bootstrap& bootstrap, cons
   } else {
     for (const Layout& layout : kStrided) {
       auto type = Datatype::vector(layout.rows, layout.blockBytes / 4, kStrideBytes / 4, Datatype::of<int32_t>());
-      if (type.isOk()) status = type->commit();
-      else status = type.status();
+      if (type.isOk())
+        status = type->commit();
+      else
+        status = type.status();
       if (!status.isOk()) break;
       auto ns = pingPong(*context, rank, buffer.data(), 1, *type, options);
       if (!ns.isOk()) {
@@ -107,7 +110,8 @@ Result<Measured> measurePaths(fabric::Domain& domain, messaging::Bootstrap& boot
   if (bootstrap.size != 2) return makeError(Code::kInvalidArgument, "ibdt-tune measures between exactly two ranks");
   int64_t largest = 0;
   for (const Layout& layout : kStrided) largest = std::max(largest, layout.rows * kStrideBytes);
-  std::vector<uint8_t> buffer(static_cast<size_t>(std::max(largest, kContigBytes[3])), static_cast<uint8_t>(bootstrap.rank));
+  std::vector<uint8_t> buffer(static_cast<size_t>(std::max(largest, kContigBytes[3])),
+                              static_cast<uint8_t>(bootstrap.rank));
   Measured measured;
   measured.minBytes = kContigBytes[0];
   measured.maxBytes = kContigBytes[3];

@@ -4,7 +4,6 @@
 // forces it; every byte still arrives. Ranks are threads over the loopback
 // fabric; the files are synthetic, keyed to this host and that provider.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -83,8 +82,8 @@ class TunedContext : public ::testing::Test {
 };
 
 TEST_F(TunedContext, WithoutAFileTheConstantLimitDecides) {
-  Options options;  // tuneFile "": built-in defaults
-  EXPECT_EQ(sendStrided(options, 64), Scheme::kPipelined);  // 128 KiB <= 256 KiB
+  Options options;                                           // tuneFile "": built-in defaults
+  EXPECT_EQ(sendStrided(options, 64), Scheme::kPipelined);   // 128 KiB <= 256 KiB
   EXPECT_NE(sendStrided(options, 256), Scheme::kPipelined);  // 512 KiB
   EXPECT_NE(note_.find("built-in defaults"), std::string::npos) << note_;
 }

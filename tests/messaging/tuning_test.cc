@@ -1,8 +1,9 @@
 // The measured cost model (docs/tuning.md): fitting, the tuning file's
 // strict parser (the file is untrusted input), host keys, and the decisions
 // a file takes, checked with synthetic files whose crossovers are known.
-#include <gtest/gtest.h>
+#include "transport/messaging/tuning.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,7 +11,6 @@
 #include <string>
 
 #include "transport/messaging/tuned_select.h"
-#include "transport/messaging/tuning.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -75,9 +75,9 @@ TEST(TuningFit, NeverFitsACostThatFallsWithSize) {
 }
 
 TEST(TuningFit, RefusesSamplesThatCannotSeparateTheTerms) {
-  EXPECT_FALSE(fitPathCost({{1000, 10, 500}}, false).isOk());                       // too few
+  EXPECT_FALSE(fitPathCost({{1000, 10, 500}}, false).isOk());                                   // too few
   EXPECT_FALSE(fitPathCost({{1000, 10, 500}, {1000, 10, 510}, {1000, 10, 490}}, true).isOk());  // one layout
-  EXPECT_FALSE(fitPathCost({{1000, 10, -5}, {2000, 10, 500}}, false).isOk());       // negative time
+  EXPECT_FALSE(fitPathCost({{1000, 10, -5}, {2000, 10, 500}}, false).isOk());                   // negative time
 }
 
 TEST(TuningFile, RoundTrips) {
@@ -157,10 +157,18 @@ TEST_F(TuneFileOnDisk, IgnoresAFileMadeElsewhere) {
   for (HostKey other : {testKey(), testKey(), testKey(), testKey()}) {
     static int field = 0;
     switch (field++) {
-      case 0: other.cpuModel = "AMD EPYC 7B13 64-Core Processor"; break;
-      case 1: other.cores = 128; break;
-      case 2: other.provider = "verbs"; break;
-      default: other.version = "9.9.9"; break;
+      case 0:
+        other.cpuModel = "AMD EPYC 7B13 64-Core Processor";
+        break;
+      case 1:
+        other.cores = 128;
+        break;
+      case 2:
+        other.provider = "verbs";
+        break;
+      default:
+        other.version = "9.9.9";
+        break;
     }
     LoadedTuning loaded = loadTuning(path_, other);
     EXPECT_FALSE(loaded.tuning.has_value());

@@ -56,7 +56,7 @@ TunedPath bestTunedPath(const Tuning& tuning, const SideLayout& sender, const Si
   if (!pipelinedAllowed) return rendezvous;
   TunedPath pipelined = sender.contiguous ? kPipelinedContig : kPipelined;
   return tunedNs(tuning, pipelined, sender, receiver) <= tunedNs(tuning, rendezvous, sender, receiver) ? pipelined
-                                                                                                        : rendezvous;
+                                                                                                       : rendezvous;
 }
 
 bool tunedPrefersPipelined(const Tuning& tuning, const SideLayout& sender, bool rdmaRead) {

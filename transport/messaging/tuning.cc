@@ -34,8 +34,10 @@ std::string cpuModelName() {
 std::string slug(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-') out += '-';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.substr(0, 48);
@@ -61,9 +63,12 @@ std::string defaultTuneFilePath(const HostKey& key) {
   std::string directory;
   const char* cache = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
-  if (cache != nullptr && cache[0] == '/') directory = cache;
-  else if (home != nullptr && home[0] != '\0') directory = std::string(home) + "/.cache";
-  else directory = "/tmp";
+  if (cache != nullptr && cache[0] == '/')
+    directory = cache;
+  else if (home != nullptr && home[0] != '\0')
+    directory = std::string(home) + "/.cache";
+  else
+    directory = "/tmp";
   return directory + "/ibdt/tune-" + key.fileStem() + ".json";
 }
 

@@ -115,7 +115,8 @@ Result<Tuning> parseTuning(std::string_view text) {
     return bad("\"bytes_measured\" must be [min, max]");
   }
   double low = (*range)[0].get<double>(), high = (*range)[1].get<double>();
-  if (!(low >= 0 && low <= high && high <= double(int64_t{1} << 40))) return bad("\"bytes_measured\" out of order or range");
+  if (!(low >= 0 && low <= high && high <= double(int64_t{1} << 40)))
+    return bad("\"bytes_measured\" out of order or range");
   tuning.minBytes = static_cast<int64_t>(low);
   tuning.maxBytes = static_cast<int64_t>(high);
   IBDT_ASSIGN_OR_RETURN(const Json* paths, member(root, "paths"));
