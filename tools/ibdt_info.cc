@@ -8,8 +8,29 @@
 #include "bootstrap/backends.h"
 #include "build_info.h"
 #include "ibdt/fabric.h"
+#include "transport/messaging/tuning.h"
 
 namespace {
+
+// The tuning file a Context over `provider` would load (IBDT_TUNE_FILE),
+// and its fitted costs (docs/tuning.md).
+void printTuning(const std::string& provider) {
+  auto setting = ibdt::config::getString("IBDT_TUNE_FILE");
+  if (!setting.isOk()) {
+    std::printf("         tuning: %s\n", setting.status().toString().c_str());
+    return;
+  }
+  auto loaded = ibdt::messaging::loadTuning(*setting, ibdt::messaging::currentHostKey(provider));
+  std::printf("         tuning: %s\n", loaded.note.c_str());
+  if (!loaded.tuning) return;
+  for (int p = 0; p < ibdt::messaging::kTunedPathCount; ++p) {
+    const auto& cost = loaded.tuning->paths[static_cast<size_t>(p)];
+    if (!cost.measured) continue;
+    std::printf("           %-17s %8.0f ns/message + %.4f ns/byte + %.2f ns/block\n",
+                std::string(ibdt::messaging::tunedPathName(static_cast<ibdt::messaging::TunedPath>(p))).c_str(),
+                cost.perMessageNs, cost.perByteNs, cost.perBlockNs);
+  }
+}
 
 // The fabric providers compiled in, whether they open here, and their caps
 // and published cost models.
@@ -36,6 +57,7 @@ void printProviders() {
                 caps.transfer.perSgeNs, caps.transfer.perRemotePageNs, caps.transfer.bytesPerNs,
                 caps.transfer.allocatedPerRequestNs, caps.transfer.allocatedPerSgeNs, caps.transfer.allocatedBytesPerNs,
                 caps.transfer.initiatorCopies ? ", copied by the initiator" : "");
+    printTuning(info.name);
   }
 }
 

@@ -58,6 +58,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -111,6 +112,13 @@ struct Options {
   // Largest packed message sent as pipelined eager fragments (above
   // eagerLimit); larger ones, and all when a scheme is forced, rendezvous.
   int64_t pipelineLimit = 262144;
+  // With a tuning file in force, pipelined eager vs rendezvous is the file's
+  // decision per message unless this is set (IBDT_MSG_PIPELINE_LIMIT set).
+  bool pipelineLimitForced = false;
+  // Measured cost model (docs/tuning.md): "" or "off": none, the built-in
+  // choices; "auto": the per-host file ibdt-tune writes; else its path.
+  // optionsFromEnvironment() takes IBDT_TUNE_FILE (default auto).
+  std::string tuneFile;
   // Exchange communicators (kFirstExchangeCommunicator): contiguous messages
   // from this size up go single-copy (0: never; measured crossover 64 KiB).
   int64_t exchangeZeroCopyMin = 65536;
@@ -271,6 +279,8 @@ class Context {
   // override, or -1 when the cost model decides per message.
   double packBelowBlock() const;
   double unpackBelowBlock() const;
+  // Which tuning file is in force, or why none is (docs/tuning.md).
+  const std::string& tuningNote() const;
 
  private:
   explicit Context(std::unique_ptr<ContextImpl> impl);

@@ -54,8 +54,7 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
   if (op->bytes <= options_.eagerLimit) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
-  } else if (op->bytes <= options_.pipelineLimit && options_.forcedScheme == Scheme::kAuto &&
-             !(exchangeSingleCopy(op->communicator, op->bytes) && op->type.contiguous())) {
+  } else if (usePipelined(*op)) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
     PendingControl message{{}, op};
     message.pipelined = true;
@@ -65,7 +64,7 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     auto transfer = std::make_unique<SendTransfer>();
     transfer->id = nextTransfer_++;
     transfer->op = op;
-    transfer->wantsPack = senderWantsPack(op->stats, packBelow_);
+    transfer->wantsPack = rendezvousWantsPack(*op);
     IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
     peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
     sendTransfers_[transfer->id] = std::move(transfer);
@@ -176,6 +175,7 @@ const Counters& Context::counters() const {
 }
 double Context::packBelowBlock() const { return impl_->packBelow_; }
 double Context::unpackBelowBlock() const { return impl_->unpackBelow_; }
+const std::string& Context::tuningNote() const { return impl_->tuning_.note; }
 
 Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
                                uint32_t communicator) {

@@ -99,6 +99,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   IBDT_RETURN_IF_ERROR(measureBlockCosts(cost_));
   packBelow_ = options_.packBelowBlock >= 0 ? options_.packBelowBlock : cost_.packBelowBlock();
   unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : -1;
+  loadTuning(caps);
   IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; per block ", cost_.iovecNsPerBlock,
            " ns to list, ", cost_.packNsPerBlock, " ns to pack (warm at ", cost_.packBytesPerNs,
            " B/ns); pack below ", packBelow_,

@@ -25,6 +25,7 @@
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/staging.h"
+#include "transport/messaging/tuning.h"
 #include "transport/messaging/user_registration.h"
 #include "transport/messaging/wire.h"
 
@@ -210,6 +211,17 @@ class ContextImpl {
   double packBelow_ = 0;
   double unpackBelow_ = 0;
   Counters counters_;
+  // context_tuning.cc: the measured cost model, when a tuning file is in
+  // force, and the decisions it takes over from the constants.
+  LoadedTuning tuning_;
+  bool tunedPipeline_ = false;  // pipelined vs rendezvous per message (IBDT_MSG_PIPELINE_LIMIT unset)
+  bool tunedPack_ = false;      // BC-SPUP vs RWG-UP per message (IBDT_MSG_PACK_BELOW auto)
+  void loadTuning(const fabric::Caps& caps);
+  // Whether a message above the eager limit goes as pipelined eager.
+  bool usePipelined(Operation& op);
+  // Whether a rendezvous sender packs its message.
+  bool rendezvousWantsPack(const Operation& op) const;
+  const Tuning* tuning() const { return tuning_.tuning ? &*tuning_.tuning : nullptr; }
 
  private:
   // eager_protocol.cc

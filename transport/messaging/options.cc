@@ -60,6 +60,11 @@ Result<Options> optionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(uint64_t pipeline, config::getSize("IBDT_MSG_PIPELINE_LIMIT"));
   if (pipeline > (uint64_t{1} << 30)) return makeError(Code::kInvalidArgument, "IBDT_MSG_PIPELINE_LIMIT above 1G");
   options.pipelineLimit = static_cast<int64_t>(pipeline);
+  options.pipelineLimitForced = config::isSet("IBDT_MSG_PIPELINE_LIMIT");
+  IBDT_ASSIGN_OR_RETURN(options.tuneFile, config::getString("IBDT_TUNE_FILE"));
+  if (options.tuneFile.empty()) {
+    return makeError(Code::kInvalidArgument, "IBDT_TUNE_FILE is empty: expected auto, off or a file path");
+  }
   IBDT_ASSIGN_OR_RETURN(uint64_t exchange, config::getSize("IBDT_MSG_EXCHANGE_ZERO_COPY"));
   if (exchange > (uint64_t{1} << 40)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EXCHANGE_ZERO_COPY above 1T");
   options.exchangeZeroCopyMin = static_cast<int64_t>(exchange);

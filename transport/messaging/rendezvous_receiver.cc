@@ -83,6 +83,7 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   inputs.senderWantsPack = rts.senderWantsPack != 0;
   inputs.receiver = op->stats;
   inputs.unpackBelowOverride = unpackBelow_;
+  inputs.tuning = tuning();
   inputs.segmentSize = segmentSizeFor(cts.bytes, options_.segmentSize);
   transfer->unpack = receiverUsesUnpack(inputs, cost_);
   // Exchange traffic: both cores are busy sending and receiving, so the

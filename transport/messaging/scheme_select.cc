@@ -1,5 +1,7 @@
 #include "transport/messaging/scheme_select.h"
 
+#include "transport/messaging/tuned_select.h"
+
 namespace ibdt::messaging {
 
 bool senderWantsPack(const datatype::Stats& stats, double packBelowBlock) {
@@ -26,6 +28,9 @@ bool receiverUsesUnpack(const ReplyInputs& in, const CostModel& model) {
   }
   if (in.unpackBelowOverride >= 0) return receiverWantsUnpack(in.receiver, in.unpackBelowOverride);
   SideLayout receiver = sideLayout(in.receiver);
+  if (in.tuning != nullptr) {
+    return tunedReceiverUnpacks(*in.tuning, in.sender, in.senderWantsPack, receiver, model.rdmaRead);
+  }
   auto cost = [&](bool unpack) {
     Scheme scheme = finalScheme(Scheme::kAuto, in.senderWantsPack, in.sender.contiguous, unpack, Scheme::kAuto,
                                 in.receiver.contiguous, model.rdmaRead);

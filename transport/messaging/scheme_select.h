@@ -19,6 +19,7 @@
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
 #include "transport/messaging/cost_model.h"
+#include "transport/messaging/tuning.h"
 
 namespace ibdt::messaging {
 
@@ -35,6 +36,7 @@ struct ReplyInputs {
   datatype::Stats receiver;
   double unpackBelowOverride = -1;  // >= 0: IBDT_MSG_UNPACK_BELOW
   int64_t segmentSize = 0;
+  const Tuning* tuning = nullptr;   // a tuning file in force decides instead of `model`
 };
 // The receiver's reply mode: unpack buffer (true) or zero-copy (false).
 bool receiverUsesUnpack(const ReplyInputs& inputs, const CostModel& model);

@@ -1,0 +1,43 @@
+# ibdt-tune end to end (docs/tuning.md): it measures over shm, writes a
+# tuning file of the right structure with plausible fitted costs, and a
+# Context's loader (as ibdt-info shows it) takes that file as in force.
+# Structure and ranges only: never a speed.
+set(file ${WORK_DIR}/ibdt-tune-smoke.json)
+file(REMOVE ${file})
+execute_process(COMMAND ${TUNE} --provider shm --output ${file} --reps 3
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 100)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "ibdt-tune failed (${status}):\n${out}\n${err}")
+endif()
+file(READ ${file} json)
+string(JSON format GET "${json}" format)
+string(JSON provider GET "${json}" host provider)
+string(JSON cores GET "${json}" host cores)
+if(NOT format STREQUAL "ibdt-tune" OR NOT provider STREQUAL "shm" OR cores LESS 1)
+  message(FATAL_ERROR "ibdt-tune wrote an unexpected header:\n${json}")
+endif()
+# Every path shm takes was measured; no fitted cost falls with size.
+foreach(path pipelined pipelined-contig contig bc-spup rwg-up multi-w)
+  string(JSON message ERROR_VARIABLE missing GET "${json}" paths ${path} per_message_ns)
+  if(missing)
+    message(FATAL_ERROR "ibdt-tune wrote no ${path}: ${missing}\n${json}")
+  endif()
+  string(JSON byte GET "${json}" paths ${path} per_byte_ns)
+  string(JSON block GET "${json}" paths ${path} per_block_ns)
+  # CMake has no float arithmetic: compare the terms one by one.
+  if(byte LESS 0 OR block LESS 0 OR message GREATER 1e9)
+    message(FATAL_ERROR "${path}: implausible fit ${message} ns + ${byte} ns/B + ${block} ns/block\n${json}")
+  endif()
+endforeach()
+set(ENV{IBDT_TUNE_FILE} ${file})
+execute_process(COMMAND ${INFO} RESULT_VARIABLE status OUTPUT_VARIABLE info ERROR_VARIABLE err TIMEOUT 60)
+if(NOT info MATCHES "tuning: in force: ${file}" OR NOT info MATCHES "bc-spup +[-0-9.]+ ns/message")
+  message(FATAL_ERROR "ibdt-info does not show the file in force:\n${info}\n${err}")
+endif()
+# A damaged file is ignored with a reason, never a crash.
+file(WRITE ${file} "{\"format\": \"ibdt-tune\", \"form")
+execute_process(COMMAND ${INFO} RESULT_VARIABLE status OUTPUT_VARIABLE info ERROR_VARIABLE err TIMEOUT 60)
+if(NOT info MATCHES "tuning: ignored .*not valid JSON")
+  message(FATAL_ERROR "ibdt-info on a damaged file:\n${info}\n${err}")
+endif()
+file(REMOVE ${file})

@@ -1,0 +1,132 @@
+// ibdt-tune — measures this machine's message paths and writes the tuning
+// file that contexts load (docs/tuning.md). Two forked ranks time every path
+// end to end over the chosen provider (a few seconds); the fits go to
+// IBDT_TUNE_FILE's path, or --output.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "base/config.h"
+#include "perf/benchmarks.h"
+#include "perf/forked_ranks.h"
+#include "tools/tune_measure.h"
+#include "transport/messaging/tuned_select.h"
+#include "transport/messaging/tuning.h"
+
+namespace ibdt::perf {
+// perf/forked_ranks.cc reports a rank's failure through this.
+void reportFailure(const std::string& what) { std::fprintf(stderr, "ibdt-tune: %s\n", what.c_str()); }
+}  // namespace ibdt::perf
+
+namespace {
+
+using namespace ibdt;
+using messaging::TunedPath;
+
+struct TuneOptions {
+  std::string provider = "shm";
+  std::string output;  // empty: IBDT_TUNE_FILE (auto: the per-host default path)
+  int reps = 15;
+};
+
+Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string& provider) {
+  messaging::Tuning tuning;
+  tuning.key = messaging::currentHostKey(provider);
+  tuning.minBytes = measured.minBytes;
+  tuning.maxBytes = measured.maxBytes;
+  for (int p = 0; p < messaging::kTunedPathCount; ++p) {
+    const auto& samples = measured.samples[static_cast<size_t>(p)];
+    if (samples.empty()) continue;
+    auto path = static_cast<TunedPath>(p);
+    bool contiguous = path == TunedPath::kContig || path == TunedPath::kPipelinedContig;
+    auto cost = messaging::fitPathCost(samples, !contiguous);
+    if (!cost.isOk()) return std::move(cost).takeStatus().withContext(messaging::tunedPathName(path));
+    tuning.cost(path) = *cost;
+  }
+  return tuning;
+}
+
+// The fits, and what they choose for the paper's vector (128 rows of x ints).
+void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured, bool rdmaRead) {
+  std::printf("%-17s %14s %12s %13s   measured / fitted (us)\n", "path", "per message ns", "per byte ns",
+              "per block ns");
+  for (int p = 0; p < messaging::kTunedPathCount; ++p) {
+    const messaging::PathCost& cost = tuning.paths[static_cast<size_t>(p)];
+    if (!cost.measured) continue;
+    std::printf("%-17s %14.0f %12.4f %13.2f  ",
+                std::string(messaging::tunedPathName(static_cast<TunedPath>(p))).c_str(), cost.perMessageNs,
+                cost.perByteNs, cost.perBlockNs);
+    for (const auto& s : measured.samples[static_cast<size_t>(p)]) {
+      std::printf(" %.0f/%.0f", s.ns / 1e3, cost.ns(s.bytes, s.blocks) / 1e3);
+    }
+    std::printf("\n");
+  }
+  // As a Context with the default eager limit and credits decides
+  // (context_tuning.cc: pipelined up to half the credit window).
+  messaging::Options defaults;
+  const int64_t pipelinedUpTo =
+      std::min<int64_t>(tuning.maxBytes, static_cast<int64_t>(defaults.eagerCredits) * defaults.eagerLimit / 2);
+  std::printf("\nchoice for vector(128, x, 4096, int), default eager limit and credits:");
+  for (int64_t x = 64; x <= 2048; x *= 2) {
+    messaging::SideLayout side{128 * x * 4, false, 128, static_cast<double>(x * 4)};
+    bool pipelined = side.bytes <= pipelinedUpTo;
+    const char* choice = side.bytes <= defaults.eagerLimit
+                             ? "eager"
+                             : std::string_view(messaging::tunedPathName(
+                                                    messaging::bestTunedPath(tuning, side, side, rdmaRead, pipelined)))
+                                   .data();
+    std::printf(" x=%lld %s", static_cast<long long>(x), choice);
+  }
+  std::printf("\n");
+}
+
+int run(const TuneOptions& options) {
+  std::string path = options.output;
+  if (path.empty()) {
+    auto setting = config::getString("IBDT_TUNE_FILE");
+    if (!setting.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", setting.status().toString().c_str()), 1;
+    if (*setting == messaging::kTuneFileOff)
+      return std::fprintf(stderr, "ibdt-tune: IBDT_TUNE_FILE=off and no --output\n"), 1;
+    path = *setting == messaging::kTuneFileAuto
+               ? messaging::defaultTuneFilePath(messaging::currentHostKey(options.provider))
+               : *setting;
+  }
+  auto start = std::chrono::steady_clock::now();
+  const std::string jobTag = "ibdt-tune-" + std::to_string(getpid());
+  tune::Measured measured;
+  bool rdmaRead = false;
+  bool ok = perf::runForkedRanks("ibdt-tune", 2, [&](messaging::Bootstrap& bootstrap) -> Status {
+    IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
+    rdmaRead = domain->caps().rdmaRead;
+    IBDT_ASSIGN_OR_RETURN(measured, tune::measurePaths(*domain, bootstrap, {3, options.reps}));
+    return Status::ok();
+  });
+  if (!ok) return 1;
+  auto tuning = fit(measured, options.provider);
+  if (!tuning.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", tuning.status().toString().c_str()), 1;
+  printTuning(*tuning, measured, rdmaRead);
+  Status written = messaging::writeTuningFile(path, *tuning);
+  if (!written.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", written.toString().c_str()), 1;
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  std::printf("\nwrote %s (%s; measured in %.1f s)\n", path.c_str(), tuning->key.fileStem().c_str(), took.count());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app(
+      "ibdt-tune: time this machine's message paths and write the tuning file contexts load "
+      "(docs/tuning.md)");
+  TuneOptions options;
+  app.add_option("--provider", options.provider, "fabric provider to measure (shm, verbs)");
+  app.add_option("--output", options.output, "file to write (default: IBDT_TUNE_FILE, auto: the per-host cache path)");
+  app.add_option("--reps", options.reps, "timed ping-pongs per layout (the median is kept)")
+      ->check(CLI::Range(3, 1000));
+  CLI11_PARSE(app, argc, argv);
+  return run(options);
+}

@@ -1,0 +1,31 @@
+// tools/tune_measure.h — the timings ibdt-tune fits (docs/tuning.md): each
+// message path forced in turn between two ranks, ping-pong over a grid of
+// layouts (block sizes 64 B .. 8 KiB, messages 64 KiB .. 1 MiB).
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "ibdt/fabric.h"
+#include "ibdt/messaging.h"
+#include "transport/messaging/tuning.h"
+
+namespace ibdt::tune {
+
+struct Measured {
+  // samples[path]: empty for a path this provider cannot take.
+  std::array<std::vector<messaging::TuningSample>, messaging::kTunedPathCount> samples;
+  int64_t minBytes = 0;
+  int64_t maxBytes = 0;
+};
+
+struct MeasureOptions {
+  int warmup = 3;
+  int reps = 15;  // the median of these is a sample
+};
+
+// Collective over the two ranks of `bootstrap`; rank 0's result holds the
+// timings (rank 1's is empty).
+Result<Measured> measurePaths(fabric::Domain& domain, messaging::Bootstrap& bootstrap, const MeasureOptions& options);
+
+}  // namespace ibdt::tune

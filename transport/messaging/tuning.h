@@ -1,0 +1,109 @@
+// transport/messaging/tuning.h — the measured cost model of the message
+// paths (docs/tuning.md). `ibdt-tune` times each path end to end between two
+// processes of this machine, fits every path's cost as
+//     perMessageNs + perByteNs * bytes + perBlockNs * blocks
+// (blocks: the non-contiguous side's block count) and writes the fits to a
+// per-host file. A Context that loads the file lets these fits decide what
+// is a constant or a micro-calibrated guess without it: pipelined eager
+// against rendezvous, and the Table 1 scheme (BC-SPUP, RWG-UP, Multi-W,
+// P-RRS). Fits made on another CPU, core count, provider or ibdt version are
+// not used: the file is keyed by all four.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ibdt/messaging.h"
+#include "ibdt/status.h"
+
+namespace ibdt::messaging {
+
+// The paths the model prices. Contiguous messages take their own two paths:
+// their cost has no per-block term to fit.
+enum class TunedPath : uint8_t {
+  kPipelined,        // pipelined eager, non-contiguous
+  kPipelinedContig,  // pipelined eager, contiguous
+  kContig,           // rendezvous, both sides contiguous (one write)
+  kBcSpup,
+  kRwgUp,
+  kMultiW,
+  kPRrs,
+};
+inline constexpr int kTunedPathCount = 7;
+std::string_view tunedPathName(TunedPath path);
+
+struct PathCost {
+  bool measured = false;
+  double perMessageNs = 0;
+  double perByteNs = 0;
+  double perBlockNs = 0;
+  double ns(double bytes, double blocks) const { return perMessageNs + perByteNs * bytes + perBlockNs * blocks; }
+};
+
+// What a tuning file is valid for.
+struct HostKey {
+  std::string cpuModel;  // /proc/cpuinfo "model name"
+  int64_t cores = 0;     // online CPUs
+  std::string provider;  // "shm", "verbs"
+  std::string version;   // ibdt version
+  bool operator==(const HostKey&) const = default;
+  // A file-name-safe digest of the four, e.g. "amd-epyc-7b13-2c-shm-0.1.0".
+  std::string fileStem() const;
+};
+HostKey currentHostKey(std::string_view provider);
+
+struct Tuning {
+  HostKey key;
+  std::array<PathCost, kTunedPathCount> paths{};
+  // Message sizes (bytes) the fits were measured between: outside them the
+  // fits extrapolate, and the decisions say so in docs/tuning.md.
+  int64_t minBytes = 0;
+  int64_t maxBytes = 0;
+
+  const PathCost& cost(TunedPath path) const { return paths[static_cast<size_t>(path)]; }
+  PathCost& cost(TunedPath path) { return paths[static_cast<size_t>(path)]; }
+};
+
+// One end-to-end timing of a path: a message of `bytes` in `blocks` blocks
+// (0 for contiguous) took `ns` (half a ping-pong round trip).
+struct TuningSample {
+  double bytes = 0;
+  double blocks = 0;
+  double ns = 0;
+};
+// Least squares of relative error (small messages count as much as large):
+// the PathCost that best predicts `samples`. With `withBlocks` false the
+// per-block term stays 0. Needs as many samples with distinct sizes as terms.
+Result<PathCost> fitPathCost(const std::vector<TuningSample>& samples, bool withBlocks);
+
+// The JSON text of a tuning file, and its strict parse. Input is untrusted:
+// anything malformed, truncated, oversized, of a wrong type or out of range
+// is a kInvalidArgument error naming what is wrong; never an exception.
+std::string serializeTuning(const Tuning& tuning);
+Result<Tuning> parseTuning(std::string_view text);
+
+// IBDT_TUNE_FILE: "auto" (the default path below), "off" (no file), or a path.
+inline constexpr std::string_view kTuneFileAuto = "auto";
+inline constexpr std::string_view kTuneFileOff = "off";
+// $XDG_CACHE_HOME/ibdt/tune-<stem>.json, else $HOME/.cache/ibdt/...
+std::string defaultTuneFilePath(const HostKey& key);
+
+// What a Context found when it looked for its tuning file.
+struct LoadedTuning {
+  std::optional<Tuning> tuning;  // empty: the built-in defaults apply
+  std::string path;              // the file looked at ("" when off)
+  std::string note;              // why it is (not) in force, for logs and ibdt-info
+};
+// Reads `setting` (an IBDT_TUNE_FILE value) for `key`. A missing default
+// file is silent; a bad file, or one made for another host, is ignored with
+// a warning in the log and in `note`.
+LoadedTuning loadTuning(std::string_view setting, const HostKey& key);
+
+// Writes the file (creating its directory), replacing it atomically.
+Status writeTuningFile(const std::string& path, const Tuning& tuning);
+
+}  // namespace ibdt::messaging
