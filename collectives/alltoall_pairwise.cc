@@ -18,7 +18,9 @@ Result<std::unique_ptr<PlanImpl>> makePairwiseAlltoall(Communicator& comm, const
     layout.inPlace = true;
     layout.stagedBytes = args.bytes;
     layout.staged = args.recvtype;
-    if (args.bytes > 0) IBDT_ASSIGN_OR_RETURN(layout.staged, packedType(args.recvtype));
+    if (args.bytes > 0) {
+      IBDT_ASSIGN_OR_RETURN(layout.staged, packedType(args.recvtype));
+    }
   }
   IBDT_ASSIGN_OR_RETURN(auto rounds,
                         PairwiseRounds::create(comm, std::move(layout), throttle, "alltoall (pairwise)", "pairwise"));

@@ -13,8 +13,11 @@ enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 }  // namespace
 
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
-  auto send = convertType(args.sendtype);
+  // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
+  // the blocks leave from recvbuf as recvcount x recvtype.
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   auto recv = convertType(args.recvtype);
+  auto send = inPlace ? recv : convertType(args.sendtype);
   AlltoallCache::Key key;
   int vote = kCannot;
   if (send.isOk() && recv.isOk()) {
@@ -34,7 +37,8 @@ bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status
   }
   if (agreed == kNewPlan) {
     state.lastAlltoall = AlltoallCache{};  // releases the old plan and its types
-    auto plan = collectives::alltoallInit(*state.comm, args.sendbuf, args.sendcount, *send, args.recvbuf,
+    auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
+                                          inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
                                           args.recvcount, *recv, state.alltoall);
     if (!plan.isOk()) {
       status = plan.status();
