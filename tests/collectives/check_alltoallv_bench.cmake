@@ -1,14 +1,19 @@
 # Runs `ibdt-bench alltoallv --quick --json` at 2 ranks and checks that every
 # ibdt row (and, when ibdt-bench was built with it, both Open MPI rows) has a
 # positive time at each quick size of the regular distribution, that the
-# in-place rows report their scratch, and that the SVG plot was written
+# in-place rows report their scratch, and that --out wrote the JSON and the
+# regular distribution's SVG plot
 # (a smoke test, not a speed test; every row's data was checked byte by byte
 # by the bench itself, which exits non-zero otherwise).
 # -DBENCH=<ibdt-bench> [-DEXPECT_OPENMPI=ON] [-DEXPECT_MPICH=ON]
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
-set(svg ${CMAKE_CURRENT_BINARY_DIR}/alltoallv-smoke.svg)
-file(REMOVE ${svg})
-ibdt_run_bench_json(alltoallv --quick --ranks 2 --svg ${svg})
+set(outDir ${CMAKE_CURRENT_BINARY_DIR}/alltoallv-smoke)
+set(svg ${outDir}/alltoallv-p2-regular.svg)
+file(REMOVE_RECURSE ${outDir})
+ibdt_run_bench_json(alltoallv --quick --ranks 2 --out ${outDir})
+if(NOT EXISTS ${outDir}/alltoallv.json)
+  message(FATAL_ERROR "ibdt-bench alltoallv --out wrote no JSON in ${outDir}")
+endif()
 math(EXPR last "${rows} - 1")
 
 function(expect_row row)
@@ -47,9 +52,9 @@ if(EXPECT_OPENMPI)
   expect_row("Open MPI alltoallv in-place")
 endif()
 if(NOT EXISTS ${svg})
-  message(FATAL_ERROR "ibdt-bench alltoallv --json wrote no plot at ${svg}")
+  message(FATAL_ERROR "ibdt-bench alltoallv --out wrote no plot at ${svg}")
 endif()
 file(READ ${svg} plot)
-if(NOT plot MATCHES "<svg" OR NOT plot MATCHES "polyline")
+if(NOT plot MATCHES "<svg" OR NOT plot MATCHES "<path")
   message(FATAL_ERROR "the plot at ${svg} has no lines")
 endif()
