@@ -212,10 +212,6 @@ void runMemcpy(int ranks, const Setup& setup, Report& report) {
   }
 }
 
-Summary summaryOf(const nlohmann::json& triple) {
-  return {triple.at(0).get<double>(), triple.at(1).get<double>(), triple.at(2).get<double>(), 0};
-}
-
 void runMpi(const MpiLibrary& library, int ranks, const BenchOptions& options, const Setup& setup, Report& report) {
   const bool contig = wanted(options, rowName(library.name, false)), vector = wanted(options, rowName(library.name, true));
   if (!contig && !vector) return;
@@ -231,17 +227,8 @@ void runMpi(const MpiLibrary& library, int ranks, const BenchOptions& options, c
   const std::vector<std::string> args = {"--bytes", sizes, "--reps", std::to_string(setup.reps), "--warmup",
                                          std::to_string(setup.warmup), "--rows",
                                          std::string(contig ? "contig" : "") + (vector ? ",vector" : "")};
-  auto lines = runMpiBaseline(library, library.alltoallProgram, ranks, args, std::chrono::seconds(setup.quick ? 300 : 900));
-  if (!lines.isOk()) {
-    report.note(key, "not measured: " + lines.status().toString());
-    return;
-  }
-  for (const nlohmann::json& line : *lines) {
-    if (line.contains("library")) {
-      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
-                                    mpiLaunchDescription(library, ranks) + "`");
-    }
-    if (!line.contains("row")) continue;
+  for (const nlohmann::json& line : runMpiRows(library, library.alltoallProgram, ranks, args,
+                                               std::chrono::seconds(setup.quick ? 300 : 900), report, key)) {
     const int64_t bytes = line["bytes"].get<int64_t>();
     addRow(report, ranks, bytes, rowName(library.name, line["row"] == "vector"), summaryOf(line["time"]),
            (ranks - 1) * bytes);

@@ -171,19 +171,9 @@ void runMpi(const MpiLibrary& library, int ranks, const Setup& setup, Report& re
   for (const std::string& dist : setup.dists) dists += (dists.empty() ? "" : ",") + dist;
   const std::vector<std::string> args = {"--bytes", means, "--dists", dists, "--reps", std::to_string(setup.reps),
                                          "--warmup", std::to_string(setup.warmup)};
-  auto lines = runMpiBaseline(library, library.alltoallvProgram, ranks, args, std::chrono::seconds(setup.quick ? 300 : 600));
-  if (!lines.isOk()) {
-    report.note(key, "not measured: " + lines.status().toString());
-    return;
-  }
-  for (const nlohmann::json& line : *lines) {
-    if (line.contains("library")) {
-      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
-                                    mpiLaunchDescription(library, ranks) + "`");
-    }
-    if (!line.contains("row")) continue;
-    const Summary seconds{line["time"].at(0).get<double>(), line["time"].at(1).get<double>(),
-                          line["time"].at(2).get<double>(), 0};
+  for (const nlohmann::json& line : runMpiRows(library, library.alltoallvProgram, ranks, args,
+                                               std::chrono::seconds(setup.quick ? 300 : 600), report, key)) {
+    const Summary seconds = summaryOf(line["time"]);
     const std::string row = library.name + (line["row"] == "in-place" ? " alltoallv in-place" : " alltoallv");
     addRow(report, ranks, line["dist"].get<std::string>(), line["bytes"].get<int64_t>(), row, seconds, -1);
   }

@@ -221,4 +221,27 @@ Result<std::vector<nlohmann::json>> runMpiBaseline(const MpiLibrary& library, co
                    stderrTail.empty() ? "" : " (stderr: " + stderrTail + ")");
 }
 
+std::vector<nlohmann::json> runMpiRows(const MpiLibrary& library, const std::string& program, int ranks,
+                                       const std::vector<std::string>& args, std::chrono::seconds timeout,
+                                       Report& report, const std::string& key, const std::string& launchNote) {
+  auto lines = runMpiBaseline(library, program, ranks, args, timeout);
+  if (!lines.isOk()) {
+    report.note(key, "not measured: " + lines.status().toString());
+    return {};
+  }
+  std::vector<nlohmann::json> rows;
+  for (nlohmann::json& line : *lines) {
+    if (line.contains("library")) {
+      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
+                                    mpiLaunchDescription(library, ranks) + "`" + launchNote);
+    }
+    if (line.contains("row")) rows.push_back(std::move(line));
+  }
+  return rows;
+}
+
+Summary summaryOf(const nlohmann::json& triple) {
+  return {triple.at(0).get<double>(), triple.at(1).get<double>(), triple.at(2).get<double>(), 0};
+}
+
 }  // namespace ibdt::perf

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ibdt/status.h"
+#include "perf/report.h"
 
 namespace ibdt::perf {
 
@@ -42,5 +43,16 @@ std::string mpiLaunchDescription(const MpiLibrary& library, int ranks);
 Result<std::vector<nlohmann::json>> runMpiBaseline(const MpiLibrary& library, const std::string& program, int ranks,
                                                    const std::vector<std::string>& args,
                                                    std::chrono::seconds timeout);
+
+// runMpiBaseline for a report: returns the program's result lines (those
+// with a "row"), notes the library's own description under library.name
+// ("..., run as `<launch>`<launchNote>") and, when nothing was measured, why
+// under `key`.
+std::vector<nlohmann::json> runMpiRows(const MpiLibrary& library, const std::string& program, int ranks,
+                                       const std::vector<std::string>& args, std::chrono::seconds timeout,
+                                       Report& report, const std::string& key, const std::string& launchNote = "");
+
+// A baseline's [median, min, max] seconds as a Summary.
+Summary summaryOf(const nlohmann::json& triple);
 
 }  // namespace ibdt::perf

@@ -241,10 +241,6 @@ Status runRank(messaging::Bootstrap& bootstrap, const std::string& jobTag, const
   return Status::ok();
 }
 
-Summary summaryOf(const nlohmann::json& triple) {
-  return {triple.at(0).get<double>(), triple.at(1).get<double>(), triple.at(2).get<double>(), 0};
-}
-
 // The same experiment with MPI_Type_vector (and contiguous MPI_INT), two
 // ranks under the library's own launcher, into the same table.
 void runMpiRows(const MpiLibrary& library, const VectorOptions& options, const Plan& plan, Report& report) {
@@ -257,17 +253,9 @@ void runMpiRows(const MpiLibrary& library, const VectorOptions& options, const P
                                          std::to_string(plan.warmup), "--rows",
                                          std::string(vector ? "vector" : "") + (contig ? ",contig" : "")};
   // Generous: the full run takes well under a minute on an idle machine.
-  auto lines = runMpiBaseline(library, library.vectorProgram, 2, args, std::chrono::seconds(plan.quick ? 300 : 1200));
-  if (!lines.isOk()) {
-    report.note(library.name, "not measured: " + lines.status().toString());
-    return;
-  }
-  for (const nlohmann::json& line : *lines) {
-    if (line.contains("library")) {
-      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
-                                    mpiLaunchDescription(library, 2) + "` (one rank per core)");
-    }
-    if (!line.contains("row")) continue;
+  for (const nlohmann::json& line : runMpiRows(library, library.vectorProgram, 2, args,
+                                               std::chrono::seconds(plan.quick ? 300 : 1200), report, library.name,
+                                               " (one rank per core)")) {
     const bool isContig = line["row"] == "contig";
     addRow(report, line["x"].get<int64_t>(), isContig ? contigRow : library.name,
            isContig ? "MPI_INT contiguous" : "MPI_Type_vector", summaryOf(line["round_trip"]),
