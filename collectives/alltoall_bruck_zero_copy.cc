@@ -90,7 +90,10 @@ Status addRound(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& pack
   Pieces send, recv;
   for (int j : bruckBlocks(size, 2, k, 1)) {
     const int dest = (rank - j + size) % size, source = (rank + j) % size;
-    std::byte* slot = inter + slotOf[static_cast<size_t>(j)] * args.bytes;
+    // -1: the block goes to the receive buffer and holds no slot (then
+    // `inter` may be empty: no offset is ever applied to it).
+    const int64_t slotIndex = slotOf[static_cast<size_t>(j)];
+    std::byte* slot = slotIndex < 0 ? nullptr : inter + slotIndex * args.bytes;
     if (intoRecvbuf(j, k)) {
       recv.add(args.recvcount, args.recvBlock(source), base, args.recvtype);
     } else {
