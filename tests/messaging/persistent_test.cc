@@ -163,9 +163,12 @@ TEST(Persistent, RunsAllocateLessThanFreshRequests) {
     fresh += middle - before;
     persistent += t_allocations - middle;
   });
-  // An operation (send or receive) saved per request start, on both ranks,
-  // less slack for the queues, whose chunks come and go.
-  EXPECT_LE(persistent.load() + 3 * kRuns, fresh.load())
+  // Each run starts 4 requests over the two ranks, so persistent requests
+  // save 4 operations per run. Whether a message finds its receive posted
+  // or waits as unexpected depends on timing and changes what the queues
+  // allocate (measured ~1 per run under ASan), hence the slack: 2 per run
+  // still fails a start() that copies its operation every time.
+  EXPECT_LE(persistent.load() + 2 * kRuns, fresh.load())
       << "fresh requests: " << fresh.load() << " allocations, persistent: " << persistent.load();
 }
 
