@@ -32,6 +32,17 @@ if [[ -x $build/bin/messaging_mp_test && -x $build/bin/ibdt-run ]]; then
   names+=(messaging_mp_test_lazy)
   suites+=("IBDT_PROVIDER=verbs IBDT_MSG_CONNECT=lazy $build/bin/ibdt-run -n 4 --timeout 200 -- $build/bin/messaging_mp_test")
 fi
+# Collectives over RC queue pairs: pairwise with 3 ranks (odd p, paired and
+# unpaired rounds), every Bruck variant with 4, the hierarchical and multiple
+# all-to-alls on 2 simulated nodes. Every received byte is checked.
+for spec in "collectives_mp_test:-n 3" "collectives_bruck_mp_test:-n 4" \
+            "collectives_nodes_mp_test:-n 4 --nodes 2"; do
+  test=${spec%%:*}
+  if [[ -x $build/bin/$test && -x $build/bin/ibdt-run ]]; then
+    names+=("$test (${spec#*:})")
+    suites+=("IBDT_PROVIDER=verbs $build/bin/ibdt-run ${spec#*:} --timeout 200 -- $build/bin/$test")
+  fi
+done
 if [[ -x $build/bin/messaging_dead_peer_test ]]; then
   names+=(messaging_dead_peer_test)
   suites+=("IBDT_PROVIDER=verbs $build/bin/messaging_dead_peer_test")
