@@ -1,23 +1,20 @@
 // Zero-copy Bruck alltoall (Träff, Rougier, Hunold 2014, Listing 3): the
 // modified Bruck schedule (alltoall_bruck_modified.cc, radix 2) with no
-// staging copy. In round k, block j (bit k of j set) is
-//   * received into the receive buffer at rank + j when the number of set
-//     bits of j at k and above is odd (the last hop lands it in place), else
-//     into a slot of the intermediate buffer (packed, in the receive type's
-//     signature; slots are reused once their block moved on, see Slots);
-//   * sent straight from the send buffer (block rank - j) when j has no set
-//     bit below k (it has not moved yet), else from where the previous round
-//     put it: the intermediate buffer when the block is received into the
-//     receive buffer this round, the receive buffer otherwise.
-// So a block never sits where the same round receives, and each round's
-// send and receive is one struct type over the three buffers, built at init
-// (absolute addresses relative to the receive buffer). Only this rank's own
-// block is copied. In place (kInPlace) the rounds would overwrite blocks of
-// R not yet sent, so a run first packs R into p staging blocks and sends the
-// fresh blocks from there.
+// staging copy. In round k, block j (bit k of j set) leaves straight from
+// the send buffer (block rank - j) when j has no set bit below k, else from
+// where the previous round put it; it is received where
+// bruck_zero_copy_placement.cc places it: its own receive block on its last
+// hop, else another receive block whose own block arrives later or a slot
+// of the intermediate buffer (packed, in the receive type's signature). So
+// a block never sits where the same round receives, the intermediate buffer
+// holds fewer than ⌊p/2⌋ blocks, and each round's send and receive is one
+// struct type over the three buffers, built at init (addresses relative to
+// the receive buffer). Only this rank's own block is copied. In place
+// (kInPlace) the rounds would overwrite blocks of R not yet sent, so a run
+// first packs R into p staging blocks and sends the fresh blocks from there.
 #include "collectives/alltoall_bruck.h"
+#include "collectives/bruck_zero_copy_placement.h"
 
-#include <bit>
 #include <cstdint>
 
 namespace ibdt::collectives {
@@ -42,75 +39,37 @@ struct Pieces {
   }
 };
 
-// Where block j goes in round k (bit k of j set): into the receive buffer
-// when the set bits of j at k and above are odd in number (its last hop is
-// one of them), else into the intermediate buffer; it leaves from the send
-// buffer when no bit below k is set.
-bool intoRecvbuf(int j, int k) { return std::popcount(static_cast<unsigned>(j) & ~(static_cast<unsigned>(k) - 1)) % 2 == 1; }
-bool fresh(int j, int k) { return (j & (k - 1)) == 0; }
-
-// Intermediate-buffer slots, reused: a block holds its slot from the round
-// that receives it there to the round that sends it on (inclusive), and a
-// slot freed by a round's send is taken again from the next round on. The
-// slots needed are the peak occupancy (~3p/4), not p: slotOf[round][j].
-struct Slots {
-  int64_t count = 0;
-  std::vector<std::vector<int64_t>> slotOf;
-};
-
-Slots assignSlots(int size) {
-  Slots slots;
-  std::vector<int64_t> held(static_cast<size_t>(size), -1), free, freedNext;
-  for (int k = 1; k < size; k <<= 1) {
-    free.insert(free.end(), freedNext.begin(), freedNext.end());
-    freedNext.clear();
-    std::vector<int64_t>& round = slots.slotOf.emplace_back(static_cast<size_t>(size), -1);
-    for (int j : bruckBlocks(size, 2, k, 1)) {
-      int64_t& slot = held[static_cast<size_t>(j)];
-      if (!intoRecvbuf(j, k)) {  // received into a slot
-        if (free.empty()) {
-          slot = slots.count++;
-        } else {
-          slot = free.back();
-          free.pop_back();
-        }
-      } else if (!fresh(j, k)) {  // sent on from its slot, free after this round
-        freedNext.push_back(slot);
-      }
-      round[static_cast<size_t>(j)] = slot;
-    }
+// One block of a round as a piece of the round's struct type.
+void addPiece(Pieces& pieces, const BruckPlace& place, const AlltoallArgs& args, const std::byte* intermediate,
+              const Datatype& packed, int size, int rank, int j) {
+  switch (place.buffer) {
+    case BruckPlace::Buffer::kSend:
+      pieces.add(args.sendcount, args.sendBlock((rank - j + size) % size), args.recvbuf, args.sendtype);
+      return;
+    case BruckPlace::Buffer::kReceive:
+      pieces.add(args.recvcount, args.recvBlock(static_cast<int>((rank + place.index) % size)), args.recvbuf,
+                 args.recvtype);
+      return;
+    case BruckPlace::Buffer::kIntermediate:
+      pieces.add(args.recvcount, intermediate + place.index * args.bytes, args.recvbuf, packed);
+      return;
   }
-  return slots;
 }
 
-Status addRound(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& packed, const std::vector<int64_t>& slotOf,
-                int size, int rank, int k) {
-  std::byte* base = args.recvbuf;
-  std::byte* inter = plan.scratch().data();
+Status addRound(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& packed,
+                const BruckPlacement& placement, int size, int rank, int round) {
+  const int k = 1 << round;
+  const std::byte* intermediate = plan.scratch().data();
   Pieces send, recv;
   for (int j : bruckBlocks(size, 2, k, 1)) {
-    const int dest = (rank - j + size) % size, source = (rank + j) % size;
-    // -1: the block goes to the receive buffer and holds no slot (then
-    // `inter` may be empty: no offset is ever applied to it).
-    const int64_t slotIndex = slotOf[static_cast<size_t>(j)];
-    std::byte* slot = slotIndex < 0 ? nullptr : inter + slotIndex * args.bytes;
-    if (intoRecvbuf(j, k)) {
-      recv.add(args.recvcount, args.recvBlock(source), base, args.recvtype);
-    } else {
-      recv.add(args.recvcount, slot, base, packed);
-    }
-    if (fresh(j, k)) {
-      send.add(args.sendcount, args.sendBlock(dest), base, args.sendtype);
-    } else if (intoRecvbuf(j, k)) {
-      send.add(args.recvcount, slot, base, packed);
-    } else {
-      send.add(args.recvcount, args.recvBlock(source), base, args.recvtype);
-    }
+    const auto r = static_cast<size_t>(round), block = static_cast<size_t>(j);
+    addPiece(send, placement.sendFrom[r][block], args, intermediate, packed, size, rank, j);
+    addPiece(recv, placement.receiveInto[r][block], args, intermediate, packed, size, rank, j);
   }
   IBDT_ASSIGN_OR_RETURN(Datatype sendType, send.build());
   IBDT_ASSIGN_OR_RETURN(Datatype recvType, recv.build());
-  return plan.addExchange(plan.addRound(), (rank - k + size) % size, base, 1, sendType, (rank + k) % size, base, 1,
-                          recvType);
+  return plan.addExchange(plan.addRound(), (rank - k + size) % size, args.recvbuf, 1, sendType, (rank + k) % size,
+                          args.recvbuf, 1, recvType);
 }
 
 }  // namespace
@@ -124,19 +83,20 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoall(Communicator& comm, 
     }
     return std::unique_ptr<PlanImpl>(std::move(plan));
   }
-  // The reused slots, and in place p more for the send blocks.
-  const Slots slots = assignSlots(size);
+  // The intermediate slots, and in place p more for the send blocks.
+  const BruckPlacement placement = placeZeroCopyBruck(size);
+  const int64_t slots = placement.intermediateSlots;
   const int64_t staged = args.inPlace ? size : 0;
-  plan->scratch().resize(static_cast<size_t>((slots.count + staged) * args.bytes));
+  plan->scratch().resize(static_cast<size_t>((slots + staged) * args.bytes));
   IBDT_ASSIGN_OR_RETURN(Datatype packed, packedType(args.recvtype));
   AlltoallArgs from = args;
   if (args.inPlace) {  // rounds write R before every block left it: send from a packed copy
-    from.sendbuf = plan->scratch().data() + slots.count * args.bytes;
+    from.sendbuf = plan->scratch().data() + slots * args.bytes;
     from.sendtype = packed;
     from.sendcount = args.recvcount;
     from.sendStride = args.bytes;
     IBDT_ASSIGN_OR_RETURN(LocalCopy stage, makeCopy(args.recvtype, args.recvcount * size, args.recvbuf, packed,
-                                                    args.recvcount * size, plan->scratch().data() + slots.count * args.bytes,
+                                                    args.recvcount * size, plan->scratch().data() + slots * args.bytes,
                                                     0, size * args.bytes));
     plan->prologue().push_back(std::move(stage));
   } else {
@@ -144,9 +104,8 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoall(Communicator& comm, 
                                                   args.recvcount, args.recvBlock(rank), 0, args.bytes));
     plan->prologue().push_back(std::move(own));
   }
-  size_t round = 0;
-  for (int k = 1; k < size; k <<= 1) {
-    IBDT_RETURN_IF_ERROR(addRound(*plan, from, packed, slots.slotOf[round++], size, rank, k));
+  for (int round = 0; round < static_cast<int>(placement.sendFrom.size()); ++round) {
+    IBDT_RETURN_IF_ERROR(addRound(*plan, from, packed, placement, size, rank, round));
   }
   return std::unique_ptr<PlanImpl>(std::move(plan));
 }

@@ -79,6 +79,7 @@ class RoundsPlan final : public PlanImpl {
   bool active() const override { return active_; }
   void abandon() override;
   std::string_view algorithm() const override { return name_; }
+  int64_t peakExtraBytes() const override { return static_cast<int64_t>(scratch_.size()); }
 
  private:
   void postRound();

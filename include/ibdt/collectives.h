@@ -173,7 +173,7 @@ class Plan {
   // Largest scratch the algorithm itself held at once, in bytes, over the
   // plan's life (auxiliary buffers and per-peer bookkeeping; messaging's own
   // staging is not counted): what an in-place alltoallv costs beyond the
-  // caller's buffer.
+  // caller's buffer, or a Bruck algorithm's intermediate buffer.
   int64_t peakExtraBytes() const;
 
  private:
