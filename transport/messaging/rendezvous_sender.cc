@@ -198,7 +198,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
                         transfer.packed.lkey()});
         break;
       case Scheme::kBcSpup: {
-        if (q == signalAt && peer.credits == 0) goto blocked;
+        if (q == signalAt && credits_.available(peer.rank) == 0) goto blocked;
         IBDT_ASSIGN_OR_RETURN(staging, pooledBuffer(static_cast<size_t>(q - p)));
         IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, p, q, staging.data()));
         sges.push_back({staging.address(), static_cast<uint32_t>(q - p), staging.lkey()});
@@ -225,7 +225,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
     }
     {
       bool imm = q == signalAt;
-      if (imm && peer.credits == 0) {
+      if (imm && credits_.available(peer.rank) == 0) {
         sges.resize(sgeStart);
         goto blocked;
       }
@@ -239,7 +239,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
       request.remoteAddress = remote;
       request.rkey = cts.rkey;
       requests.push_back(request);
-      if (imm) --peer.credits;
+      if (imm) credits_.spend(peer.rank);
       ++transfer.posted;
       if (staging) transfer.inFlight.emplace_back(transfer.posted, std::move(staging));
       transfer.next = q;
