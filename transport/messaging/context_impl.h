@@ -294,6 +294,8 @@ class ContextImpl : private CreditFlow::Host {
   Status onReadCompleted(uint32_t transferId);
   // rendezvous_sender.cc
   Status handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
+  Status offerPacked(Peer& peer, SendTransfer& transfer);
+  Status adoptRemoteLayout(Peer& peer, SendTransfer& transfer, std::span<const uint8_t> layout);
   Status handleFin(Peer& peer, const wire::Fin& fin);
   Status handleRelease(Peer& peer, const wire::Release& release);
   Status advanceSend(Peer& peer, SendTransfer& transfer);
