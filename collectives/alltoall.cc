@@ -7,14 +7,14 @@
 #include "collectives/alltoall_bruck.h"
 #include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 
 namespace ibdt::collectives {
 namespace {
 
 // count x extent per peer, and the offset of the last peer's block.
 Result<int64_t> blockStride(int size, int64_t count, const datatype::Datatype& type, const char* which) {
-  datatype::Checked checked;
+  Checked checked;
   const int64_t stride = checked.mul(count, type.extent());
   checked.mul(stride, size - 1);
   checked.mul(count, type.size());

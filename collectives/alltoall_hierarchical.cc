@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "collectives/staged_plan.h"
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -125,7 +125,7 @@ class MergedBuilder {
     IBDT_ASSIGN_OR_RETURN(Segment recv, Segment::create(args_.recvtype, args_.recvcount));
     sendSegment_ = std::move(send);
     recvSegment_ = std::move(recv);
-    datatype::Checked checked;
+    Checked checked;
     const size_t all = static_cast<size_t>(checked.mul(comm_.size(), block_));
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": staging buffer size overflows");
     plan_ = std::make_unique<StagedPlan>(comm_, name_, 4);
@@ -204,7 +204,7 @@ class MergedBuilder {
       leaderOffset_.push_back(total);
       total += blocksWith(group, s);
     }
-    datatype::Checked checked;
+    Checked checked;
     const int64_t bytes = checked.mul(total, block_);
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
     gather_ = plan_->scratch(static_cast<size_t>(bytes));

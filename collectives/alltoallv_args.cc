@@ -6,7 +6,7 @@
 #include <string>
 
 #include "collectives/alltoall_args.h"
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -39,7 +39,7 @@ struct Span {
 Result<std::vector<Span>> blockSpans(std::span<const int64_t> counts, std::span<const int64_t> displs,
                                      const datatype::Datatype& type, const char* side, int64_t& totalBytes) {
   std::vector<Span> spans;
-  datatype::Checked checked;
+  Checked checked;
   totalBytes = 0;
   for (size_t peer = 0; peer < counts.size(); ++peer) {
     const int64_t count = counts[peer];

@@ -36,9 +36,9 @@ Communicator::Communicator(messaging::Context& context, std::vector<int> context
 
 Result<std::unique_ptr<Communicator>> Communicator::create(messaging::Context& context, std::vector<NodeInfo> nodeMap,
                                                            uint32_t contextId) {
-  if (contextId < kFirstCollectiveContextId || contextId > UINT32_MAX - kMaxSplitIds) {
+  if (contextId < kFirstExchangeCommunicator || contextId > UINT32_MAX - kMaxSplitIds) {
     return makeError(Code::kInvalidArgument, "communicator: context id ", contextId, " is outside [",
-                     kFirstCollectiveContextId, ", ", UINT32_MAX - kMaxSplitIds,
+                     kFirstExchangeCommunicator, ", ", UINT32_MAX - kMaxSplitIds,
                      "] (below: the range user point-to-point messages use; above: no room for splits)");
   }
   const size_t size = static_cast<size_t>(context.size());

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "collectives/staged_plan.h"
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -30,7 +30,7 @@ Status checkCount(const Communicator& comm, const char* what, int64_t count, con
   if (count > 0 && (a == nullptr || b == nullptr)) {
     return makeError(Code::kInvalidArgument, what, ": null buffer for ", count, " values");
   }
-  datatype::Checked checked;
+  Checked checked;
   checked.mul(checked.mul(count, comm.size()), 8);
   if (checked.overflow) return makeError(Code::kOverflow, what, ": ", count, " values x ", comm.size(), " ranks");
   return Status::ok();

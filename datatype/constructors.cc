@@ -1,7 +1,7 @@
 // datatype/constructors.cc — the MPI type constructors.
 #include <utility>
 
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 #include "datatype/type_impl.h"
 
 namespace ibdt::datatype {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 #include "datatype/type_impl.h"
 
 namespace ibdt::datatype {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 #include "datatype/loop_program.h"
 
 namespace ibdt::datatype {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 #include "datatype/copy_kernels.h"
 #include "datatype/segment_program.h"
 #include "datatype/type_impl.h"

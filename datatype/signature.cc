@@ -4,7 +4,7 @@
 //
 // H(s_0 .. s_{n-1}) = sum s_i * B^(n-1-i). Concatenation and repetition have
 // closed forms, so signatures of huge regular types cost O(depth * log n).
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 #include "datatype/type_impl.h"
 
 namespace ibdt::datatype {

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <utility>
 
-#include "datatype/checked_math.h"
+#include "base/checked_math.h"
 
 namespace ibdt::datatype {
 namespace {

@@ -3,7 +3,7 @@
 // A Communicator is the ranks of the job seen through one Context, with a
 // communicator context id of its own, so collective traffic never matches a
 // user's point-to-point receive (user messages keep ids below
-// kFirstCollectiveContextId), and the node map (node id, local rank of every
+// kFirstExchangeCommunicator), and the node map (node id, local rank of every
 // rank) used by node-aware algorithms.
 //
 // Every algorithm compiles into a Plan (docs/design.md, "Collectives"): init
@@ -62,8 +62,9 @@ class Store;
 
 namespace ibdt::collectives {
 
-// Communicator context ids from here up belong to collectives.
-inline constexpr uint32_t kFirstCollectiveContextId = messaging::kFirstExchangeCommunicator;
+// Communicator context ids from messaging::kFirstExchangeCommunicator up
+// belong to collectives (exchange traffic).
+using messaging::kFirstExchangeCommunicator;
 
 // Where a rank runs.
 struct NodeInfo {
@@ -86,17 +87,17 @@ class Communicator {
  public:
   // All ranks of `context`; nodeMap[r] tells where rank r runs (empty: all
   // on one node, local rank = rank). `contextId` must be at least
-  // kFirstCollectiveContextId and the same on every rank; two communicators
+  // kFirstExchangeCommunicator and the same on every rank; two communicators
   // alive over one Context need different ids. Communicators split from
   // this one take ids from contextId + 1 up (at most kMaxSplitIds of them),
   // so give two communicators created over one Context ids at least that
   // far apart.
   static Result<std::unique_ptr<Communicator>> create(messaging::Context& context, std::vector<NodeInfo> nodeMap = {},
-                                                      uint32_t contextId = kFirstCollectiveContextId);
+                                                      uint32_t contextId = kFirstExchangeCommunicator);
   // The same with the node map gathered from the job's Store (collective).
   static Result<std::unique_ptr<Communicator>> create(messaging::Context& context, bootstrap::Store& store,
                                                       Deadline deadline,
-                                                      uint32_t contextId = kFirstCollectiveContextId);
+                                                      uint32_t contextId = kFirstExchangeCommunicator);
   static constexpr uint32_t kMaxSplitIds = 1u << 16;
 
   // MPI_Comm_split (collective over this communicator): the ranks with

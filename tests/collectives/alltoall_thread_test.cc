@@ -11,7 +11,7 @@
 #include "collectives/alltoall_data.h"
 #include "collectives/plan_checks.h"
 #include "ibdt/collectives.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 #include "support/scoped_env.h"
 
 namespace ibdt::collectives {

@@ -12,7 +12,7 @@
 
 #include "collectives/alltoallv_data.h"
 #include "ibdt/collectives.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 #include "support/scoped_env.h"
 
 namespace ibdt::collectives {

@@ -13,7 +13,7 @@
 
 #include "collectives/plan_checks.h"
 #include "ibdt/collectives.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {

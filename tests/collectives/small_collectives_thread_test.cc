@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ibdt/collectives.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {

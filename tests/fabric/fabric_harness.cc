@@ -92,14 +92,6 @@ bool staysEmpty(CompletionQueue& queue, int millis) {
   return true;
 }
 
-uint8_t patternByte(size_t index, uint32_t seed) {
-  return static_cast<uint8_t>(index * 131u + seed * 29u + (index >> 9) + 1u);
-}
-
-void fillPattern(uint8_t* data, size_t length, uint32_t seed) {
-  for (size_t i = 0; i < length; ++i) data[i] = patternByte(i, seed);
-}
-
 int64_t firstMismatch(const uint8_t* data, size_t length, uint32_t seed) {
   for (size_t i = 0; i < length; ++i) {
     if (data[i] != patternByte(i, seed)) return static_cast<int64_t>(i);

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "ibdt/fabric.h"
+#include "support/pattern.h"
 
 namespace ibdt::fabric::testing {
 
@@ -40,9 +41,9 @@ Completion expectSuccess(CompletionQueue& queue);
 // True when no completion arrives within `millis` (polling).
 bool staysEmpty(CompletionQueue& queue, int millis);
 
-// Deterministic content: byte i of buffer `seed`.
-uint8_t patternByte(size_t index, uint32_t seed);
-void fillPattern(uint8_t* data, size_t length, uint32_t seed);
+// Deterministic content: byte i of buffer `seed` (tests/support/pattern.h).
+using ibdt::test::fillPattern;
+using ibdt::test::patternByte;
 // Index of the first byte that differs from the pattern, or -1.
 int64_t firstMismatch(const uint8_t* data, size_t length, uint32_t seed);
 

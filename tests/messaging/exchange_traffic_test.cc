@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
 namespace {

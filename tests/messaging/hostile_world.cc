@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "base/backoff.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
 namespace {
@@ -43,13 +43,6 @@ long Guarded::firstDamagedGuard() const {
     if (guard && storage_[i] != kGuard) return static_cast<long>(i);
   }
   return -1;
-}
-
-std::vector<uint8_t> pattern(size_t bytes, uint32_t seed) {
-  std::vector<uint8_t> out(bytes);
-  std::mt19937 rng(seed);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
 }
 
 wire::Envelope rogueEnvelope(int64_t count) {

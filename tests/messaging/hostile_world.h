@@ -16,6 +16,7 @@
 
 #include "ibdt/messaging.h"
 #include "messaging/rogue_peer.h"
+#include "support/pattern.h"
 #include "transport/messaging/wire.h"
 
 namespace ibdt::messaging::testing {
@@ -45,7 +46,7 @@ class Guarded {
   std::vector<uint8_t> storage_;
 };
 
-std::vector<uint8_t> pattern(size_t bytes, uint32_t seed);
+using ibdt::test::pattern;  // tests/support/pattern.h
 
 class HostileWorld : public ::testing::Test {
  protected:

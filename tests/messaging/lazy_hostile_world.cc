@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "base/backoff.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
 namespace {

@@ -15,6 +15,7 @@
 #include "ibdt/fabric.h"
 #include "ibdt/store.h"
 #include "support/mp_test.h"
+#include "support/pattern.h"
 
 namespace ibdt::messaging::testing {
 
@@ -40,11 +41,6 @@ inline std::unique_ptr<fabric::Domain>& mpDomain() {
   return opened;
 }
 
-inline std::vector<uint8_t> pattern(size_t bytes, uint32_t seed) {
-  std::vector<uint8_t> out(bytes);
-  std::mt19937 rng(seed);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
+using ibdt::test::pattern;  // tests/support/pattern.h
 
 }  // namespace ibdt::messaging::testing

@@ -12,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 // Every allocation in this test binary, counted per thread (the reuse test
 // compares what one rank's thread allocates).

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <numeric>
 
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::messaging {
 namespace {

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 #include "support/scoped_env.h"
 
 namespace ibdt::messaging::testing {

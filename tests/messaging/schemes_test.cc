@@ -13,8 +13,9 @@
 
 #include "datatype/reference.h"
 #include "messaging/scheme_names.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
+#include "support/pattern.h"
 #include "support/scoped_env.h"
 
 using ibdt::test::ScopedEnv;
@@ -78,12 +79,7 @@ std::vector<Layouts> allLayouts() {
   };
 }
 
-std::vector<uint8_t> pattern(int64_t bytes, uint32_t seed) {
-  std::vector<uint8_t> out(static_cast<size_t>(bytes));
-  std::mt19937 rng(seed);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
+std::vector<uint8_t> pattern(int64_t bytes, uint32_t seed) { return ibdt::test::pattern(static_cast<size_t>(bytes), seed); }
 
 // Sends `units` units from rank 0 to rank 1 and checks every byte there.
 // `expect` kAuto: the scheme is not checked.

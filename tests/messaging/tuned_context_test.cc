@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 #include "transport/messaging/tuning.h"
 
 namespace ibdt::messaging {

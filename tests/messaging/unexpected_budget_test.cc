@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ibdt/fabric.h"
+#include "support/pattern.h"
 
 namespace ibdt::fabric::testing {
 
@@ -119,13 +120,9 @@ inline Pair connectPair(Domain& domain, const EndpointOptions& options = {}, uin
   return pair;
 }
 
-// Deterministic, position- and seed-dependent contents.
-inline void fillPattern(uint8_t* data, size_t bytes, uint32_t seed) {
-  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
-}
-inline uint8_t patternByte(size_t i, uint32_t seed) {
-  return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
-}
+// Deterministic, position- and seed-dependent contents (tests/support/pattern.h).
+using ibdt::test::fillPattern;
+using ibdt::test::patternByte;
 
 inline std::unique_ptr<MemoryRegion> allocate(Domain& domain, size_t bytes,
                                               uint32_t access = kLocalWrite | kRemoteWrite | kRemoteRead) {

@@ -122,8 +122,7 @@ Status ContextImpl::preparePeer(Peer& peer, fabric::Endpoint& endpoint) {
   endpointRank_.set(endpoint.id(), peer.rank);
   IBDT_ASSIGN_OR_RETURN(peer.recvSlots, domain_.allocateMemory(recvDepth_ * slotSize(), fabric::kLocalWrite));
   for (uint32_t slot = 0; slot < recvDepth_; ++slot) IBDT_RETURN_IF_ERROR(repostSlot(peer, slot));
-  peer.credits = options_.eagerCredits;
-  peer.owed = 0;
+  credits_.reset(peer.rank);
   return Status::ok();
 }
 

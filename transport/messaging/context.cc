@@ -158,28 +158,18 @@ Result<std::unique_ptr<Context>> Context::create(fabric::Domain& domain, bootstr
 
 Context::Context(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
 
-Context::~Context() {
-  while (Unexpected* left = impl_->unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
-  // Receives still posted own themselves: break that cycle.
-  while (Operation* left = impl_->posted_.takeFirst([](const Operation&) { return true; })) {
-    std::shared_ptr<Operation> owner = std::move(left->postedSelf);
-  }
-}
+Context::~Context() = default;
 
-int Context::rank() const { return impl_->rank_; }
-int Context::size() const { return impl_->size_; }
-const Counters& Context::counters() const {
-  impl_->counters_.poolGrowths = impl_->pool_->counters().growths;
-  impl_->counters_.unexpectedBytes = impl_->unexpectedBytes_;
-  return impl_->counters_;
-}
-double Context::packBelowBlock() const { return impl_->packBelow_; }
-double Context::unpackBelowBlock() const { return impl_->unpackBelow_; }
-const std::string& Context::tuningNote() const { return impl_->tuning_.note; }
+int Context::rank() const { return impl_->rank(); }
+int Context::size() const { return impl_->size(); }
+const Counters& Context::counters() const { return impl_->counters(); }
+double Context::packBelowBlock() const { return impl_->packBelow(); }
+double Context::unpackBelowBlock() const { return impl_->unpackBelow(); }
+const std::string& Context::tuningNote() const { return impl_->tuningNote(); }
 
 Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
                                uint32_t communicator) {
-  if (impl_->closed_) return makeError(Code::kState, "isend: the context is closed");
+  if (impl_->closed()) return makeError(Code::kState, "isend: the context is closed");
   IBDT_ASSIGN_OR_RETURN(auto op, impl_->prepareSend(buf, count, type, dest, tag, communicator));
   IBDT_RETURN_IF_ERROR(impl_->postSend(op));
   return Request(std::move(op), false);
@@ -187,7 +177,7 @@ Result<Request> Context::isend(const void* buf, int64_t count, const datatype::D
 
 Result<Request> Context::irecv(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
                                uint32_t communicator) {
-  if (impl_->closed_) return makeError(Code::kState, "irecv: the context is closed");
+  if (impl_->closed()) return makeError(Code::kState, "irecv: the context is closed");
   IBDT_ASSIGN_OR_RETURN(auto op, impl_->prepareRecv(buf, count, type, source, tag, communicator));
   IBDT_RETURN_IF_ERROR(impl_->postRecv(op));
   return Request(std::move(op), false);
@@ -212,7 +202,7 @@ Status Context::start(Request& request) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "start: empty request");
   if (!request.persistent_) return makeError(Code::kInvalidArgument, "start: not a persistent request");
   if (!request.op_->done) return makeError(Code::kState, "start: the request's previous run is still active");
-  if (impl_->closed_) return makeError(Code::kState, "start: the context is closed");
+  if (impl_->closed()) return makeError(Code::kState, "start: the context is closed");
   IBDT_ASSIGN_OR_RETURN(request.op_, impl_->rearm(std::move(request.op_)));
   Operation& op = *request.op_;
   Status posted = op.isSend ? impl_->postSend(request.op_) : impl_->postRecv(request.op_);
@@ -223,7 +213,7 @@ Status Context::start(Request& request) {
 
 Status Context::progress() { return impl_->progress(); }
 Status Context::close(Deadline deadline) { return impl_->close(deadline); }
-bool Context::closed() const { return impl_->closed_; }
+bool Context::closed() const { return impl_->closed(); }
 
 Result<bool> Context::test(Request& request, RecvInfo* info) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "test: empty request");
@@ -235,13 +225,13 @@ Result<bool> Context::test(Request& request, RecvInfo* info) {
 
 Status Context::wait(Request& request, RecvInfo* info, Deadline deadline) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "wait: empty request");
-  Backoff backoff(impl_->spins_);
+  Backoff backoff(impl_->spins());
   while (!request.op_->done) {
-    uint64_t before = impl_->events_;
+    uint64_t before = impl_->events();
     IBDT_RETURN_IF_ERROR(impl_->progress());
     if (request.op_->done) break;
     if (deadline.expired()) return makeError(Code::kTimeout, "wait: the request did not complete in time");
-    if (impl_->events_ != before) backoff.reset();
+    if (impl_->events() != before) backoff.reset();
     else backoff.pause();
   }
   if (info != nullptr) *info = request.op_->info;

@@ -32,8 +32,10 @@ Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& 
       status = advance(*found->second);
       drop = allPosted(*found->second);
     }
-    if (drop) ids.erase(ids.begin() + static_cast<long>(i));
-    else ++i;
+    if (drop)
+      ids.erase(ids.begin() + static_cast<long>(i));
+    else
+      ++i;
   }
   return status;
 }
@@ -52,6 +54,17 @@ Result<T> readFrom(const Peer& peer, std::span<const uint8_t> message, size_t of
 Status ContextImpl::init(const Bootstrap& bootstrap) {
   rank_ = bootstrap.rank;
   size_ = bootstrap.size;
+  IBDT_RETURN_IF_ERROR(checkSetup(bootstrap));
+  chooseSpins(bootstrap);
+  IBDT_RETURN_IF_ERROR(readProviderLimits());
+  IBDT_RETURN_IF_ERROR(measureCosts());
+  IBDT_RETURN_IF_ERROR(createQueues());
+  IBDT_RETURN_IF_ERROR(connectSelf());
+  IBDT_RETURN_IF_ERROR(createBuffers());
+  return connectPeers(bootstrap);
+}
+
+Status ContextImpl::checkSetup(const Bootstrap& bootstrap) const {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_ || !bootstrap.allgather) {
     return makeError(Code::kInvalidArgument, "messaging context: bad bootstrap (rank ", rank_, " of ", size_, ")");
   }
@@ -65,31 +78,43 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
                      options_.eagerCredits, " and segment size ", options_.segmentSize,
                      " must be >= 0, >= 2 and >= 0 (0: automatic)");
   }
-  {
-    // Spin where every rank of this node can own a core. Oversubscribed, a
-    // rank that polls in vain holds the core its peer needs: yield at once,
-    // as Open MPI's yield_when_idle does (64 pauses made a 4-rank alltoall
-    // on 2 cores 3x slower).
-    int local = bootstrap.localSize > 0 ? bootstrap.localSize : size_;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (options_.spins >= 0) spins_ = static_cast<uint32_t>(options_.spins);
-    else spins_ = cores > 0 && local <= cores ? 4096 : 0;
-  }
+  return Status::ok();
+}
+
+void ContextImpl::chooseSpins(const Bootstrap& bootstrap) {
+  // Spin where every rank of this node can own a core. Oversubscribed, a
+  // rank that polls in vain holds the core its peer needs: yield at once,
+  // as Open MPI's yield_when_idle does (64 pauses made a 4-rank alltoall
+  // on 2 cores 3x slower).
+  int local = bootstrap.localSize > 0 ? bootstrap.localSize : size_;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (options_.spins >= 0)
+    spins_ = static_cast<uint32_t>(options_.spins);
+  else
+    spins_ = cores > 0 && local <= cores ? 4096 : 0;
+}
+
+Status ContextImpl::readProviderLimits() {
   const fabric::Caps& caps = domain_.caps();
   maxSge_ = std::max<uint32_t>(1, caps.maxSendSge);
   maxWrBytes_ = std::numeric_limits<uint32_t>::max();
   if (caps.maxMessageSize != 0) maxWrBytes_ = std::min<uint64_t>(maxWrBytes_, caps.maxMessageSize);
   sendQueueDepth_ = caps.maxSendQueueDepth != 0 ? std::min<uint32_t>(256, caps.maxSendQueueDepth) : 256;
-  uint32_t recvDepth = options_.eagerCredits + kReserveSlots;
-  if (caps.maxRecvQueueDepth != 0 && recvDepth > caps.maxRecvQueueDepth) {
-    return makeError(Code::kInvalidArgument, "IBDT_MSG_CREDITS ", options_.eagerCredits, " + ", kReserveSlots,
-                     " reserved exceeds the provider's receive queue depth ", caps.maxRecvQueueDepth);
+  recvDepth_ = options_.eagerCredits + CreditFlow::kReserveSlots;
+  if (caps.maxRecvQueueDepth != 0 && recvDepth_ > caps.maxRecvQueueDepth) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_CREDITS ", options_.eagerCredits, " + ",
+                     CreditFlow::kReserveSlots, " reserved exceeds the provider's receive queue depth ",
+                     caps.maxRecvQueueDepth);
   }
   if (slotSize() > maxWrBytes_) {
     return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT ", options_.eagerLimit,
                      " exceeds the provider's message size ", caps.maxMessageSize);
   }
+  return Status::ok();
+}
 
+Status ContextImpl::measureCosts() {
+  const fabric::Caps& caps = domain_.caps();
   cost_.memcpyBytesPerNs = measureMemcpyBytesPerNs();
   cost_.transfer = caps.transfer;
   cost_.rdmaRead = caps.rdmaRead;
@@ -101,20 +126,26 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : -1;
   loadTuning(caps);
   IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; per block ", cost_.iovecNsPerBlock,
-           " ns to list, ", cost_.packNsPerBlock, " ns to pack (warm at ", cost_.packBytesPerNs,
-           " B/ns); pack below ", packBelow_,
-           " B blocks; receiver ", unpackBelow_ >= 0 ? strCat("unpacks below ", unpackBelow_, " B blocks")
-                                                   : std::string("compares the schemes per message"));
+           " ns to list, ", cost_.packNsPerBlock, " ns to pack (warm at ", cost_.packBytesPerNs, " B/ns); pack below ",
+           packBelow_, " B blocks; receiver ",
+           unpackBelow_ >= 0 ? strCat("unpacks below ", unpackBelow_, " B blocks")
+                             : std::string("compares the schemes per message"));
+  return Status::ok();
+}
 
+Status ContextImpl::createQueues() {
   IBDT_ASSIGN_OR_RETURN(sendQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * sendQueueDepth_));
-  IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * recvDepth));
+  IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(static_cast<uint32_t>(size_ + 1) * recvDepth_));
   endpointOptions_.sendQueueDepth = sendQueueDepth_;
-  endpointOptions_.recvQueueDepth = recvDepth;
-  endpointOptions_.maxInline = caps.maxInline;  // small control messages go inline
-  recvDepth_ = recvDepth;
+  endpointOptions_.recvQueueDepth = recvDepth_;
+  endpointOptions_.maxInline = domain_.caps().maxInline;  // small control messages go inline
+  return Status::ok();
+}
 
+Status ContextImpl::connectSelf() {
   // To reach itself a rank connects a pair of its own endpoints.
   peers_.resize(static_cast<size_t>(size_));
+  credits_.init(size_, rank_);
   for (int p = 0; p < size_; ++p) {
     peers_[static_cast<size_t>(p)].rank = p;
     peers_[static_cast<size_t>(p)].self = p == rank_;
@@ -133,7 +164,11 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   IBDT_RETURN_IF_ERROR(preparePeer(self, *self.recvEndpoint));
   self.link.state = LinkState::kConnected;
   self.link.remoteReady = true;
+  return Status::ok();
+}
 
+Status ContextImpl::createBuffers() {
+  const fabric::Caps& caps = domain_.caps();
   uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
   IBDT_ASSIGN_OR_RETURN(sendSlots_, domain_.allocateMemory(sendSlots * slotSize(), fabric::kLocalWrite));
   for (uint32_t slot = sendSlots; slot-- > 0;) freeSendSlots_.push_back(slot);
@@ -148,10 +183,15 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
     // Pre-register a few segment buffers so the first rendezvous finds them.
     std::vector<memory::PoolBuffer> warm;
     for (int i = 0; i < 4; ++i) {
-      IBDT_ASSIGN_OR_RETURN(auto buffer, pool_->get(static_cast<size_t>(segmentSizeFor(1 << 30, options_.segmentSize))));
+      IBDT_ASSIGN_OR_RETURN(auto buffer,
+                            pool_->get(static_cast<size_t>(segmentSizeFor(1 << 30, options_.segmentSize))));
       warm.push_back(std::move(buffer));
     }
   }
+  return Status::ok();
+}
+
+Status ContextImpl::connectPeers(const Bootstrap& bootstrap) {
   Connect connect = options_.connect;
   if (connect == Connect::kAuto) {
     IBDT_ASSIGN_OR_RETURN(int chosen, config::getChoice("IBDT_MSG_CONNECT", {"auto", "eager", "lazy"}));
@@ -201,6 +241,11 @@ void ContextImpl::complete(Operation& op, Status status) {
 }
 
 ContextImpl::~ContextImpl() {
+  while (Unexpected* left = unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
+  // Receives still posted own themselves: break that cycle.
+  while (Operation* left = posted_.takeFirst([](const Operation&) { return true; })) {
+    std::shared_ptr<Operation> owner = std::move(left->postedSelf);
+  }
   // Sends still going hold registrations of the cache that dies with us.
   for (Peer& peer : peers_) {
     for (PendingControl& message : peer.controlQueue) {
@@ -215,8 +260,10 @@ ContextImpl::~ContextImpl() {
 void ContextImpl::failPeer(Peer& peer, Status status) {
   if (peer.failure.isOk()) {
     // After its close() a peer tears its endpoints down: expected, not a warning.
-    if (peer.link.closeReceived) IBDT_LOG(kDebug, "messaging: rank ", peer.rank, " closed: ", status.toString());
-    else IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
+    if (peer.link.closeReceived)
+      IBDT_LOG(kDebug, "messaging: rank ", peer.rank, " closed: ", status.toString());
+    else
+      IBDT_LOG(kWarn, "messaging: rank ", peer.rank, " failed: ", status.toString());
     peer.failure = status;
   }
   if (peer.link.state == LinkState::kRequested) {
@@ -263,20 +310,20 @@ std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
 
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
-  releaseWithheld();
-  repostConsumed(/*creditDueOnly=*/false);
+  credits_.releaseWithheld(*this);
+  credits_.repostConsumed(*this, /*dueOnly=*/false);
   if (listener_) IBDT_RETURN_IF_ERROR(pollConnections());
   std::span<fabric::Completion> batch(polled_);
   size_t got = recvQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
   got = sendQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
-  repostConsumed(/*creditDueOnly=*/true);
+  credits_.repostConsumed(*this, /*dueOnly=*/true);
   for (Peer& peer : peers_) {
     // Most peers of a larger job are idle at any moment: a few loads decide
     // it (a 2-rank ping-pong inside a 48-rank job spent a third of its
     // progress() walking idle peers through the calls below).
-    if (peer.controlQueue.empty() && peer.activeSends.empty() && peer.activeReads.empty() && !creditDue(peer)) {
+    if (peer.controlQueue.empty() && peer.activeSends.empty() && peer.activeReads.empty() && !credits_.due(peer.rank)) {
       continue;
     }
     if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;
@@ -330,34 +377,14 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     failPeer(peer, status);
     return Status::ok();
   }
-  // Over the budget a sender's credits are not returned: it stops at the
-  // buffers it has and waits. Ourselves excepted (we would wait on
-  // ourselves), and a sender a posted receive waits for (its message may be
-  // behind the ones held: withholding would deadlock a valid program).
-  bool withhold = countsCredit && !peer.self && overUnexpectedBudget() && !receivePostedFrom(peer.rank);
-  (withhold ? withheld_ : consumed_).push_back(ConsumedSlot{peer.rank, slot, countsCredit});
-  if (withhold) ++counters_.creditsWithheld;
-  if (countsCredit) ++peer.unposted;
+  credits_.consumed(*this, peer.rank, slot, countsCredit);
   return Status::ok();
-}
-
-void ContextImpl::releaseWithheld() {
-  if (withheld_.empty()) return;
-  bool over = overUnexpectedBudget();
-  auto kept = withheld_.begin();
-  for (const ConsumedSlot& slot : withheld_) {
-    if (!over || receivePostedFrom(slot.rank)) {
-      consumed_.push_back(slot);
-    } else {
-      *kept++ = slot;
-    }
-  }
-  withheld_.erase(kept, withheld_.end());
 }
 
 bool ContextImpl::receivePostedFrom(int rank) const {
   bool found = false;
-  posted_.forEach([&](const Operation& op) { found = found || op.spec.source == kAnySource || op.spec.source == rank; });
+  posted_.forEach(
+      [&](const Operation& op) { found = found || op.spec.source == kAnySource || op.spec.source == rank; });
   return found;
 }
 
@@ -372,36 +399,9 @@ void ContextImpl::releaseUnexpected(Unexpected& unexpected) {
   unexpected.heldBytes = 0;
 }
 
-void ContextImpl::repostConsumed(bool creditDueOnly) {
-  auto kept = consumed_.begin();
-  for (const ConsumedSlot& consumed : consumed_) {
-    Peer& peer = peers_[static_cast<size_t>(consumed.rank)];
-    if (creditDueOnly && (peer.self || peer.owed + peer.unposted < creditBatch())) {
-      *kept++ = consumed;
-      continue;
-    }
-    if (consumed.countsCredit) --peer.unposted;
-    if (!peer.failure.isOk()) continue;  // its receives are flushed or gone
-    Status status = repostSlot(peer, consumed.slot);
-    if (!status.isOk()) {
-      failPeer(peer, status);
-      continue;
-    }
-    if (consumed.countsCredit) {
-      if (peer.self) ++peer.credits;
-      else ++peer.owed;
-    }
-  }
-  consumed_.erase(kept, consumed_.end());
-}
-
 Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message) {
   IBDT_ASSIGN_OR_RETURN(wire::Header header, readFrom<wire::Header>(peer, message, 0));
-  if (header.credits > options_.eagerCredits - peer.credits) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " returned ", header.credits, " credits, ", peer.credits,
-                     " of ", options_.eagerCredits, " are already free");
-  }
-  peer.credits += header.credits;
+  IBDT_RETURN_IF_ERROR(credits_.returned(peer.rank, header.credits));
   size_t offset = sizeof(header);
   bool startsMessage =
       header.kind == wire::Kind::kEager || header.kind == wire::Kind::kRts || header.kind == wire::Kind::kPipelined;
@@ -410,45 +410,18 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
                      " of its ", peer.inbound.envelope.bytes, "-byte pipelined message");
   }
   switch (header.kind) {
-    case wire::Kind::kEager: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
-      auto payload = message.subspan(offset + sizeof(envelope));
-      if (envelope.bytes < 0 || static_cast<uint64_t>(envelope.bytes) != payload.size()) {
-        return makeError(Code::kProtocol, "eager message from rank ", peer.rank, " claims ", envelope.bytes,
-                         " bytes and carries ", payload.size());
-      }
-      handleEager(peer, envelope, payload);
-      return Status::ok();
-    }
-    case wire::Kind::kPipelined: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
-      auto payload = message.subspan(offset + sizeof(envelope));
-      if (payload.empty() || envelope.bytes <= static_cast<int64_t>(payload.size())) {
-        return makeError(Code::kProtocol, "pipelined message from rank ", peer.rank, " claims ", envelope.bytes,
-                         " bytes and starts with ", payload.size());
-      }
-      return handlePipelined(peer, envelope, payload);
-    }
+    case wire::Kind::kEager:
+      return dispatchEager(peer, message, offset);
+    case wire::Kind::kPipelined:
+      return dispatchPipelined(peer, message, offset);
     case wire::Kind::kFragment: {
       IBDT_ASSIGN_OR_RETURN(auto fragment, readFrom<wire::Fragment>(peer, message, offset));
       return handleFragment(peer, fragment, message.subspan(offset + sizeof(fragment)));
     }
-    case wire::Kind::kRts: {
-      IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
-      IBDT_ASSIGN_OR_RETURN(auto rts, readFrom<wire::Rts>(peer, message, offset + sizeof(envelope)));
-      if (envelope.bytes <= 0) return makeError(Code::kProtocol, "RTS from rank ", peer.rank, " with no data");
-      handleRts(peer, envelope, rts);
-      return Status::ok();
-    }
-    case wire::Kind::kCts: {
-      IBDT_ASSIGN_OR_RETURN(auto cts, readFrom<wire::Cts>(peer, message, offset));
-      auto layout = message.subspan(offset + sizeof(cts));
-      if (cts.hasLayout && layout.size() != cts.layoutBytes) {
-        return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " for transfer ", cts.senderTransfer,
-                         " announces a ", cts.layoutBytes, "-byte layout and carries ", layout.size());
-      }
-      return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
-    }
+    case wire::Kind::kRts:
+      return dispatchRts(peer, message, offset);
+    case wire::Kind::kCts:
+      return dispatchCts(peer, message, offset);
     case wire::Kind::kPacked: {
       IBDT_ASSIGN_OR_RETURN(auto packed, readFrom<wire::Packed>(peer, message, offset));
       return handlePacked(peer, packed);
@@ -468,6 +441,46 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
   }
   return makeError(Code::kProtocol, "unknown control message kind ", static_cast<int>(header.kind), " from rank ",
                    peer.rank);
+}
+
+// The message kinds whose body is more than one record, at `offset` (after the header).
+Status ContextImpl::dispatchEager(Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+  auto payload = message.subspan(offset + sizeof(envelope));
+  if (envelope.bytes < 0 || static_cast<uint64_t>(envelope.bytes) != payload.size()) {
+    return makeError(Code::kProtocol, "eager message from rank ", peer.rank, " claims ", envelope.bytes,
+                     " bytes and carries ", payload.size());
+  }
+  handleEager(peer, envelope, payload);
+  return Status::ok();
+}
+
+Status ContextImpl::dispatchPipelined(Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+  auto payload = message.subspan(offset + sizeof(envelope));
+  if (payload.empty() || envelope.bytes <= static_cast<int64_t>(payload.size())) {
+    return makeError(Code::kProtocol, "pipelined message from rank ", peer.rank, " claims ", envelope.bytes,
+                     " bytes and starts with ", payload.size());
+  }
+  return handlePipelined(peer, envelope, payload);
+}
+
+Status ContextImpl::dispatchRts(Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  IBDT_ASSIGN_OR_RETURN(auto envelope, readFrom<wire::Envelope>(peer, message, offset));
+  IBDT_ASSIGN_OR_RETURN(auto rts, readFrom<wire::Rts>(peer, message, offset + sizeof(envelope)));
+  if (envelope.bytes <= 0) return makeError(Code::kProtocol, "RTS from rank ", peer.rank, " with no data");
+  handleRts(peer, envelope, rts);
+  return Status::ok();
+}
+
+Status ContextImpl::dispatchCts(Peer& peer, std::span<const uint8_t> message, size_t offset) {
+  IBDT_ASSIGN_OR_RETURN(auto cts, readFrom<wire::Cts>(peer, message, offset));
+  auto layout = message.subspan(offset + sizeof(cts));
+  if (cts.hasLayout && layout.size() != cts.layoutBytes) {
+    return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " for transfer ", cts.senderTransfer,
+                     " announces a ", cts.layoutBytes, "-byte layout and carries ", layout.size());
+  }
+  return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
 }
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
@@ -539,8 +552,9 @@ Result<UserRegistration> ContextImpl::registerUser(const Operation& op, int64_t 
   auto registration = UserRegistration::create(*cache_, groupPlan_, *op.segment, op.type, op.count, op.stats, base,
                                                bytes, access, single);
   if (!registration.isOk()) {
-    return std::move(registration).takeStatus().withContext(
-        strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));
+    return std::move(registration)
+        .takeStatus()
+        .withContext(strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));
   }
   return registration;
 }

@@ -17,15 +17,16 @@
 #include "base/backoff.h"
 #include "ibdt/messaging.h"
 #include "transport/fabric/mesh.h"
+#include "transport/memory/buffer_pool.h"
+#include "transport/memory/registration_cache.h"
 #include "transport/messaging/connection.h"
+#include "transport/messaging/credit_flow.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/scheme_select.h"
-#include "transport/messaging/type_cache.h"
-#include "transport/memory/buffer_pool.h"
-#include "transport/memory/registration_cache.h"
 #include "transport/messaging/staging.h"
 #include "transport/messaging/tuning.h"
+#include "transport/messaging/type_cache.h"
 #include "transport/messaging/user_registration.h"
 #include "transport/messaging/wire.h"
 
@@ -42,11 +43,11 @@ struct Operation : MatchListHook {
   std::optional<datatype::Segment> segment;
   datatype::Stats stats;  // valid once ensureStats() succeeded
   bool statsKnown = false;
-  int peer = 0;           // destination (send) or source once matched (recv)
-  MatchSpec spec;         // receive: what it accepts
-  int tag = 0;            // send
+  int peer = 0;    // destination (send) or source once matched (recv)
+  MatchSpec spec;  // receive: what it accepts
+  int tag = 0;     // send
   uint32_t communicator = 0;
-  int64_t bytes = 0;      // packed bytes (send) or capacity (receive)
+  int64_t bytes = 0;  // packed bytes (send) or capacity (receive)
   bool done = false;
   Status status;
   RecvInfo info;
@@ -75,9 +76,9 @@ struct Unexpected : MatchListHook {
   int peer = 0;
   wire::Envelope wireEnvelope{};
   wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
-  std::vector<uint8_t> payload;  // eager; a pipelined one may still be arriving
-  wire::Rts rts{};               // rendezvous
-  size_t heldBytes = 0;          // counted in ContextImpl::unexpectedBytes_
+  std::vector<uint8_t> payload;          // eager; a pipelined one may still be arriving
+  wire::Rts rts{};                       // rendezvous
+  size_t heldBytes = 0;                  // counted in ContextImpl::unexpectedBytes_
 };
 
 // A pipelined eager message a peer is sending us: its fragments arrive in
@@ -85,9 +86,9 @@ struct Unexpected : MatchListHook {
 struct InboundMessage {
   bool active = false;
   wire::Envelope envelope{};
-  int64_t received = 0;               // packed bytes arrived
-  std::shared_ptr<Operation> op;      // its receive; null while unexpected
-  Unexpected* unexpected = nullptr;   // queued until a receive takes it over
+  int64_t received = 0;              // packed bytes arrived
+  std::shared_ptr<Operation> op;     // its receive; null while unexpected
+  Unexpected* unexpected = nullptr;  // queued until a receive takes it over
   // A receive that failed (signature, unpack) still completes only with the
   // last fragment: like any receive it returns once the message is consumed,
   // so its peer's send can finish.
@@ -105,11 +106,11 @@ struct SendTransfer {
   std::optional<datatype::Segment> remoteSegment;  // receiver's layout (Multi-W)
   uint64_t remoteStart = 0;                        // address of packed byte 0 (contiguous receiver)
   UserRegistration userRegistration;
-  Staging packed;                                  // generic / P-RRS
-  int64_t next = 0;                                // next packed byte to post
+  Staging packed;    // generic / P-RRS
+  int64_t next = 0;  // next packed byte to post
   uint64_t posted = 0;
   uint64_t completed = 0;
-  uint64_t released = 0;                           // ring segments the receiver freed
+  uint64_t released = 0;  // ring segments the receiver freed
   bool waitingForFin = false;
   std::deque<std::pair<uint64_t, Staging>> inFlight;  // staging freed after `first` completions
 };
@@ -119,13 +120,13 @@ struct RecvTransfer {
   uint32_t id = 0;
   std::shared_ptr<Operation> op;
   uint32_t senderTransfer = 0;
-  int64_t bytes = 0;        // packed bytes that will arrive
+  int64_t bytes = 0;  // packed bytes that will arrive
   int64_t messageBytes = 0;
   bool unpack = false;
   int64_t segmentSize = 0;
   int64_t unpacked = 0;
   Staging unpackBuffer;
-  uint32_t ringSegments = 0;   // 0: unpackBuffer holds the whole message
+  uint32_t ringSegments = 0;  // 0: unpackBuffer holds the whole message
   uint64_t segmentsDone = 0;
   uint64_t segmentsReleased = 0;
   UserRegistration userRegistration;
@@ -153,9 +154,6 @@ struct Peer {
   fabric::Endpoint* sendEndpoint = nullptr;
   fabric::Endpoint* recvEndpoint = nullptr;
   std::unique_ptr<fabric::MemoryRegion> recvSlots;
-  uint32_t credits = 0;  // eager buffers free at the peer
-  uint32_t owed = 0;     // our buffers consumed and reposted, not yet reported
-  uint32_t unposted = 0; // our buffers consumed, not yet reposted (ContextImpl::consumed_)
   uint32_t sendOutstanding = 0;
   uint32_t readsOutstanding = 0;
   std::deque<PendingControl> controlQueue;
@@ -170,12 +168,10 @@ struct Peer {
   std::unordered_map<uint32_t, uint32_t> layoutSent;
 };
 
-class ContextImpl {
+class ContextImpl : private CreditFlow::Host {
  public:
-  static constexpr uint32_t kReserveSlots = 4;  // for credit-only messages
-
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
-  ~ContextImpl();
+  ~ContextImpl() override;
   Status init(const Bootstrap& bootstrap);
 
   // An operation is prepared (arguments checked, segment taken from the
@@ -183,8 +179,8 @@ class ContextImpl {
   // prepares once and posts at every start (context.cc).
   Result<std::shared_ptr<Operation>> prepareSend(const void* buf, int64_t count, const datatype::Datatype& type,
                                                  int dest, int tag, uint32_t communicator);
-  Result<std::shared_ptr<Operation>> prepareRecv(void* buf, int64_t count, const datatype::Datatype& type,
-                                                 int source, int tag, uint32_t communicator);
+  Result<std::shared_ptr<Operation>> prepareRecv(void* buf, int64_t count, const datatype::Datatype& type, int source,
+                                                 int tag, uint32_t communicator);
   Status postSend(const std::shared_ptr<Operation>& op);
   Status postRecv(const std::shared_ptr<Operation>& op);
   // A message of `bytes` on `communicator` that is exchange traffic large
@@ -202,6 +198,23 @@ class ContextImpl {
   // connection.cc
   Status close(Deadline deadline);
 
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool closed() const { return closed_; }
+  uint32_t spins() const { return spins_; }    // Backoff budget of this Context's waits
+  uint64_t events() const { return events_; }  // completions handled so far (drives backoff)
+  double packBelow() const { return packBelow_; }
+  double unpackBelow() const { return unpackBelow_; }
+  const std::string& tuningNote() const { return tuning_.note; }
+  // The counters, with the figures kept elsewhere brought up to date.
+  const Counters& counters() {
+    counters_.poolGrowths = pool_->counters().growths;
+    counters_.unexpectedBytes = unexpectedBytes_;
+    return counters_;
+  }
+  void complete(Operation& op, Status status);
+
+ private:
   int rank_ = 0;
   int size_ = 1;
   fabric::Domain& domain_;
@@ -211,6 +224,7 @@ class ContextImpl {
   double packBelow_ = 0;
   double unpackBelow_ = 0;
   Counters counters_;
+  CreditFlow credits_{options_.eagerCredits, counters_};
   // context_tuning.cc: the measured cost model, when a tuning file is in
   // force, and the decisions it takes over from the constants.
   LoadedTuning tuning_;
@@ -223,7 +237,6 @@ class ContextImpl {
   bool rendezvousWantsPack(const Operation& op) const;
   const Tuning* tuning() const { return tuning_.tuning ? &*tuning_.tuning : nullptr; }
 
- private:
   // eager_protocol.cc
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
   void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload,
@@ -259,12 +272,30 @@ class ContextImpl {
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
+  // The steps of acceptRts: the reply (CTS) it drafts, the signature check,
+  // unpack or zero-copy, the zero-copy registration and layout, the staging.
+  struct CtsDraft {
+    wire::Cts cts{};
+    Scheme forced = Scheme::kAuto;  // the scheme forced by either side, dropped where it cannot apply
+    int64_t segmentSize = 0;        // of an unpack reply (segmentSizeFor)
+    std::vector<uint8_t> layout;    // the receive layout, when the sender lacks it
+    bool layoutNeeded = false;
+  };
+  Status checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) const;
+  void queueCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
+  bool replyUnpacks(const Operation& op, const wire::Envelope& envelope, const wire::Rts& rts, CtsDraft& draft) const;
+  void fallBackToUnpack(RecvTransfer& transfer, CtsDraft& draft, const std::string& why);
+  Status prepareZeroCopy(Peer& peer, const Operation& op, RecvTransfer& transfer, CtsDraft& draft);
+  Status stageUnpackReply(RecvTransfer& transfer, CtsDraft& draft);
+  void describeZeroCopyReply(Peer& peer, const Operation& op, const RecvTransfer& transfer, CtsDraft& draft);
   Status handleDataImm(Peer& peer, uint32_t transferId);
   Status handlePacked(Peer& peer, const wire::Packed& packed);
   Status advanceReads(Peer& peer, RecvTransfer& transfer);
   Status onReadCompleted(uint32_t transferId);
   // rendezvous_sender.cc
   Status handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
+  Status offerPacked(Peer& peer, SendTransfer& transfer);
+  Status adoptRemoteLayout(Peer& peer, SendTransfer& transfer, std::span<const uint8_t> layout);
   Status handleFin(Peer& peer, const wire::Fin& fin);
   Status handleRelease(Peer& peer, const wire::Release& release);
   Status advanceSend(Peer& peer, SendTransfer& transfer);
@@ -285,25 +316,33 @@ class ContextImpl {
   bool quietToward(const Peer& peer) const;
   Status sendClose(Peer& peer);
   Status handleClose(Peer& peer);
+  // context_impl.cc: the steps of init, in order
+  Status checkSetup(const Bootstrap& bootstrap) const;
+  void chooseSpins(const Bootstrap& bootstrap);
+  Status readProviderLimits();  // queue depths, SGEs, message size
+  Status measureCosts();        // the cost model and the tuning file
+  Status createQueues();
+  Status connectSelf();                             // peers_, and the endpoint pair to ourselves
+  Status createBuffers();                           // send slots, buffer pool, registration cache
+  Status connectPeers(const Bootstrap& bootstrap);  // eagerly, or start listening (IBDT_MSG_CONNECT)
   // context_impl.cc
   Status handleReceive(const fabric::Completion& completion);
   Status handleSendCompletion(const fabric::Completion& completion);
   Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
+  Status dispatchEager(Peer& peer, std::span<const uint8_t> message, size_t offset);
+  Status dispatchPipelined(Peer& peer, std::span<const uint8_t> message, size_t offset);
+  Status dispatchRts(Peer& peer, std::span<const uint8_t> message, size_t offset);
+  Status dispatchCts(Peer& peer, std::span<const uint8_t> message, size_t offset);
   Status repostSlot(Peer& peer, uint32_t slot);
-  // Reposts the receive buffers handleReceive consumed; their credits
-  // become owed (or, to ourselves, free) only then. `creditDueOnly`: only
-  // those of peers owed a credit message with them (creditBatch()).
-  void repostConsumed(bool creditDueOnly);
-  // Owed credits that are sent back on their own, without waiting for a
-  // message to carry them.
-  uint32_t creditBatch() const { return std::max<uint32_t>(1, options_.eagerCredits / 2); }
-  // The peer is owed enough credits to be told in a message of its own.
-  bool creditDue(const Peer& peer) const { return !peer.self && peer.owed >= creditBatch(); }
+  // CreditFlow::Host
+  Status repostSlot(int rank, uint32_t slot) override { return repostSlot(peers_[static_cast<size_t>(rank)], slot); }
+  bool peerFailed(int rank) const override { return !peers_[static_cast<size_t>(rank)].failure.isOk(); }
+  void failPeer(int rank, Status status) override { failPeer(peers_[static_cast<size_t>(rank)], std::move(status)); }
+  bool mayWithhold(int rank) const override { return overUnexpectedBudget() && !receivePostedFrom(rank); }
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
   Result<Staging> pooledBuffer(size_t bytes);
   Result<Staging> dedicatedBuffer(size_t bytes);
-  void complete(Operation& op, Status status);
   void failPeer(Peer& peer, Status status);
   void postReceive(std::shared_ptr<Operation> op);
   // Takes `op` off the posted list; returns its owner, null if it was not posted.
@@ -311,12 +350,12 @@ class ContextImpl {
   Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
   // The unexpected-message budget (Options::unexpectedMaxBytes): bytes held
   // are counted as they arrive and given back when a receive (or a failure)
-  // takes the message; over the budget, buffers consumed from other ranks
-  // are withheld (not reposted, so no credit returns) until it is met again.
+  // takes the message; over the budget, CreditFlow withholds buffers
+  // consumed from other ranks (not reposted, so no credit returns) until it
+  // is met again.
   void holdUnexpected(Unexpected& unexpected, size_t bytes);
   void releaseUnexpected(Unexpected& unexpected);
   bool overUnexpectedBudget() const { return unexpectedBytes_ > static_cast<uint64_t>(options_.unexpectedMaxBytes); }
-  void releaseWithheld();
   bool receivePostedFrom(int rank) const;
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
@@ -348,20 +387,6 @@ class ContextImpl {
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
-  // Receive buffers whose message was handled, reposted at the start of the
-  // next progress(): a repost ends by waking the peer (a fence that waits
-  // for the posting stores to reach the peer's cache), and deferred, that
-  // cost falls after the caller has acted on the message — sent its reply —
-  // instead of before. A peer that reaches creditBatch() with them is
-  // reposted for and sent its credits in the same call, as without the
-  // deferral: it may be waiting for them while we wait for nothing from it.
-  struct ConsumedSlot {
-    int rank;
-    uint32_t slot;
-    bool countsCredit;
-  };
-  std::vector<ConsumedSlot> consumed_;
-  std::vector<ConsumedSlot> withheld_;  // consumed while over the unexpected budget
   uint64_t unexpectedBytes_ = 0;
   struct PostScratch {  // advanceSend's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
@@ -376,8 +401,6 @@ class ContextImpl {
   uint32_t requesting_ = 0;
   std::vector<uint8_t> datagram_;
   bool closed_ = false;
-
-  friend class Context;
 };
 
 // Work request ids: the kind in the top byte, the rest identifies the object.

@@ -1,4 +1,5 @@
-// Eager protocol and the per-peer control queue with credit flow control.
+// Eager protocol and the per-peer control queue, sent within the credits
+// CreditFlow grants (credit_flow.h).
 //
 // A peer has eagerCredits receive buffers for us plus kReserveSlots that
 // only credit-only messages use. Every message but those consumes a credit;
@@ -67,7 +68,7 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
     PendingControl& message;
     wire::Envelope envelope;
     uint32_t credits;
-  } writer{message, {}, peer.self ? 0 : peer.owed};
+  } writer{message, {}, credits_.owedTo(peer.rank)};
   size_t length = message.bytes.size();
   if (message.eager) {
     Operation& op = *message.eager;
@@ -103,8 +104,7 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
     if (message.eager) complete(*message.eager, std::move(packError));
     return Status::ok();
   }
-  if (!peer.self) peer.owed = 0;
-  if (!useReserve) --peer.credits;
+  credits_.sent(peer.rank, /*spendsCredit=*/!useReserve);
   // The eager send is complete: its buffer has been copied.
   if (message.eager) complete(*message.eager, Status::ok());
   return Status::ok();
@@ -112,7 +112,7 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
 
 Status ContextImpl::flushControl(Peer& peer) {
   if (!peer.link.ready()) return Status::ok();  // queued until the connection is up
-  while (!peer.controlQueue.empty() && peer.credits > 0 && !freeSendSlots_.empty() &&
+  while (!peer.controlQueue.empty() && credits_.available(peer.rank) > 0 && !freeSendSlots_.empty() &&
          peer.sendOutstanding < sendQueueDepth_) {
     PendingControl& front = peer.controlQueue.front();
     if (front.pipelined) {  // one fragment per round, the message stays in front until its last
@@ -128,7 +128,7 @@ Status ContextImpl::flushControl(Peer& peer) {
 }
 
 Status ContextImpl::sendCreditIfOwed(Peer& peer) {
-  if (!creditDue(peer)) return Status::ok();
+  if (!credits_.due(peer.rank)) return Status::ok();
   if (freeSendSlots_.empty() || peer.sendOutstanding >= sendQueueDepth_) return Status::ok();
   PendingControl message;
   message.bytes.resize(sizeof(wire::Header));

@@ -75,8 +75,8 @@ Result<Options> optionsFromEnvironment() {
   if (spins != "auto") {
     IBDT_ASSIGN_OR_RETURN(options.spins, config::getInt("IBDT_MSG_SPIN", 0, int64_t{1} << 30));
   }
-  IBDT_ASSIGN_OR_RETURN(int connect, config::getChoice("IBDT_MSG_CONNECT", {"auto", "eager", "lazy"}));
-  options.connect = static_cast<Connect>(connect);
+  // IBDT_MSG_CONNECT is read once, where kAuto is resolved (ContextImpl::init),
+  // so Options built in code honour it the same way.
   IBDT_ASSIGN_OR_RETURN(options.connectTimeoutMs, config::getInt("IBDT_MSG_CONNECT_TIMEOUT_MS", 1, 3'600'000));
   if (eager > (uint64_t{1} << 20)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT above 1M");
   IBDT_RETURN_IF_ERROR(checkEagerLimit(static_cast<int64_t>(eager)));

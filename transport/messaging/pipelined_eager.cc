@@ -80,7 +80,7 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
   }
   const int64_t p = message.next;
   int64_t q = std::min(op.bytes, p + fragmentSize(op.bytes));
-  wire::Header header{first ? wire::Kind::kPipelined : wire::Kind::kFragment, {}, peer.self ? 0 : peer.owed};
+  wire::Header header{first ? wire::Kind::kPipelined : wire::Kind::kFragment, {}, credits_.owedTo(peer.rank)};
   Status failed;
   bool sent = false;
   if (message.gather) {
@@ -108,8 +108,7 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
     complete(op, std::move(failed));
     return Status::ok();
   }
-  if (!peer.self) peer.owed = 0;
-  --peer.credits;
+  credits_.sent(peer.rank, /*spendsCredit=*/true);
   message.next = q;
   if (q == op.bytes) {
     op.fragmentsPosted = true;

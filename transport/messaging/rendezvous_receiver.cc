@@ -2,6 +2,7 @@
 // (paper Section 5.2, third step), reply, then unpack per segment as the
 // immediates arrive, or READ with scatter for P-RRS.
 #include <algorithm>
+#include <array>
 
 #include "base/log.h"
 #include "transport/messaging/context_impl.h"
@@ -39,28 +40,13 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   op->peer = source;
   op->info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kAuto};
 
-  wire::Cts cts{};
-  cts.senderTransfer = rts.senderTransfer;
-  cts.bytes = std::min(envelope.bytes, op->bytes);
-  Status refusal;
-  if (envelope.bytes == op->bytes) {
-    auto mine = datatype::signature(op->type, op->count);
-    if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
-      refusal = makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
-                          ": the sender's type signature does not match the receive type");
-      cts.bytes = 0;
-    }
-  }
-  PendingControl reply;
-  auto sendReply = [&](std::span<const uint8_t> layout) {
-    reply.bytes.resize(sizeof(wire::Header) + sizeof(cts) + layout.size());
-    size_t at = wire::write(reply.bytes.data(), 0, wire::Header{wire::Kind::kCts, {}, 0});
-    at = wire::write(reply.bytes.data(), at, cts);
-    std::copy(layout.begin(), layout.end(), reply.bytes.begin() + static_cast<long>(at));
-    peer.controlQueue.push_back(std::move(reply));
-  };
-  if (cts.bytes == 0) {
-    sendReply({});
+  CtsDraft draft;
+  draft.cts.senderTransfer = rts.senderTransfer;
+  draft.cts.bytes = std::min(envelope.bytes, op->bytes);
+  Status refusal = checkRtsSignature(*op, source, envelope);
+  if (!refusal.isOk()) draft.cts.bytes = 0;
+  if (draft.cts.bytes == 0) {
+    queueCts(peer, draft.cts, {});
     complete(*op, !refusal.isOk() ? std::move(refusal) : truncation(*op, source, envelope.bytes));
     return Status::ok();
   }
@@ -69,102 +55,148 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   transfer->id = nextTransfer_++;
   transfer->op = op;
   transfer->senderTransfer = rts.senderTransfer;
-  transfer->bytes = cts.bytes;
+  transfer->bytes = draft.cts.bytes;
   transfer->messageBytes = envelope.bytes;
-  cts.receiverTransfer = transfer->id;
-  cts.receiverContiguous = op->stats.contiguous;
-
-  Scheme forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme
-                                                          : static_cast<Scheme>(rts.forcedScheme);
-  ReplyInputs inputs;
-  inputs.forced = forced;
-  inputs.sender = SideLayout{envelope.bytes, rts.senderContiguous != 0, std::max<int64_t>(1, rts.blockCount),
-                             rts.meanBlock};
-  inputs.senderWantsPack = rts.senderWantsPack != 0;
-  inputs.receiver = op->stats;
-  inputs.unpackBelowOverride = unpackBelow_;
-  inputs.tuning = tuning();
-  inputs.segmentSize = segmentSizeFor(cts.bytes, options_.segmentSize);
-  transfer->unpack = receiverUsesUnpack(inputs, cost_);
-  // Exchange traffic: both cores are busy sending and receiving, so the
-  // staged path's overlap is gone and one copy beats two (messaging.h).
-  if (rts.senderContiguous != 0 && op->stats.contiguous && exchangeSingleCopy(envelope.communicator, cts.bytes)) {
-    transfer->unpack = false;
-  }
-  // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
-  // version). One too large for a control message falls back to unpacking.
-  std::vector<uint8_t> layout;
-  bool layoutNeeded = false;
-  auto unpackInstead = [&](const std::string& why) {
-    IBDT_LOG(kDebug, "messaging: ", why, "; unpacking");
-    transfer->unpack = true;
-    layout.clear();
-    layoutNeeded = false;
-    if (forced == Scheme::kMultiW || forced == Scheme::kPRrs) forced = Scheme::kAuto;
-  };
-  if (!transfer->unpack && !op->stats.contiguous) {
-    auto sent = peer.layoutSent.find(op->type.id());
-    layoutNeeded = sent == peer.layoutSent.end() || sent->second != op->type.version();
-    if (layoutNeeded) {
-      IBDT_ASSIGN_OR_RETURN(layout, datatype::serialize(op->type));
-      if (sizeof(wire::Header) + sizeof(cts) + layout.size() > slotSize()) {
-        unpackInstead(strCat("receive layout of ", layout.size(), " bytes exceeds an eager buffer"));
-      }
-    }
-  }
-  if (!transfer->unpack) {
-    // A peer writes with one rkey: the receive buffer's span must register
-    // as one region (it cannot where unmapped pages lie inside it).
-    auto registration = registerUser(*op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, true);
-    if (registration.isOk()) transfer->userRegistration = std::move(registration).value();
-    else unpackInstead(registration.status().toString());
-  }
-  if (transfer->unpack) {
-    bool generic = forced == Scheme::kGeneric;
-    cts.mode = wire::ReplyMode::kUnpack;
-    cts.scheme = static_cast<uint8_t>(forced == Scheme::kGeneric || forced == Scheme::kBcSpup ||
-                                              forced == Scheme::kRwgUp
-                                          ? forced
-                                          : Scheme::kAuto);
-    transfer->segmentSize = generic ? cts.bytes : inputs.segmentSize;
-    // A ring of segments bounds the staging of a large message (and keeps it
-    // in cache); the generic baseline stages the whole message.
-    if (!generic && wire::segmentCount(cts.bytes, transfer->segmentSize) > options_.ringSegments) transfer->ringSegments = options_.ringSegments;
-    int64_t staging = transfer->ringSegments != 0 ? transfer->ringSegments * transfer->segmentSize : cts.bytes;
-    auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(staging)) : pooledBuffer(static_cast<size_t>(staging));
-    if (!buffer.isOk()) return std::move(buffer).takeStatus();
-    transfer->unpackBuffer = std::move(buffer).value();
-    cts.remoteAddress = transfer->unpackBuffer.address();
-    cts.remoteLength = transfer->unpackBuffer.size();
-    cts.rkey = transfer->unpackBuffer.rkey();
-  } else {
-    cts.mode = wire::ReplyMode::kZeroCopy;
-    cts.remoteAddress = transfer->userRegistration.firstAddress();
-    cts.remoteLength = transfer->userRegistration.front().region().length();
-    cts.rkey = transfer->userRegistration.front().rkey();
-    cts.baseAddress = reinterpret_cast<uint64_t>(op->recvBuffer);
-    cts.count = op->count;
-    cts.typeId = op->type.id();
-    cts.typeVersion = op->type.version();
-    if (layoutNeeded) {
-      cts.hasLayout = 1;
-      cts.layoutBytes = static_cast<uint32_t>(layout.size());
-      peer.layoutSent[cts.typeId] = cts.typeVersion;
-      ++counters_.layoutsSent;
-    }
-  }
-  cts.segmentSize = transfer->segmentSize;
-  cts.ringSegments = transfer->ringSegments;
+  draft.cts.receiverTransfer = transfer->id;
+  draft.cts.receiverContiguous = op->stats.contiguous;
+  draft.forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme : static_cast<Scheme>(rts.forcedScheme);
+  transfer->unpack = replyUnpacks(*op, envelope, rts, draft);
+  if (!transfer->unpack) IBDT_RETURN_IF_ERROR(prepareZeroCopy(peer, *op, *transfer, draft));
+  if (transfer->unpack)
+    IBDT_RETURN_IF_ERROR(stageUnpackReply(*transfer, draft));
+  else
+    describeZeroCopyReply(peer, *op, *transfer, draft);
+  draft.cts.segmentSize = transfer->segmentSize;
+  draft.cts.ringSegments = transfer->ringSegments;
   // The sender finalises by the same deterministic rule; record its outcome.
-  op->info.scheme = finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0,
-                                rts.senderContiguous != 0, transfer->unpack, static_cast<Scheme>(cts.scheme),
-                                op->stats.contiguous, cost_.rdmaRead);
-  IBDT_LOG(kDebug, "messaging: receive of ", cts.bytes, " B from rank ", source, ": ",
+  op->info.scheme =
+      finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
+                  transfer->unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous, cost_.rdmaRead);
+  IBDT_LOG(kDebug, "messaging: receive of ", draft.cts.bytes, " B from rank ", source, ": ",
            transfer->unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
            rts.meanBlock, " B; ", schemeName(op->info.scheme), ")");
   recvTransfers_[transfer->id] = std::move(transfer);
-  sendReply(layout);
+  queueCts(peer, draft.cts, draft.layout);
   return Status::ok();
+}
+
+Status ContextImpl::checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) const {
+  // A shorter or longer message is a truncation, reported as such.
+  if (envelope.bytes != op.bytes) return Status::ok();
+  auto mine = datatype::signature(op.type, op.count);
+  if (mine.isOk() && mine->hash == envelope.signatureHash && mine->elements == envelope.signatureElements) {
+    return Status::ok();
+  }
+  return makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
+                   ": the sender's type signature does not match the receive type");
+}
+
+void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout) {
+  // Header and CTS are written into a fixed array first: written straight
+  // into the freshly sized vector, GCC cannot see its size and warns.
+  std::array<uint8_t, sizeof(wire::Header) + sizeof(wire::Cts)> head;
+  size_t at = wire::write(head.data(), 0, wire::Header{wire::Kind::kCts, {}, 0});
+  wire::write(head.data(), at, cts);
+  PendingControl reply;
+  reply.bytes.reserve(head.size() + layout.size());
+  reply.bytes.insert(reply.bytes.end(), head.begin(), head.end());
+  reply.bytes.insert(reply.bytes.end(), layout.begin(), layout.end());
+  peer.controlQueue.push_back(std::move(reply));
+}
+
+bool ContextImpl::replyUnpacks(const Operation& op, const wire::Envelope& envelope, const wire::Rts& rts,
+                               CtsDraft& draft) const {
+  ReplyInputs inputs;
+  inputs.forced = draft.forced;
+  inputs.sender =
+      SideLayout{envelope.bytes, rts.senderContiguous != 0, std::max<int64_t>(1, rts.blockCount), rts.meanBlock};
+  inputs.senderWantsPack = rts.senderWantsPack != 0;
+  inputs.receiver = op.stats;
+  inputs.unpackBelowOverride = unpackBelow_;
+  inputs.tuning = tuning();
+  inputs.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
+  draft.segmentSize = inputs.segmentSize;
+  // Exchange traffic: both cores are busy sending and receiving, so the
+  // staged path's overlap is gone and one copy beats two (messaging.h).
+  if (rts.senderContiguous != 0 && op.stats.contiguous && exchangeSingleCopy(envelope.communicator, draft.cts.bytes)) {
+    return false;
+  }
+  return receiverUsesUnpack(inputs, cost_);
+}
+
+void ContextImpl::fallBackToUnpack(RecvTransfer& transfer, CtsDraft& draft, const std::string& why) {
+  IBDT_LOG(kDebug, "messaging: ", why, "; unpacking");
+  transfer.unpack = true;
+  draft.layout.clear();
+  draft.layoutNeeded = false;
+  if (draft.forced == Scheme::kMultiW || draft.forced == Scheme::kPRrs) draft.forced = Scheme::kAuto;
+}
+
+Status ContextImpl::prepareZeroCopy(Peer& peer, const Operation& op, RecvTransfer& transfer, CtsDraft& draft) {
+  // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
+  // version). One too large for a control message falls back to unpacking.
+  if (!op.stats.contiguous) {
+    auto sent = peer.layoutSent.find(op.type.id());
+    draft.layoutNeeded = sent == peer.layoutSent.end() || sent->second != op.type.version();
+    if (draft.layoutNeeded) {
+      IBDT_ASSIGN_OR_RETURN(draft.layout, datatype::serialize(op.type));
+      if (sizeof(wire::Header) + sizeof(wire::Cts) + draft.layout.size() > slotSize()) {
+        fallBackToUnpack(transfer, draft,
+                         strCat("receive layout of ", draft.layout.size(), " bytes exceeds an eager buffer"));
+        return Status::ok();
+      }
+    }
+  }
+  // A peer writes with one rkey: the receive buffer's span must register
+  // as one region (it cannot where unmapped pages lie inside it).
+  auto registration = registerUser(op, draft.cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, true);
+  if (registration.isOk())
+    transfer.userRegistration = std::move(registration).value();
+  else
+    fallBackToUnpack(transfer, draft, registration.status().toString());
+  return Status::ok();
+}
+
+Status ContextImpl::stageUnpackReply(RecvTransfer& transfer, CtsDraft& draft) {
+  wire::Cts& cts = draft.cts;
+  Scheme forced = draft.forced;
+  bool generic = forced == Scheme::kGeneric;
+  cts.mode = wire::ReplyMode::kUnpack;
+  cts.scheme = static_cast<uint8_t>(
+      forced == Scheme::kGeneric || forced == Scheme::kBcSpup || forced == Scheme::kRwgUp ? forced : Scheme::kAuto);
+  transfer.segmentSize = generic ? cts.bytes : draft.segmentSize;
+  // A ring of segments bounds the staging of a large message (and keeps it
+  // in cache); the generic baseline stages the whole message.
+  if (!generic && wire::segmentCount(cts.bytes, transfer.segmentSize) > options_.ringSegments) {
+    transfer.ringSegments = options_.ringSegments;
+  }
+  int64_t staging = transfer.ringSegments != 0 ? transfer.ringSegments * transfer.segmentSize : cts.bytes;
+  auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(staging)) : pooledBuffer(static_cast<size_t>(staging));
+  if (!buffer.isOk()) return std::move(buffer).takeStatus();
+  transfer.unpackBuffer = std::move(buffer).value();
+  cts.remoteAddress = transfer.unpackBuffer.address();
+  cts.remoteLength = transfer.unpackBuffer.size();
+  cts.rkey = transfer.unpackBuffer.rkey();
+  return Status::ok();
+}
+
+void ContextImpl::describeZeroCopyReply(Peer& peer, const Operation& op, const RecvTransfer& transfer,
+                                        CtsDraft& draft) {
+  wire::Cts& cts = draft.cts;
+  cts.mode = wire::ReplyMode::kZeroCopy;
+  cts.remoteAddress = transfer.userRegistration.firstAddress();
+  cts.remoteLength = transfer.userRegistration.front().region().length();
+  cts.rkey = transfer.userRegistration.front().rkey();
+  cts.baseAddress = reinterpret_cast<uint64_t>(op.recvBuffer);
+  cts.count = op.count;
+  cts.typeId = op.type.id();
+  cts.typeVersion = op.type.version();
+  if (draft.layoutNeeded) {
+    cts.hasLayout = 1;
+    cts.layoutBytes = static_cast<uint32_t>(draft.layout.size());
+    peer.layoutSent[cts.typeId] = cts.typeVersion;
+    ++counters_.layoutsSent;
+  }
 }
 
 Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
@@ -202,8 +234,8 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
     }
   }
   op.info.bytes = transfer.bytes;
-  complete(op, transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes)
-                                                      : Status::ok());
+  complete(op,
+           transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes) : Status::ok());
   recvTransfers_.erase(found);
   return Status::ok();
 }
@@ -270,8 +302,8 @@ Status ContextImpl::onReadCompleted(uint32_t transferId) {
   peer.controlQueue.push_back(std::move(fin));
   Operation& op = *transfer.op;
   op.info.bytes = transfer.bytes;
-  complete(op, transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes)
-                                                      : Status::ok());
+  complete(op,
+           transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes) : Status::ok());
   recvTransfers_.erase(found);
   return Status::ok();
 }

@@ -60,13 +60,64 @@ Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
   return bytes;
 }
 
+// P-RRS: offer the receiver the packed message (or the contiguous user
+// buffer) to read; the sender only waits for its Fin.
+Status ContextImpl::offerPacked(Peer& peer, SendTransfer& transfer) {
+  const wire::Cts& cts = transfer.cts;
+  Operation& op = *transfer.op;
+  wire::Packed packed{cts.receiverTransfer, 0, 0, static_cast<uint64_t>(cts.bytes), 0};
+  if (op.stats.contiguous) {  // nothing to pack: the receiver reads the user buffer
+    IBDT_ASSIGN_OR_RETURN(transfer.userRegistration,
+                          registerUser(op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteRead, true));
+    packed.address = transfer.userRegistration.firstAddress();
+    packed.rkey = transfer.userRegistration.front().rkey();
+  } else {
+    IBDT_ASSIGN_OR_RETURN(transfer.packed, pooledBuffer(static_cast<size_t>(cts.bytes)));
+    IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, transfer.packed.data()));
+    packed.address = transfer.packed.address();
+    packed.rkey = transfer.packed.rkey();
+  }
+  PendingControl message;
+  message.bytes.resize(sizeof(wire::Header) + sizeof(packed));
+  size_t at = wire::write(message.bytes.data(), 0, wire::Header{wire::Kind::kPacked, {}, 0});
+  wire::write(message.bytes.data(), at, packed);
+  peer.controlQueue.push_back(std::move(message));
+  transfer.waitingForFin = true;
+  transfer.next = cts.bytes;  // no writes from this side
+  return Status::ok();
+}
+
+// Multi-W to a non-contiguous receiver: its layout, sent with this reply or
+// cached from an earlier one (Section 4.4.2).
+Status ContextImpl::adoptRemoteLayout(Peer& peer, SendTransfer& transfer, std::span<const uint8_t> layout) {
+  const wire::Cts& cts = transfer.cts;
+  auto cached = peer.remoteLayouts.find(cts.typeId);
+  if (!layout.empty()) {
+    auto type = datatype::deserialize(layout);
+    if (!type.isOk()) return unusableLayout(peer, cts, type.status());
+    peer.remoteLayouts[cts.typeId] = {cts.typeVersion, *type};
+  } else if (cached == peer.remoteLayouts.end() || cached->second.first != cts.typeVersion) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " refers to layout (", cts.typeId, ", ", cts.typeVersion,
+                     ") it never sent, for transfer ", cts.senderTransfer);
+  } else {
+    ++counters_.layoutCacheHits;
+  }
+  auto segment = datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count);
+  if (!segment.isOk()) return unusableLayout(peer, cts, segment.status());
+  transfer.remoteSegment = std::move(segment).value();
+  if (transfer.remoteSegment->size() < cts.bytes) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, "'s layout holds ", transfer.remoteSegment->size(),
+                     " bytes, it accepted ", cts.bytes, " for transfer ", cts.senderTransfer);
+  }
+  return Status::ok();
+}
+
 Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout) {
   auto found = sendTransfers_.find(cts.senderTransfer);
   if (found == sendTransfers_.end() || found->second->op->peer != peer.rank || found->second->replied ||
       cts.bytes < 0 || cts.bytes > found->second->op->bytes ||
       (cts.bytes > 0 && cts.mode != wire::ReplyMode::kUnpack && cts.mode != wire::ReplyMode::kZeroCopy)) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " sent an invalid reply for transfer ",
-                     cts.senderTransfer);
+    return makeError(Code::kProtocol, "rank ", peer.rank, " sent an invalid reply for transfer ", cts.senderTransfer);
   }
   SendTransfer& transfer = *found->second;
   Operation& op = *transfer.op;
@@ -98,51 +149,14 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
       IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, transfer.packed.data()));
       break;
     }
-    case Scheme::kPRrs: {
-      wire::Packed packed{cts.receiverTransfer, 0, 0, static_cast<uint64_t>(cts.bytes), 0};
-      if (op.stats.contiguous) {  // nothing to pack: the receiver reads the user buffer
-        IBDT_ASSIGN_OR_RETURN(transfer.userRegistration,
-                              registerUser(op, cts.bytes, fabric::kLocalWrite | fabric::kRemoteRead, true));
-        packed.address = transfer.userRegistration.firstAddress();
-        packed.rkey = transfer.userRegistration.front().rkey();
-      } else {
-        IBDT_ASSIGN_OR_RETURN(transfer.packed, pooledBuffer(static_cast<size_t>(cts.bytes)));
-        IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, transfer.packed.data()));
-        packed.address = transfer.packed.address();
-        packed.rkey = transfer.packed.rkey();
-      }
-      PendingControl message;
-      message.bytes.resize(sizeof(wire::Header) + sizeof(packed));
-      size_t at = wire::write(message.bytes.data(), 0, wire::Header{wire::Kind::kPacked, {}, 0});
-      wire::write(message.bytes.data(), at, packed);
-      peer.controlQueue.push_back(std::move(message));
-      transfer.waitingForFin = true;
-      transfer.next = cts.bytes;  // no writes from this side
-      return Status::ok();
-    }
+    case Scheme::kPRrs:
+      return offerPacked(peer, transfer);
     case Scheme::kBcSpup:
       break;
     default: {  // kContiguous, kRwgUp, kMultiW write from the user blocks
       IBDT_ASSIGN_OR_RETURN(transfer.userRegistration, registerUser(op, cts.bytes, fabric::kLocalWrite, false));
       if (transfer.scheme == Scheme::kMultiW && !cts.receiverContiguous) {
-        auto cached = peer.remoteLayouts.find(cts.typeId);
-        if (!layout.empty()) {
-          auto type = datatype::deserialize(layout);
-          if (!type.isOk()) return unusableLayout(peer, cts, type.status());
-          peer.remoteLayouts[cts.typeId] = {cts.typeVersion, *type};
-        } else if (cached == peer.remoteLayouts.end() || cached->second.first != cts.typeVersion) {
-          return makeError(Code::kProtocol, "rank ", peer.rank, " refers to layout (", cts.typeId, ", ",
-                           cts.typeVersion, ") it never sent, for transfer ", cts.senderTransfer);
-        } else {
-          ++counters_.layoutCacheHits;
-        }
-        auto segment = datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count);
-        if (!segment.isOk()) return unusableLayout(peer, cts, segment.status());
-        transfer.remoteSegment = std::move(segment).value();
-        if (transfer.remoteSegment->size() < cts.bytes) {
-          return makeError(Code::kProtocol, "rank ", peer.rank, "'s layout holds ", transfer.remoteSegment->size(),
-                           " bytes, it accepted ", cts.bytes, " for transfer ", cts.senderTransfer);
-        }
+        IBDT_RETURN_IF_ERROR(adoptRemoteLayout(peer, transfer, layout));
       }
       break;
     }
@@ -198,7 +212,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
                         transfer.packed.lkey()});
         break;
       case Scheme::kBcSpup: {
-        if (q == signalAt && peer.credits == 0) goto blocked;
+        if (q == signalAt && credits_.available(peer.rank) == 0) goto blocked;
         IBDT_ASSIGN_OR_RETURN(staging, pooledBuffer(static_cast<size_t>(q - p)));
         IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, p, q, staging.data()));
         sges.push_back({staging.address(), static_cast<uint32_t>(q - p), staging.lkey()});
@@ -225,7 +239,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
     }
     {
       bool imm = q == signalAt;
-      if (imm && peer.credits == 0) {
+      if (imm && credits_.available(peer.rank) == 0) {
         sges.resize(sgeStart);
         goto blocked;
       }
@@ -239,7 +253,7 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
       request.remoteAddress = remote;
       request.rkey = cts.rkey;
       requests.push_back(request);
-      if (imm) --peer.credits;
+      if (imm) credits_.spend(peer.rank);
       ++transfer.posted;
       if (staging) transfer.inFlight.emplace_back(transfer.posted, std::move(staging));
       transfer.next = q;

@@ -44,7 +44,7 @@ Caps makeCaps() {
 class ShmMemoryRegion final : public MemoryRegion {
  public:
   ShmMemoryRegion(std::shared_ptr<DomainState> state, void* address, size_t length, uint32_t index, uint32_t access,
-                  Segment segment)
+                  SharedRegion segment)
       : MemoryRegion(address, length, makeLkey(index, state->table().generation(index)),
                      makeRkey(index, state->table().generation(index)), access),
         state_(std::move(state)),
@@ -56,7 +56,7 @@ class ShmMemoryRegion final : public MemoryRegion {
  private:
   std::shared_ptr<DomainState> state_;
   uint32_t index_;
-  Segment segment_;
+  SharedRegion segment_;
 };
 
 // Like ibv_reg_mr, refuse ranges with unmapped pages: mincore() fails with
@@ -124,7 +124,7 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
   size_t regionsOffset = roundUp(sizeof(DomainHeader), kCacheLine);
   size_t doorbellsOffset = roundUp(regionsOffset + sizeof(RegionEntry) * kMaxRegions, kCacheLine);
   size_t total = doorbellsOffset + sizeof(Doorbell) * kMaxCompletionQueues;
-  IBDT_ASSIGN_OR_RETURN(state->segment_, Segment::create(strCat(state->jobTag_, "-domain"), total));
+  IBDT_ASSIGN_OR_RETURN(state->segment_, SharedRegion::create(strCat(state->jobTag_, "-domain"), total));
   auto* header = reinterpret_cast<DomainHeader*>(state->segment_.data());
   header->magic = kDomainMagic;
   header->version = kLayoutVersion;
@@ -220,12 +220,12 @@ Result<std::unique_ptr<MemoryRegion>> ShmDomain::registerMemory(void* address, s
   }
   IBDT_RETURN_IF_ERROR(checkMapped(address, length, state_->caps().pageSize));
   IBDT_ASSIGN_OR_RETURN(uint32_t index, state_->table().add(start, length, access, -1, 0));
-  return std::unique_ptr<MemoryRegion>(new ShmMemoryRegion(state_, address, length, index, access, Segment()));
+  return std::unique_ptr<MemoryRegion>(new ShmMemoryRegion(state_, address, length, index, access, SharedRegion()));
 }
 
 Result<std::unique_ptr<MemoryRegion>> ShmDomain::allocateMemory(size_t length, uint32_t access) {
   IBDT_RETURN_IF_ERROR(checkAccessFlags(access));
-  IBDT_ASSIGN_OR_RETURN(Segment segment, Segment::create(strCat(state_->jobTag(), "-memory"), length));
+  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, SharedRegion::create(strCat(state_->jobTag(), "-memory"), length));
   uint8_t* data = segment.data();
   IBDT_ASSIGN_OR_RETURN(uint32_t index, state_->table().add(reinterpret_cast<uintptr_t>(data), length, access,
                                                              segment.fd(), segment.inode()));

@@ -14,7 +14,7 @@
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
 #include "transport/fabric/shm/registration_table.h"
-#include "transport/fabric/shm/segment.h"
+#include "transport/fabric/shm/shared_region.h"
 
 namespace ibdt::fabric::shm {
 
@@ -58,7 +58,7 @@ class DomainState {
   pid_t pid_ = 0;
   std::chrono::nanoseconds livenessInterval_{};
   bool crossMemoryAttach_ = true;
-  Segment segment_;
+  SharedRegion segment_;
   RegistrationTable table_;
   Doorbell* doorbells_ = nullptr;
   std::vector<uint32_t> freeDoorbells_;

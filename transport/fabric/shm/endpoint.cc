@@ -65,7 +65,7 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   size_t bounceOffset = roundUp(notifyOffset + sizeof(NotificationSlot) * notifyCapacity, kCacheLine);
   size_t total = bounceOffset + kBounceSize;
   IBDT_ASSIGN_OR_RETURN(endpoint->segment_,
-                        Segment::create(strCat(endpoint->domain_->jobTag(), "-endpoint"), total));
+                        SharedRegion::create(strCat(endpoint->domain_->jobTag(), "-endpoint"), total));
   auto* header = new (endpoint->segment_.data()) EndpointHeader();
   header->magic = kEndpointMagic;
   header->version = kLayoutVersion;
@@ -139,7 +139,7 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   }
   auto peer = domain_->peer(static_cast<pid_t>(blob.pid), blob.domainFd, blob.domainInode);
   if (!peer.isOk()) return std::move(peer).takeStatus().withContext(strCat("connecting to ", peerLabel()));
-  auto segment = Segment::openPeer(static_cast<pid_t>(blob.pid), blob.endpointFd, blob.endpointInode);
+  auto segment = SharedRegion::openPeer(static_cast<pid_t>(blob.pid), blob.endpointFd, blob.endpointInode);
   if (!segment.isOk()) return std::move(segment).takeStatus().withContext(strCat("connecting to ", peerLabel()));
   auto* header = reinterpret_cast<EndpointHeader*>(segment->data());
   size_t length = segment->length();

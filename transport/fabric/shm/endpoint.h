@@ -24,7 +24,7 @@
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
 #include "transport/fabric/shm/remote_copy.h"
-#include "transport/fabric/shm/segment.h"
+#include "transport/fabric/shm/shared_region.h"
 
 namespace ibdt::fabric::shm {
 
@@ -143,7 +143,7 @@ class ShmEndpoint final : public Endpoint {
   uint32_t maxInline_ = 0;
   uint32_t recvSlotSize_ = 0;  // our geometry, kept here: the peer can write our segment
 
-  Segment segment_;
+  SharedRegion segment_;
   EndpointHeader* header_ = nullptr;
   uint8_t* recvSlots_ = nullptr;
   NotificationSlot* notifications_ = nullptr;
@@ -155,7 +155,7 @@ class ShmEndpoint final : public Endpoint {
   RingCursor notifyTaken_;     // our notification ring's tail
 
   std::shared_ptr<PeerDomain> peer_;
-  Segment peerSegment_;
+  SharedRegion peerSegment_;
   EndpointHeader* peerHeader_ = nullptr;
   uint8_t* peerRecvSlots_ = nullptr;
   NotificationSlot* peerNotifications_ = nullptr;

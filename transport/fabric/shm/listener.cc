@@ -30,7 +30,7 @@ Result<std::unique_ptr<Listener>> ShmListener::create(std::shared_ptr<DomainStat
   std::unique_ptr<ShmListener> listener(new ShmListener(std::move(state)));
   size_t total = cellsOffset() + sizeof(ListenerCell) * kListenerCells;
   IBDT_ASSIGN_OR_RETURN(listener->segment_,
-                        Segment::create(strCat(listener->domain_->jobTag(), "-listener"), total));
+                        SharedRegion::create(strCat(listener->domain_->jobTag(), "-listener"), total));
   auto* header = new (listener->segment_.data()) ListenerHeader();
   header->magic = kListenerMagic;
   header->version = kLayoutVersion;
@@ -69,7 +69,7 @@ Result<uint32_t> ShmListener::addPeer(std::span<const uint8_t> peerAddress) {
   PeerInbox inbox;
   auto pid = static_cast<pid_t>(blob.pid);
   IBDT_ASSIGN_OR_RETURN(inbox.domain, domain_->peer(pid, blob.domainFd, blob.domainInode));
-  auto segment = Segment::openPeer(pid, blob.listenerFd, blob.listenerInode);
+  auto segment = SharedRegion::openPeer(pid, blob.listenerFd, blob.listenerInode);
   if (!segment.isOk()) {
     return std::move(segment).takeStatus().withContext(strCat("mapping the listener of process ", pid));
   }

@@ -18,7 +18,7 @@
 #include "ibdt/fabric.h"
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
-#include "transport/fabric/shm/segment.h"
+#include "transport/fabric/shm/shared_region.h"
 
 namespace ibdt::fabric::shm {
 
@@ -59,7 +59,7 @@ class ShmListener final : public Listener {
  private:
   struct PeerInbox {
     std::shared_ptr<PeerDomain> domain;  // liveness (pidfd)
-    Segment segment;
+    SharedRegion segment;
     ListenerHeader* header = nullptr;
     ListenerCell* cells = nullptr;
   };
@@ -67,7 +67,7 @@ class ShmListener final : public Listener {
   explicit ShmListener(std::shared_ptr<DomainState> state) : domain_(std::move(state)) {}
 
   std::shared_ptr<DomainState> domain_;
-  Segment segment_;
+  SharedRegion segment_;
   ListenerHeader* header_ = nullptr;
   ListenerCell* cells_ = nullptr;
   std::vector<PeerInbox> peers_;

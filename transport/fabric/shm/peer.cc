@@ -26,7 +26,7 @@ Result<std::unique_ptr<PeerDomain>> PeerDomain::attach(pid_t pid, int domainFd, 
   if (peer->pidfd_ < 0 && errno == ESRCH) {
     return makeError(Code::kPeerFailed, "shm: peer process ", pid, " does not exist");
   }
-  IBDT_ASSIGN_OR_RETURN(peer->domain_, Segment::openPeer(pid, domainFd, domainInode));
+  IBDT_ASSIGN_OR_RETURN(peer->domain_, SharedRegion::openPeer(pid, domainFd, domainInode));
   if (peer->domain_.length() < sizeof(DomainHeader)) {
     return makeError(Code::kProtocol, "shm: domain segment of process ", pid, " is too small");
   }
@@ -98,7 +98,7 @@ uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, ui
                   current.segmentInode == it->first;
       it = live ? std::next(it) : segments_.erase(it);
     }
-    auto segment = Segment::openPeer(pid_, region.segmentFd, region.segmentInode);
+    auto segment = SharedRegion::openPeer(pid_, region.segmentFd, region.segmentInode);
     if (!segment.isOk()) {
       IBDT_LOG(kWarn, "shm: cannot map a segment of process ", pid_, ": ", segment.status().toString());
       return nullptr;

@@ -14,7 +14,7 @@
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/registration_table.h"
 #include "transport/fabric/shm/remote_copy.h"
-#include "transport/fabric/shm/segment.h"
+#include "transport/fabric/shm/shared_region.h"
 
 namespace ibdt::fabric::shm {
 
@@ -57,12 +57,12 @@ class PeerDomain {
   int pidfd_ = -1;
   bool crossMemoryAttachDenied_ = false;
   uint64_t domainInode_ = 0;
-  Segment domain_;
+  SharedRegion domain_;
   const DomainHeader* header_ = nullptr;
   const RegionEntry* regions_ = nullptr;
   Doorbell* doorbells_ = nullptr;
   struct Mapped {
-    Segment segment;
+    SharedRegion segment;
     uint32_t regionIndex;
   };
   std::map<uint64_t, Mapped> segments_;  // by inode

@@ -1,4 +1,4 @@
-#include "transport/fabric/shm/segment.h"
+#include "transport/fabric/shm/shared_region.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,15 +13,15 @@
 
 namespace ibdt::fabric::shm {
 
-Segment::~Segment() { reset(); }
+SharedRegion::~SharedRegion() { reset(); }
 
-Segment::Segment(Segment&& other) noexcept
+SharedRegion::SharedRegion(SharedRegion&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       length_(std::exchange(other.length_, 0)),
       fd_(std::exchange(other.fd_, -1)),
       inode_(std::exchange(other.inode_, 0)) {}
 
-Segment& Segment::operator=(Segment&& other) noexcept {
+SharedRegion& SharedRegion::operator=(SharedRegion&& other) noexcept {
   if (this != &other) {
     reset();
     data_ = std::exchange(other.data_, nullptr);
@@ -32,7 +32,7 @@ Segment& Segment::operator=(Segment&& other) noexcept {
   return *this;
 }
 
-void Segment::reset() {
+void SharedRegion::reset() {
   if (data_ != nullptr) munmap(data_, length_);
   if (fd_ >= 0) close(fd_);
   data_ = nullptr;
@@ -41,11 +41,11 @@ void Segment::reset() {
   inode_ = 0;
 }
 
-Result<Segment> Segment::create(std::string_view name, size_t length) {
+Result<SharedRegion> SharedRegion::create(std::string_view name, size_t length) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t rounded = (length == 0 ? page : (length + page - 1) / page * page);
   std::string label = strCat("ibdt-", name);
-  Segment segment;
+  SharedRegion segment;
   segment.fd_ = memfd_create(label.c_str(), MFD_CLOEXEC);
   if (segment.fd_ < 0) {
     return makeError(Code::kSystem, "memfd_create(", label, "): ", std::strerror(errno));
@@ -67,7 +67,7 @@ Result<Segment> Segment::create(std::string_view name, size_t length) {
   return segment;
 }
 
-Result<Segment> Segment::openPeer(pid_t pid, int fd, uint64_t inode) {
+Result<SharedRegion> SharedRegion::openPeer(pid_t pid, int fd, uint64_t inode) {
   std::string path = strCat("/proc/", pid, "/fd/", fd);
   int local = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (local >= 0) return mapDescriptor(local, inode, path);
@@ -82,7 +82,7 @@ Result<Segment> Segment::openPeer(pid_t pid, int fd, uint64_t inode) {
                    error == EACCES || error == EPERM ? " (peers must run as the same user)" : "");
 }
 
-Result<Segment> Segment::openPeerByPidfd(pid_t pid, int fd, uint64_t inode) {
+Result<SharedRegion> SharedRegion::openPeerByPidfd(pid_t pid, int fd, uint64_t inode) {
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) {
     int error = errno;
@@ -99,8 +99,8 @@ Result<Segment> Segment::openPeerByPidfd(pid_t pid, int fd, uint64_t inode) {
   return mapDescriptor(local, inode, strCat("fd ", fd, " of process ", pid));
 }
 
-Result<Segment> Segment::mapDescriptor(int local, uint64_t inode, const std::string& what) {
-  Segment segment;
+Result<SharedRegion> SharedRegion::mapDescriptor(int local, uint64_t inode, const std::string& what) {
+  SharedRegion segment;
   segment.fd_ = local;  // closed by the segment on every error path
   struct stat info {};
   if (fstat(local, &info) != 0) {

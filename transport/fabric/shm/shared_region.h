@@ -1,4 +1,4 @@
-// transport/fabric/shm/segment.h — a shared-memory segment backed by a memfd.
+// transport/fabric/shm/shared_region.h — a shared-memory region backed by a memfd
 //
 // memfd segments have no name in /dev/shm, so nothing is left behind even
 // when a job is killed: the memory goes away with the last process that maps
@@ -17,23 +17,23 @@
 
 namespace ibdt::fabric::shm {
 
-class Segment {
+class SharedRegion {
  public:
-  Segment() = default;
-  ~Segment();
-  Segment(Segment&& other) noexcept;
-  Segment& operator=(Segment&& other) noexcept;
-  Segment(const Segment&) = delete;
-  Segment& operator=(const Segment&) = delete;
+  SharedRegion() = default;
+  ~SharedRegion();
+  SharedRegion(SharedRegion&& other) noexcept;
+  SharedRegion& operator=(SharedRegion&& other) noexcept;
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
 
   // Creates and maps a zero-filled segment of `length` bytes (rounded up to pages).
-  static Result<Segment> create(std::string_view name, size_t length);
+  static Result<SharedRegion> create(std::string_view name, size_t length);
   // Maps the segment that process `pid` holds open as `fd` with inode `inode`:
   // through /proc/<pid>/fd/<fd>, or, where /proc hides other processes'
   // descriptors (hidepid), by duplicating it with pidfd_getfd().
-  static Result<Segment> openPeer(pid_t pid, int fd, uint64_t inode);
+  static Result<SharedRegion> openPeer(pid_t pid, int fd, uint64_t inode);
   // The pidfd_getfd() route alone (tests use it directly).
-  static Result<Segment> openPeerByPidfd(pid_t pid, int fd, uint64_t inode);
+  static Result<SharedRegion> openPeerByPidfd(pid_t pid, int fd, uint64_t inode);
 
   uint8_t* data() const { return data_; }
   size_t length() const { return length_; }
@@ -44,7 +44,7 @@ class Segment {
  private:
   void reset();
   // Maps `local` (our own descriptor of the peer's segment), checking the inode.
-  static Result<Segment> mapDescriptor(int local, uint64_t inode, const std::string& what);
+  static Result<SharedRegion> mapDescriptor(int local, uint64_t inode, const std::string& what);
 
   uint8_t* data_ = nullptr;
   size_t length_ = 0;

@@ -1,4 +1,4 @@
-// tests/messaging/thread_ranks.h — run N ranks as threads of one process,
+// tests/support/thread_ranks.h — run N ranks as threads of one process,
 // each with its own loopback Domain and messaging Context.
 #pragma once
 

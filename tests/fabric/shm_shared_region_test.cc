@@ -10,12 +10,12 @@
 #include <gtest/gtest.h>
 
 #include "fabric_harness.h"
-#include "transport/fabric/shm/segment.h"
+#include "transport/fabric/shm/shared_region.h"
 
 namespace ibdt::fabric::testing {
 namespace {
 
-using shm::Segment;
+using shm::SharedRegion;
 
 struct Advert {
   int fd;
@@ -30,7 +30,7 @@ TEST(ShmSegment, PeerMapsBothWaysAndRejectsAWrongInode) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    auto segment = Segment::create("segment-test", kLength);
+    auto segment = SharedRegion::create("segment-test", kLength);
     if (!segment.isOk()) _exit(2);
     fillPattern(segment->data(), kLength, 5);
     Advert advert{segment->fd(), segment->inode()};
@@ -42,24 +42,24 @@ TEST(ShmSegment, PeerMapsBothWaysAndRejectsAWrongInode) {
   }
   Advert advert{};
   ASSERT_EQ(read(toParent[0], &advert, sizeof advert), static_cast<ssize_t>(sizeof advert));
-  auto viaProc = Segment::openPeer(child, advert.fd, advert.inode);
+  auto viaProc = SharedRegion::openPeer(child, advert.fd, advert.inode);
   ASSERT_TRUE(viaProc.isOk()) << viaProc.status().toString();
-  auto viaPidfd = Segment::openPeerByPidfd(child, advert.fd, advert.inode);
+  auto viaPidfd = SharedRegion::openPeerByPidfd(child, advert.fd, advert.inode);
   ASSERT_TRUE(viaPidfd.isOk()) << viaPidfd.status().toString();
   ASSERT_GE(viaProc->length(), kLength);
   EXPECT_EQ(firstMismatch(viaProc->data(), kLength, 5), -1);
   EXPECT_EQ(firstMismatch(viaPidfd->data(), kLength, 5), -1);
   fillPattern(viaPidfd->data(), kLength, 6);
   EXPECT_EQ(firstMismatch(viaProc->data(), kLength, 6), -1) << "both mappings are the same memory";
-  EXPECT_EQ(Segment::openPeer(child, advert.fd, advert.inode + 1).status().code(), Code::kProtocol);
-  EXPECT_EQ(Segment::openPeerByPidfd(child, advert.fd, advert.inode + 1).status().code(), Code::kProtocol);
+  EXPECT_EQ(SharedRegion::openPeer(child, advert.fd, advert.inode + 1).status().code(), Code::kProtocol);
+  EXPECT_EQ(SharedRegion::openPeerByPidfd(child, advert.fd, advert.inode + 1).status().code(), Code::kProtocol);
   char done = 1;
   ASSERT_EQ(write(toChild[1], &done, 1), 1);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
   // The owner is gone: its segments cannot be reached any more.
-  EXPECT_TRUE(Segment::openPeer(child, advert.fd, advert.inode).status().isError());
+  EXPECT_TRUE(SharedRegion::openPeer(child, advert.fd, advert.inode).status().isError());
   for (int fd : {toParent[0], toParent[1], toChild[0], toChild[1]}) close(fd);
 }
 

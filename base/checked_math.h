@@ -1,11 +1,11 @@
-// datatype/checked_math.h — 64-bit arithmetic that records overflow instead
+// base/checked_math.h — 64-bit arithmetic that records overflow instead
 // of wrapping. Accumulate a computation, then test `overflow` once.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
-namespace ibdt::datatype {
+namespace ibdt {
 
 struct Checked {
   bool overflow = false;
@@ -27,4 +27,4 @@ struct Checked {
   }
 };
 
-}  // namespace ibdt::datatype
+}  // namespace ibdt

@@ -1,0 +1,102 @@
+// transport/messaging/credit_flow.h — eager-buffer credit flow control.
+//
+// Each peer has eagerCredits receive buffers for us (plus kReserveSlots that
+// only credit-only messages use). Every message but those consumes a credit;
+// the receiver reposts the buffer and reports it in the next header it sends,
+// or in a credit-only message once creditBatch() are owed. CreditFlow is the
+// single owner of that state: credits free at each peer, credits we owe,
+// buffers consumed but not yet reposted, and buffers withheld while the
+// unexpected-message budget is exceeded (docs/design.md, messaging).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "ibdt/messaging.h"
+#include "ibdt/status.h"
+
+namespace ibdt::messaging {
+
+class CreditFlow {
+ public:
+  static constexpr uint32_t kReserveSlots = 4;  // receive buffers for credit-only messages
+
+  // What CreditFlow needs from the core: reposting a receive buffer, the
+  // state of a peer, and whether its buffers may be withheld.
+  class Host {
+   public:
+    virtual ~Host() = default;
+    virtual Status repostSlot(int rank, uint32_t slot) = 0;
+    virtual bool peerFailed(int rank) const = 0;
+    virtual void failPeer(int rank, Status status) = 0;
+    // Over the unexpected budget, and no posted receive waits for `rank`.
+    virtual bool mayWithhold(int rank) const = 0;
+  };
+
+  CreditFlow(uint32_t eagerCredits, Counters& counters) : eagerCredits_(eagerCredits), counters_(counters) {}
+  void init(int ranks, int self);
+
+  // The link to `rank` is up: all its buffers for us are free, we owe none.
+  void reset(int rank);
+
+  // Sending: credits free at `rank`, and what we owe it (0 to ourselves).
+  uint32_t available(int rank) const { return peer(rank).credits; }
+  uint32_t owedTo(int rank) const { return rank == self_ ? 0 : peer(rank).owed; }
+  // A message to `rank` left carrying owedTo(rank); `spendsCredit` unless it
+  // went to a reserve buffer (credit-only).
+  void sent(int rank, bool spendsCredit);
+  // An immediate of a rendezvous write consumed one of `rank`'s buffers.
+  void spend(int rank) { --peer(rank).credits; }
+  // `credits` returned by a header from `rank`; more than it could owe is a
+  // protocol error.
+  Status returned(int rank, uint32_t credits);
+
+  // Owed credits that are sent back on their own, without waiting for a
+  // message to carry them.
+  uint32_t creditBatch() const { return std::max<uint32_t>(1, eagerCredits_ / 2); }
+  // `rank` is owed enough credits to be told in a message of its own.
+  bool due(int rank) const { return rank != self_ && peer(rank).owed >= creditBatch(); }
+
+  // Receiving: a message from `rank` in receive buffer `slot` was handled.
+  // `countsCredit`: it consumed a credit (not credit-only or close).
+  void consumed(Host& host, int rank, uint32_t slot, bool countsCredit);
+  // Reposts the consumed buffers; their credits become owed (or, to
+  // ourselves, free) only then. `dueOnly`: only those of peers owed a credit
+  // message with them.
+  void repostConsumed(Host& host, bool dueOnly);
+  // Moves withheld buffers whose sender may no longer be held back to the
+  // consumed list (reposted by the next repostConsumed).
+  void releaseWithheld(const Host& host);
+
+ private:
+  struct PeerCredits {
+    uint32_t credits = 0;   // eager buffers free at the peer
+    uint32_t owed = 0;      // our buffers consumed and reposted, not yet reported
+    uint32_t unposted = 0;  // our buffers consumed, not yet reposted
+  };
+  // A receive buffer whose message was handled. Reposting is deferred to the
+  // start of the next progress(): a repost ends by waking the peer (a fence
+  // that waits for the posting stores to reach the peer's cache), and
+  // deferred, that cost falls after the caller has acted on the message —
+  // sent its reply — instead of before. A peer that reaches creditBatch()
+  // with them is reposted for and sent its credits in the same call: it may
+  // be waiting for them while we wait for nothing from it.
+  struct ConsumedSlot {
+    int rank;
+    uint32_t slot;
+    bool countsCredit;
+  };
+
+  PeerCredits& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
+  const PeerCredits& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
+
+  uint32_t eagerCredits_;
+  Counters& counters_;
+  int self_ = 0;
+  std::vector<PeerCredits> peers_;
+  std::vector<ConsumedSlot> consumed_;
+  std::vector<ConsumedSlot> withheld_;  // consumed while over the unexpected budget
+};
+
+}  // namespace ibdt::messaging
