@@ -57,6 +57,7 @@ Result<Datagram> decode(std::span<const uint8_t> bytes) {
   if (fixed.kind < static_cast<uint8_t>(Kind::kRequest) || fixed.kind > static_cast<uint8_t>(Kind::kReady)) {
     return makeError(Code::kProtocol, "connection datagram of unknown kind ", int{fixed.kind});
   }
+  if (fixed.pad != 0) return makeError(Code::kProtocol, "connection datagram with a nonzero pad byte");
   if (bytes.size() != sizeof fixed + fixed.addressBytes) {
     return makeError(Code::kProtocol, "connection datagram of ", bytes.size(), " bytes declares a ",
                      fixed.addressBytes, "-byte address (", sizeof fixed + fixed.addressBytes, " bytes in all)");
