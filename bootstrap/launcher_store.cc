@@ -26,6 +26,17 @@ Result<std::string> readFrame(int fd, Deadline deadline) {
   return payload;
 }
 
+// The server's word on where we sit; a placement no job can have would
+// break every index computed from it later.
+Status checkPlacement(const Placement& p) {
+  bool possible = p.size >= 1 && p.rank >= 0 && p.rank < p.size && p.localSize >= 1 && p.localSize <= p.size &&
+                  p.localRank >= 0 && p.localRank < p.localSize && p.numNodes >= 1 && p.numNodes <= p.size &&
+                  p.nodeId >= 0 && p.nodeId < p.numNodes;
+  if (possible) return Status::ok();
+  return makeError(Code::kProtocol, kPeerName, " placed rank ", p.rank, " impossibly: size ", p.size, ", local rank ",
+                   p.localRank, " of ", p.localSize, ", node ", p.nodeId, " of ", p.numNodes);
+}
+
 }  // namespace
 
 uint64_t timeoutMillis(Deadline deadline) {
@@ -52,7 +63,7 @@ Result<std::unique_ptr<Store>> LauncherStore::connect(const std::string& socketP
   wire::Reader in(*payload);
   in.u8();
   in.u64();
-  auto code = static_cast<Code>(in.u8());
+  Code code = wire::replyCode(in.u8());
   std::string message(in.blob());
   if (code != Code::kOk) return fail(Status(code, message));
   Placement placement;
@@ -63,6 +74,7 @@ Result<std::unique_ptr<Store>> LauncherStore::connect(const std::string& socketP
   placement.nodeId = static_cast<int>(in.u32());
   placement.numNodes = static_cast<int>(in.u32());
   if (Status s = in.finish("hello reply"); !s.isOk()) return fail(std::move(s));
+  if (Status s = checkPlacement(placement); !s.isOk()) return fail(std::move(s));
   // The job is named after ibdt-run's private directory, not the token.
   std::filesystem::path directory = std::filesystem::path(socketPath).parent_path();
   return std::unique_ptr<Store>(new LauncherStore(placement, directory.filename().string(), fd));
@@ -165,7 +177,7 @@ Status LauncherStore::readOneReply(Deadline deadline) {
   auto op = static_cast<wire::Op>(in.u8());
   uint64_t id = in.u64();
   Reply reply;
-  reply.code = static_cast<Code>(in.u8());
+  reply.code = wire::replyCode(in.u8());
   reply.message = std::string(in.blob());
   reply.body = std::string(in.rest());
   IBDT_RETURN_IF_ERROR(in.finish("reply"));

@@ -59,6 +59,10 @@ uint32_t frameLength(const char header[4]) {
   return loadLittleEndian<uint32_t>(reinterpret_cast<const unsigned char*>(header));
 }
 
+Code replyCode(uint8_t byte) {
+  return byte <= static_cast<uint8_t>(Code::kInternal) ? static_cast<Code>(byte) : Code::kProtocol;
+}
+
 bool Reader::take(void* out, size_t size) {
   if (failed_ || in_.size() < size) {
     failed_ = true;

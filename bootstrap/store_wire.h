@@ -76,4 +76,8 @@ class Reader {
 // Decodes the length prefix of a frame.
 uint32_t frameLength(const char header[4]);
 
+// The Code byte of a reply; a byte that names no Code is the server
+// breaking the protocol (kProtocol), not an error nobody can name.
+Code replyCode(uint8_t byte);
+
 }  // namespace ibdt::bootstrap::wire

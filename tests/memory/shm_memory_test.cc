@@ -297,5 +297,40 @@ TEST_F(ShmMemoryTest, RegistrationCostIsMeasurable) {
   EXPECT_GT(cost->fixedNs + cost->perPageNs * 64, 0);
 }
 
+// Regression (issue 17): an 8-byte registration through the cache used to
+// grant its whole page, so a read 3990 bytes past it succeeded. A key a peer
+// gets now reaches exactly the bytes registered.
+TEST_F(ShmMemoryTest, AnEightByteRegistrationRefusesAReadOneBytePastIt) {
+  size_t page = b_.domain->caps().pageSize;
+  Mapping target(page);
+  for (size_t i = 0; i < page; ++i) target.data()[i] = static_cast<uint8_t>(i * 7 + 1);
+  uint8_t* secret = target.data() + 100;
+  auto ref = cache_->acquire(secret, 8, kLocalWrite | kRemoteRead);
+  ASSERT_TRUE(ref.isOk()) << ref.status().toString();
+  EXPECT_EQ(ref->region().length(), 8u);
+  auto [into, region] = source(page, 0);
+  std::fill(into.begin(), into.end(), 0);
+  auto sge = [&, &into = into, &region = region](uint32_t length) {
+    return std::vector<Sge>{{reinterpret_cast<uint64_t>(into.data()), length, region->lkey()}};
+  };
+  auto at = [&](const uint8_t* p) { return reinterpret_cast<uint64_t>(p); };
+  ASSERT_EQ(read(sge(8), at(secret), ref->rkey()), CompletionStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(into.data(), secret, 8), 0);
+  std::fill(into.begin(), into.end(), 0);
+  // A refused access puts the endpoint in the error state (as an RC queue
+  // pair): each probe gets a fresh pair.
+  for (auto [length, address] : {std::pair<uint32_t, const uint8_t*>{9, secret}, {1, secret + 8}, {1, secret - 1},
+                                 {1, target.data() + 3990}}) {
+    ASSERT_NO_FATAL_FAILURE(connect());
+    EXPECT_EQ(read(sge(length), at(address), ref->rkey()), CompletionStatus::kRemoteAccess)
+        << length << " bytes at offset " << (address - secret);
+  }
+  EXPECT_TRUE(std::all_of(into.begin(), into.end(), [](uint8_t b) { return b == 0; })) << "a refused read delivered";
+  // Local-only use still registers whole pages (more hits, nothing exposed).
+  auto local = cache_->acquire(secret, 8, kLocalWrite);
+  ASSERT_TRUE(local.isOk()) << local.status().toString();
+  EXPECT_EQ(local->region().length(), page);
+}
+
 }  // namespace
 }  // namespace ibdt::memory

@@ -14,12 +14,15 @@
 // it and what it sent.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "messaging/lazy_hostile_world.h"
+#include "transport/messaging/connection_auth.h"
 
 namespace ibdt::messaging::testing {
 namespace {
@@ -125,10 +128,10 @@ TEST(ConnectionDatagram, UnknownKindOrMagicIsRejected) {
 // --- bytes that are not datagrams of this protocol ---
 
 TEST_F(HostileConnect, ProviderRefusesEmptyAndOversizedDatagrams) {
-  Status empty = rogue().sendDatagram(kTarget, {});
+  Status empty = rogue().sendRawDatagram(kTarget, {});
   EXPECT_EQ(empty.code(), Code::kInvalidArgument) << empty.toString();
   std::vector<uint8_t> oversized(rogue().listener().maxDatagram() + 1, 0);
-  Status tooLong = rogue().sendDatagram(kTarget, oversized);
+  Status tooLong = rogue().sendRawDatagram(kTarget, oversized);
   EXPECT_EQ(tooLong.code(), Code::kInvalidArgument) << tooLong.toString();
 }
 
@@ -150,6 +153,63 @@ TEST_F(HostileConnect, MalformedDatagramsAreDropped) {
   junk.emplace_back(rogue().listener().maxDatagram(), 0xff);
   junk.emplace_back(rogue().listener().maxDatagram(), 0);
   toTargetAll(junk);
+}
+
+// --- datagrams not sealed with the job's key (connection_auth.h) ---
+
+TEST(ConnectionAuth, SipHashMatchesTheReferenceVectors) {
+  // Aumasson and Bernstein 2012, appendix A: key 00..0f, messages 00..(n-1).
+  std::array<uint8_t, 16> keyBytes{};
+  for (size_t i = 0; i < keyBytes.size(); ++i) keyBytes[i] = static_cast<uint8_t>(i);
+  auto key = connection::datagramKeyFrom(keyBytes);
+  EXPECT_EQ(connection::datagramKeyBytes(key), keyBytes);
+  std::vector<uint8_t> message;
+  EXPECT_EQ(connection::sipHash24(key, message), 0x726fdb47dd0e0e31ull);
+  for (uint8_t i = 0; i < 15; ++i) message.push_back(i);
+  EXPECT_EQ(connection::sipHash24(key, message), 0xa129ca6149be45e5ull);
+}
+
+TEST(ConnectionAuth, OnlyTheSealingKeyOpensADatagram) {
+  connection::DatagramKey key = connection::newDatagramKey(), other = connection::newDatagramKey();
+  std::vector<uint8_t> address = {1, 2, 3};
+  auto plain = connection::encode({Kind::kRequest, 0, 1, 7, 8, 0, address});
+  auto sealed = plain;
+  connection::seal(sealed, key);
+  ASSERT_EQ(sealed.size(), plain.size() + connection::kTagBytes);
+  auto opened = connection::unseal(sealed, key);
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  EXPECT_TRUE(std::equal(opened->begin(), opened->end(), plain.begin(), plain.end()));
+  auto wrong = connection::unseal(sealed, other);
+  EXPECT_EQ(wrong.status().code(), Code::kProtocol);
+  EXPECT_NE(wrong.status().message().find("wrong tag"), std::string_view::npos) << wrong.status().toString();
+  for (size_t byte = 0; byte < sealed.size(); ++byte) {  // any flipped bit, body or tag
+    auto tampered = sealed;
+    tampered[byte] ^= 0x10;
+    EXPECT_FALSE(connection::unseal(tampered, key).isOk()) << "byte " << byte;
+  }
+  auto tooShort = connection::unseal(std::span<const uint8_t>(sealed).first(7), key);
+  EXPECT_NE(tooShort.status().message().find("cannot carry"), std::string_view::npos) << tooShort.status().toString();
+}
+
+// Regression (issue 17): a process that can reach the listener and saw one
+// datagram (nonce and tokens travel in them) could forge a request for any
+// idle rank and half-open the victim's link to it. Without the job's key its
+// datagrams are now dropped before they are parsed; the world then checks
+// that nothing was connected and that the late rank still connects.
+TEST_F(HostileConnect, DatagramsWithoutTheJobKeyAreDropped) {
+  for (int32_t from : {kLate, kRogue}) {
+    auto forged = request(from, rogueAddress_);
+    toTarget(forged, /*sealed=*/false);  // no tag at all
+    auto wrongKey = forged;
+    connection::seal(wrongKey, connection::DatagramKey{{1, 2}});
+    toTarget(wrongKey, false);
+    auto changedAfterSealing = forged;
+    connection::seal(changedAfterSealing, rogue().datagramKey());
+    changedAfterSealing[8] ^= 1;  // the sender's rank, after the tag was computed
+    toTarget(changedAfterSealing, false);
+  }
+  for (int round = 0; round < 3; ++round) pumpAll();
+  EXPECT_EQ(target().counters().connections, 0u);
 }
 
 // --- datagrams not meant for this job, rank or receiver ---
@@ -344,6 +404,27 @@ TEST_F(HostileConnect, BadAcceptFromTheRequestedRankFailsItNamingWhy) {
   }
   rogueFailed_ = true;
   rogueAnswered_ = true;  // the victim's repeated requests
+}
+
+// Regression (issue 17): a link the victim accepted stayed half open for
+// good when the requester never said ready, and what the victim queued for
+// that rank waited until close() timed out. Now the rank fails after
+// IBDT_MSG_CONNECT_TIMEOUT_MS, naming the half-open link.
+TEST_F(HostileConnect, AHalfOpenLinkFailsItsRankAfterTheDeadline) {
+  toTarget(request(kRogue, rogueAddress_));
+  Received accepted;
+  ASSERT_NO_FATAL_FAILURE(awaitFromTarget(rogue(), Kind::kAccept, accepted));
+  auto toRogue = pattern(100, 12);
+  auto send = target().isend(toRogue.data(), 100, bytes(), kRogue, kRogueTag);  // queued: the rogue is not ready
+  ASSERT_TRUE(send.isOk()) << send.status().toString();
+  Status status = target().wait(*send, nullptr, Deadline::after(kWait));
+  EXPECT_EQ(status.code(), Code::kPeerFailed) << status.toString();
+  for (std::string needle : {"rank 2", "did not complete", "half-open"}) {
+    EXPECT_NE(status.message().find(needle), std::string_view::npos) << "'" << needle << "' not in " << status.toString();
+  }
+  expectedConnections_ = 1;  // the half-open link
+  rogueFailed_ = true;
+  rogueAnswered_ = true;
 }
 
 // --- floods ---

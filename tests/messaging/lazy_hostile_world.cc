@@ -162,10 +162,10 @@ void LazyHostileWorld::pumpAll() {
   }
 }
 
-void LazyHostileWorld::toTarget(std::span<const uint8_t> bytes) {
+void LazyHostileWorld::toTarget(std::span<const uint8_t> bytes, bool sealed) {
   Backoff backoff;
   for (auto deadline = Deadline::after(kWait);;) {
-    Status sent = rogue_->sendDatagram(kTarget, bytes);
+    Status sent = sealed ? rogue_->sendDatagram(kTarget, bytes) : rogue_->sendRawDatagram(kTarget, bytes);
     if (sent.isOk()) return;
     ASSERT_EQ(sent.code(), Code::kAgain) << sent.toString();
     ASSERT_FALSE(deadline.expired()) << "the victim's inbox stayed full";

@@ -64,8 +64,9 @@ class LazyHostileWorld : public ::testing::Test {
   std::vector<uint8_t> request(int32_t from, std::span<const uint8_t> address) const {
     return datagram(connection::Kind::kRequest, from, address);
   }
-  // Puts `bytes` into the victim's inbox, waiting (victim driven) while it is full.
-  void toTarget(std::span<const uint8_t> bytes);
+  // Puts `bytes` into the victim's inbox, waiting (victim driven) while it is
+  // full; sealed with the job's key as a member of the job would, or as they are.
+  void toTarget(std::span<const uint8_t> bytes, bool sealed = true);
   void toTargetAll(const std::vector<std::vector<uint8_t>>& datagrams) {
     for (const auto& bytes : datagrams) toTarget(bytes);
   }

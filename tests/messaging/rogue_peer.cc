@@ -71,23 +71,37 @@ Result<std::unique_ptr<RoguePeer>> RoguePeer::createLazy(fabric::Domain& domain,
   std::unique_ptr<RoguePeer> rogue(new RoguePeer(domain, size, options));
   IBDT_RETURN_IF_ERROR(rogue->createQueues(size));
   IBDT_ASSIGN_OR_RETURN(rogue->listener_, domain.createListener());
-  // What a lazy Context publishes: its nonce (rank 0's is the job's), then its listener's address.
+  // What a lazy Context publishes: its nonce and datagram key (rank 0's are
+  // the job's), then its listener's address.
   uint64_t nonce = 0x526f677565ull ^ static_cast<uint64_t>(rank);
-  std::vector<uint8_t> mine(sizeof nonce);
-  std::memcpy(mine.data(), &nonce, sizeof nonce);
+  auto key = connection::datagramKeyBytes(connection::newDatagramKey());
   auto address = rogue->listener_->address();
-  mine.insert(mine.end(), address.begin(), address.end());
+  std::vector<uint8_t> mine(sizeof nonce + key.size() + address.size());
+  std::memcpy(mine.data(), &nonce, sizeof nonce);
+  std::copy(key.begin(), key.end(), mine.begin() + sizeof nonce);
+  std::copy(address.begin(), address.end(), mine.begin() + static_cast<long>(sizeof nonce + key.size()));
   IBDT_ASSIGN_OR_RETURN(auto all, allgather(mine));
   if (all.size() != static_cast<size_t>(size) || all[0].size() < sizeof nonce) {
     return makeError(Code::kProtocol, "rogue: the listener exchange returned ", all.size(), " entries");
   }
+  constexpr size_t kHead = sizeof nonce + connection::DatagramKey::kBytes;
+  if (all[0].size() < kHead) return makeError(Code::kProtocol, "rogue: rank 0 published no datagram key");
   std::memcpy(&rogue->job_, all[0].data(), sizeof rogue->job_);
-  for (auto& entry : all) rogue->listenerAddresses_.emplace_back(entry.begin() + sizeof nonce, entry.end());
+  rogue->key_ = connection::datagramKeyFrom(std::span(all[0]).subspan<sizeof nonce, connection::DatagramKey::kBytes>());
+  for (auto& entry : all) rogue->listenerAddresses_.emplace_back(entry.begin() + kHead, entry.end());
   rogue->listenerHandles_.resize(static_cast<size_t>(size));
   return rogue;
 }
 
 Status RoguePeer::sendDatagram(int peer, std::span<const uint8_t> datagram) {
+  // Junk too long to carry a tag goes as it is: it is dropped either way.
+  if (datagram.size() + connection::kTagBytes > listener_->maxDatagram()) return sendRawDatagram(peer, datagram);
+  std::vector<uint8_t> sealed(datagram.begin(), datagram.end());
+  connection::seal(sealed, key_);
+  return sendRawDatagram(peer, sealed);
+}
+
+Status RoguePeer::sendRawDatagram(int peer, std::span<const uint8_t> datagram) {
   auto& handle = listenerHandles_[static_cast<size_t>(peer)];
   if (!handle) {
     IBDT_ASSIGN_OR_RETURN(handle, listener_->addPeer(listenerAddresses_[static_cast<size_t>(peer)]));
@@ -100,7 +114,10 @@ Result<std::vector<uint8_t>> RoguePeer::awaitDatagram() {
   Backoff backoff;
   for (auto deadline = Deadline::after(kWait);;) {
     IBDT_ASSIGN_OR_RETURN(bool got, listener_->receive(datagram));
-    if (got) return datagram;
+    if (got) {
+      IBDT_ASSIGN_OR_RETURN(auto body, connection::unseal(datagram, key_));
+      return std::vector<uint8_t>(body.begin(), body.end());
+    }
     if (deadline.expired()) return makeError(Code::kTimeout, "rogue: no datagram arrived");
     pump();
     backoff.pause();

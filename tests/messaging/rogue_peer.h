@@ -26,6 +26,7 @@
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
 #include "transport/fabric/mesh.h"
+#include "transport/messaging/connection_auth.h"
 
 namespace ibdt::messaging::testing {
 
@@ -51,9 +52,16 @@ class RoguePeer {
   // --- lazy jobs (createLazy) ---
   // The job nonce the Contexts put in their datagrams (rank 0's).
   uint64_t job() const { return job_; }
-  // Sends one datagram to `peer`'s listener (kAgain: its inbox is full).
+  // Sends one datagram to `peer`'s listener, sealed with the job's key as a
+  // member of the job seals it, unless it is too long to carry the tag
+  // (kAgain: its inbox is full).
   Status sendDatagram(int peer, std::span<const uint8_t> datagram);
-  // The next datagram sent to the rogue; kTimeout when none arrives within 30 s.
+  // Sends `bytes` as they are (a process without the job's key).
+  Status sendRawDatagram(int peer, std::span<const uint8_t> bytes);
+  // The job's datagram key (rank 0's), as every member of the job learns it.
+  const connection::DatagramKey& datagramKey() const { return key_; }
+  // The next datagram sent to the rogue, its tag checked and removed;
+  // kTimeout when none arrives within 30 s.
   Result<std::vector<uint8_t>> awaitDatagram();
   fabric::Listener& listener() { return *listener_; }
   // Our endpoint toward `peer`, its receive buffers posted (created on first use).
@@ -96,6 +104,7 @@ class RoguePeer {
   std::unique_ptr<fabric::MemoryRegion> memory_;
   std::unique_ptr<fabric::Listener> listener_;
   uint64_t job_ = 0;
+  connection::DatagramKey key_;
   std::vector<std::vector<uint8_t>> listenerAddresses_;  // by peer rank (lazy jobs)
   std::vector<std::optional<uint32_t>> listenerHandles_;
   uint64_t sendsCompleted_ = 0;

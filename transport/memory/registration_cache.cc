@@ -119,6 +119,18 @@ RegistrationCache::~RegistrationCache() {
   destroy(dead);
 }
 
+PageRange RegistrationCache::rangeToRegister(const void* address, size_t length, uint32_t access) const {
+  // A key a peer may use reaches exactly the bytes asked for (an 8-byte
+  // receive must not expose its page); memory only we access is registered
+  // by whole pages, which is what gets pinned anyway and what makes hits
+  // likely.
+  if ((access & (fabric::kRemoteRead | fabric::kRemoteWrite)) != 0) {
+    auto begin = reinterpret_cast<uintptr_t>(address);
+    return {begin, begin + length};
+  }
+  return pagesOf(address, length, pageSize_);
+}
+
 Result<std::unique_ptr<fabric::MemoryRegion>> RegistrationCache::registerRange(PageRange range, uint32_t access) {
   Result<std::unique_ptr<fabric::MemoryRegion>> region = Status(Code::kInternal, "not registered");
   {
@@ -151,7 +163,7 @@ Result<RegionRef> RegistrationCache::acquire(const void* address, size_t length,
   if (wrapsAround(address, length, pageSize_)) {
     return makeError(Code::kOverflow, "registration cache: range ", address, " + ", length, " wraps around");
   }
-  PageRange wanted = pagesOf(address, length, pageSize_);
+  PageRange wanted = rangeToRegister(address, length, access);
   RegionRef ref;
 
   if (!caching_) {

@@ -2,9 +2,11 @@
 //
 // Registering memory costs microseconds (the kernel pins every page), so a
 // buffer sent from again and again should be registered once. The cache keeps
-// registrations of page-aligned ranges in an interval index after their users
+// registrations in an interval index after their users
 // are done with them, and hands them out again to any request the range
-// covers with the access flags it needs.
+// covers with the access flags it needs. Ranges a peer gets a key for
+// (remote read or write) are the exact bytes asked for, so the key reaches
+// no byte beside them; local-only ranges are whole pages (docs/security.md).
 //
 //   * Indexed ranges never overlap: a miss that overlaps cached ranges
 //     registers their union (all of it was mapped when they were made) and
@@ -149,6 +151,8 @@ class RegistrationCache final : private UnmapListener {
   void lruRemoveLocked(CacheEntry* entry);
   void lruPushLocked(CacheEntry* entry);
   void destroy(DeadList& dead);
+  // What an acquire registers: the exact bytes when peers get the key, whole pages otherwise.
+  PageRange rangeToRegister(const void* address, size_t length, uint32_t access) const;
   Result<std::unique_ptr<fabric::MemoryRegion>> registerRange(PageRange range, uint32_t access);
 
   fabric::Domain& domain_;

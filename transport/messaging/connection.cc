@@ -8,6 +8,7 @@
 
 #include "base/backoff.h"
 #include "base/log.h"
+#include "transport/messaging/connection_auth.h"
 #include "transport/messaging/context_impl.h"
 
 namespace ibdt::messaging {
@@ -56,6 +57,7 @@ Result<Datagram> decode(std::span<const uint8_t> bytes) {
   if (fixed.kind < static_cast<uint8_t>(Kind::kRequest) || fixed.kind > static_cast<uint8_t>(Kind::kReady)) {
     return makeError(Code::kProtocol, "connection datagram of unknown kind ", int{fixed.kind});
   }
+  if (fixed.pad != 0) return makeError(Code::kProtocol, "connection datagram with a nonzero pad byte");
   if (bytes.size() != sizeof fixed + fixed.addressBytes) {
     return makeError(Code::kProtocol, "connection datagram of ", bytes.size(), " bytes declares a ",
                      fixed.addressBytes, "-byte address (", sizeof fixed + fixed.addressBytes, " bytes in all)");
@@ -151,20 +153,25 @@ Status ContextImpl::startListening(const Bootstrap& bootstrap) {
   // A job nonce (rank 0's) keeps datagrams of an earlier Context out.
   uint64_t nonce = std::random_device{}();
   nonce = (nonce << 32) ^ std::random_device{}() ^ static_cast<uint64_t>(rank_);
-  std::vector<uint8_t> mine(sizeof nonce);
-  std::memcpy(mine.data(), &nonce, sizeof nonce);
+  auto key = connection::datagramKeyBytes(connection::newDatagramKey());  // rank 0's is the job's (connection_auth.h)
   auto address = listener_->address();
-  mine.insert(mine.end(), address.begin(), address.end());
+  std::vector<uint8_t> mine(sizeof nonce + key.size() + address.size());
+  std::memcpy(mine.data(), &nonce, sizeof nonce);
+  std::copy(key.begin(), key.end(), mine.begin() + sizeof nonce);
+  std::copy(address.begin(), address.end(), mine.begin() + static_cast<long>(sizeof nonce + key.size()));
   IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather(mine));
   if (all.size() != static_cast<size_t>(size_) || all[0].size() < sizeof nonce) {
     return makeError(Code::kProtocol, "listener address exchange returned ", all.size(), " entries for ", size_,
                      " ranks");
   }
   std::memcpy(&job_, all[0].data(), sizeof job_);
+  constexpr size_t kKeyBytes = connection::DatagramKey::kBytes;
+  constexpr size_t kHead = sizeof nonce + kKeyBytes;
   for (int p = 0; p < size_; ++p) {
     const auto& entry = all[static_cast<size_t>(p)];
-    if (entry.size() <= sizeof nonce) return makeError(Code::kProtocol, "rank ", p, " sent no listener address");
-    if (p != rank_) peers_[static_cast<size_t>(p)].link.listenerAddress.assign(entry.begin() + sizeof nonce, entry.end());
+    if (entry.size() <= kHead) return makeError(Code::kProtocol, "rank ", p, " sent no listener address");
+    if (p == 0) datagramKey_ = connection::datagramKeyFrom(std::span(entry).subspan<sizeof nonce, kKeyBytes>());
+    if (p != rank_) peers_[static_cast<size_t>(p)].link.listenerAddress.assign(entry.begin() + kHead, entry.end());
   }
   return Status::ok();
 }
@@ -180,6 +187,7 @@ Status ContextImpl::sendDatagram(Peer& peer, connection::Kind kind) {
   if (kind != connection::Kind::kReady) datagram.token = peer.link.token;
   if (kind != connection::Kind::kRequest) datagram.echo = peer.link.peerToken;
   auto bytes = connection::encode(datagram);
+  connection::seal(bytes, datagramKey_);
   if (!peer.link.listener) {
     auto handle = listener_->addPeer(peer.link.listenerAddress);
     if (!handle.isOk()) return std::move(handle).takeStatus().withContext(strCat("the listener of rank ", peer.rank));
@@ -239,11 +247,13 @@ Status ContextImpl::accept(Peer& peer, std::span<const uint8_t> address) {
     return Status::ok();
   }
   if (peer.link.token == 0) peer.link.token = newToken();
+  peer.link.deadline = Deadline::after(std::chrono::milliseconds(options_.connectTimeoutMs));  // half open until then
   return sendDatagram(peer, connection::Kind::kAccept);
 }
 
 Status ContextImpl::handleDatagram(std::span<const uint8_t> bytes) {
-  auto datagram = connection::decode(bytes);
+  auto body = connection::unseal(bytes, datagramKey_);
+  auto datagram = body.isOk() ? connection::decode(*body) : Result<connection::Datagram>(body.status());
   if (!datagram.isOk()) {
     std::string line = strCat("messaging: rank ", rank_, " drops a datagram: ", datagram.status().toString());
     log::once(log::Level::kWarn, "connection-datagram-malformed", line + " (more are logged at debug level)");
@@ -338,6 +348,7 @@ Status ContextImpl::pollConnections() {
     ++events_;
     IBDT_RETURN_IF_ERROR(handleDatagram(datagram_));
   }
+  expireHalfOpenLinks();
   return requesting_ > 0 ? retryRequests() : Status::ok();
 }
 

@@ -22,12 +22,13 @@
 // dropped is kept on the link and told if that connection then times out.
 // Each side's token for the link travels in its request or accept and must
 // come back in the answer (kAccept echoes the request's, kReady the
-// accept's), so only a process that saw the request can accept it. What
-// remains: a well-formed forged request for a rank we have no link with
-// yet takes that link (half open: the forger never learns our address nor
-// our token), and the rank it named then times out connecting to us; a
-// half-open link has no deadline of its own: what we queue for that rank
-// waits, and close() times out naming it.
+// accept's), so only a process that saw the request can accept it. Every
+// datagram is sealed with a MAC under the job's key (connection_auth.h), so
+// only a member of the job can send one that is parsed at all. What
+// remains: a member's forged request for a rank we have no link with yet
+// takes that link (half open), and the rank it named then times out
+// connecting to us; a half-open link fails its rank after the connect
+// timeout (half_open.cc), so what we queue for it does not wait forever.
 #pragma once
 
 #include <chrono>

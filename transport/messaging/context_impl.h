@@ -20,6 +20,7 @@
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/connection.h"
+#include "transport/messaging/connection_auth.h"
 #include "transport/messaging/credit_flow.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
@@ -313,6 +314,8 @@ class ContextImpl : private CreditFlow::Host {
   Status linkUp(Peer& peer, std::span<const uint8_t> address, bool remoteReady);
   Status sendDatagram(Peer& peer, connection::Kind kind);
   Status retryRequests();
+  // Fails the ranks whose accepted link stayed half open past the deadline (half_open.cc).
+  void expireHalfOpenLinks();
   bool quietToward(const Peer& peer) const;
   Status sendClose(Peer& peer);
   Status handleClose(Peer& peer);
@@ -398,6 +401,8 @@ class ContextImpl : private CreditFlow::Host {
   // Lazy connection: our listener, the job nonce, peers with a request out.
   std::unique_ptr<fabric::Listener> listener_;
   uint64_t job_ = 0;
+  connection::DatagramKey datagramKey_;  // rank 0's, authenticates every datagram
+  std::chrono::steady_clock::time_point nextHalfOpenCheck_{};
   uint32_t requesting_ = 0;
   std::vector<uint8_t> datagram_;
   bool closed_ = false;
