@@ -23,7 +23,8 @@ struct CommState {
   std::unique_ptr<messaging::Context> context;
   std::unique_ptr<collectives::Communicator> comm;
   collectives::AlltoallOptions alltoall;
-  AlltoallCache lastAlltoall;  // destroyed before the Context it runs on
+  collectives::AlltoallvOptions alltoallv;
+  AlltoallCache alltoallPlans;  // destroyed before the Context they run on
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
 

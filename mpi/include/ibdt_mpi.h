@@ -34,6 +34,8 @@ struct IBDT_Mpi_counters {
   unsigned long long alltoall_mpi;
   unsigned long long pack_ibdt;
   unsigned long long pack_mpi;
+  unsigned long long alltoallv_ibdt;
+  unsigned long long alltoallv_mpi;
 };
 void IBDT_Mpi_get_counters(struct IBDT_Mpi_counters* counters);
 
