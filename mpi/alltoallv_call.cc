@@ -25,6 +25,25 @@ std::string obstacle(const Result<Datatype>& send, const Result<Datatype>& recv,
   return "";
 }
 
+enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
+
+AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, const Datatype& send, const Datatype& recv) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  AlltoallvCache::Key key{args.sendbuf, args.recvbuf, send.id(), send.version(), recv.id(), recv.version(),
+                          {}, {}, widened(args.recvcounts, p), widened(args.rdispls, p)};
+  key.sendcounts = inPlace ? key.recvcounts : widened(args.sendcounts, p);
+  key.sdispls = inPlace ? key.rdispls : widened(args.sdispls, p);
+  return key;
+}
+
+Result<collectives::Plan> buildPlan(CommState& state, const AlltoallvCache::Key& key, const Datatype& send,
+                                    const Datatype& recv) {
+  const bool inPlace = key.sendbuf == MPI_IN_PLACE;
+  return collectives::alltoallvInit(*state.comm, inPlace ? collectives::kInPlace : key.sendbuf, key.sendcounts,
+                                    key.sdispls, send, key.recvbuf, key.recvcounts, key.rdispls, recv,
+                                    state.alltoallv);
+}
+
 }  // namespace
 
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
@@ -35,22 +54,30 @@ bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm co
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
   why = obstacle(send, recv, inPlace);
-  const int mine = why.empty() ? 1 : 0;
-  int all = 0;
-  PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
-  if (all == 0) {
+  AlltoallvCache::Key key;
+  int vote = kCannot;
+  if (why.empty()) {
+    key = keyOf(args, state.comm->size(), *send, *recv);
+    AlltoallvCache& last = state.lastAlltoallv;
+    vote = last.plan.valid() && last.key == key ? kSamePlan : kNewPlan;
+  }
+  int agreed = kCannot;
+  PMPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, comm);
+  if (agreed == kCannot) {
     if (why.empty()) why = "another rank cannot take it (a datatype that does not convert there)";
     return false;
   }
-  const int p = state.comm->size();
-  const std::vector<int64_t> recvcounts = widened(args.recvcounts, p), rdispls = widened(args.rdispls, p);
-  const std::vector<int64_t> sendcounts = inPlace ? recvcounts : widened(args.sendcounts, p);
-  const std::vector<int64_t> sdispls = inPlace ? rdispls : widened(args.sdispls, p);
-  auto plan = collectives::alltoallvInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf, sendcounts,
-                                         sdispls, *send, args.recvbuf, recvcounts, rdispls, *recv, state.alltoallv);
-  status = plan.status();
-  if (status.isOk()) status = plan->start();
-  if (status.isOk()) status = plan->wait();
+  if (agreed == kNewPlan) {
+    state.lastAlltoallv = AlltoallvCache{};  // releases the old plan first
+    auto plan = buildPlan(state, key, *send, *recv);
+    if (!plan.isOk()) {
+      status = plan.status();
+      return true;
+    }
+    state.lastAlltoallv = AlltoallvCache{std::move(key), std::move(*plan)};
+  }
+  status = state.lastAlltoallv.plan.start();
+  if (status.isOk()) status = state.lastAlltoallv.plan.wait();
   return true;
 }
 

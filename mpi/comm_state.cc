@@ -77,6 +77,7 @@ Result<std::unique_ptr<CommState>> createState(MPI_Comm comm) {
 
 CommState::~CommState() {
   alltoallPlans.clear();  // their persistent requests belong to the Context
+  lastAlltoallv = AlltoallvCache{};
   if (context && !context->closed()) {
     if (Status closed = context->close(Deadline::after(kCloseTimeout)); !closed.isOk()) {
       IBDT_LOG(kWarn, "mpi: closing a communicator's ibdt context: ", closed.toString());

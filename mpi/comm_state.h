@@ -14,6 +14,7 @@
 #include "ibdt/messaging.h"
 #include "ibdt/status.h"
 #include "mpi/alltoall_call.h"
+#include "mpi/alltoallv_call.h"
 #include "mpi/mpi_store.h"
 
 namespace ibdt::mpi {
@@ -25,6 +26,7 @@ struct CommState {
   collectives::AlltoallOptions alltoall;
   collectives::AlltoallvOptions alltoallv;
   AlltoallCache alltoallPlans;  // destroyed before the Context they run on
+  AlltoallvCache lastAlltoallv;
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
 

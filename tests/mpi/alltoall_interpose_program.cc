@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -163,15 +164,20 @@ void alltoallv(MPI_Comm comm, int elementInts, const char* name) {
     recvInts += rcounts[peer] + 1;
   }
   std::vector<int> send(static_cast<size_t>(sendInts), -3), recv(static_cast<size_t>(recvInts), -1);
-  for (int to = 0; to < size; ++to)
-    for (int i = 0; i < scounts[to] * elementInts; ++i) send[sdispls[to] * elementInts + i] = value(rank, to, i);
-  check(MPI_Alltoallv(send.data(), scounts.data(), sdispls.data(), element, recv.data(), rcounts.data(),
-                      rdispls.data(), MPI_INT, comm) == MPI_SUCCESS,
-        "alltoallv rc");
-  for (int from = 0; from < size; ++from) {
-    for (int i = 0; i < rcounts[from]; ++i)
-      check(recv[rdispls[from] + i] == value(from, rank, i), std::string(name) + " from " + std::to_string(from));
-    check(recv[rdispls[from] + rcounts[from]] == -1, std::string(name) + " gap after " + std::to_string(from));
+  for (int round = 0; round < 2; ++round) {  // the same arguments twice: the plan started again
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < scounts[to] * elementInts; ++i)
+        send[sdispls[to] * elementInts + i] = value(rank, to, i) + round;
+    std::fill(recv.begin(), recv.end(), -1);
+    check(MPI_Alltoallv(send.data(), scounts.data(), sdispls.data(), element, recv.data(), rcounts.data(),
+                        rdispls.data(), MPI_INT, comm) == MPI_SUCCESS,
+          "alltoallv rc");
+    for (int from = 0; from < size; ++from) {
+      for (int i = 0; i < rcounts[from]; ++i)
+        check(recv[rdispls[from] + i] == value(from, rank, i) + round,
+              std::string(name) + " from " + std::to_string(from));
+      check(recv[rdispls[from] + rcounts[from]] == -1, std::string(name) + " gap after " + std::to_string(from));
+    }
   }
   if (element != MPI_INT) MPI_Type_free(&element);
 }
