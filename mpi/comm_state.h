@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "ibdt/collectives.h"
@@ -27,6 +28,7 @@ struct CommState {
   collectives::AlltoallvOptions alltoallv;
   AlltoallCache alltoallPlans;  // destroyed before the Context they run on
   AlltoallvCache lastAlltoallv;
+  uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
 

@@ -13,6 +13,8 @@ struct Counters {
   std::atomic<uint64_t> packMpi{0};
   std::atomic<uint64_t> alltoallvIbdt{0};
   std::atomic<uint64_t> alltoallvMpi{0};
+  std::atomic<uint64_t> ialltoallIbdt{0};
+  std::atomic<uint64_t> ialltoallMpi{0};
 };
 
 inline Counters& counters() {

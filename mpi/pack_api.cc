@@ -91,4 +91,6 @@ extern "C" void IBDT_Mpi_get_counters(struct IBDT_Mpi_counters* out) {
   out->pack_mpi = c.packMpi.load();
   out->alltoallv_ibdt = c.alltoallvIbdt.load();
   out->alltoallv_mpi = c.alltoallvMpi.load();
+  out->ialltoall_ibdt = c.ialltoallIbdt.load();
+  out->ialltoall_mpi = c.ialltoallMpi.load();
 }

@@ -3,7 +3,8 @@
 // and duplicated communicators (freed, then new ones made), with contiguous
 // and derived types and MPI_IN_PLACE, ranks that reuse buffers while others
 // reallocate, a negative-extent type on one rank, MPI_Alltoallv (irregular
-// counts, gaps, derived, in place, split), and MPI_Pack of a vector. Every byte
+// counts, gaps, derived, in place, split), MPI_Ialltoall completed by every
+// wait and test form, and MPI_Pack of a vector. Every byte
 // received is checked against what its sender meant, gaps included, so the
 // run with ibdt must give exactly MPI's own results. At the end it asks the
 // preloaded library (if any) what it took:
@@ -12,6 +13,7 @@
 //   --expect untouched : p2p and other collectives only; nothing intercepted
 #include <dlfcn.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -206,6 +208,71 @@ void alltoallvInPlace(MPI_Comm comm) {
       check(buffer[displs[from] + i] == value(from, rank, i), "in-place alltoallv from " + std::to_string(from));
 }
 
+// MPI_Ialltoall completed by each member of the wait and test families:
+// three calls in flight at once (sizes from eager to rendezvous, one in
+// place) with a point-to-point ring exchange mixed into the same request
+// array, completed by MPI_Waitall, MPI_Wait, MPI_Waitany, MPI_Waitsome or a
+// loop of MPI_Test / MPI_Testall / MPI_Testany / MPI_Testsome.
+void ialltoall(MPI_Comm comm, int how) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int sizes[3] = {2, 300, 9000};
+  std::vector<std::vector<int>> send(3), recv(3);
+  std::vector<MPI_Request> requests(5, MPI_REQUEST_NULL);
+  for (int k = 0; k < 3; ++k) {
+    const int n = sizes[k];
+    send[k].resize(static_cast<size_t>(n) * size);
+    recv[k].assign(send[k].size(), -1);
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < n; ++i) send[k][static_cast<size_t>(to) * n + i] = value(rank, to, i) + k + how;
+    const bool inPlace = k == 1;
+    if (inPlace) recv[k] = send[k];
+    check(MPI_Ialltoall(inPlace ? MPI_IN_PLACE : send[k].data(), n, MPI_INT, recv[k].data(), n, MPI_INT, comm,
+                        &requests[static_cast<size_t>(k)]) == MPI_SUCCESS,
+          "ialltoall rc");
+  }
+  int ringIn = -1, ringOut = rank;
+  MPI_Irecv(&ringIn, 1, MPI_INT, (rank + size - 1) % size, 77, comm, &requests[3]);
+  MPI_Isend(&ringOut, 1, MPI_INT, (rank + 1) % size, 77, comm, &requests[4]);
+  auto allNull = [&] {
+    for (MPI_Request r : requests)
+      if (r != MPI_REQUEST_NULL) return false;
+    return true;
+  };
+  int flag = 0, index = 0, outcount = 0;
+  std::vector<int> indices(requests.size());
+  switch (how % 5) {
+    case 0: check(MPI_Waitall(5, requests.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc"); break;
+    case 1:
+      for (MPI_Request& r : requests) check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
+      break;
+    case 2:
+      while (!allNull()) check(MPI_Waitany(5, requests.data(), &index, MPI_STATUS_IGNORE) == MPI_SUCCESS, "waitany");
+      break;
+    case 3:
+      while (!allNull())
+        check(MPI_Waitsome(5, requests.data(), &outcount, indices.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS,
+              "waitsome");
+      break;
+    default:  // the test forms, in turn, until everything completed
+      for (int spin = 0; !allNull(); ++spin) {
+        if (spin % 4 == 0) MPI_Test(&requests[static_cast<size_t>(spin / 4 % 5)], &flag, MPI_STATUS_IGNORE);
+        if (spin % 4 == 1) MPI_Testall(5, requests.data(), &flag, MPI_STATUSES_IGNORE);
+        if (spin % 4 == 2) MPI_Testany(5, requests.data(), &index, &flag, MPI_STATUS_IGNORE);
+        if (spin % 4 == 3) MPI_Testsome(5, requests.data(), &outcount, indices.data(), MPI_STATUSES_IGNORE);
+        sched_yield();  // the ranks oversubscribe the cores
+      }
+  }
+  check(allNull(), "requests left after completion");
+  check(ringIn == (rank + size - 1) % size, "ring message mixed with the ialltoalls");
+  for (int k = 0; k < 3; ++k)
+    for (int from = 0; from < size; ++from)
+      for (int i = 0; i < sizes[k]; ++i)
+        check(recv[k][static_cast<size_t>(from) * sizes[k] + i] == value(from, rank, i) + k + how,
+              "ialltoall " + std::to_string(k) + " way " + std::to_string(how) + " from " + std::to_string(from));
+}
+
 void inPlace(MPI_Comm comm) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -262,7 +329,8 @@ void untouched() {  // point-to-point and collectives the library does not take
 }
 
 struct Counters {  // ibdt_mpi.h's IBDT_Mpi_counters (this program does not include ibdt)
-  unsigned long long alltoallIbdt, alltoallMpi, packIbdt, packMpi, alltoallvIbdt, alltoallvMpi;
+  unsigned long long alltoallIbdt, alltoallMpi, packIbdt, packMpi, alltoallvIbdt, alltoallvMpi, ialltoallIbdt,
+      ialltoallMpi;
 };
 
 void expect(const std::string& mode) {
@@ -278,8 +346,12 @@ void expect(const std::string& mode) {
     check(c.alltoallvIbdt >= 4 && c.alltoallvMpi == 0, "ibdt ran " + std::to_string(c.alltoallvIbdt) +
                                                            " alltoallvs, expected 4; MPI ran " +
                                                            std::to_string(c.alltoallvMpi));
+    check(c.ialltoallIbdt == 15 && c.ialltoallMpi == 0, "ibdt ran " + std::to_string(c.ialltoallIbdt) +
+                                                            " ialltoalls, expected 15; MPI ran " +
+                                                            std::to_string(c.ialltoallMpi));
   } else {
-    check(c.alltoallIbdt == 0 && c.packIbdt == 0 && c.alltoallvIbdt == 0, "ibdt ran calls in mode " + mode);
+    check(c.alltoallIbdt == 0 && c.packIbdt == 0 && c.alltoallvIbdt == 0 && c.ialltoallIbdt == 0,
+          "ibdt ran calls in mode " + mode);
   }
 }
 
@@ -319,6 +391,7 @@ int main(int argc, char** argv) {
     alltoallv(MPI_COMM_WORLD, 1, "alltoallv");
     alltoallv(MPI_COMM_WORLD, 2, "alltoallv of pairs");
     alltoallvInPlace(MPI_COMM_WORLD);
+    for (int how = 0; how < 5; ++how) ialltoall(MPI_COMM_WORLD, how);
     MPI_Comm_split(MPI_COMM_WORLD, worldRank % 2, -worldRank, &split);
     alltoallv(split, 1, "split alltoallv");
     MPI_Comm_free(&split);

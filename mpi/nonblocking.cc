@@ -1,0 +1,99 @@
+// Non-blocking alltoall on ibdt behind generalized requests (see the header).
+#include "mpi/nonblocking.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "base/log.h"
+#include "mpi/comm_state.h"
+#include "mpi/type_convert.h"
+
+namespace ibdt::mpi {
+namespace {
+
+using datatype::Datatype;
+
+// One run in flight, owned by its generalized request (freed by free_fn).
+struct NonblockingRun {
+  collectives::Plan plan;
+  MPI_Request request = MPI_REQUEST_NULL;
+  Status outcome;
+};
+
+// The runs not yet complete (one thread at a time, as ibdt's Contexts).
+std::vector<NonblockingRun*>& inFlight() {
+  static std::vector<NonblockingRun*> runs;
+  return runs;
+}
+
+int queryRun(void* extra, MPI_Status* status) {
+  auto* run = static_cast<NonblockingRun*>(extra);
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  const int code = run->outcome.isOk() ? MPI_SUCCESS : MPI_ERR_OTHER;
+  status->MPI_ERROR = code;
+  return code;
+}
+
+int freeRun(void* extra) {
+  delete static_cast<NonblockingRun*>(extra);
+  return MPI_SUCCESS;
+}
+
+int cancelRun(void*, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled: it completes
+
+}  // namespace
+
+bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
+                    std::string& why) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  const Result<Datatype> recv = convertType(args.recvtype);
+  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
+  if (!send.isOk() || !recv.isOk()) {
+    why = !send.isOk() ? send.status().toString() : recv.status().toString();
+    return false;
+  }
+  *request = MPI_REQUEST_NULL;
+  const int32_t tag = collectives::Communicator::kFirstReservedPlanTag + 1 +
+                      static_cast<int32_t>(state.nonblockingCalls++ % kNonblockingTags);
+  state.comm->pinPlanTag(tag);
+  auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
+                                        inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
+                                        args.recvcount, *recv, state.alltoall);
+  state.comm->unpinPlanTag();
+  status = plan.status();
+  if (status.isOk()) status = plan->start();
+  if (!status.isOk()) return true;
+  auto run = std::make_unique<NonblockingRun>();
+  run->plan = std::move(*plan);
+  if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
+    status = makeError(Code::kResource, "mpi: MPI_Grequest_start failed");
+    return true;  // the plan's destructor cancels what it posted
+  }
+  run->request = *request;
+  inFlight().push_back(run.release());
+  return true;
+}
+
+bool nonblockingActive() { return !inFlight().empty(); }
+
+void progressNonblocking() {
+  auto& runs = inFlight();
+  for (size_t i = 0; i < runs.size();) {
+    NonblockingRun* run = runs[i];
+    Result<bool> done = run->plan.test();
+    if (done.isOk() && !*done) {
+      ++i;
+      continue;
+    }
+    run->outcome = done.isOk() ? run->plan.wait() : done.status();
+    if (!run->outcome.isOk()) IBDT_LOG(kError, "mpi: MPI_Ialltoall: ", run->outcome.toString());
+    runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
+    PMPI_Grequest_complete(run->request);  // MPI frees `run` (freeRun) when the program's wait collects it
+  }
+}
+
+}  // namespace ibdt::mpi
