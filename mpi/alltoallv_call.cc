@@ -15,8 +15,6 @@ using datatype::Datatype;
 // ibdt's in-place alltoallv moves one element as size() contiguous bytes.
 bool dense(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
 
-std::vector<int64_t> widened(const int* values, int count) { return std::vector<int64_t>(values, values + count); }
-
 // Why this rank cannot take the call (empty: it can).
 std::string obstacle(const Result<Datatype>& send, const Result<Datatype>& recv, bool inPlace) {
   if (!send.isOk()) return send.status().toString();

@@ -48,6 +48,11 @@ struct AlltoallvCache {
   collectives::Plan plan;
 };
 
+// MPI's int counts or displacements of `count` ranks as ibdt's int64.
+inline std::vector<int64_t> widened(const int* values, int count) {
+  return std::vector<int64_t>(values, values + count);
+}
+
 // Runs the alltoallv on ibdt. Returns false, with `why` set, when the ranks
 // agreed to hand it to MPI; otherwise `status` is ibdt's outcome.
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,

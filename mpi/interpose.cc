@@ -3,13 +3,13 @@
 // MPI's). Each runs ibdt's implementation when it can and otherwise hands
 // the call to MPI's own (PMPI_*), logging why at IBDT_LOG=debug.
 //
-// Taken: MPI_Alltoall, MPI_Alltoallv and MPI_Ialltoall (MPI_IN_PLACE
-// included) on intracommunicators with convertible types; MPI_Pack,
+// Taken: MPI_Alltoall, MPI_Alltoallv, MPI_Ialltoall (MPI_IN_PLACE
+// included) and MPI_Ialltoallv (not in place) on intracommunicators with
+// convertible types; MPI_Pack,
 // MPI_Unpack, MPI_Pack_size. MPI_Finalize closes ibdt's state; the MPI_Wait
 // and MPI_Test families progress ibdt's non-blocking runs
-// (mpi/request_interpose.cc). Everything else, including MPI_Ialltoallv and
-// the persistent forms, is MPI's own for now (docs/mpi.md lists what is
-// missing).
+// (mpi/request_interpose.cc). Everything else, including the persistent
+// forms, is MPI's own for now (docs/mpi.md lists what is missing).
 #include <mpi.h>
 
 #include "base/config.h"
@@ -142,6 +142,26 @@ extern "C" int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype se
   }
   counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
   return ibdtOutcome(started, "MPI_Ialltoall", comm);
+}
+
+extern "C" int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  auto toMpi = [&](const std::string& why) {
+    IBDT_LOG(kDebug, "mpi: MPI_Ialltoallv handed to MPI: ", why);
+    counters().ialltoallMpi.fetch_add(1, std::memory_order_relaxed);
+    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                           request);
+  };
+  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
+  auto state = commState(comm);
+  if (!state.isOk()) return toMpi(state.status().toString());
+  Status started;
+  std::string why;
+  const AlltoallvArgs args{sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype};
+  if (!startIalltoallv(**state, args, request, started, why)) return toMpi(why);
+  counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
+  return ibdtOutcome(started, "MPI_Ialltoallv", comm);
 }
 
 extern "C" int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,

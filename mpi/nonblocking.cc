@@ -45,6 +45,27 @@ int freeRun(void* extra) {
 
 int cancelRun(void*, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled: it completes
 
+// The reserved tag of this communicator's next non-blocking call.
+int32_t nextTag(CommState& state) {
+  return collectives::Communicator::kFirstReservedPlanTag + 1 +
+         static_cast<int32_t>(state.nonblockingCalls++ % kNonblockingTags);
+}
+
+// Starts `plan` and hands it to a new generalized request.
+Status launch(Result<collectives::Plan> plan, MPI_Request* request) {
+  IBDT_RETURN_IF_ERROR(plan.status());
+  IBDT_RETURN_IF_ERROR(plan->start());
+  auto run = std::make_unique<NonblockingRun>();
+  run->plan = std::move(*plan);
+  if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
+    *request = MPI_REQUEST_NULL;
+    return makeError(Code::kResource, "mpi: MPI_Grequest_start failed");  // the plan cancels what it posted
+  }
+  run->request = *request;
+  inFlight().push_back(run.release());
+  return Status::ok();
+}
+
 }  // namespace
 
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
@@ -57,24 +78,35 @@ bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* req
     return false;
   }
   *request = MPI_REQUEST_NULL;
-  const int32_t tag = collectives::Communicator::kFirstReservedPlanTag + 1 +
-                      static_cast<int32_t>(state.nonblockingCalls++ % kNonblockingTags);
-  state.comm->pinPlanTag(tag);
+  state.comm->pinPlanTag(nextTag(state));
   auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
                                         inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
                                         args.recvcount, *recv, state.alltoall);
   state.comm->unpinPlanTag();
-  status = plan.status();
-  if (status.isOk()) status = plan->start();
-  if (!status.isOk()) return true;
-  auto run = std::make_unique<NonblockingRun>();
-  run->plan = std::move(*plan);
-  if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
-    status = makeError(Code::kResource, "mpi: MPI_Grequest_start failed");
-    return true;  // the plan's destructor cancels what it posted
+  status = launch(std::move(plan), request);
+  return true;
+}
+
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
+                     std::string& why) {
+  if (args.sendbuf == MPI_IN_PLACE) {
+    why = "MPI_IN_PLACE (ibdt's in-place alltoallv runs on two tags, a non-blocking call has one)";
+    return false;
   }
-  run->request = *request;
-  inFlight().push_back(run.release());
+  const Result<Datatype> send = convertType(args.sendtype);
+  const Result<Datatype> recv = convertType(args.recvtype);
+  if (!send.isOk() || !recv.isOk()) {
+    why = !send.isOk() ? send.status().toString() : recv.status().toString();
+    return false;
+  }
+  *request = MPI_REQUEST_NULL;
+  const int p = state.comm->size();
+  state.comm->pinPlanTag(nextTag(state));
+  auto plan = collectives::alltoallvInit(*state.comm, args.sendbuf, widened(args.sendcounts, p),
+                                         widened(args.sdispls, p), *send, args.recvbuf, widened(args.recvcounts, p),
+                                         widened(args.rdispls, p), *recv, state.alltoallv);
+  state.comm->unpinPlanTag();
+  status = launch(std::move(plan), request);
   return true;
 }
 

@@ -20,6 +20,7 @@
 
 #include "ibdt/status.h"
 #include "mpi/alltoall_call.h"
+#include "mpi/alltoallv_call.h"
 
 namespace ibdt::mpi {
 
@@ -33,6 +34,14 @@ inline constexpr int kNonblockingTags = 14;
 // MPI_REQUEST_NULL); the run's outcome is the request's.
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
                     std::string& why);
+
+// The same for MPI_Ialltoallv (no vote: a blocking agreement inside a
+// non-blocking call could deadlock against calls on other communicators).
+// A new plan per call: its first run checks every pair's signatures. Goes
+// to MPI when a type does not convert or with MPI_IN_PLACE (ibdt's in-place
+// alltoallv runs on two tags).
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
+                     std::string& why);
 
 // Whether ibdt has non-blocking runs in flight in this process.
 bool nonblockingActive();
