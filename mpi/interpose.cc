@@ -8,9 +8,13 @@
 // convertible types; MPI_Pack,
 // MPI_Unpack, MPI_Pack_size. MPI_Finalize closes ibdt's state; the MPI_Wait
 // and MPI_Test families progress ibdt's non-blocking runs
-// (mpi/request_interpose.cc). Everything else, including the persistent
-// forms, is MPI's own for now (docs/mpi.md lists what is missing).
+// (mpi/request_interpose.cc), and the persistent MPI_Alltoall_init (MPICH) /
+// MPIX_Alltoall_init (Open MPI) with MPI_Start(all). Everything else is
+// MPI's own (docs/mpi.md lists what is missing).
 #include <mpi.h>
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>  // MPIX_Alltoall_init (Open MPI 4.1's persistent collectives)
+#endif
 
 #include "base/config.h"
 #include "base/log.h"
@@ -19,6 +23,7 @@
 #include "mpi/comm_state.h"
 #include "mpi/counters.h"
 #include "mpi/nonblocking.h"
+#include "mpi/persistent.h"
 
 namespace ibdt::mpi {
 namespace {
@@ -163,6 +168,48 @@ extern "C" int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const
   counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
   return ibdtOutcome(started, "MPI_Ialltoallv", comm);
 }
+
+namespace ibdt::mpi {
+namespace {
+
+// MPI_Alltoall_init / MPIX_Alltoall_init; `pmpi` is the MPI library's own.
+template <typename Pmpi>
+int alltoallInit(const AlltoallArgs& args, MPI_Comm comm, MPI_Info info, MPI_Request* request, Pmpi pmpi) {
+  auto toMpi = [&](const std::string& why) {
+    IBDT_LOG(kDebug, "mpi: persistent MPI_Alltoall_init handed to MPI: ", why);
+    counters().ialltoallMpi.fetch_add(1, std::memory_order_relaxed);
+    return pmpi(args.sendbuf, args.sendcount, args.sendtype, args.recvbuf, args.recvcount, args.recvtype, comm, info,
+                request);
+  };
+  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
+  auto state = commState(comm);
+  if (!state.isOk()) return toMpi(state.status().toString());
+  Status built;
+  std::string why;
+  if (!initPersistentAlltoall(**state, args, comm, info, request, built, why)) return toMpi(why);
+  counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
+  return ibdtOutcome(built, "MPI_Alltoall_init", comm);
+}
+
+}  // namespace
+}  // namespace ibdt::mpi
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+extern "C" int MPIX_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request* request) {
+  return alltoallInit({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
+                      PMPIX_Alltoall_init);
+}
+#endif
+#if defined(MPICH_VERSION) && MPI_VERSION >= 4
+extern "C" int MPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request* request) {
+  return alltoallInit({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
+                      PMPI_Alltoall_init);
+}
+#endif
 
 extern "C" int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
                         int* position, MPI_Comm comm) {
