@@ -112,6 +112,11 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* r
 
 bool nonblockingActive() { return !inFlight().empty(); }
 
+void waitNonblockingBriefly(std::chrono::microseconds limit) {
+  if (inFlight().empty()) return;
+  (void)inFlight().front()->plan.wait(Deadline::after(limit));  // its outcome: collected by progressNonblocking
+}
+
 void progressNonblocking() {
   auto& runs = inFlight();
   for (size_t i = 0; i < runs.size();) {

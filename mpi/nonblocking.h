@@ -16,6 +16,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <string>
 
 #include "ibdt/status.h"
@@ -47,5 +48,9 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* r
 bool nonblockingActive();
 // Polls every run in flight once; completes the requests of those done.
 void progressNonblocking();
+// Waits on the oldest run in flight the way the transport waits, for at
+// most `limit` (a wait loop's pause between polls: a yield would give the
+// core away for a whole time slice on a loaded machine).
+void waitNonblockingBriefly(std::chrono::microseconds limit);
 
 }  // namespace ibdt::mpi

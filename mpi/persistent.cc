@@ -107,6 +107,15 @@ void progressPersistent() {
   }
 }
 
+void waitPersistentBriefly(std::chrono::microseconds limit) {
+  for (auto& [handle, op] : handles()) {
+    if (op->state == HandleState::kRunning) {
+      (void)op->plan.wait(Deadline::after(limit));  // its outcome: collected by progressPersistent
+      return;
+    }
+  }
+}
+
 void freePersistentAlltoall(MPI_Request request) {
   PersistentAlltoall* op = find(request);
   if (op == nullptr) return;

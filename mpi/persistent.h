@@ -15,6 +15,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <string>
 
 #include "ibdt/status.h"
@@ -45,6 +46,8 @@ bool anyPersistentRunning();
 // Polls every running plan once (an error goes through the communicator's
 // error handler when its run completes).
 void progressPersistent();
+// As waitNonblockingBriefly (mpi/nonblocking.h), on a running plan.
+void waitPersistentBriefly(std::chrono::microseconds limit);
 // Forgets `request` (waits for its run first, as MPI lets a freed active
 // request complete).
 void freePersistentAlltoall(MPI_Request request);
