@@ -164,8 +164,9 @@ Result<NodeSplit> Communicator::splitByNode(int leadersPerNode, Deadline deadlin
 }
 
 int32_t Communicator::takePlanTag() {
+  if (pinnedTag_ >= 0) return pinnedTag_;
   const int32_t tag = nextTag_;
-  nextTag_ = nextTag_ == INT32_MAX ? 0 : nextTag_ + 1;  // kAnyTag (-1) is never used
+  nextTag_ = nextTag_ + 1 == kFirstReservedPlanTag ? 0 : nextTag_ + 1;  // kAnyTag (-1) is never used
   return tag;
 }
 

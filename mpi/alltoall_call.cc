@@ -1,42 +1,120 @@
-// MPI_Alltoall on ibdt, with a collective agreement and the plan cache.
+// MPI_Alltoall on ibdt: cached plans on the pinned bridge tag, no per-call
+// agreement (see the header).
 #include "mpi/alltoall_call.h"
 
+#include <climits>
+
+#include "collectives/alltoall_rounds.h"
 #include "mpi/comm_state.h"
 #include "mpi/type_convert.h"
 
 namespace ibdt::mpi {
 namespace {
 
-// What each rank brings to the agreement (the minimum over ranks decides).
+using datatype::Datatype;
+
+constexpr int32_t kBlockingAlltoallTag = collectives::Communicator::kFirstReservedPlanTag;
+
+// Every plan built while this lives takes the bridge tag.
+class PinnedTag {
+ public:
+  explicit PinnedTag(collectives::Communicator& comm) : comm_(comm) { comm_.pinPlanTag(kBlockingAlltoallTag); }
+  ~PinnedTag() { comm_.unpinPlanTag(); }
+  PinnedTag(const PinnedTag&) = delete;
+  PinnedTag& operator=(const PinnedTag&) = delete;
+
+ private:
+  collectives::Communicator& comm_;
+};
+
+Status runPlan(collectives::Plan& plan) {
+  IBDT_RETURN_IF_ERROR(plan.start());
+  return plan.wait();
+}
+
+Result<collectives::Plan> buildPinned(CommState& state, const void* sendbuf, int64_t sendcount, const Datatype& send,
+                                      void* recvbuf, int64_t recvcount, const Datatype& recv) {
+  PinnedTag pinned(*state.comm);
+  ++state.alltoallPlans.built;
+  return collectives::alltoallInit(*state.comm, sendbuf, sendcount, send, recvbuf, recvcount, recv, state.alltoall);
+}
+
+AlltoallCache::Key keyOf(const AlltoallArgs& args, const Datatype& send, const Datatype& recv) {
+  return {args.sendbuf, args.sendcount, send.id(), send.version(),
+          args.recvbuf, args.recvcount, recv.id(), recv.version()};
+}
+
+// Both types converted: the cached plan for these arguments, or a new one.
+Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& send, const Datatype& recv) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  const AlltoallCache::Key key = keyOf(args, send, recv);
+  collectives::Plan* plan = state.alltoallPlans.find(key);
+  if (plan == nullptr) {
+    IBDT_ASSIGN_OR_RETURN(collectives::Plan built,
+                          buildPinned(state, inPlace ? collectives::kInPlace : args.sendbuf,
+                                      inPlace ? args.recvcount : args.sendcount, send, args.recvbuf, args.recvcount,
+                                      recv));
+    plan = &state.alltoallPlans.insert(key, std::move(built));
+  }
+  return runPlan(*plan);
+}
+
+// One side's type has a layout ibdt cannot express: that side's p blocks go
+// through a buffer packed (or unpacked) by MPI, described as dense elements
+// of the other side's signature, which is the same in a correct program.
+// Not cached: the staging buffer lives for the call.
+Status runStaged(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const Result<Datatype>& send,
+                 const Result<Datatype>& recv) {
+  const int64_t p = state.comm->size();
+  const Datatype& known = send.isOk() ? *send : *recv;
+  const int64_t count = send.isOk() ? args.sendcount : args.recvcount;
+  const int64_t mpiCount = (send.isOk() ? args.recvcount : args.sendcount) * p;  // elements MPI packs
+  const int64_t total = known.size() * count * p;
+  if (total > INT_MAX || mpiCount > INT_MAX) {
+    return makeError(Code::kUnsupported, "mpi: staging ", total, " bytes through PMPI_Pack (int counts)");
+  }
+  IBDT_ASSIGN_OR_RETURN(Datatype dense, collectives::packedType(known));
+  std::vector<std::byte> staging(static_cast<size_t>(total));
+  int position = 0;
+  if (!send.isOk()) {
+    if (PMPI_Pack(args.sendbuf, static_cast<int>(mpiCount), args.sendtype, staging.data(),
+                  static_cast<int>(total), &position, comm) != MPI_SUCCESS) {
+      return makeError(Code::kInvalidArgument, "mpi: PMPI_Pack of the send blocks failed");
+    }
+    IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
+                          buildPinned(state, staging.data(), count, dense, args.recvbuf, args.recvcount, *recv));
+    return runPlan(plan);
+  }
+  IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
+                        buildPinned(state, args.sendbuf, args.sendcount, *send, staging.data(), count, dense));
+  IBDT_RETURN_IF_ERROR(runPlan(plan));
+  if (PMPI_Unpack(staging.data(), static_cast<int>(total), &position, args.recvbuf,
+                  static_cast<int>(mpiCount), args.recvtype, comm) != MPI_SUCCESS) {
+    return makeError(Code::kInvalidArgument, "mpi: PMPI_Unpack of the received blocks failed");
+  }
+  return Status::ok();
+}
+
+// The hierarchical algorithm splits the communicator when a plan is built
+// (collective, counter tags), so every rank must build together: one vote
+// per call, the minimum decides.
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
-}  // namespace
-
-bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
-  // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
-  // the blocks leave from recvbuf as recvcount x recvtype.
+bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const Result<Datatype>& send,
+              const Result<Datatype>& recv, Status& status) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  auto recv = convertType(args.recvtype);
-  auto send = inPlace ? recv : convertType(args.sendtype);
-  AlltoallCache::Key key;
   int vote = kCannot;
+  AlltoallCache::Key key;
   if (send.isOk() && recv.isOk()) {
-    key = {args.sendbuf, args.sendcount, send->id(), send->version(),
-           args.recvbuf, args.recvcount, recv->id(), recv->version()};
-    vote = state.lastAlltoall.plan.valid() && state.lastAlltoall.key == key ? kSamePlan : kNewPlan;
+    key = keyOf(args, *send, *recv);
+    vote = state.alltoallPlans.find(key) != nullptr ? kSamePlan : kNewPlan;
   }
-  // Every rank must take the same path, and build a plan when any rank does
-  // (a plan takes the communicator's next tag at init).
   int agreed = kCannot;
   PMPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, comm);
-  if (agreed == kCannot) {
-    why = !send.isOk()   ? send.status().toString()
-          : !recv.isOk() ? recv.status().toString()
-                         : "a datatype did not convert on another rank";
-    return false;
-  }
+  if (agreed == kCannot) return false;
   if (agreed == kNewPlan) {
-    state.lastAlltoall = AlltoallCache{};  // releases the old plan and its types
+    state.alltoallPlans.clear();  // every rank then holds exactly the plans the others hold
+    ++state.alltoallPlans.built;
     auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
                                           inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
                                           args.recvcount, *recv, state.alltoall);
@@ -44,10 +122,57 @@ bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status
       status = plan.status();
       return true;
     }
-    state.lastAlltoall = AlltoallCache{key, std::move(*plan)};
+    state.alltoallPlans.insert(key, std::move(*plan));
   }
-  status = state.lastAlltoall.plan.start();
-  if (status.isOk()) status = state.lastAlltoall.plan.wait();
+  status = runPlan(*state.alltoallPlans.find(key));
+  return true;
+}
+
+}  // namespace
+
+collectives::Plan* AlltoallCache::find(const Key& key) {
+  for (Entry& entry : entries) {
+    if (entry.key == key && entry.plan.valid()) {
+      entry.lastUse = ++clock;
+      return &entry.plan;
+    }
+  }
+  return nullptr;
+}
+
+collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan) {
+  if (entries.size() >= kMaxPlans) {
+    auto oldest = entries.begin();
+    for (auto it = entries.begin(); it != entries.end(); ++it) {
+      if (it->lastUse < oldest->lastUse) oldest = it;
+    }
+    entries.erase(oldest);
+  }
+  entries.push_back(Entry{key, std::move(plan), ++clock});
+  return entries.back().plan;
+}
+
+bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
+  // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
+  // the blocks leave from recvbuf as recvcount x recvtype.
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  const Result<Datatype> recv = convertType(args.recvtype);
+  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
+  why = !send.isOk() ? send.status().toString() : !recv.isOk() ? recv.status().toString() : "";
+  if (state.alltoall.algorithm == collectives::AlltoallAlgorithm::kHierarchical) {
+    if (!runVoted(state, args, comm, send, recv, status)) {
+      if (why.empty()) why = "a datatype did not convert on another rank";
+      return false;
+    }
+    return true;
+  }
+  if (send.isOk() && recv.isOk()) {
+    status = runCached(state, args, *send, *recv);
+  } else if (send.isOk() || recv.isOk()) {
+    status = runStaged(state, args, comm, send, recv);
+  } else {
+    return false;
+  }
   return true;
 }
 

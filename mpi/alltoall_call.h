@@ -1,14 +1,29 @@
-// mpi/alltoall_call.h — one MPI_Alltoall on ibdt: the arguments converted,
-// every rank agreeing to take it (or all hand it to MPI), and the plan of
-// the previous call started again when every rank repeats its arguments,
-// so a loop of identical alltoalls (the common case) builds no plan and
-// checks no signature after the first call.
+// mpi/alltoall_call.h — one blocking MPI_Alltoall on ibdt, without any
+// agreement between the ranks per call.
+//
+// Every plan the bridge builds for a blocking alltoall takes the
+// communicator's pinned bridge tag (Communicator::pinPlanTag): the calls run
+// one at a time, each to completion, and runs on one tag match in order, so
+// each rank may build a new plan or start a cached one as it likes (buffers
+// reallocated on one rank only, a plan evicted on one rank only) and the
+// messages still pair up. The wire of a run does not depend on whether its
+// plan is new: alltoall checks each message's signature as it arrives, so a
+// mismatch fails that receive with an error naming the peer on every run.
+//
+// The choice between ibdt and MPI is made locally and is the same on every
+// rank of a correct program: a type whose layout ibdt cannot express
+// (negative extent) is staged through PMPI_Pack / PMPI_Unpack against a
+// dense type of the other side's signature, and only a call where neither
+// type converts goes to MPI (a signature with no ibdt basic type, which
+// fails on every rank alike). The hierarchical algorithm, whose plans split
+// the communicator at init (collective), keeps one collective vote per call.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ibdt/collectives.h"
 #include "ibdt/datatype.h"
@@ -17,8 +32,9 @@ namespace ibdt::mpi {
 
 struct CommState;
 
-// The last plan of a communicator and the arguments it was built for.
+// The plans of a communicator's recent blocking alltoalls, by arguments.
 struct AlltoallCache {
+  static constexpr size_t kMaxPlans = 8;
   struct Key {
     const void* sendbuf = nullptr;
     int sendcount = 0;
@@ -28,8 +44,20 @@ struct AlltoallCache {
     uint32_t recvId = 0, recvVersion = 0;
     bool operator==(const Key&) const = default;
   };
-  Key key;
-  collectives::Plan plan;
+  struct Entry {
+    Key key;
+    collectives::Plan plan;
+    uint64_t lastUse = 0;
+  };
+  // The plan for `key`, or null.
+  collectives::Plan* find(const Key& key);
+  // Keeps `plan` for `key`, evicting the least recently used beyond kMaxPlans.
+  collectives::Plan& insert(const Key& key, collectives::Plan plan);
+  void clear() { entries.clear(); }
+
+  std::vector<Entry> entries;
+  uint64_t clock = 0;
+  uint64_t built = 0;  // plans built (tests: a loop of identical calls builds one)
 };
 
 struct AlltoallArgs {
@@ -41,9 +69,8 @@ struct AlltoallArgs {
   MPI_Datatype recvtype;
 };
 
-// Runs the alltoall on ibdt. Returns false, with `why` set, when the ranks
-// agreed to hand it to MPI instead (a type that does not convert on some
-// rank); otherwise `status` is ibdt's outcome.
+// Runs the alltoall on ibdt. Returns false, with `why` set, when it goes to
+// MPI instead (no type converts); otherwise `status` is ibdt's outcome.
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why);
 
 }  // namespace ibdt::mpi

@@ -62,6 +62,7 @@ Result<fabric::Domain*> processDomain() {
 Result<std::unique_ptr<CommState>> createState(MPI_Comm comm) {
   auto state = std::make_unique<CommState>();
   IBDT_ASSIGN_OR_RETURN(state->alltoall, collectives::alltoallOptionsFromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(state->alltoallv, collectives::alltoallvOptionsFromEnvironment());
   IBDT_ASSIGN_OR_RETURN(fabric::Domain * opened, processDomain());
   IBDT_ASSIGN_OR_RETURN(state->store, MpiStore::create(comm));
   IBDT_ASSIGN_OR_RETURN(messaging::Options options, messaging::optionsFromEnvironment());
@@ -75,7 +76,8 @@ Result<std::unique_ptr<CommState>> createState(MPI_Comm comm) {
 }  // namespace
 
 CommState::~CommState() {
-  lastAlltoall = AlltoallCache{};  // its persistent requests belong to the Context
+  alltoallPlans.clear();  // their persistent requests belong to the Context
+  lastAlltoallv = AlltoallvCache{};
   if (context && !context->closed()) {
     if (Status closed = context->close(Deadline::after(kCloseTimeout)); !closed.isOk()) {
       IBDT_LOG(kWarn, "mpi: closing a communicator's ibdt context: ", closed.toString());

@@ -8,12 +8,14 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "ibdt/status.h"
 #include "mpi/alltoall_call.h"
+#include "mpi/alltoallv_call.h"
 #include "mpi/mpi_store.h"
 
 namespace ibdt::mpi {
@@ -23,7 +25,10 @@ struct CommState {
   std::unique_ptr<messaging::Context> context;
   std::unique_ptr<collectives::Communicator> comm;
   collectives::AlltoallOptions alltoall;
-  AlltoallCache lastAlltoall;  // destroyed before the Context it runs on
+  collectives::AlltoallvOptions alltoallv;
+  AlltoallCache alltoallPlans;  // destroyed before the Context they run on
+  AlltoallvCache lastAlltoallv;
+  uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
 

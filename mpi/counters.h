@@ -11,6 +11,10 @@ struct Counters {
   std::atomic<uint64_t> alltoallMpi{0};
   std::atomic<uint64_t> packIbdt{0};
   std::atomic<uint64_t> packMpi{0};
+  std::atomic<uint64_t> alltoallvIbdt{0};
+  std::atomic<uint64_t> alltoallvMpi{0};
+  std::atomic<uint64_t> ialltoallIbdt{0};
+  std::atomic<uint64_t> ialltoallMpi{0};
 };
 
 inline Counters& counters() {

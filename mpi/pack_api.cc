@@ -89,4 +89,8 @@ extern "C" void IBDT_Mpi_get_counters(struct IBDT_Mpi_counters* out) {
   out->alltoall_mpi = c.alltoallMpi.load();
   out->pack_ibdt = c.packIbdt.load();
   out->pack_mpi = c.packMpi.load();
+  out->alltoallv_ibdt = c.alltoallvIbdt.load();
+  out->alltoallv_mpi = c.alltoallvMpi.load();
+  out->ialltoall_ibdt = c.ialltoallIbdt.load();
+  out->ialltoall_mpi = c.ialltoallMpi.load();
 }

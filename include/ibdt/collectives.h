@@ -131,7 +131,17 @@ class Communicator {
   int localSize() const { return localSize_; }
 
   // The tag of the next plan (internal: algorithms take one at init).
+  // Never one of the reserved tags below while no tag is pinned.
   int32_t takePlanTag();
+  // Tags from kFirstReservedPlanTag up are never handed out by the counter.
+  // While `tag` is pinned, every plan built on this communicator takes it,
+  // and the counter does not move: a caller that runs its collectives one at
+  // a time, each to completion (the MPI bridge's blocking alltoall), can
+  // then build or reuse plans as it likes on each rank, since runs on one
+  // tag match in order (non-overtaking), like one plan started again.
+  static constexpr int32_t kFirstReservedPlanTag = INT32_MAX - 15;
+  void pinPlanTag(int32_t tag) { pinnedTag_ = tag; }
+  void unpinPlanTag() { pinnedTag_ = -1; }
 
  private:
   struct IdFamily;  // the ids this rank's communicators split from one root use
@@ -146,6 +156,7 @@ class Communicator {
   int nodeCount_ = 1;
   int localSize_ = 1;
   int32_t nextTag_ = 0;
+  int32_t pinnedTag_ = -1;
 };
 
 class PlanImpl;  // collectives/plan_impl.h: one subclass per algorithm

@@ -34,6 +34,10 @@ struct IBDT_Mpi_counters {
   unsigned long long alltoall_mpi;
   unsigned long long pack_ibdt;
   unsigned long long pack_mpi;
+  unsigned long long alltoallv_ibdt;
+  unsigned long long alltoallv_mpi;
+  unsigned long long ialltoall_ibdt; /* MPI_Ialltoall(v) and the persistent alltoall inits */
+  unsigned long long ialltoall_mpi;
 };
 void IBDT_Mpi_get_counters(struct IBDT_Mpi_counters* counters);
 

@@ -1,7 +1,10 @@
 // An unmodified MPI program (it links only MPI) run with and without
 // LD_PRELOAD=libibdt_mpi_<mpi>.so: MPI_Alltoall on MPI_COMM_WORLD, on split
 // and duplicated communicators (freed, then new ones made), with contiguous
-// and derived types and MPI_IN_PLACE, and MPI_Pack of a vector. Every byte
+// and derived types and MPI_IN_PLACE, ranks that reuse buffers while others
+// reallocate, a negative-extent type on one rank, MPI_Alltoallv (irregular
+// counts, gaps, derived, in place, split), MPI_Ialltoall completed by every
+// wait and test form, MPI_Ialltoallv, the persistent alltoall, and MPI_Pack of a vector. Every byte
 // received is checked against what its sender meant, gaps included, so the
 // run with ibdt must give exactly MPI's own results. At the end it asks the
 // preloaded library (if any) what it took:
@@ -11,25 +14,21 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "interpose_checks.h"
+
 namespace {
 
-int failures = 0;
-int worldRank = 0;
-
-void check(bool ok, const std::string& what) {
-  if (ok) return;
-  ++failures;
-  std::fprintf(stderr, "rank %d: FAILED: %s\n", worldRank, what.c_str());
-}
-
-// The int that rank `from` sends as element `i` of its block for rank `to`.
-int value(int from, int to, int i) { return from * 1000003 + to * 7919 + i; }
+using interpose_test::check;
+using interpose_test::failures;
+using interpose_test::value;
+using interpose_test::worldRank;
 
 // Contiguous ints, `n` per peer.
 void contiguous(MPI_Comm comm, int n, const char* name) {
@@ -82,6 +81,125 @@ void derived(MPI_Comm comm, const char* name) {
   MPI_Type_free(&sendType);
   MPI_Type_free(&recvVector);
   MPI_Type_free(&recvType);
+}
+
+// Ranks that disagree about reuse: rank 0 keeps its buffers for every call,
+// the others allocate new ones each call, over more distinct sizes than the
+// bridge caches plans (8), so one rank starts a cached plan while another
+// builds or has evicted it. No call agrees collectively (mpi/alltoall_call.h).
+void disagreeingCaches(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int> keptSend(static_cast<size_t>(size) * 40), keptRecv(keptSend.size());
+  for (int call = 0; call < 30; ++call) {
+    const int n = 1 + (call * 7) % 11 * 3;  // 11 sizes, each up to 31 ints
+    std::vector<int> freshSend(static_cast<size_t>(size) * n), freshRecv(freshSend.size());
+    int* send = rank == 0 ? keptSend.data() : freshSend.data();
+    int* recv = rank == 0 ? keptRecv.data() : freshRecv.data();
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < n; ++i) send[to * n + i] = value(rank, to, i) + call;
+    for (int i = 0; i < size * n; ++i) recv[i] = -1;
+    check(MPI_Alltoall(send, n, MPI_INT, recv, n, MPI_INT, comm) == MPI_SUCCESS, "disagreeing alltoall rc");
+    for (int from = 0; from < size; ++from)
+      for (int i = 0; i < n; ++i)
+        check(recv[from * n + i] == value(from, rank, i) + call,
+              "call " + std::to_string(call) + " from " + std::to_string(from));
+  }
+}
+
+// A type whose layout ibdt cannot express (negative extent: the elements go
+// backwards from the buffer's address) on one rank only, as the send type on
+// rank 0 and the receive type on rank 1; the other types are MPI_INT.
+void negativeExtent(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Datatype backwards;
+  MPI_Type_create_resized(MPI_INT, 0, -static_cast<MPI_Aint>(sizeof(int)), &backwards);
+  MPI_Type_commit(&backwards);
+  const int n = 2, total = n * size;
+  std::vector<int> send(static_cast<size_t>(total)), recv(static_cast<size_t>(total), -1);
+  // Element e of a backwards buffer is at index total - 1 - e.
+  auto at = [&](bool isBackwards, int e) { return isBackwards ? total - 1 - e : e; };
+  const bool sendBackwards = rank == 0, recvBackwards = rank == 1;
+  for (int to = 0; to < size; ++to)
+    for (int i = 0; i < n; ++i) send[static_cast<size_t>(at(sendBackwards, to * n + i))] = value(rank, to, i);
+  check(MPI_Alltoall(sendBackwards ? &send[total - 1] : send.data(), n, sendBackwards ? backwards : MPI_INT,
+                     recvBackwards ? &recv[total - 1] : recv.data(), n, recvBackwards ? backwards : MPI_INT,
+                     comm) == MPI_SUCCESS,
+        "negative-extent alltoall rc");
+  for (int from = 0; from < size; ++from)
+    for (int i = 0; i < n; ++i)
+      check(recv[static_cast<size_t>(at(recvBackwards, from * n + i))] == value(from, rank, i),
+            "negative extent from " + std::to_string(from));
+  MPI_Type_free(&backwards);
+}
+
+// MPI_Alltoallv with irregular counts (zeros included), blocks placed in
+// reverse peer order with a gap of one int after each, which must stay -1;
+// `elementInts` > 1 sends contiguous(elementInts, MPI_INT) received as ints.
+void alltoallv(MPI_Comm comm, int elementInts, const char* name) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  auto ints = [](int from, int to) { return (from + 2 * to) % 4 * 3 + (from == to ? 1 : 0); };
+  MPI_Datatype element = MPI_INT;
+  if (elementInts > 1) {
+    MPI_Type_contiguous(elementInts, MPI_INT, &element);
+    MPI_Type_commit(&element);
+  }
+  std::vector<int> scounts(size), sdispls(size), rcounts(size), rdispls(size);
+  int sendInts = 0, recvInts = 0;
+  for (int peer = size - 1; peer >= 0; --peer) {  // reverse order, one int of gap
+    scounts[peer] = ints(rank, peer);  // in elements of `element`
+    sdispls[peer] = sendInts / elementInts;
+    sendInts += (scounts[peer] + 1) * elementInts;
+    rcounts[peer] = ints(peer, rank) * elementInts;
+    rdispls[peer] = recvInts;
+    recvInts += rcounts[peer] + 1;
+  }
+  std::vector<int> send(static_cast<size_t>(sendInts), -3), recv(static_cast<size_t>(recvInts), -1);
+  for (int round = 0; round < 2; ++round) {  // the same arguments twice: the plan started again
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < scounts[to] * elementInts; ++i)
+        send[sdispls[to] * elementInts + i] = value(rank, to, i) + round;
+    std::fill(recv.begin(), recv.end(), -1);
+    check(MPI_Alltoallv(send.data(), scounts.data(), sdispls.data(), element, recv.data(), rcounts.data(),
+                        rdispls.data(), MPI_INT, comm) == MPI_SUCCESS,
+          "alltoallv rc");
+    for (int from = 0; from < size; ++from) {
+      for (int i = 0; i < rcounts[from]; ++i)
+        check(recv[rdispls[from] + i] == value(from, rank, i) + round,
+              std::string(name) + " from " + std::to_string(from));
+      check(recv[rdispls[from] + rcounts[from]] == -1, std::string(name) + " gap after " + std::to_string(from));
+    }
+  }
+  if (element != MPI_INT) MPI_Type_free(&element);
+}
+
+// MPI_Alltoallv with MPI_IN_PLACE: symmetric counts (as MPI requires),
+// blocks in peer order.
+void alltoallvInPlace(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int> counts(size), displs(size);
+  int total = 0;
+  for (int peer = 0; peer < size; ++peer) {
+    counts[peer] = (rank + peer) % 3 * 5 + 1;
+    displs[peer] = total;
+    total += counts[peer];
+  }
+  std::vector<int> buffer(static_cast<size_t>(total));
+  for (int to = 0; to < size; ++to)
+    for (int i = 0; i < counts[to]; ++i) buffer[displs[to] + i] = value(rank, to, i);
+  check(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, buffer.data(), counts.data(),
+                      displs.data(), MPI_INT, comm) == MPI_SUCCESS,
+        "in-place alltoallv rc");
+  for (int from = 0; from < size; ++from)
+    for (int i = 0; i < counts[from]; ++i)
+      check(buffer[displs[from] + i] == value(from, rank, i), "in-place alltoallv from " + std::to_string(from));
 }
 
 void inPlace(MPI_Comm comm) {
@@ -140,7 +258,8 @@ void untouched() {  // point-to-point and collectives the library does not take
 }
 
 struct Counters {  // ibdt_mpi.h's IBDT_Mpi_counters (this program does not include ibdt)
-  unsigned long long alltoallIbdt, alltoallMpi, packIbdt, packMpi;
+  unsigned long long alltoallIbdt, alltoallMpi, packIbdt, packMpi, alltoallvIbdt, alltoallvMpi, ialltoallIbdt,
+      ialltoallMpi;
 };
 
 void expect(const std::string& mode) {
@@ -153,8 +272,15 @@ void expect(const std::string& mode) {
     check(c.alltoallIbdt >= 20, "ibdt ran " + std::to_string(c.alltoallIbdt) + " alltoalls, expected >= 20");
     check(c.alltoallMpi == 0, std::to_string(c.alltoallMpi) + " alltoalls (MPI_IN_PLACE included) were handed to MPI");
     check(c.packIbdt >= 3, "ibdt ran " + std::to_string(c.packIbdt) + " packs, expected 3");
+    check(c.alltoallvIbdt >= 4 && c.alltoallvMpi == 0, "ibdt ran " + std::to_string(c.alltoallvIbdt) +
+                                                           " alltoallvs, expected 4; MPI ran " +
+                                                           std::to_string(c.alltoallvMpi));
+    check(c.ialltoallIbdt == 19 && c.ialltoallMpi == 0, "ibdt ran " + std::to_string(c.ialltoallIbdt) +
+                                                            " ialltoall(v)s and inits, expected 19; MPI ran " +
+                                                            std::to_string(c.ialltoallMpi));
   } else {
-    check(c.alltoallIbdt == 0 && c.packIbdt == 0, "ibdt ran calls in mode " + mode);
+    check(c.alltoallIbdt == 0 && c.packIbdt == 0 && c.alltoallvIbdt == 0 && c.ialltoallIbdt == 0,
+          "ibdt ran calls in mode " + mode);
   }
 }
 
@@ -189,6 +315,16 @@ int main(int argc, char** argv) {
     contiguous(MPI_COMM_SELF, 4, "self");
     MPI_Comm_free(&split);
     inPlace(MPI_COMM_WORLD);
+    disagreeingCaches(MPI_COMM_WORLD);
+    negativeExtent(MPI_COMM_WORLD);
+    alltoallv(MPI_COMM_WORLD, 1, "alltoallv");
+    alltoallv(MPI_COMM_WORLD, 2, "alltoallv of pairs");
+    alltoallvInPlace(MPI_COMM_WORLD);
+    for (int how = 0; how < 5; ++how) interpose_test::ialltoall(MPI_COMM_WORLD, how);
+    interpose_test::persistentAlltoall(MPI_COMM_WORLD);
+    MPI_Comm_split(MPI_COMM_WORLD, worldRank % 2, -worldRank, &split);
+    alltoallv(split, 1, "split alltoallv");
+    MPI_Comm_free(&split);
     pack();
   }
   expect(mode);

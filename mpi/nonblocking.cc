@@ -1,0 +1,136 @@
+// Non-blocking alltoall on ibdt behind generalized requests (see the header).
+#include "mpi/nonblocking.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "base/log.h"
+#include "mpi/comm_state.h"
+#include "mpi/type_convert.h"
+
+namespace ibdt::mpi {
+namespace {
+
+using datatype::Datatype;
+
+// One run in flight, owned by its generalized request (freed by free_fn).
+struct NonblockingRun {
+  collectives::Plan plan;
+  MPI_Request request = MPI_REQUEST_NULL;
+  Status outcome;
+};
+
+// The runs not yet complete (one thread at a time, as ibdt's Contexts).
+std::vector<NonblockingRun*>& inFlight() {
+  static std::vector<NonblockingRun*> runs;
+  return runs;
+}
+
+int queryRun(void* extra, MPI_Status* status) {
+  auto* run = static_cast<NonblockingRun*>(extra);
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  const int code = run->outcome.isOk() ? MPI_SUCCESS : MPI_ERR_OTHER;
+  status->MPI_ERROR = code;
+  return code;
+}
+
+int freeRun(void* extra) {
+  delete static_cast<NonblockingRun*>(extra);
+  return MPI_SUCCESS;
+}
+
+int cancelRun(void*, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled: it completes
+
+// The reserved tag of this communicator's next non-blocking call.
+int32_t nextTag(CommState& state) {
+  return collectives::Communicator::kFirstReservedPlanTag + 1 +
+         static_cast<int32_t>(state.nonblockingCalls++ % kNonblockingTags);
+}
+
+// Starts `plan` and hands it to a new generalized request.
+Status launch(Result<collectives::Plan> plan, MPI_Request* request) {
+  IBDT_RETURN_IF_ERROR(plan.status());
+  IBDT_RETURN_IF_ERROR(plan->start());
+  auto run = std::make_unique<NonblockingRun>();
+  run->plan = std::move(*plan);
+  if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
+    *request = MPI_REQUEST_NULL;
+    return makeError(Code::kResource, "mpi: MPI_Grequest_start failed");  // the plan cancels what it posted
+  }
+  run->request = *request;
+  inFlight().push_back(run.release());
+  return Status::ok();
+}
+
+}  // namespace
+
+bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
+                    std::string& why) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  const Result<Datatype> recv = convertType(args.recvtype);
+  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
+  if (!send.isOk() || !recv.isOk()) {
+    why = !send.isOk() ? send.status().toString() : recv.status().toString();
+    return false;
+  }
+  *request = MPI_REQUEST_NULL;
+  state.comm->pinPlanTag(nextTag(state));
+  auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
+                                        inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
+                                        args.recvcount, *recv, state.alltoall);
+  state.comm->unpinPlanTag();
+  status = launch(std::move(plan), request);
+  return true;
+}
+
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
+                     std::string& why) {
+  if (args.sendbuf == MPI_IN_PLACE) {
+    why = "MPI_IN_PLACE (ibdt's in-place alltoallv runs on two tags, a non-blocking call has one)";
+    return false;
+  }
+  const Result<Datatype> send = convertType(args.sendtype);
+  const Result<Datatype> recv = convertType(args.recvtype);
+  if (!send.isOk() || !recv.isOk()) {
+    why = !send.isOk() ? send.status().toString() : recv.status().toString();
+    return false;
+  }
+  *request = MPI_REQUEST_NULL;
+  const int p = state.comm->size();
+  state.comm->pinPlanTag(nextTag(state));
+  auto plan = collectives::alltoallvInit(*state.comm, args.sendbuf, widened(args.sendcounts, p),
+                                         widened(args.sdispls, p), *send, args.recvbuf, widened(args.recvcounts, p),
+                                         widened(args.rdispls, p), *recv, state.alltoallv);
+  state.comm->unpinPlanTag();
+  status = launch(std::move(plan), request);
+  return true;
+}
+
+bool nonblockingActive() { return !inFlight().empty(); }
+
+void waitNonblockingBriefly(std::chrono::microseconds limit) {
+  if (inFlight().empty()) return;
+  (void)inFlight().front()->plan.wait(Deadline::after(limit));  // its outcome: collected by progressNonblocking
+}
+
+void progressNonblocking() {
+  auto& runs = inFlight();
+  for (size_t i = 0; i < runs.size();) {
+    NonblockingRun* run = runs[i];
+    Result<bool> done = run->plan.test();
+    if (done.isOk() && !*done) {
+      ++i;
+      continue;
+    }
+    run->outcome = done.isOk() ? run->plan.wait() : done.status();
+    if (!run->outcome.isOk()) IBDT_LOG(kError, "mpi: MPI_Ialltoall: ", run->outcome.toString());
+    runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
+    PMPI_Grequest_complete(run->request);  // MPI frees `run` (freeRun) when the program's wait collects it
+  }
+}
+
+}  // namespace ibdt::mpi

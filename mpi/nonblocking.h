@@ -1,0 +1,56 @@
+// mpi/nonblocking.h — MPI_Ialltoall on ibdt behind a generalized request.
+//
+// The request the program gets comes from MPI_Grequest_start; ibdt's plan
+// behind it is progressed by the bridge's wrappers of the MPI_Wait and
+// MPI_Test families (progressNonblocking(), mpi/request_interpose.cc), which
+// complete the generalized request (MPI_Grequest_complete) once the plan's
+// run is done, so MPI's own wait then returns it like any other request.
+//
+// Tags: non-blocking calls on one communicator may be in flight together,
+// so they cannot share the blocking calls' pinned tag (a throttled run posts
+// its receives late, and a later call's message would match an earlier
+// call's receive). Each takes a reserved tag chosen by its sequence number
+// on the communicator, the same on every rank since MPI orders collective
+// calls: at most kNonblockingTags calls in flight per communicator.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+
+#include "ibdt/status.h"
+#include "mpi/alltoall_call.h"
+#include "mpi/alltoallv_call.h"
+
+namespace ibdt::mpi {
+
+struct CommState;
+
+inline constexpr int kNonblockingTags = 14;
+
+// Starts the alltoall on ibdt and sets `request`. Returns false, with `why`
+// set, when it goes to MPI instead (a type does not convert); otherwise
+// `status` is the outcome of starting it (on an error, `request` is
+// MPI_REQUEST_NULL); the run's outcome is the request's.
+bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
+                    std::string& why);
+
+// The same for MPI_Ialltoallv (no vote: a blocking agreement inside a
+// non-blocking call could deadlock against calls on other communicators).
+// A new plan per call: its first run checks every pair's signatures. Goes
+// to MPI when a type does not convert or with MPI_IN_PLACE (ibdt's in-place
+// alltoallv runs on two tags).
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
+                     std::string& why);
+
+// Whether ibdt has non-blocking runs in flight in this process.
+bool nonblockingActive();
+// Polls every run in flight once; completes the requests of those done.
+void progressNonblocking();
+// Waits on the oldest run in flight the way the transport waits, for at
+// most `limit` (a wait loop's pause between polls: a yield would give the
+// core away for a whole time slice on a loaded machine).
+void waitNonblockingBriefly(std::chrono::microseconds limit);
+
+}  // namespace ibdt::mpi

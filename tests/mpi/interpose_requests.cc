@@ -1,0 +1,181 @@
+// The interposition test program's non-blocking and persistent cases
+// (MPI_Ialltoall, MPI_Ialltoallv, MPI_Alltoall_init / MPIX_Alltoall_init),
+// every byte checked; see alltoall_interpose_program.cc.
+#include <mpi.h>
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>  // MPIX_Alltoall_init
+#endif
+#include <sched.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "interpose_checks.h"
+
+namespace interpose_test {
+namespace {
+
+// The persistent alltoall (MPI 4's MPI_Alltoall_init; Open MPI 4.1 names
+// it MPIX_Alltoall_init): two plans, one in place, each run three times
+// with new values (MPI_Start + MPI_Wait, then MPI_Startall + MPI_Waitall,
+// then MPI_Startall + an MPI_Testany loop), then freed.
+int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Request* request) {
+#if defined(OPEN_MPI)
+  return MPIX_Alltoall_init(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+#else
+  return MPI_Alltoall_init(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+#endif
+}
+
+}  // namespace
+
+void persistentAlltoall(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int n = 700;
+  std::vector<int> send(static_cast<size_t>(n) * size), recv(send.size()), both(send.size());
+  MPI_Request requests[2];
+  check(persistentInit(send.data(), n, recv.data(), comm, &requests[0]) == MPI_SUCCESS, "alltoall_init rc");
+  check(persistentInit(MPI_IN_PLACE, n, both.data(), comm, &requests[1]) == MPI_SUCCESS, "in-place init rc");
+  for (int run = 0; run < 3; ++run) {
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < n; ++i) {
+        send[static_cast<size_t>(to) * n + i] = value(rank, to, i) + run;
+        both[static_cast<size_t>(to) * n + i] = value(rank, to, i) - run;
+      }
+    std::fill(recv.begin(), recv.end(), -1);
+    if (run == 0) {
+      for (MPI_Request& r : requests) {
+        check(MPI_Start(&r) == MPI_SUCCESS, "start rc");
+        check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
+      }
+    } else {
+      check(MPI_Startall(2, requests) == MPI_SUCCESS, "startall rc");
+      if (run == 1) {
+        check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc");
+      } else {
+        int index = 0, flag = 0, completed = 0;
+        while (completed < 2) {
+          MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
+          if (flag && index != MPI_UNDEFINED) ++completed;
+          sched_yield();
+        }
+      }
+    }
+    for (int from = 0; from < size; ++from)
+      for (int i = 0; i < n; ++i) {
+        check(recv[static_cast<size_t>(from) * n + i] == value(from, rank, i) + run,
+              "persistent run " + std::to_string(run) + " from " + std::to_string(from));
+        check(both[static_cast<size_t>(from) * n + i] == value(from, rank, i) - run,
+              "persistent in place run " + std::to_string(run) + " from " + std::to_string(from));
+      }
+  }
+  for (MPI_Request& r : requests) check(MPI_Request_free(&r) == MPI_SUCCESS && r == MPI_REQUEST_NULL, "free");
+}
+
+namespace {
+
+// MPI_Ialltoallv, two in flight (irregular counts, zeros included), by MPI_Waitall.
+void ialltoallv(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  auto ints = [](int from, int to, int k) { return (from * 3 + to + k) % 5 * 40; };
+  std::vector<std::vector<int>> sc(2, std::vector<int>(size)), sd = sc, rc = sc, rd = sc, send(2), recv(2);
+  MPI_Request requests[2];
+  for (int k = 0; k < 2; ++k) {
+    int sendTotal = 0, recvTotal = 0;
+    for (int peer = 0; peer < size; ++peer) {
+      sc[k][peer] = ints(rank, peer, k);
+      sd[k][peer] = sendTotal;
+      sendTotal += sc[k][peer];
+      rc[k][peer] = ints(peer, rank, k);
+      rd[k][peer] = recvTotal;
+      recvTotal += rc[k][peer];
+    }
+    send[k].resize(static_cast<size_t>(sendTotal));
+    recv[k].assign(static_cast<size_t>(recvTotal), -1);
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < sc[k][to]; ++i) send[k][sd[k][to] + i] = value(rank, to, i) + k;
+    check(MPI_Ialltoallv(send[k].data(), sc[k].data(), sd[k].data(), MPI_INT, recv[k].data(), rc[k].data(),
+                         rd[k].data(), MPI_INT, comm, &requests[k]) == MPI_SUCCESS,
+          "ialltoallv rc");
+  }
+  check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "ialltoallv waitall rc");
+  for (int k = 0; k < 2; ++k)
+    for (int from = 0; from < size; ++from)
+      for (int i = 0; i < rc[k][from]; ++i)
+        check(recv[k][rd[k][from] + i] == value(from, rank, i) + k, "ialltoallv from " + std::to_string(from));
+}
+
+}  // namespace
+
+// MPI_Ialltoall completed by each member of the wait and test families:
+// three calls in flight at once (sizes from eager to rendezvous, one in
+// place) with a point-to-point ring exchange mixed into the same request
+// array, completed by MPI_Waitall, MPI_Wait, MPI_Waitany, MPI_Waitsome or a
+// loop of MPI_Test / MPI_Testall / MPI_Testany / MPI_Testsome.
+void ialltoall(MPI_Comm comm, int how) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int sizes[3] = {2, 300, 9000};
+  std::vector<std::vector<int>> send(3), recv(3);
+  std::vector<MPI_Request> requests(5, MPI_REQUEST_NULL);
+  for (int k = 0; k < 3; ++k) {
+    const int n = sizes[k];
+    send[k].resize(static_cast<size_t>(n) * size);
+    recv[k].assign(send[k].size(), -1);
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < n; ++i) send[k][static_cast<size_t>(to) * n + i] = value(rank, to, i) + k + how;
+    const bool inPlace = k == 1;
+    if (inPlace) recv[k] = send[k];
+    check(MPI_Ialltoall(inPlace ? MPI_IN_PLACE : send[k].data(), n, MPI_INT, recv[k].data(), n, MPI_INT, comm,
+                        &requests[static_cast<size_t>(k)]) == MPI_SUCCESS,
+          "ialltoall rc");
+  }
+  int ringIn = -1, ringOut = rank;
+  MPI_Irecv(&ringIn, 1, MPI_INT, (rank + size - 1) % size, 77, comm, &requests[3]);
+  MPI_Isend(&ringOut, 1, MPI_INT, (rank + 1) % size, 77, comm, &requests[4]);
+  auto allNull = [&] {
+    for (MPI_Request r : requests)
+      if (r != MPI_REQUEST_NULL) return false;
+    return true;
+  };
+  int flag = 0, index = 0, outcount = 0;
+  std::vector<int> indices(requests.size());
+  switch (how % 5) {
+    case 0: check(MPI_Waitall(5, requests.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc"); break;
+    case 1:
+      for (MPI_Request& r : requests) check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
+      break;
+    case 2:
+      while (!allNull()) check(MPI_Waitany(5, requests.data(), &index, MPI_STATUS_IGNORE) == MPI_SUCCESS, "waitany");
+      break;
+    case 3:
+      while (!allNull())
+        check(MPI_Waitsome(5, requests.data(), &outcount, indices.data(), MPI_STATUSES_IGNORE) == MPI_SUCCESS,
+              "waitsome");
+      break;
+    default:  // the test forms, in turn, until everything completed
+      for (int spin = 0; !allNull(); ++spin) {
+        if (spin % 4 == 0) MPI_Test(&requests[static_cast<size_t>(spin / 4 % 5)], &flag, MPI_STATUS_IGNORE);
+        if (spin % 4 == 1) MPI_Testall(5, requests.data(), &flag, MPI_STATUSES_IGNORE);
+        if (spin % 4 == 2) MPI_Testany(5, requests.data(), &index, &flag, MPI_STATUS_IGNORE);
+        if (spin % 4 == 3) MPI_Testsome(5, requests.data(), &outcount, indices.data(), MPI_STATUSES_IGNORE);
+        sched_yield();  // the ranks oversubscribe the cores
+      }
+  }
+  check(allNull(), "requests left after completion");
+  if (how == 0) ialltoallv(comm);
+  check(ringIn == (rank + size - 1) % size, "ring message mixed with the ialltoalls");
+  for (int k = 0; k < 3; ++k)
+    for (int from = 0; from < size; ++from)
+      for (int i = 0; i < sizes[k]; ++i)
+        check(recv[k][static_cast<size_t>(from) * sizes[k] + i] == value(from, rank, i) + k + how,
+              "ialltoall " + std::to_string(k) + " way " + std::to_string(how) + " from " + std::to_string(from));
+}
+
+}  // namespace interpose_test
