@@ -10,6 +10,7 @@
 #include "ibdt/fabric.h"
 #include "datatype/block_copy.h"
 #include "transport/messaging/tuning.h"
+#include "transport/messaging/tuning_decisions.h"
 
 namespace {
 
@@ -31,6 +32,17 @@ void printTuning(const std::string& provider) {
                 std::string(ibdt::messaging::tunedPathName(static_cast<ibdt::messaging::TunedPath>(p))).c_str(),
                 cost.perMessageNs, cost.perByteNs, cost.perBlockNs);
   }
+  auto options = ibdt::messaging::optionsFromEnvironment();
+  if (!options.isOk()) return;
+  const int64_t exchange =
+      options->exchangeZeroCopyForced
+          ? options->exchangeZeroCopyMin
+          : ibdt::messaging::tunedExchangeZeroCopyMin(*loaded.tuning, options->eagerLimit, options->exchangeZeroCopyMin);
+  std::printf("           exchange zero-copy from %lld bytes (%s); all-to-all throttle by the model: %lld at 4 KiB, "
+              "%lld at 64 KiB blocks\n",
+              static_cast<long long>(exchange), options->exchangeZeroCopyForced ? "forced" : "model",
+              static_cast<long long>(ibdt::messaging::tunedThrottle(*loaded.tuning, 4096, options->eagerLimit, 8)),
+              static_cast<long long>(ibdt::messaging::tunedThrottle(*loaded.tuning, 65536, options->eagerLimit, 8)));
 }
 
 // The fabric providers compiled in, whether they open here, and their caps

@@ -20,19 +20,23 @@ Tuning withContig(PathCost pipelinedContig, PathCost contig) {
 constexpr int64_t kEager = 32768;
 
 TEST(ExchangeZeroCopyMin, IsTheCrossoverOfTheTwoFits) {
-  // 2000 + 2 b = 20000 + 0.5 b at b = 12000 .. below the eager limit: from the eager limit up.
+  // The pipelined per-byte cost counts twice in an exchange (both copies on one core).
+  // 2000 + 2 x 2 b = 20000 + 0.5 b at b = 5143: below the eager limit, so from the eager limit up.
   EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 2000, 2, 0}, {true, 20000, 0.5, 0}), kEager, 65536), kEager);
-  // 1000 + 1 b = 101000 + 0.5 b at b = 200000.
-  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 1, 0}, {true, 101000, 0.5, 0}), kEager, 65536), 200000);
+  // 1000 + 2 x 0.5 b = 101000 + 0.5 b at b = 200000.
+  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 0.5, 0}, {true, 101000, 0.5, 0}), kEager, 65536),
+            200000);
   // Crossing at 200000.5: rounded up, the first size where single-copy wins.
-  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 1, 0}, {true, 101000.25, 0.5, 0}), kEager, 65536),
+  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 0.5, 0}, {true, 101000.25, 0.5, 0}), kEager, 65536),
             200001);
+  // Without the doubling these fits would never cross (pipelined 0.375 ns/B < single 0.5).
+  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 0.375, 0}, {true, 23500, 0.5, 0}), kEager, 65536), 90000);
 }
 
 TEST(ExchangeZeroCopyMin, OffWhenPipelinedWinsEverywhereMeasured) {
   EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 0.1, 0}, {true, 20000, 0.5, 0}), kEager, 65536), 0);
   // Crossing beyond the largest size measured (1 MiB): not extrapolated.
-  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 1, 0}, {true, 2e6, 0.5, 0}), kEager, 65536), 0);
+  EXPECT_EQ(tunedExchangeZeroCopyMin(withContig({true, 1000, 0.5, 0}, {true, 2e6, 0.5, 0}), kEager, 65536), 0);
 }
 
 TEST(ExchangeZeroCopyMin, KeepsTheBuiltInValueWithoutBothPaths) {

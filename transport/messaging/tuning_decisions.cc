@@ -7,10 +7,19 @@
 
 namespace ibdt::messaging {
 
+namespace {
+constexpr double kExchangeCopiesPerByte = 2;
+}  // namespace
+
 int64_t tunedExchangeZeroCopyMin(const Tuning& tuning, int64_t eagerLimit, int64_t fallback) {
   const PathCost& single = tuning.cost(TunedPath::kContig);
-  const PathCost& pipelined = tuning.cost(TunedPath::kPipelinedContig);
-  if (!single.measured || !pipelined.measured) return fallback;
+  if (!single.measured || !tuning.cost(TunedPath::kPipelinedContig).measured) return fallback;
+  // The file timed one message with both cores free, so the pipelined
+  // path's two copies (sender's, receiver's) overlapped. In an exchange every
+  // core sends and receives: the two copies of a byte take the same core, so
+  // its per-byte cost doubles; the single-copy path copies once either way.
+  PathCost pipelined = tuning.cost(TunedPath::kPipelinedContig);
+  pipelined.perByteNs *= kExchangeCopiesPerByte;
   const int64_t lo = std::max<int64_t>(eagerLimit, 1);
   const int64_t hi = std::max(lo, tuning.maxBytes);
   auto singleWins = [&](int64_t bytes) {

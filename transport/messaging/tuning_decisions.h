@@ -12,7 +12,9 @@ namespace ibdt::messaging {
 
 // Exchange communicators: the smallest contiguous message that goes
 // single-copy (rendezvous, one write) instead of pipelined eager — the
-// crossover of the fitted kContig and kPipelinedContig lines, clamped to
+// crossover of the fitted kContig line and the kPipelinedContig line with its
+// per-byte cost doubled (in an exchange both copies of a byte take the same
+// core; the file timed them overlapped on two free cores), clamped to
 // [eagerLimit, the largest size measured]; 0 (never) when single-copy is not
 // cheaper anywhere in that range; `fallback` when the file lacks either path.
 int64_t tunedExchangeZeroCopyMin(const Tuning& tuning, int64_t eagerLimit, int64_t fallback);
