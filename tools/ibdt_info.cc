@@ -8,7 +8,9 @@
 #include "bootstrap/backends.h"
 #include "build_info.h"
 #include "ibdt/fabric.h"
+#include "datatype/block_copy.h"
 #include "transport/messaging/tuning.h"
+#include "transport/messaging/tuning_decisions.h"
 
 namespace {
 
@@ -30,6 +32,17 @@ void printTuning(const std::string& provider) {
                 std::string(ibdt::messaging::tunedPathName(static_cast<ibdt::messaging::TunedPath>(p))).c_str(),
                 cost.perMessageNs, cost.perByteNs, cost.perBlockNs);
   }
+  auto options = ibdt::messaging::optionsFromEnvironment();
+  if (!options.isOk()) return;
+  const int64_t exchange =
+      options->exchangeZeroCopyForced
+          ? options->exchangeZeroCopyMin
+          : ibdt::messaging::tunedExchangeZeroCopyMin(*loaded.tuning, options->eagerLimit, options->exchangeZeroCopyMin);
+  std::printf("           exchange zero-copy from %lld bytes (%s); all-to-all throttle by the model: %lld at 4 KiB, "
+              "%lld at 64 KiB blocks\n",
+              static_cast<long long>(exchange), options->exchangeZeroCopyForced ? "forced" : "model",
+              static_cast<long long>(ibdt::messaging::tunedThrottle(*loaded.tuning, 4096, options->eagerLimit, 8)),
+              static_cast<long long>(ibdt::messaging::tunedThrottle(*loaded.tuning, 65536, options->eagerLimit, 8)));
 }
 
 // The fabric providers compiled in, whether they open here, and their caps
@@ -61,6 +74,21 @@ void printProviders() {
   }
 }
 
+// The large-block pack copy this process measured (datatype/block_copy.h);
+// the beyond-cache choice is made by the first large copies, so not yet here.
+void printPackCopy() {
+  auto plan = ibdt::datatype::blockCopyPlan();
+  if (!plan.isOk()) {
+    std::printf("pack copy (blocks >= 1 KiB): %s\n", plan.status().toString().c_str());
+    return;
+  }
+  std::printf("pack copy (blocks >= 1 KiB): %s in cache (%s); beyond %lld MiB per copy: %s\n",
+              std::string(blockKernelName(plan->inCache)).c_str(), plan->forced ? "forced" : "measured",
+              static_cast<long long>(plan->streamAbove >> 20),
+              plan->beyondDecided ? std::string(blockKernelName(plan->beyondCache)).c_str()
+                                  : "decided by the process's first such copies");
+}
+
 }  // namespace
 
 int main() {
@@ -68,6 +96,7 @@ int main() {
   std::printf("components: verbs=%s pmix=%s mpi=%s\n", IBDT_BUILD_VERBS, IBDT_BUILD_PMIX, IBDT_BUILD_MPI);
   auto bootstrap = ibdt::bootstrap::detectedBackend();
   std::printf("bootstrap: %s\n", bootstrap.isOk() ? std::string(*bootstrap).c_str() : bootstrap.status().toString().c_str());
+  printPackCopy();
   printProviders();
   std::printf("\nconfiguration (IBDT_* environment variables):\n");
   int status = 0;

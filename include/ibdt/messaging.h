@@ -122,6 +122,9 @@ struct Options {
   // Exchange communicators (kFirstExchangeCommunicator): contiguous messages
   // from this size up go single-copy (0: never; measured crossover 64 KiB).
   int64_t exchangeZeroCopyMin = 65536;
+  // With a tuning file in force the file's fits decide exchangeZeroCopyMin
+  // unless this is set (IBDT_MSG_EXCHANGE_ZERO_COPY set).
+  bool exchangeZeroCopyForced = false;
   int64_t segmentSize = 0;        // pipeline unit of BC-SPUP and RWG-UP (0: by message size)
   uint32_t ringSegments = 4;      // their staging buffer: a ring of this many segments
   Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme for all above eagerLimit (kAuto: by size, Table 1)

@@ -70,6 +70,27 @@ class TunedContext : public ::testing::Test {
     return carried;
   }
 
+  // Sends `bytes` contiguous bytes on an exchange communicator from rank 0
+  // to rank 1; returns the path that carried them, after checking every byte.
+  Scheme sendExchange(const Options& options, int64_t bytes) {
+    Scheme carried = Scheme::kAuto;
+    runRanks(2, options, [&](RankEnv& env) {
+      std::vector<uint8_t> data(static_cast<size_t>(bytes));
+      for (size_t i = 0; i < data.size(); ++i) data[i] = env.rank == 0 ? static_cast<uint8_t>(i * 13 + 5) : 0;
+      const Datatype bytesType = Datatype::of<uint8_t>();
+      if (env.rank == 0) {
+        ASSERT_TRUE(env.context.send(data.data(), bytes, bytesType, 1, 4, kFirstExchangeCommunicator).isOk());
+        return;
+      }
+      RecvInfo info;
+      Status status = env.context.recv(data.data(), bytes, bytesType, 0, 4, kFirstExchangeCommunicator, &info);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      carried = info.scheme;
+      for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], static_cast<uint8_t>(i * 13 + 5)) << "byte " << i;
+    });
+    return carried;
+  }
+
   Options withFile(double pipelinedPerByte) {
     EXPECT_TRUE(writeTuningFile(path_, tuningWith(pipelinedPerByte)).isOk());
     Options options;
@@ -106,6 +127,20 @@ TEST_F(TunedContext, ForcedKnobsWinOverTheFile) {
   options = withFile(0.1);
   options.forcedScheme = Scheme::kBcSpup;
   EXPECT_EQ(sendStrided(options, 64), Scheme::kBcSpup);
+}
+
+TEST_F(TunedContext, TheFileDecidesTheExchangeZeroCopyLimit) {
+  Options options;  // no file: the 64 KiB constant sends 128 KiB single-copy
+  EXPECT_EQ(sendExchange(options, 128 << 10), Scheme::kContiguous);
+  // Pipelined eager at 0.1 ns/B is cheaper than single-copy over the whole
+  // measured range: the file turns the limit off and 128 KiB goes pipelined.
+  EXPECT_EQ(sendExchange(withFile(0.1), 128 << 10), Scheme::kPipelined);
+  // At 5 ns/B single-copy wins from the eager limit up.
+  EXPECT_EQ(sendExchange(withFile(5), 64 << 10), Scheme::kContiguous);
+  // Forced (IBDT_MSG_EXCHANGE_ZERO_COPY set) wins over the file.
+  options = withFile(0.1);
+  options.exchangeZeroCopyForced = true;
+  EXPECT_EQ(sendExchange(options, 128 << 10), Scheme::kContiguous);
 }
 
 TEST_F(TunedContext, AFileForAnotherHostIsIgnored) {

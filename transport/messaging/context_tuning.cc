@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "transport/messaging/context_impl.h"
 #include "transport/messaging/tuned_select.h"
+#include "transport/messaging/tuning_decisions.h"
 
 namespace ibdt::messaging {
 
@@ -22,6 +23,9 @@ void ContextImpl::loadTuning(const fabric::Caps& caps) {
     // times (docs/tuning.md).
     int64_t creditWindow = static_cast<int64_t>(options_.eagerCredits) * options_.eagerLimit / 2;
     options_.pipelineLimit = std::min(tuned->maxBytes, creditWindow);
+  }
+  if (tuned != nullptr && !options_.exchangeZeroCopyForced) {
+    options_.exchangeZeroCopyMin = tunedExchangeZeroCopyMin(*tuned, options_.eagerLimit, options_.exchangeZeroCopyMin);
   }
   IBDT_LOG(kDebug, "messaging: tuning ", tuning_.note);
 }

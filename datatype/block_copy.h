@@ -1,0 +1,60 @@
+// datatype/block_copy.h — the copy used for large blocks (>= kLargeBlockBytes),
+// chosen by measurement on the machine that runs the code.
+//
+// Why: a memcpy per 4 KiB block is not memory speed everywhere. On the 2-core
+// AMD EPYC VM (docs/tuning.md) glibc's memcpy takes `rep movsb` for 4 KiB and
+// runs at ~3 GB/s when source and destination share their page offset (two
+// page-aligned buffers), while a 16-byte load/store loop runs at ~18 GB/s;
+// beyond the last-level cache, non-temporal stores save the read for
+// ownership of the destination. Which is fastest depends on the CPU, so it is
+// measured, not assumed:
+//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~1 ms
+//    calibration at the first large-block copy of the process times each
+//    kernel on page-aliased and non-aliased 2-4 KiB blocks (fastest of 5);
+//  * beyond it: the first large copies themselves are the trials — they
+//    rotate through the kernels, timed, and the fastest per byte is kept.
+// IBDT_PACK_COPY forces one kernel for both (memcpy restores the old code).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ibdt/status.h"
+
+namespace ibdt::datatype {
+
+inline constexpr int64_t kLargeBlockBytes = 1024;
+
+enum class BlockKernel : uint8_t {
+  kMemcpy,  // the C library's memcpy per block
+  kVector,  // 64 bytes per iteration through 16-byte registers (x86-64 only)
+  kStream,  // the same with non-temporal stores, fenced after the call (x86-64 only)
+};
+inline constexpr int kBlockKernelCount = 3;
+std::string_view blockKernelName(BlockKernel kernel);
+// True when the kernel exists on this build's CPU architecture.
+bool blockKernelAvailable(BlockKernel kernel);
+
+struct BlockCopyPlan {
+  BlockKernel inCache = BlockKernel::kMemcpy;
+  BlockKernel beyondCache = BlockKernel::kMemcpy;  // meaningful once beyondDecided
+  bool beyondDecided = false;                      // false: still rotating trials
+  int64_t streamAbove = int64_t{16} << 20;         // bytes per runs call; half the last-level cache
+  bool forced = false;                             // IBDT_PACK_COPY named a kernel
+};
+
+// The process's plan, calibrated at the first call (thread-safe). A bad
+// IBDT_PACK_COPY is reported here and the plan falls back to memcpy.
+Result<BlockCopyPlan> blockCopyPlan();
+// For tests: replace the plan (forced = true, beyondDecided = true); reset:
+// calibrate again at the next copy, with streamAbove replaced when > 0.
+void setBlockCopyPlanForTesting(const BlockCopyPlan& plan);
+void resetBlockCopyPlanForTesting(int64_t streamAbove = 0);
+
+// Copies `count` blocks of `bytes` (>= kLargeBlockBytes) between the packed
+// buffer and typed + i*stride (or typed + displs[i]).
+void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
+                     const int64_t* displs);
+
+}  // namespace ibdt::datatype
