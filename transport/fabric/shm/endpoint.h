@@ -51,6 +51,7 @@ class ShmEndpoint final : public Endpoint {
   void progress(std::chrono::steady_clock::time_point now);
   void completionPolled(const Completion& completion);
   void forgetQueue(ShmCompletionQueue* queue);
+  bool hasPendingSends() const { return !pending_.empty(); }
 
  private:
   // A send request as executed: the caller's (fast path) or a stored copy.
@@ -142,6 +143,8 @@ class ShmEndpoint final : public Endpoint {
   uint32_t maxRecvSge_ = 0;
   uint32_t maxInline_ = 0;
   uint32_t recvSlotSize_ = 0;  // our geometry, kept here: the peer can write our segment
+  uint32_t activitySlot_ = kNoActivitySlot;      // our bit in our domain's activity summary
+  uint32_t peerActivitySlot_ = kNoActivitySlot;  // the peer endpoint's bit in its domain's
 
   Segment segment_;
   EndpointHeader* header_ = nullptr;

@@ -249,6 +249,7 @@ void ShmEndpoint::pushNotification(const Notification& note) {
   peerNotifyPut_.advance();
   slot.sequence.store(peerNotifyPut_.index, std::memory_order_release);
   peerHeader_->notifyRing.head.store(peerNotifyPut_.index, std::memory_order_relaxed);
+  peer_->markActive(peerActivitySlot_);  // after the entry: its reader clears the bit, then drains
   peer_->ring(peerRecvDoorbell_);
 }
 
