@@ -4,6 +4,7 @@
 //   * ranks 0 and 1 ping-pong 8 bytes while the N - 2 others idle, blocked
 //     in a socket read (no CPU: the 2 talking ranks keep the cores), so the
 //     difference to N = 2 is what every connected peer adds to progress;
+//   * rank 0 times Context::progress() with nothing to do (idle progress);
 //   * every rank sends a 32 KiB block to every other (an all-to-all of
 //     eager-sized messages, every byte checked) and reports how much its
 //     resident memory grew (smaps_rollup Rss and Pss; the user buffers are
@@ -29,6 +30,7 @@ using datatype::Datatype;
 using messaging::Context;
 
 constexpr int kRoundTrips = 200;    // per timed repetition
+constexpr int kIdleProgressCalls = 20000;  // per timed repetition
 constexpr int64_t kBlock = 32768;   // all-to-all block: the default eager limit
 
 struct Smaps {
@@ -97,6 +99,7 @@ Status allToAll(Context& context, int rank, int size, std::vector<uint8_t>& send
 
 struct RankResult {
   std::vector<double> halfRoundTrip;  // seconds, rank 0 only
+  std::vector<double> idleProgress;   // seconds per Context::progress() with nothing to do, rank 0 only
   std::vector<double> rssGrowth, pssGrowth;  // KiB, one per rank (rank 0 only)
 };
 
@@ -122,6 +125,15 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
     }
   }
   IBDT_RETURN_IF_ERROR(barrier(bootstrap));  // the idle ranks slept in here
+  if (rank == 0) {  // what a progress() with nothing to do costs, the others asleep
+    for (int rep = 0; rep < warmup + reps; ++rep) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kIdleProgressCalls; ++i) IBDT_RETURN_IF_ERROR(context->progress());
+      std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      if (rep >= warmup) result.idleProgress.push_back(elapsed.count() / kIdleProgressCalls);
+    }
+  }
+  IBDT_RETURN_IF_ERROR(barrier(bootstrap));
   std::vector<uint8_t> send(static_cast<size_t>(size * kBlock), 1), recv(static_cast<size_t>(size * kBlock), 1);
   Smaps before = readSmaps();
   for (int round = 0; round < options.rounds; ++round) IBDT_RETURN_IF_ERROR(allToAll(*context, rank, size, send, recv));
@@ -145,6 +157,8 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
   int reps = common.quick ? 3 : common.reps;
   Report latency("idle peers: 8 B ping-pong between ranks 0 and 1, the others connected and idle (µs, half round trip)",
                  {"ranks", "median", "min", "max", "vs first size"});
+  Report idle("idle peers progress: Context::progress() with nothing to do on rank 0, all N - 1 peers connected (ns)",
+              {"ranks", "median", "min", "max"});
   Report memory("idle peers memory: resident growth per rank over an all-to-all of 32 KiB blocks (KiB)",
                 {"ranks", "connected peers", "Pss median", "Pss min", "Pss max", "Rss median", "Rss max"});
   double baseline = 0;
@@ -162,11 +176,14 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
     if (ranks == options.ranks.front()) baseline = pingPong.median;
     latency.add({{"ranks", ranks}, {"median", pingPong.median * 1e6}, {"min", pingPong.min * 1e6},
                  {"max", pingPong.max * 1e6}, {"vs first size", baseline > 0 ? pingPong.median / baseline : 0.0}});
+    Summary progress = summarize(result.idleProgress);
+    idle.add({{"ranks", ranks}, {"median", progress.median * 1e9}, {"min", progress.min * 1e9},
+              {"max", progress.max * 1e9}});
     Summary pss = summarize(result.pssGrowth), rss = summarize(result.rssGrowth);
     memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"Pss median", pss.median}, {"Pss min", pss.min},
                 {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max}});
   }
-  for (Report* report : {&latency, &memory}) {
+  for (Report* report : {&latency, &idle, &memory}) {
     report->note("machine", machineDescription());
     report->note("provider", options.provider);
     report->note("repetitions", reps);
@@ -175,10 +192,13 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
   latency.note("round trips per repetition", kRoundTrips);
   latency.note("idle ranks", "blocked in a socket read (the bench's bootstrap), connected eagerly");
   latency.note("spins", "4096 pauses before a wait yields, at every size (only 2 ranks run)");
+  idle.setFileStem("idle-peers-progress");
+  idle.note("calls per repetition", kIdleProgressCalls);
   memory.setFileStem("idle-peers-memory");
   memory.note("all-to-all rounds", options.rounds);
   memory.note("method", "smaps_rollup before/after, user buffers touched before; min/median/max over the ranks");
   latency.print(common);
+  idle.print(common);
   memory.print(common);
 }
 
