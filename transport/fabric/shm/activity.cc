@@ -31,6 +31,7 @@ uint32_t ActivityBoard::add(ShmEndpoint* endpoint) {
 void ActivityBoard::remove(ShmEndpoint* endpoint, uint32_t slot) {
   busy_.erase(std::remove(busy_.begin(), busy_.end(), endpoint), busy_.end());
   visiting_.erase(std::remove(visiting_.begin(), visiting_.end(), endpoint), visiting_.end());
+  std::replace(hot_.begin(), hot_.end(), endpoint, static_cast<ShmEndpoint*>(nullptr));
   if (slot >= capacity_) {
     unsummarized_.erase(std::remove(unsummarized_.begin(), unsummarized_.end(), endpoint), unsummarized_.end());
     return;
@@ -45,6 +46,15 @@ void ActivityBoard::markBusy(ShmEndpoint* endpoint) {
 
 void ActivityBoard::markActive(uint32_t slot) { setActivityBit(words_, capacity_, slot); }
 
+void ActivityBoard::promote(ShmEndpoint* endpoint, std::chrono::steady_clock::time_point now) {
+  if (std::find(hot_.begin(), hot_.end(), endpoint) != hot_.end()) return;
+  ShmEndpoint* victim = hot_[nextVictim_];
+  hot_[nextVictim_] = endpoint;
+  nextVictim_ = (nextVictim_ + 1) % kHot;
+  endpoint->setPolledDirectly(true, now);
+  if (victim != nullptr) victim->setPolledDirectly(false, now);
+}
+
 void ActivityBoard::progress(std::chrono::steady_clock::time_point now) {
   visiting_.clear();
   for (uint32_t word = 0; word < wordsInUse_; ++word) {
@@ -57,9 +67,14 @@ void ActivityBoard::progress(std::chrono::steady_clock::time_point now) {
       if (endpoint != nullptr) visiting_.push_back(endpoint);
     }
   }
+  size_t fromBits = visiting_.size();
+  for (ShmEndpoint* endpoint : hot_) {
+    if (endpoint != nullptr) visiting_.push_back(endpoint);
+  }
   visiting_.insert(visiting_.end(), busy_.begin(), busy_.end());
   visiting_.insert(visiting_.end(), unsummarized_.begin(), unsummarized_.end());
   for (ShmEndpoint* endpoint : visiting_) endpoint->progress(now);
+  for (size_t i = 0; i < fromBits; ++i) promote(visiting_[i], now);
   busy_.erase(std::remove_if(busy_.begin(), busy_.end(), [](ShmEndpoint* e) { return !e->hasPendingSends(); }),
               busy_.end());
 }

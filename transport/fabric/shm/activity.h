@@ -13,8 +13,12 @@
 // (for a receive of the peer, a bounce acknowledgement) are visited on
 // every progress, as before; the completion queues also sweep all their
 // endpoints once per half liveness interval (dead peers, a bit not set).
+// The kHot endpoints that were active last are polled directly on every
+// progress and their peers skip the bit (EndpointHeader::polledDirectly):
+// a ping-pong with one peer costs what it did before the summary.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -50,6 +54,11 @@ class ActivityBoard {
   std::vector<ShmEndpoint*> busy_;
   std::vector<ShmEndpoint*> unsummarized_;
   std::vector<ShmEndpoint*> visiting_;  // scratch of progress()
+  static constexpr size_t kHot = 4;
+  std::array<ShmEndpoint*, kHot> hot_{};
+  size_t nextVictim_ = 0;
+  // Makes `endpoint` one of the directly polled ones, demoting the oldest.
+  void promote(ShmEndpoint* endpoint, std::chrono::steady_clock::time_point now);
 };
 
 // Sender side: sets `slot` in a peer's bitmap of `capacity` bits, after the

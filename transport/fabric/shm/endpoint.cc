@@ -105,6 +105,15 @@ ShmEndpoint::~ShmEndpoint() {
   domain_->activity().remove(this, activitySlot_);
 }
 
+void ShmEndpoint::setPolledDirectly(bool on, std::chrono::steady_clock::time_point now) {
+  header_->polledDirectly.store(on ? 1 : 0, std::memory_order_relaxed);
+  if (on) return;  // a peer that misses it sets the bit: a visit too many
+  // Dekker with pushNotification: either the peer sees 0 and sets the bit,
+  // or this drain sees its notification.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  progress(now);
+}
+
 void ShmEndpoint::forgetQueue(ShmCompletionQueue* queue) {
   if (sendQueue_ == queue) sendQueue_ = nullptr;
   if (recvQueue_ == queue) recvQueue_ = nullptr;

@@ -52,6 +52,9 @@ class ShmEndpoint final : public Endpoint {
   void completionPolled(const Completion& completion);
   void forgetQueue(ShmCompletionQueue* queue);
   bool hasPendingSends() const { return !pending_.empty(); }
+  // Tells the peer whether we poll our notification ring on every progress
+  // (activity.h); turning it off drains the ring once more.
+  void setPolledDirectly(bool on, std::chrono::steady_clock::time_point now);
 
  private:
   // A send request as executed: the caller's (fast path) or a stored copy.

@@ -142,6 +142,11 @@ struct EndpointHeader {
   uint64_t bounceOffset;    // the owner's bounce buffer, filled/drained by the peer
   std::atomic<uint32_t> phase{0};  // EndpointPhase
   uint32_t activitySlot;  // the owner's bit in its domain's activity summary (kNoActivitySlot: none)
+  // Non-zero while the owner polls this endpoint's notification ring on
+  // every progress (a recently active endpoint, activity.h): the peer then
+  // skips setting the activity bit, so a single-peer exchange pays no more
+  // than it did before the summary. Read by the peer after a seq_cst fence.
+  alignas(kCacheLine) std::atomic<uint32_t> polledDirectly{0};
   // Bounce requests of the owner that the peer carried out (peer writes).
   alignas(kCacheLine) std::atomic<uint64_t> bounceAcked{0};
   // recv ring: owner produces (head), peer consumes (tail).
