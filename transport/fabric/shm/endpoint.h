@@ -6,7 +6,9 @@
 //     process_vm_writev/readv with iovec lists on both sides);
 //   * SEND and WRITE_WITH_IMM: take the next receive from the target's
 //     receive ring, copy the payload into its buffers (SEND), then push a
-//     notification into the target's notification ring and ring its doorbell.
+//     notification into the target's notification ring, set the target
+//     endpoint's bit in its activity summary (activity.h) unless it polls
+//     the ring directly, and ring its doorbell.
 // A SEND or WRITE_WITH_IMM finding no posted receive waits in the send queue
 // (like an RNR retry) and is retried by progress; so does everything posted
 // after it, keeping requests in order. kFence holds trivially: a READ has
