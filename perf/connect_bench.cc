@@ -14,6 +14,7 @@
 #include "ibdt/messaging.h"
 #include "perf/benchmarks.h"
 #include "perf/forked_ranks.h"
+#include "perf/idle_peers.h"
 
 namespace ibdt::perf {
 namespace {
@@ -110,7 +111,19 @@ void addConnectBenchmark(CLI::App& app, const CommonOptions& common) {
   auto* command = app.add_subcommand("connect", "eager vs lazy connection: create(), first message, close()");
   static std::string provider = "auto";
   command->add_option("--provider", provider, "fabric provider (auto, shm, verbs)");
-  command->callback([&common] { run(common, provider); });
+  static IdlePeersOptions idle;
+  command->add_option("--idle-peers", idle.ranks,
+                      "instead: 8 B ping-pong of 2 ranks in eagerly connected jobs of these sizes (the others idle), "
+                      "and the memory an all-to-all of 32 KiB blocks touches per rank")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 1024));
+  command->add_option("--alltoall-rounds", idle.rounds, "with --idle-peers: all-to-all rounds before memory is read")
+      ->check(CLI::Range(1, 1000));
+  command->callback([&common] {
+    if (idle.ranks.empty()) return run(common, provider);
+    idle.provider = provider;
+    runIdlePeers(common, idle);
+  });
 }
 
 }  // namespace ibdt::perf

@@ -41,6 +41,9 @@ void ShmCompletionQueue::detach(ShmEndpoint* endpoint) {
 
 void ShmCompletionQueue::progress() {
   auto now = coarseNow();
+  state_->activity().progress(now);
+  if (now - lastSweep_ < state_->livenessInterval() / 2) return;
+  lastSweep_ = now;
   for (ShmEndpoint* endpoint : endpoints_) endpoint->progress(now);
 }
 

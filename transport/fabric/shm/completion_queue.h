@@ -4,6 +4,7 @@
 // wait() sleeps on a futex doorbell that peers ring.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -32,7 +33,9 @@ class ShmCompletionQueue final : public CompletionQueue {
   bool full() const { return ready_.size() >= depth_; }
 
  private:
-  // Runs progress on every attached endpoint.
+  // Runs progress on the endpoints the domain's activity summary names
+  // (transport/fabric/shm/activity.h), and on all attached ones once per
+  // half liveness interval (dead peers).
   void progress();
 
   std::shared_ptr<DomainState> state_;
@@ -40,6 +43,7 @@ class ShmCompletionQueue final : public CompletionQueue {
   uint32_t depth_;
   std::deque<Completion> ready_;
   std::vector<ShmEndpoint*> endpoints_;
+  std::chrono::steady_clock::time_point lastSweep_{};
 };
 
 }  // namespace ibdt::fabric::shm

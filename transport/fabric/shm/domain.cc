@@ -123,7 +123,8 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
 
   size_t regionsOffset = roundUp(sizeof(DomainHeader), kCacheLine);
   size_t doorbellsOffset = roundUp(regionsOffset + sizeof(RegionEntry) * kMaxRegions, kCacheLine);
-  size_t total = doorbellsOffset + sizeof(Doorbell) * kMaxCompletionQueues;
+  size_t activityOffset = roundUp(doorbellsOffset + sizeof(Doorbell) * kMaxCompletionQueues, kCacheLine);
+  size_t total = activityOffset + sizeof(uint64_t) * (kMaxActivitySlots / 64);
   IBDT_ASSIGN_OR_RETURN(state->segment_, SharedRegion::create(strCat(state->jobTag_, "-domain"), total));
   auto* header = reinterpret_cast<DomainHeader*>(state->segment_.data());
   header->magic = kDomainMagic;
@@ -133,9 +134,13 @@ Result<std::shared_ptr<DomainState>> DomainState::create(const DomainOptions& op
   header->doorbellCapacity = kMaxCompletionQueues;
   header->regionsOffset = regionsOffset;
   header->doorbellsOffset = doorbellsOffset;
+  header->activityCapacity = kMaxActivitySlots;
+  header->activityOffset = activityOffset;
   // The segment is zero-filled: every region slot starts free (even sequence).
   state->table_ = RegistrationTable(reinterpret_cast<RegionEntry*>(state->segment_.data() + regionsOffset), kMaxRegions);
   state->doorbells_ = reinterpret_cast<Doorbell*>(state->segment_.data() + doorbellsOffset);
+  state->activity_.bind(reinterpret_cast<std::atomic<uint64_t>*>(state->segment_.data() + activityOffset),
+                        kMaxActivitySlots);
   state->caps_.registration = calibrateRegistration(state->table_, state->segment_.data(), state->caps_.pageSize);
   state->caps_.transfer = calibrateTransfer(state->caps_.pageSize, state->crossMemoryAttach_);
   for (uint32_t i = kMaxCompletionQueues; i > 0; --i) state->freeDoorbells_.push_back(i - 1);

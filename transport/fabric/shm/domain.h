@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ibdt/fabric.h"
+#include "transport/fabric/shm/activity.h"
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
 #include "transport/fabric/shm/registration_table.h"
@@ -45,6 +46,7 @@ class DomainState {
   Result<uint32_t> allocateDoorbell();
   void releaseDoorbell(uint32_t index);
   Doorbell& doorbell(uint32_t index) { return doorbells_[index]; }
+  ActivityBoard& activity() { return activity_; }
 
   // The peer process that owns domain segment (fd, inode), attached once.
   Result<std::shared_ptr<PeerDomain>> peer(pid_t pid, int domainFd, uint64_t domainInode);
@@ -61,6 +63,7 @@ class DomainState {
   SharedRegion segment_;
   RegistrationTable table_;
   Doorbell* doorbells_ = nullptr;
+  ActivityBoard activity_;
   std::vector<uint32_t> freeDoorbells_;
   std::map<std::pair<pid_t, uint64_t>, std::weak_ptr<PeerDomain>> peers_;
   uint32_t nextEndpointId_ = 1;

@@ -81,6 +81,8 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->notifyCapacity = notifyCapacity;
   header->bounceSize = static_cast<uint32_t>(kBounceSize);
   header->bounceOffset = bounceOffset;
+  endpoint->activitySlot_ = endpoint->domain_->activity().add(endpoint.get());
+  header->activitySlot = endpoint->activitySlot_;
   endpoint->header_ = header;
   endpoint->recvPosted_.reset(0, options.recvQueueDepth);
   endpoint->notifyTaken_.reset(0, notifyCapacity);
@@ -100,6 +102,16 @@ ShmEndpoint::~ShmEndpoint() {
   }
   if (sendQueue_ != nullptr) sendQueue_->detach(this);
   if (recvQueue_ != nullptr) recvQueue_->detach(this);
+  domain_->activity().remove(this, activitySlot_);
+}
+
+void ShmEndpoint::setPolledDirectly(bool on, std::chrono::steady_clock::time_point now) {
+  header_->polledDirectly.store(on ? 1 : 0, std::memory_order_relaxed);
+  if (on) return;  // a peer that misses it sets the bit: a visit too many
+  // Dekker with pushNotification: either the peer sees 0 and sets the bit,
+  // or this drain sees its notification.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  progress(now);
 }
 
 void ShmEndpoint::forgetQueue(ShmCompletionQueue* queue) {
@@ -164,6 +176,7 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peerRecvSlotSize_ = header->recvSlotSize;
   peerNotifyCapacity_ = header->notifyCapacity;
   peerBounceSize_ = header->bounceSize;
+  peerActivitySlot_ = header->activitySlot;  // bounds-checked by the peer domain on use
   peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
   peerNotifications_ = reinterpret_cast<NotificationSlot*>(peerSegment_.data() + header->notifyRingOffset);
   peerBounce_ = peerSegment_.data() + header->bounceOffset;
@@ -172,6 +185,9 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   state_ = EndpointState::kConnected;
   header_->phase.store(static_cast<uint32_t>(EndpointPhase::kConnected), std::memory_order_release);
   lastPeerCheck_ = std::chrono::steady_clock::now();
+  // The peer may have pushed notifications before we could drain them (its
+  // bit was consumed while we were not connected): visit us once more.
+  domain_->activity().markActive(activitySlot_);
   return Status::ok();
 }
 
@@ -231,6 +247,7 @@ Status ShmEndpoint::postSend(const SendRequest& first, const SendRequest** badRe
       continue;
     }
     // Keep a copy; inline payloads are copied now since the caller may reuse them.
+    if (pending_.empty()) domain_->activity().markBusy(this);  // progress retries it
     Pending& stored = pending_.emplace_back();
     stored.request = *request;
     stored.request.next = nullptr;

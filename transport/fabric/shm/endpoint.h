@@ -6,7 +6,9 @@
 //     process_vm_writev/readv with iovec lists on both sides);
 //   * SEND and WRITE_WITH_IMM: take the next receive from the target's
 //     receive ring, copy the payload into its buffers (SEND), then push a
-//     notification into the target's notification ring and ring its doorbell.
+//     notification into the target's notification ring, set the target
+//     endpoint's bit in its activity summary (activity.h) unless it polls
+//     the ring directly, and ring its doorbell.
 // A SEND or WRITE_WITH_IMM finding no posted receive waits in the send queue
 // (like an RNR retry) and is retried by progress; so does everything posted
 // after it, keeping requests in order. kFence holds trivially: a READ has
@@ -51,6 +53,10 @@ class ShmEndpoint final : public Endpoint {
   void progress(std::chrono::steady_clock::time_point now);
   void completionPolled(const Completion& completion);
   void forgetQueue(ShmCompletionQueue* queue);
+  bool hasPendingSends() const { return !pending_.empty(); }
+  // Tells the peer whether we poll our notification ring on every progress
+  // (activity.h); turning it off drains the ring once more.
+  void setPolledDirectly(bool on, std::chrono::steady_clock::time_point now);
 
  private:
   // A send request as executed: the caller's (fast path) or a stored copy.
@@ -142,6 +148,8 @@ class ShmEndpoint final : public Endpoint {
   uint32_t maxRecvSge_ = 0;
   uint32_t maxInline_ = 0;
   uint32_t recvSlotSize_ = 0;  // our geometry, kept here: the peer can write our segment
+  uint32_t activitySlot_ = kNoActivitySlot;      // our bit in our domain's activity summary
+  uint32_t peerActivitySlot_ = kNoActivitySlot;  // the peer endpoint's bit in its domain's
 
   SharedRegion segment_;
   EndpointHeader* header_ = nullptr;

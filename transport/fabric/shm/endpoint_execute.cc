@@ -249,6 +249,11 @@ void ShmEndpoint::pushNotification(const Notification& note) {
   peerNotifyPut_.advance();
   slot.sequence.store(peerNotifyPut_.index, std::memory_order_release);
   peerHeader_->notifyRing.head.store(peerNotifyPut_.index, std::memory_order_relaxed);
+  // After the entry (its reader clears the bit, then drains), unless the
+  // peer polls this ring directly; the fence orders the entry before that
+  // read (Dekker with ShmEndpoint::setPolledDirectly).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (peerHeader_->polledDirectly.load(std::memory_order_relaxed) == 0) peer_->markActive(peerActivitySlot_);
   peer_->ring(peerRecvDoorbell_);
 }
 

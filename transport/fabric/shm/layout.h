@@ -3,8 +3,11 @@
 //
 // Two kinds of segment exist per process:
 //   * the domain segment: a header, the registration table (checked by
-//     peers on every one-sided access) and the completion-queue doorbells
-//     (futex words peers bump to wake a sleeping waiter);
+//     peers on every one-sided access), the completion-queue doorbells
+//     (futex words peers bump to wake a sleeping waiter) and the activity
+//     summary (a bitmap, one bit per endpoint, that a peer sets after
+//     pushing a notification so that progress visits only those endpoints;
+//     docs/many-ranks.md);
 //   * one endpoint segment per endpoint: its receive queue (produced by the
 //     owner, consumed by the peer that executes a SEND) and its inbound
 //     notification ring (produced by the peer, consumed by the owner).
@@ -19,7 +22,7 @@
 namespace ibdt::fabric::shm {
 
 constexpr size_t kCacheLine = 64;
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;
 constexpr uint32_t kDomainMagic = 0x49424453;    // "IBDS"
 constexpr uint32_t kEndpointMagic = 0x49424445;  // "IBDE"
 
@@ -27,6 +30,10 @@ constexpr uint32_t kEndpointMagic = 0x49424445;  // "IBDE"
 // bits of lkey and the low 32 bits of rkey.
 constexpr uint32_t kMaxRegions = 1u << 16;
 constexpr uint32_t kMaxCompletionQueues = 1024;
+// Endpoints of a domain with a bit in its activity summary (more are polled
+// on every progress, as all were before the summary).
+constexpr uint32_t kMaxActivitySlots = 8192;
+constexpr uint32_t kNoActivitySlot = ~uint32_t{0};
 constexpr uint32_t kMaxSge = 64;
 // Bounce buffer per endpoint, used only when cross-memory attach is not
 // permitted (chunks of a larger transfer go through it one at a time).
@@ -61,9 +68,10 @@ struct DomainHeader {
   uint32_t pid;
   uint32_t regionCapacity;
   uint32_t doorbellCapacity;
-  uint32_t reserved;
+  uint32_t activityCapacity;  // bits of the activity summary
   uint64_t regionsOffset;
   uint64_t doorbellsOffset;
+  uint64_t activityOffset;  // kMaxActivitySlots / 64 words, cache-line aligned
 };
 
 // Producer and consumer indices of a single-producer single-consumer ring,
@@ -133,7 +141,12 @@ struct EndpointHeader {
   uint32_t bounceSize;
   uint64_t bounceOffset;    // the owner's bounce buffer, filled/drained by the peer
   std::atomic<uint32_t> phase{0};  // EndpointPhase
-  uint32_t reserved;
+  uint32_t activitySlot;  // the owner's bit in its domain's activity summary (kNoActivitySlot: none)
+  // Non-zero while the owner polls this endpoint's notification ring on
+  // every progress (a recently active endpoint, activity.h): the peer then
+  // skips setting the activity bit, so a single-peer exchange pays no more
+  // than it did before the summary. Read by the peer after a seq_cst fence.
+  alignas(kCacheLine) std::atomic<uint32_t> polledDirectly{0};
   // Bounce requests of the owner that the peer carried out (peer writes).
   alignas(kCacheLine) std::atomic<uint64_t> bounceAcked{0};
   // recv ring: owner produces (head), peer consumes (tail).

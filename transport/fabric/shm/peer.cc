@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/fabric/shm/activity.h"
 
 namespace ibdt::fabric::shm {
 PeerDomain::~PeerDomain() {
@@ -34,12 +35,17 @@ Result<std::unique_ptr<PeerDomain>> PeerDomain::attach(pid_t pid, int domainFd, 
   const DomainHeader& header = *peer->header_;
   if (header.magic != kDomainMagic || header.version != kLayoutVersion ||
       header.regionsOffset + uint64_t{header.regionCapacity} * sizeof(RegionEntry) > peer->domain_.length() ||
-      header.doorbellsOffset + uint64_t{header.doorbellCapacity} * sizeof(Doorbell) > peer->domain_.length()) {
+      header.doorbellsOffset + uint64_t{header.doorbellCapacity} * sizeof(Doorbell) > peer->domain_.length() ||
+      header.activityOffset % kCacheLine != 0 ||
+      header.activityOffset + (uint64_t{header.activityCapacity} + 63) / 64 * sizeof(uint64_t) >
+          peer->domain_.length()) {
     return makeError(Code::kProtocol, "shm: domain segment of process ", pid,
                      " has a foreign layout (magic/version/size mismatch: mixed ibdt builds?)");
   }
   peer->regions_ = reinterpret_cast<const RegionEntry*>(peer->domain_.data() + header.regionsOffset);
   peer->doorbells_ = reinterpret_cast<Doorbell*>(peer->domain_.data() + header.doorbellsOffset);
+  peer->activity_ = reinterpret_cast<std::atomic<uint64_t>*>(peer->domain_.data() + header.activityOffset);
+  peer->activityCapacity_ = header.activityCapacity;
   return peer;
 }
 
@@ -54,6 +60,8 @@ bool PeerDomain::alive() const {
 void PeerDomain::ring(uint32_t index) {
   if (index < header_->doorbellCapacity) ringDoorbell(doorbells_[index]);
 }
+
+void PeerDomain::markActive(uint32_t slot) { setActivityBit(activity_, activityCapacity_, slot); }
 
 CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64_t length, uint32_t access,
                                          RemotePiece& piece) {

@@ -39,6 +39,9 @@ class PeerDomain {
 
   // Wakes the peer's completion queue with doorbell `index`.
   void ring(uint32_t index);
+  // Sets the peer endpoint's bit in its activity summary (after pushing a
+  // notification to it; transport/fabric/shm/activity.h).
+  void markActive(uint32_t slot);
 
   // False once the process has exited (checked through its pidfd).
   bool alive() const;
@@ -61,6 +64,8 @@ class PeerDomain {
   const DomainHeader* header_ = nullptr;
   const RegionEntry* regions_ = nullptr;
   Doorbell* doorbells_ = nullptr;
+  std::atomic<uint64_t>* activity_ = nullptr;
+  uint32_t activityCapacity_ = 0;  // validated at attach: the peer can rewrite its header
   struct Mapped {
     SharedRegion segment;
     uint32_t regionIndex;
