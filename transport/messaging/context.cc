@@ -176,6 +176,7 @@ const Counters& Context::counters() const {
 double Context::packBelowBlock() const { return impl_->packBelow_; }
 double Context::unpackBelowBlock() const { return impl_->unpackBelow_; }
 const std::string& Context::tuningNote() const { return impl_->tuning_.note; }
+const Tuning* Context::tuning() const { return impl_->tuning(); }
 
 Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
                                uint32_t communicator) {
