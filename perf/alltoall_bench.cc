@@ -1,8 +1,8 @@
 // ibdt-bench alltoall — MPI_Alltoall semantics among N ranks of this host
 // (the bench forks them; N = 2, 4, 8): per pair 8 B .. 64 KiB, contiguous
 // bytes and a strided vector send type received contiguous
-// (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, which
-// is pairwise for now; pairwise, bruck-basic, bruck-modified,
+// (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, the
+// cost model's choice, docs/alltoall-selection.md; pairwise, bruck-basic, bruck-modified,
 // bruck-zero-copy, bruck-radix-<r>) in each --mode: persistent (one plan per
 // case, start + wait per call) and blocking (alltoall(): init + start + wait
 // per call); one row per algorithm and mode. Beside it, in the same run: Open MPI's
@@ -11,7 +11,9 @@
 // result is checked byte by byte once before timing; each repetition is a
 // barrier (ibdt's own, as the baseline uses MPI_Barrier) and then several
 // alltoalls, timed on every rank, and counts as the slowest rank's time;
-// median, min and max over the repetitions.
+// Träff's statistics over the repetitions (docs/alltoall-bruck.md,
+// "Benchmark statistics"): Tukey's filter, median and its 95 % CI, plan
+// creation time, context switches; --compare-auto notes auto / best forced.
 #include <sys/resource.h>
 #include <unistd.h>
 
