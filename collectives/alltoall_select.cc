@@ -47,9 +47,12 @@ AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p,
   switch (algorithm) {
     case AlltoallAlgorithm::kBruckBasic:
     case AlltoallAlgorithm::kBruckModified:
-    case AlltoallAlgorithm::kBruckZeroCopy: return bruckVolume(2, p, blockBytes);
-    case AlltoallAlgorithm::kBruckRadix: return bruckVolume(radix, p, blockBytes);
-    default: return {static_cast<double>(p - 1), static_cast<double>(p - 1) * static_cast<double>(blockBytes)};
+    case AlltoallAlgorithm::kBruckZeroCopy:
+      return bruckVolume(2, p, blockBytes);
+    case AlltoallAlgorithm::kBruckRadix:
+      return bruckVolume(radix, p, blockBytes);
+    default:
+      return {static_cast<double>(p - 1), static_cast<double>(p - 1) * static_cast<double>(blockBytes)};
   }
 }
 

@@ -26,8 +26,7 @@ int callsPerRep(int64_t bytes) { return bytes <= 256 ? 10 : 3; }
 Result<double> timeOne(messaging::Bootstrap& bootstrap, collectives::Communicator& comm, AlltoallAlgorithm algorithm,
                        int64_t bytes, int reps) {
   const int p = comm.size();
-  std::vector<uint8_t> send(static_cast<size_t>(bytes * p), static_cast<uint8_t>(comm.rank())),
-      recv(send.size(), 0);
+  std::vector<uint8_t> send(static_cast<size_t>(bytes * p), static_cast<uint8_t>(comm.rank())), recv(send.size(), 0);
   collectives::AlltoallOptions options;
   options.algorithm = algorithm;
   options.radix = kTimedRadix;
@@ -65,13 +64,14 @@ Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOption
       auto seconds = timeOne(bootstrap, *comm, algorithm, bytes, options.reps);
       if (!seconds.isOk()) {
         status = seconds.status();
-        status.withContext(strCat(collectives::alltoallAlgorithmName(algorithm), ", ",
-                                                     bytes, " B, ", bootstrap.size, " ranks"));
+        status.withContext(
+            strCat(collectives::alltoallAlgorithmName(algorithm), ", ", bytes, " B, ", bootstrap.size, " ranks"));
         break;
       }
       const collectives::AlltoallVolume volume =
           collectives::alltoallVolume(algorithm, kTimedRadix, bootstrap.size, bytes);
-      if (bootstrap.rank == 0) measured.algorithms[a].samples.push_back({volume.bytes, volume.messages, *seconds * 1e9});
+      if (bootstrap.rank == 0)
+        measured.algorithms[a].samples.push_back({volume.bytes, volume.messages, *seconds * 1e9});
     }
   }
   Status closed = context->close(Deadline::after(std::chrono::seconds(30)));

@@ -2,6 +2,8 @@
 // the α-β volumes per algorithm, a deterministic choice, the tuning file's
 // collective fits (format_version 2) parsed strictly and followed by every
 // rank of a Context that loads the file, with every received byte checked.
+#include "collectives/alltoall_select.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "collectives/alltoall_data.h"
-#include "collectives/alltoall_select.h"
 #include "ibdt/collectives.h"
 #include "messaging/thread_ranks.h"
 
@@ -112,11 +113,11 @@ TEST(AlltoallSelectionFile, RoundTripsAndRefusesBadCollectiveFits) {
     if (at != std::string::npos) changed.replace(at, from.size(), to);
     return changed;
   };
-  for (const std::string& bad : {replaced("alltoall/pairwise", "alltoall/Pair wise"),
-                                 replaced("\"per_message_ns\": 10.0", "\"per_message_ns\": -10.0"),
-                                 replaced("\"ranks_measured\": [", "\"ranks_measured\": [9, "),
-                                 replaced("\"fits\": {", "\"fits\": 3, \"x\": {"),
-                                 replaced("\"collectives\"", "\"collective\"")}) {
+  for (const std::string& bad :
+       {replaced("alltoall/pairwise", "alltoall/Pair wise"),
+        replaced("\"per_message_ns\": 10.0", "\"per_message_ns\": -10.0"),
+        replaced("\"ranks_measured\": [", "\"ranks_measured\": [9, "), replaced("\"fits\": {", "\"fits\": 3, \"x\": {"),
+        replaced("\"collectives\"", "\"collective\"")}) {
     auto refused = messaging::parseTuning(bad);
     EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << bad;
   }
@@ -147,8 +148,8 @@ TEST(AlltoallSelectionThreads, EveryRankFollowsTheFile) {
         ASSERT_TRUE(comm.isOk()) << comm.status().toString();
         Side send = testing::vectorSide(3), recv = testing::denseSide(send.type, 3);
         AlltoallBuffers buffers(send, recv, (*comm)->size(), (*comm)->rank());
-        auto plan = alltoallInit(**comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count,
-                                 recv.type);
+        auto plan =
+            alltoallInit(**comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count, recv.type);
         ASSERT_TRUE(plan.isOk()) << plan.status().toString();
         // A radix plan names its radix ("bruck-radix-3").
         EXPECT_EQ(plan->algorithm().substr(0, alltoallAlgorithmName(cheap).size()), alltoallAlgorithmName(cheap))
