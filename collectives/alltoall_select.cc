@@ -110,7 +110,9 @@ AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes) {
   AlltoallChoice best;
   best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
-  if (p <= 1 || blockBytes == 0) return best;
+  // p = 2: every form is the same single exchange of one block, and
+  // pairwise is the one without copies; a fit that says otherwise is noise.
+  if (p <= 2 || blockBytes == 0) return best;
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
     const double ns = model.predictNs(algorithm, radix, p, blockBytes);
     if (ns < best.predictedNs) best = {algorithm, radix, ns};
