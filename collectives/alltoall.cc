@@ -3,11 +3,13 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/log.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_bruck.h"
 #include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
 #include "base/checked_math.h"
+#include "collectives/alltoall_select.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -121,10 +123,40 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   return options;
 }
 
+namespace {
+
+// kAuto: the cheapest algorithm by the cost model of the Context's tuning
+// file (alltoall_select.h). Ranks of one node load the same file; across
+// nodes the files may differ, so there the ranks agree on the smallest
+// choice in one allreduce. A rank whose arguments failed still takes part
+// (its vote is pairwise), so no rank waits for it.
+Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArgs>& checked, AlltoallOptions options) {
+  const AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
+  AlltoallChoice choice;
+  if (checked.isOk()) choice = selectAlltoall(model, comm.size(), checked->bytes);
+  if (comm.nodeCount() > 1) {
+    int64_t code = choice.code();
+    IBDT_RETURN_IF_ERROR(allreduce(comm, &code, &code, 1, ReduceOp::kMin));
+    choice = AlltoallChoice::fromCode(code);
+  }
+  IBDT_LOG(kDebug, "alltoall auto: p = ", comm.size(), ", ", checked.isOk() ? checked->bytes : 0,
+           " B per block: ", alltoallAlgorithmName(choice.algorithm), " (radix ", choice.radix, ", model ",
+           model.fromFile() ? "from the tuning file" : "built in", ", predicted ", choice.predictedNs / 1e3, " us)");
+  options.algorithm = choice.algorithm;
+  options.radix = choice.radix;
+  return options;
+}
+
+}  // namespace
+
 Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
                           const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
-                          const datatype::Datatype& recvtype, const AlltoallOptions& options) {
+                          const datatype::Datatype& recvtype, const AlltoallOptions& requested) {
   Result<AlltoallArgs> checked = checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  AlltoallOptions options = requested;
+  if (options.algorithm == AlltoallAlgorithm::kAuto) {
+    IBDT_ASSIGN_OR_RETURN(options, resolveAuto(comm, checked, requested));
+  }
   if (options.algorithm == AlltoallAlgorithm::kHierarchical) {
     // Its init is collective: a rank with bad arguments still takes part,
     // so every rank fails instead of waiting for it.
@@ -141,7 +173,7 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
   Result<std::unique_ptr<PlanImpl>> impl = makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ",
                                                      static_cast<int>(options.algorithm));
   switch (options.algorithm) {
-    case AlltoallAlgorithm::kAuto:  // pairwise until the selection table exists
+    case AlltoallAlgorithm::kAuto:  // resolved above
     case AlltoallAlgorithm::kPairwise: impl = makePairwiseAlltoall(comm, args, options.throttle); break;
     case AlltoallAlgorithm::kBruckBasic: impl = makeBasicBruckAlltoall(comm, args); break;
     case AlltoallAlgorithm::kBruckModified: impl = makeModifiedBruckAlltoall(comm, args, 2); break;

@@ -1,8 +1,8 @@
 // ibdt-bench alltoall — MPI_Alltoall semantics among N ranks of this host
 // (the bench forks them; N = 2, 4, 8): per pair 8 B .. 64 KiB, contiguous
 // bytes and a strided vector send type received contiguous
-// (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, which
-// is pairwise for now; pairwise, bruck-basic, bruck-modified,
+// (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, the
+// cost model's choice, docs/alltoall-selection.md; pairwise, bruck-basic, bruck-modified,
 // bruck-zero-copy, bruck-radix-<r>) in each --mode: persistent (one plan per
 // case, start + wait per call) and blocking (alltoall(): init + start + wait
 // per call); one row per algorithm and mode. Beside it, in the same run: Open MPI's
@@ -11,14 +11,19 @@
 // result is checked byte by byte once before timing; each repetition is a
 // barrier (ibdt's own, as the baseline uses MPI_Barrier) and then several
 // alltoalls, timed on every rank, and counts as the slowest rank's time;
-// median, min and max over the repetitions.
+// Träff's statistics over the repetitions (docs/alltoall-bruck.md,
+// "Benchmark statistics"): Tukey's filter, median and its 95 % CI, plan
+// creation time, context switches; --compare-auto notes auto / best forced.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/node_map.h"
@@ -45,7 +50,13 @@ struct BenchOptions {
   std::vector<std::string> algorithms;  // empty: auto
   std::vector<std::string> modes;       // empty: persistent
   int nodes = 1;  // > 1: a simulated node map (blocks), and a hierarchical row
+  bool compareAuto = false;  // auto and every forced algorithm, and auto / best forced
 };
+
+// --compare-auto: the forced rows auto is compared with (persistent).
+const std::vector<std::string> kForcedAlgorithms = {"pairwise",        "bruck-basic",   "bruck-modified",
+                                                    "bruck-zero-copy", "bruck-radix-3", "bruck-radix-4",
+                                                    "bruck-radix-8"};
 
 // An --algorithm value: a name of parseAlltoallAlgorithm, or bruck-radix-<r>.
 Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOptions options) {
@@ -99,15 +110,38 @@ std::vector<collectives::NodeInfo> simulatedNodes(int size, int nodes) {
   return map;
 }
 
-void addRow(Report& report, int ranks, int64_t bytes, const std::string& row, const Summary& seconds,
-            int64_t bytesMoved) {
+// What a row measured beyond its times.
+struct RowExtras {
+  std::string algorithm = "-";  // what the plan ran (auto's choice)
+  double switchesPerCall = -1;  // voluntary context switches per alltoall (most of any rank); <0: not measured
+  double preemptionsPerCall = -1;  // involuntary ones (preempted while runnable, e.g. after a yield)
+  double planSeconds = -1;      // plan creation (init + destroy), median of the slowest rank; <0: none
+};
+
+void addRow(Report& report, int ranks, int64_t bytes, const std::string& row, const RobustSummary& seconds,
+            int64_t bytesMoved, const RowExtras& extras = {}) {
+  auto orNull = [](double value, double scale) { return value < 0 ? nlohmann::json() : nlohmann::json(value * scale); };
   report.add({{"ranks", ranks},
               {"bytes/pair", bytes},
               {"row", row},
+              {"algorithm", extras.algorithm},
               {"us", seconds.median * 1e6},
+              {"us CI low", seconds.ciLow * 1e6},
+              {"us CI high", seconds.ciHigh * 1e6},
               {"us min", seconds.min * 1e6},
               {"us max", seconds.max * 1e6},
+              {"dropped", seconds.dropped},
+              {"ctx sw/call", orNull(extras.switchesPerCall, 1)},
+              {"invol sw/call", orNull(extras.preemptionsPerCall, 1)},
+              {"plan us", orNull(extras.planSeconds, 1e6)},
               {"MB/s per rank", static_cast<double>(bytesMoved) / seconds.median / 1e6}});
+}
+
+// Voluntary and involuntary context switches of this process so far.
+std::pair<long, long> contextSwitches() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return {usage.ru_nvcsw, usage.ru_nivcsw};
 }
 
 // The send and receive sides of one row, as ibdt types.
@@ -124,6 +158,26 @@ Result<Layout> layoutOf(bool vector, int64_t bytes) {
   IBDT_ASSIGN_OR_RETURN(Datatype send, Datatype::resized(pieces, 0, alltoallSendExtent(true, bytes)));
   IBDT_RETURN_IF_ERROR(send.commit());
   return Layout{send, Datatype::of<int32_t>(), 1, bytes / 4};
+}
+
+// Plan creation alone (Träff's Figures 6-7: init with no communication
+// started): `reps` alltoallInit + destroy, the slowest rank's median. Auto's
+// plans include the selection (and, across nodes, its agreement).
+Result<double> timePlanCreation(messaging::Bootstrap& bootstrap, Communicator& comm, const AlltoallOptions& alltoall,
+                                const Layout& layout, std::vector<uint8_t>& send, std::vector<uint8_t>& recv,
+                                int reps) {
+  std::vector<double> mine;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
+                            collectives::alltoallInit(comm, send.data(), layout.sendCount, layout.sendType,
+                                                      recv.data(), layout.recvCount, layout.recvType, alltoall));
+    }
+    mine.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  IBDT_ASSIGN_OR_RETURN(std::vector<double> slowest, slowestAcrossRanks(bootstrap, mine));
+  return summarize(std::move(slowest)).median;
 }
 
 // One row of ibdt: `setup.bytes` per pair, checked once, then timed.
@@ -149,23 +203,36 @@ Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const
     std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
     IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agreeAcrossRanks(bootstrap, wrong));
     if (!anyWrong.empty()) return makeError(Code::kInternal, row, ": ", anyWrong);
-    const int calls = alltoallCallsPerRep(bytes);
+    IBDT_ASSIGN_OR_RETURN(double planSeconds,
+                          timePlanCreation(bootstrap, comm, alltoall, layout, send, recv, setup.quick ? 3 : 20));
+    const int calls = alltoallCallsPerRep(bytes), reps = alltoallRepsFor(bytes, setup.reps);
     std::vector<double> mine;
     Status failed;
-    for (int rep = 0; rep < setup.warmup + setup.reps; ++rep) {
+    double switches = 0, preemptions = 0;
+    for (int rep = 0; rep < setup.warmup + reps; ++rep) {
       // Start together through ibdt's own barrier, as the baseline does
       // through MPI_Barrier. Not the bootstrap's sockets: they release the
       // ranks microseconds apart, and a rank woken from a socket read is
       // often placed on its waker's core, where the two then share one.
       IBDT_RETURN_IF_ERROR(collectives::barrier(comm, Deadline::after(std::chrono::seconds(60))));
+      const auto before = contextSwitches();
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
       IBDT_RETURN_IF_ERROR(failed);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (rep >= setup.warmup) mine.push_back(seconds / calls);
+      if (rep >= setup.warmup) {
+        const auto after = contextSwitches();
+        switches += static_cast<double>(after.first - before.first);
+        preemptions += static_cast<double>(after.second - before.second);
+      }
     }
     IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowestAcrossRanks(bootstrap, mine));
-    if (rank == 0) addRow(report, size, bytes, row, summarize(times), (size - 1) * bytes);
+    const double timedCalls = double(reps) * calls;
+    IBDT_ASSIGN_OR_RETURN(std::vector<double> mostSwitches,
+                          slowestAcrossRanks(bootstrap, {switches / timedCalls, preemptions / timedCalls}));
+    RowExtras extras{std::string(plan.algorithm()), mostSwitches[0], mostSwitches[1], planSeconds};
+    if (rank == 0) addRow(report, size, bytes, row, robustSummarize(times), (size - 1) * bytes, extras);
   }
   return Status::ok();
 }
@@ -180,6 +247,10 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
   IBDT_ASSIGN_OR_RETURN(AlltoallOptions defaults, collectives::alltoallOptionsFromEnvironment());
   if (options.throttle >= 0) defaults.throttle = options.throttle;
   std::vector<std::string> algorithms = options.algorithms;
+  if (options.compareAuto) {
+    algorithms = {"auto"};
+    algorithms.insert(algorithms.end(), kForcedAlgorithms.begin(), kForcedAlgorithms.end());
+  }
   if (algorithms.empty()) algorithms = options.nodes > 1 ? std::vector<std::string>{"auto", "hierarchical"}
                                                          : std::vector<std::string>{"auto"};
   const std::vector<std::string> modes = options.modes.empty() ? std::vector<std::string>{"persistent"} : options.modes;
@@ -202,13 +273,13 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
 void runMemcpy(int ranks, const Setup& setup, Report& report) {
   for (int64_t bytes : setup.bytes) {
     std::vector<uint8_t> send(static_cast<size_t>(bytes * ranks), 1), recv(send.size(), 0);
-    auto seconds = measure(setup.warmup, setup.reps, alltoallCallsPerRep(bytes), [&] {
+    auto seconds = measure(setup.warmup, alltoallRepsFor(bytes, setup.reps), alltoallCallsPerRep(bytes), [&] {
       for (int peer = 0; peer < ranks; ++peer) {
         std::memcpy(recv.data() + peer * bytes, send.data() + ((peer + 1) % ranks) * bytes, static_cast<size_t>(bytes));
       }
       asm volatile("" : : "r"(recv.data()) : "memory");  // keep the copies
     });
-    addRow(report, ranks, bytes, kMemcpyRow, summarize(std::move(seconds)), ranks * bytes);
+    addRow(report, ranks, bytes, kMemcpyRow, robustSummarize(std::move(seconds)), ranks * bytes);
   }
 }
 
@@ -230,19 +301,59 @@ void runMpi(const MpiLibrary& library, int ranks, const BenchOptions& options, c
   for (const nlohmann::json& line : runMpiRows(library, library.alltoallProgram, ranks, args,
                                                std::chrono::seconds(setup.quick ? 300 : 900), report, key)) {
     const int64_t bytes = line["bytes"].get<int64_t>();
-    addRow(report, ranks, bytes, rowName(library.name, line["row"] == "vector"), summaryOf(line["time"]),
-           (ranks - 1) * bytes);
+    const std::string row = line["row"].get<std::string>();
+    const bool persistent = row.rfind("persistent ", 0) == 0;
+    const Summary plain = summaryOf(line["time"]);
+    RobustSummary seconds{plain.median, line["ci"].at(0).get<double>(), line["ci"].at(1).get<double>(),
+                          plain.min,    plain.max,                       0,
+                          line["dropped"].get<size_t>()};
+    RowExtras extras{persistent ? (library.label == "mpich" ? "MPI_Alltoall_init" : "MPIX_Alltoall_init") : "MPI_Alltoall",
+                     line["nvcsw"].get<double>(), line["nivcsw"].get<double>(),
+                     persistent ? line["init"].get<double>() : -1};
+    addRow(report, ranks, bytes, rowName(library.name + (persistent ? " persistent" : ""), row.ends_with("vector")),
+           seconds, (ranks - 1) * bytes, extras);
   }
+}
+
+// --compare-auto: per rank count, size and layout, auto's median over the
+// best forced algorithm's (persistent rows of this run).
+void noteAutoAgainstForced(Report& report) {
+  std::vector<std::string> lines;
+  for (const nlohmann::json& autoRow : report.rows()) {
+    const std::string name = autoRow["row"].get<std::string>();
+    if (name != "ibdt contig" && name != "ibdt vector") continue;
+    const std::string layout = name.substr(5);
+    double best = 0;
+    std::string bestName;
+    for (const std::string& forced : kForcedAlgorithms) {
+      for (const nlohmann::json& row : report.rows()) {
+        if (row["row"] != "ibdt " + forced + " " + layout || row["ranks"] != autoRow["ranks"] ||
+            row["bytes/pair"] != autoRow["bytes/pair"])
+          continue;
+        const double us = row["us"].get<double>();
+        if (bestName.empty() || us < best) best = us, bestName = forced;
+      }
+    }
+    if (bestName.empty()) continue;
+    char text[200];
+    std::snprintf(text, sizeof text, "p=%d %lld B %s: auto (%s) / best forced (%s) = %.2f",
+                  autoRow["ranks"].get<int>(), static_cast<long long>(autoRow["bytes/pair"].get<int64_t>()),
+                  layout.c_str(), autoRow["algorithm"].get<std::string>().c_str(), bestName.c_str(),
+                  autoRow["us"].get<double>() / best);
+    lines.push_back(text);
+  }
+  report.note("auto vs best forced", lines);
 }
 
 void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   Report report("alltoall: MPI_Alltoall semantics, N ranks on this host; time per alltoall (slowest rank), "
                 "contig = bytes, vector = 8 B pieces every 16 B received contiguous",
-                {"ranks", "bytes/pair", "row", "us", "us min", "us max", "MB/s per rank"});
+                {"ranks", "bytes/pair", "row", "algorithm", "us", "us CI low", "us CI high", "us min", "us max",
+                 "dropped", "ctx sw/call", "invol sw/call", "plan us", "MB/s per rank"});
   Setup setup;
   setup.quick = common.quick;
   setup.bytes = options.bytes.empty() ? alltoallBytes(common.quick) : options.bytes;
-  setup.reps = common.quick ? 3 : common.reps;
+  setup.reps = common.quick ? 3 : std::max(common.reps, kAlltoallMinReps);
   // Warm up like OSU's benchmarks (hundreds of untimed iterations), not 3
   // repetitions: a rank's first messages to a peer fault in the pages of that
   // peer's eager buffers (a 2-rank alltoall of 8 KiB took 8-10 us for its
@@ -274,7 +385,18 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   AlltoallOptions defaults;
   auto fromEnvironment = collectives::alltoallOptionsFromEnvironment();
   if (fromEnvironment.isOk()) defaults = *fromEnvironment;
-  report.note("ibdt", "auto = pairwise (cyclic schedule) until the selection table exists; persistent: one plan "
+  if (options.compareAuto) noteAutoAgainstForced(report);
+  report.note("statistics", "per row: " + std::to_string(setup.reps) + " timed repetitions (" +
+                                std::to_string(alltoallRepsFor(8, setup.reps)) +
+                                " for blocks <= 512 B), each a barrier then several alltoalls; the slowest rank's time "
+                                "per alltoall; Tukey's filter drops repetitions above Q3 + 1.5 IQR (dropped); us is "
+                                "the median of the rest, CI its 95 % confidence interval (order statistics)");
+  report.note("ctx sw/call", "voluntary context switches (getrusage ru_nvcsw) per alltoall over the timed "
+                             "repetitions, the most of any rank; invol sw/call: involuntary ones (ru_nivcsw: "
+                             "preempted, or gave the core away by sched_yield while runnable)");
+  report.note("plan us", "plan creation alone (alltoallInit + destroy, no run started), median of 20, slowest rank; "
+                         "MPI persistent rows: MPIX_Alltoall_init + MPI_Request_free");
+  report.note("ibdt", "auto = the cost-model choice (docs/alltoall-selection.md; column algorithm); persistent: one plan "
                      "started per call, blocking: alltoall() per call; pairwise throttle " +
                           std::to_string(options.throttle >= 0 ? options.throttle : defaults.throttle) +
                           " rounds in flight; forked ranks over the " + options.provider +
@@ -319,6 +441,9 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
       });
   sub->add_option("--mode", options->modes, "persistent and/or blocking, repeatable (default persistent)")
       ->check(CLI::IsMember({"persistent", "blocking"}));
+  sub->add_flag("--compare-auto", options->compareAuto,
+               "run auto and every forced algorithm (pairwise, bruck-basic/modified/zero-copy, bruck-radix-3/4/8), "
+               "persistent, and note auto's median over the best forced one's");
   sub->add_option("--nodes", options->nodes,
                   "simulate K nodes (ranks in blocks); without --algorithm, runs auto and hierarchical")
       ->check(CLI::Range(1, 64));

@@ -28,6 +28,16 @@ inline std::vector<int> alltoallRanks() { return {2, 4, 8}; }
 // Alltoalls per timed repetition: small ones are too short to time alone.
 inline int alltoallCallsPerRep(int64_t bytes) { return bytes <= 512 ? 20 : bytes <= 4096 ? 5 : 2; }
 
+// Träff's repetitions: at least 40 (`reps` from the command line), 300 in
+// the microsecond range (blocks up to 512 B); fewer only when asked for
+// fewer than 40 (--quick).
+inline constexpr int kAlltoallMinReps = 40;
+inline constexpr int kAlltoallMicroReps = 300;
+inline int alltoallRepsFor(int64_t bytes, int reps) {
+  if (reps < kAlltoallMinReps) return reps;
+  return bytes <= 512 && reps < kAlltoallMicroReps ? kAlltoallMicroReps : reps;
+}
+
 // Bytes per peer block in the send buffer.
 inline int64_t alltoallSendExtent(bool vector, int64_t bytes) { return vector ? 2 * bytes : bytes; }
 // Where packed byte k of a block sits in it.

@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,43 @@ Summary summarize(std::vector<double> samples) {
   summary.min = samples.front();
   summary.max = samples.back();
   return summary;
+}
+
+namespace {
+
+// The q-quantile of sorted samples, interpolated between order statistics.
+double quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const size_t low = static_cast<size_t>(at);
+  const size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (at - static_cast<double>(low)) * (sorted[high] - sorted[low]);
+}
+
+}  // namespace
+
+RobustSummary robustSummarize(std::vector<double> samples) {
+  RobustSummary out;
+  if (samples.empty()) return out;
+  std::sort(samples.begin(), samples.end());
+  const double q1 = quantile(samples, 0.25), q3 = quantile(samples, 0.75);
+  const double fence = q3 + 1.5 * (q3 - q1);
+  const size_t total = samples.size();
+  while (samples.size() > 1 && samples.back() > fence) samples.pop_back();
+  out.kept = samples.size();
+  out.dropped = total - out.kept;
+  const Summary plain = summarize(samples);
+  out.median = plain.median;
+  out.min = plain.min;
+  out.max = plain.max;
+  const double n = static_cast<double>(samples.size());
+  const double half = 0.98 * std::sqrt(n);  // 1.96 * sqrt(n) / 2
+  const auto rankAt = [&](double rank) {
+    const double clamped = std::clamp(rank, 1.0, n);  // 1-based order statistic
+    return samples[static_cast<size_t>(clamped) - 1];
+  };
+  out.ciLow = rankAt(std::floor(n / 2 - half));
+  out.ciHigh = rankAt(std::ceil(n / 2 + half + 1));
+  return out;
 }
 
 Report::Report(std::string title, std::vector<std::string> columns)

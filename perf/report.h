@@ -25,6 +25,19 @@ struct Summary {
 
 Summary summarize(std::vector<double> samples);
 
+// Träff, Rougier and Hunold's statistics (docs/alltoall-bruck.md, "Benchmark
+// statistics"): Tukey's filter drops the samples above Q3 + 1.5 IQR (the
+// upper fence only: noise on a loaded machine only ever adds time), then the
+// median of the rest with its distribution-free 95 % confidence interval
+// (the order statistics at n/2 -+ 0.98 sqrt(n), as for a binomial(n, 1/2)).
+struct RobustSummary {
+  double median = 0;
+  double ciLow = 0, ciHigh = 0;  // 95 % confidence interval of the median
+  double min = 0, max = 0;       // of the kept samples
+  size_t kept = 0, dropped = 0;
+};
+RobustSummary robustSummarize(std::vector<double> samples);
+
 // Runs fn() `warmup` times untimed, then `reps` times, each timed on its own;
 // returns the seconds of each timed run. `inner` calls per repetition are
 // averaged (for operations too short to time one by one).

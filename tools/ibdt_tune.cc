@@ -13,6 +13,8 @@
 #include "base/config.h"
 #include "perf/benchmarks.h"
 #include "perf/forked_ranks.h"
+#include "collectives/alltoall_select.h"
+#include "tools/tune_alltoall.h"
 #include "tools/tune_measure.h"
 #include "transport/messaging/tuned_select.h"
 #include "transport/messaging/tuning.h"
@@ -31,6 +33,7 @@ struct TuneOptions {
   std::string provider = "shm";
   std::string output;  // empty: IBDT_TUNE_FILE (auto: the per-host default path)
   int reps = 15;
+  int alltoallRanks = 4;  // 0: no collective timings (a format_version 1 file)
 };
 
 Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string& provider) {
@@ -84,6 +87,33 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
   std::printf("\n");
 }
 
+// The alltoall fits, their samples, and what kAuto chooses with them.
+void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasured& measured) {
+  std::printf("\n%-26s %10s %15s %12s   measured / fitted per call (us), p = %d..%d\n", "alltoall algorithm",
+              "fixed ns", "per message ns", "per byte ns", measured.minRanks, measured.maxRanks);
+  for (size_t a = 0; a < tuning.collectives.size(); ++a) {
+    const messaging::CollectiveCost& cost = tuning.collectives[a].cost;
+    std::printf("%-26s %10.0f %15.0f %12.4f  ", tuning.collectives[a].name.c_str(), cost.fixedNs, cost.perMessageNs,
+                cost.perByteNs);
+    for (const auto& s : measured.algorithms[a].samples) {
+      std::printf(" %.1f/%.1f", s.ns / 1e3, cost.ns(s.blocks, s.bytes) / 1e3);
+    }
+    std::printf("\n");
+  }
+  const auto model = collectives::AlltoallCostModel::fromTuning(&tuning);
+  std::printf("\nalltoall auto (beyond 4 ranks: the model's extrapolation):\n");
+  for (int p : {2, 3, 4, 8, 16, 64, 256}) {
+    std::printf("  p=%-4d", p);
+    for (int64_t bytes : {8, 64, 512, 4096, 65536}) {
+      const auto choice = collectives::selectAlltoall(model, p, bytes);
+      std::string name(collectives::alltoallAlgorithmName(choice.algorithm));
+      if (choice.algorithm == collectives::AlltoallAlgorithm::kBruckRadix) name += "-" + std::to_string(choice.radix);
+      std::printf(" %lldB:%s", static_cast<long long>(bytes), name.c_str());
+    }
+    std::printf("\n");
+  }
+}
+
 int run(const TuneOptions& options) {
   std::string path = options.output;
   if (path.empty()) {
@@ -109,6 +139,12 @@ int run(const TuneOptions& options) {
   auto tuning = fit(measured, options.provider);
   if (!tuning.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", tuning.status().toString().c_str()), 1;
   printTuning(*tuning, measured, rdmaRead);
+  if (options.alltoallRanks >= 2) {
+    auto alltoalls = tune::measureAlltoalls({options.provider, options.alltoallRanks, options.reps});
+    Status fitted = alltoalls.isOk() ? tune::fitAlltoalls(*alltoalls, *tuning) : alltoalls.status();
+    if (!fitted.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", fitted.toString().c_str()), 1;
+    printAlltoalls(*tuning, *alltoalls);
+  }
   Status written = messaging::writeTuningFile(path, *tuning);
   if (!written.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", written.toString().c_str()), 1;
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
@@ -127,6 +163,9 @@ int main(int argc, char** argv) {
   app.add_option("--output", options.output, "file to write (default: IBDT_TUNE_FILE, auto: the per-host cache path)");
   app.add_option("--reps", options.reps, "timed ping-pongs per layout (the median is kept)")
       ->check(CLI::Range(3, 1000));
+  app.add_option("--alltoall-ranks", options.alltoallRanks,
+                 "time the alltoall algorithms at 2..N forked ranks for kAuto's selection (0: not)")
+      ->check(CLI::Range(0, 16));
   CLI11_PARSE(app, argc, argv);
   return run(options);
 }

@@ -38,7 +38,7 @@
 // auxiliary memory of a fixed size).
 //
 // What is missing (see docs/design.md): alltoallv by zero-copy Bruck,
-// one-sided writes for large blocks, and algorithm counters.
+// one-sided writes for large blocks, and algorithm counters (IBDT_STATS).
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -193,7 +193,10 @@ class Plan {
   bool started_ = false;
 };
 
-// kAuto is pairwise until the selection table exists.
+// kAuto: the algorithm (and radix) an α-β cost model prices cheapest for p
+// and the block size, fitted by ibdt-tune on this machine (the Context's
+// tuning file) or built in (docs/alltoall-selection.md); the same on every
+// rank. Plan::algorithm() names the choice.
 enum class AlltoallAlgorithm : uint8_t {
   kAuto,
   kPairwise,

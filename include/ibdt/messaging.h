@@ -209,6 +209,7 @@ class Request {
 };
 
 class ContextImpl;
+struct Tuning;  // transport/messaging/tuning.h (internal)
 
 class Context {
  public:
@@ -284,6 +285,9 @@ class Context {
   double unpackBelowBlock() const;
   // Which tuning file is in force, or why none is (docs/tuning.md).
   const std::string& tuningNote() const;
+  // Internal, for the collectives' algorithm selection: the tuning file in
+  // force, or null (built-in defaults).
+  const Tuning* tuning() const;
 
  private:
   explicit Context(std::unique_ptr<ContextImpl> impl);

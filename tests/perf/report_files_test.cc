@@ -92,3 +92,34 @@ TEST(Report, FileStemIsTheTitleBeforeTheColonUnlessSet) {
 
 }  // namespace
 }  // namespace ibdt::perf
+
+namespace ibdt::perf {
+namespace {
+
+TEST(RobustSummary, TukeyDropsTheUpperOutliersAndBracketsTheMedian) {
+  // 40 samples 1..40 and two far above the upper fence (Q3 + 1.5 IQR).
+  std::vector<double> samples;
+  for (int i = 1; i <= 40; ++i) samples.push_back(i);
+  samples.push_back(1000);
+  samples.push_back(5000);
+  RobustSummary s = robustSummarize(samples);
+  EXPECT_EQ(s.dropped, 2u);
+  EXPECT_EQ(s.kept, 40u);
+  EXPECT_DOUBLE_EQ(s.median, 20.5);
+  EXPECT_DOUBLE_EQ(s.max, 40);
+  // n = 40: order statistics floor(20 - 6.2) = 13 and ceil(20 + 6.2 + 1) = 28.
+  EXPECT_DOUBLE_EQ(s.ciLow, 13);
+  EXPECT_DOUBLE_EQ(s.ciHigh, 28);
+  // Nothing is dropped from a sample without outliers, and low values stay.
+  RobustSummary flat = robustSummarize({0.001, 4, 5, 5, 6, 7});
+  EXPECT_EQ(flat.dropped, 0u);
+  EXPECT_DOUBLE_EQ(flat.min, 0.001);
+  EXPECT_EQ(robustSummarize({}).kept, 0u);
+  RobustSummary one = robustSummarize({3});
+  EXPECT_EQ(one.kept, 1u);
+  EXPECT_DOUBLE_EQ(one.ciLow, 3);
+  EXPECT_DOUBLE_EQ(one.ciHigh, 3);
+}
+
+}  // namespace
+}  // namespace ibdt::perf

@@ -166,6 +166,7 @@ const Counters& Context::counters() const { return impl_->counters(); }
 double Context::packBelowBlock() const { return impl_->packBelow(); }
 double Context::unpackBelowBlock() const { return impl_->unpackBelow(); }
 const std::string& Context::tuningNote() const { return impl_->tuningNote(); }
+const Tuning* Context::tuning() const { return impl_->tuning(); }
 
 Result<Request> Context::isend(const void* buf, int64_t count, const datatype::Datatype& type, int dest, int tag,
                                uint32_t communicator) {

@@ -56,6 +56,23 @@ struct HostKey {
 };
 HostKey currentHostKey(std::string_view provider);
 
+// One collective algorithm's fitted cost (format_version 2, "collectives"):
+//     fixedNs + perMessageNs * messages + perByteNs * bytes
+// with `messages` and `bytes` what one rank sends in one call (the α-β model
+// of the papers; the collectives layer computes both per algorithm, p and
+// block size, and owns the names, e.g. "alltoall/bruck-modified").
+struct CollectiveCost {
+  double fixedNs = 0;
+  double perMessageNs = 0;
+  double perByteNs = 0;
+  double ns(double messages, double bytes) const { return fixedNs + perMessageNs * messages + perByteNs * bytes; }
+};
+struct CollectiveFit {
+  std::string name;  // [a-z0-9/-], at most 64 characters
+  CollectiveCost cost;
+};
+inline constexpr size_t kMaxCollectiveFits = 32;
+
 struct Tuning {
   HostKey key;
   std::array<PathCost, kTunedPathCount> paths{};
@@ -63,6 +80,12 @@ struct Tuning {
   // fits extrapolate, and the decisions say so in docs/tuning.md.
   int64_t minBytes = 0;
   int64_t maxBytes = 0;
+
+  // Collective algorithms (empty in a format_version 1 file), measured at
+  // [minRanks, maxRanks] forked ranks and [minBlock, maxBlock] bytes per block.
+  std::vector<CollectiveFit> collectives;
+  int64_t collectiveMinRanks = 0, collectiveMaxRanks = 0;
+  int64_t collectiveMinBlock = 0, collectiveMaxBlock = 0;
 
   const PathCost& cost(TunedPath path) const { return paths[static_cast<size_t>(path)]; }
   PathCost& cost(TunedPath path) { return paths[static_cast<size_t>(path)]; }

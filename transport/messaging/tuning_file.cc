@@ -4,10 +4,14 @@
 //    "host": {"cpu": "...", "cores": 2, "provider": "shm", "ibdt": "0.1.0"},
 //    "bytes_measured": [32768, 1048576],
 //    "paths": {"bc-spup": {"per_message_ns": .., "per_byte_ns": .., "per_block_ns": ..}, ...}}
+// format_version 2 adds the collective algorithms' fits:
+//    "collectives": {"ranks_measured": [2, 4], "block_bytes_measured": [8, 16384],
+//                    "fits": {"alltoall/pairwise": {"fixed_ns": .., "per_message_ns": .., "per_byte_ns": ..}, ...}}
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -24,7 +28,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 1;             // point-to-point paths only
+constexpr int kCollectivesFormatVersion = 2;  // ... and a "collectives" object
 constexpr size_t kMaxFileBytes = 64 << 10;  // a real file is under 2 KiB
 constexpr double kMaxCostNs = 1e12;         // any fitted term beyond this is nonsense
 
@@ -78,6 +83,49 @@ Result<HostKey> parseHost(const Json& root) {
   return key;
 }
 
+// [min, max] of non-negative integers up to `limit`.
+Result<std::pair<int64_t, int64_t>> rangeMember(const Json& object, const char* name, double limit) {
+  IBDT_ASSIGN_OR_RETURN(const Json* range, member(object, name));
+  if (!range->is_array() || range->size() != 2 || !(*range)[0].is_number() || !(*range)[1].is_number()) {
+    return bad(strCat("\"", name, "\" must be [min, max]"));
+  }
+  double low = (*range)[0].get<double>(), high = (*range)[1].get<double>();
+  if (!(low >= 0 && low <= high && high <= limit)) return bad(strCat("\"", name, "\" out of order or range"));
+  return std::pair{static_cast<int64_t>(low), static_cast<int64_t>(high)};
+}
+
+bool validCollectiveName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '/';
+  });
+}
+
+Status parseCollectives(const Json& object, Tuning& tuning) {
+  IBDT_ASSIGN_OR_RETURN(auto ranks, rangeMember(object, "ranks_measured", 1 << 24));
+  IBDT_ASSIGN_OR_RETURN(auto blocks, rangeMember(object, "block_bytes_measured", double(int64_t{1} << 40)));
+  tuning.collectiveMinRanks = ranks.first;
+  tuning.collectiveMaxRanks = ranks.second;
+  tuning.collectiveMinBlock = blocks.first;
+  tuning.collectiveMaxBlock = blocks.second;
+  IBDT_ASSIGN_OR_RETURN(const Json* fits, member(object, "fits"));
+  if (!fits->is_object()) return bad("\"collectives.fits\" must be an object");
+  if (fits->size() > kMaxCollectiveFits) return bad(strCat(fits->size(), " collective fits, at most ", kMaxCollectiveFits));
+  for (const auto& [name, value] : fits->items()) {
+    if (!validCollectiveName(name)) return bad(strCat("collective fit name \"", name.substr(0, 64), "\""));
+    CollectiveFit fit{name, {}};
+    auto parse = [&]() -> Status {
+      IBDT_ASSIGN_OR_RETURN(fit.cost.fixedNs, numberMember(value, "fixed_ns", -kMaxCostNs, kMaxCostNs));
+      IBDT_ASSIGN_OR_RETURN(fit.cost.perMessageNs, numberMember(value, "per_message_ns", 0, kMaxCostNs));
+      IBDT_ASSIGN_OR_RETURN(fit.cost.perByteNs, numberMember(value, "per_byte_ns", 0, 1e3));
+      return Status::ok();
+    };
+    IBDT_RETURN_IF_ERROR(parse().withContext(strCat("collective ", name)));
+    tuning.collectives.push_back(std::move(fit));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string serializeTuning(const Tuning& tuning) {
@@ -89,7 +137,7 @@ std::string serializeTuning(const Tuning& tuning) {
         {"per_message_ns", cost.perMessageNs}, {"per_byte_ns", cost.perByteNs}, {"per_block_ns", cost.perBlockNs}};
   }
   Json root = {{"format", "ibdt-tune"},
-               {"format_version", kFormatVersion},
+               {"format_version", tuning.collectives.empty() ? kFormatVersion : kCollectivesFormatVersion},
                {"host",
                 {{"cpu", tuning.key.cpuModel},
                  {"cores", tuning.key.cores},
@@ -97,6 +145,17 @@ std::string serializeTuning(const Tuning& tuning) {
                  {"ibdt", tuning.key.version}}},
                {"bytes_measured", {tuning.minBytes, tuning.maxBytes}},
                {"paths", paths}};
+  if (!tuning.collectives.empty()) {
+    Json fits = Json::object();
+    for (const CollectiveFit& fit : tuning.collectives) {
+      fits[fit.name] = {{"fixed_ns", fit.cost.fixedNs},
+                        {"per_message_ns", fit.cost.perMessageNs},
+                        {"per_byte_ns", fit.cost.perByteNs}};
+    }
+    root["collectives"] = {{"ranks_measured", {tuning.collectiveMinRanks, tuning.collectiveMaxRanks}},
+                           {"block_bytes_measured", {tuning.collectiveMinBlock, tuning.collectiveMaxBlock}},
+                           {"fits", fits}};
+  }
   return root.dump(2) + "\n";
 }
 
@@ -107,7 +166,10 @@ Result<Tuning> parseTuning(std::string_view text) {
   IBDT_ASSIGN_OR_RETURN(std::string format, stringMember(root, "format"));
   if (format != "ibdt-tune") return bad(strCat("format \"", format, "\" is not ibdt-tune"));
   IBDT_ASSIGN_OR_RETURN(double version, numberMember(root, "format_version", 0, 1e9));
-  if (version != kFormatVersion) return bad(strCat("format_version ", version, ", this ibdt reads ", kFormatVersion));
+  if (version != kFormatVersion && version != kCollectivesFormatVersion) {
+    return bad(strCat("format_version ", version, ", this ibdt reads ", kFormatVersion, " and ",
+                      kCollectivesFormatVersion));
+  }
   Tuning tuning;
   IBDT_ASSIGN_OR_RETURN(tuning.key, parseHost(root));
   IBDT_ASSIGN_OR_RETURN(const Json* range, member(root, "bytes_measured"));
@@ -130,6 +192,10 @@ Result<Tuning> parseTuning(std::string_view text) {
     auto cost = parsePath(value);
     if (!cost.isOk()) return std::move(cost).takeStatus().withContext(strCat("path ", name));
     tuning.paths[static_cast<size_t>(found)] = *cost;
+  }
+  if (version == kCollectivesFormatVersion) {
+    IBDT_ASSIGN_OR_RETURN(const Json* collectives, member(root, "collectives"));
+    IBDT_RETURN_IF_ERROR(parseCollectives(*collectives, tuning));
   }
   return tuning;
 }

@@ -1,0 +1,132 @@
+// kAuto's choice by the α-β cost model (alltoall_select.h).
+#include "collectives/alltoall_select.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ibdt::collectives {
+namespace {
+
+// Messages and bytes of the radix-r Bruck schedule: in round k (weight r^k
+// < p) digit value d = 1..r-1 sends every block whose k-th digit is d, if
+// there is one. Radix 2 is the basic, modified and zero-copy schedule.
+AlltoallVolume bruckVolume(int64_t radix, int p, int64_t blockBytes) {
+  AlltoallVolume volume;
+  for (int64_t weight = 1; weight < p; weight *= radix) {
+    for (int64_t digit = 1; digit < radix; ++digit) {
+      int64_t blocks = 0;
+      for (int64_t i = 0; i < p; ++i) blocks += (i / weight) % radix == digit ? 1 : 0;
+      if (blocks == 0) continue;
+      volume.messages += 1;
+      volume.bytes += static_cast<double>(blocks * blockBytes);
+    }
+    if (weight > p / radix) break;  // the next weight would reach p (and must not overflow)
+  }
+  return volume;
+}
+
+// Used where no tuning file is in force. Rounded from ibdt-tune's p = 2
+// timings on the 2-core AMD EPYC VM of docs/alltoall-selection.md (where a
+// rank has its core: ~1 us per pairwise exchange, ~2.5 us for a Bruck round
+// with its copies), not from its p = 3, 4 timings, which oversubscribe the
+// cores and cost 10-20 us per message. Pairwise's messages overlap (a
+// throttle of 8 in flight), Bruck's rounds do not; the per-byte terms order
+// zero-copy < modified < basic by their local copies (the γ term).
+// {fixedNs, perMessageNs, perByteNs}, in kModelledAlltoalls' order.
+constexpr messaging::CollectiveCost kBuiltIn[] = {
+    {500, 1000, 0.35},   // pairwise
+    {1500, 1500, 0.50},  // bruck-modified
+    {1500, 1500, 0.35},  // bruck-zero-copy
+    {1500, 1500, 0.60},  // bruck-basic
+    {1500, 1200, 0.50},  // bruck-radix
+};
+}  // namespace
+
+AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) {
+  if (p <= 1) return {};
+  switch (algorithm) {
+    case AlltoallAlgorithm::kBruckBasic:
+    case AlltoallAlgorithm::kBruckModified:
+    case AlltoallAlgorithm::kBruckZeroCopy:
+      return bruckVolume(2, p, blockBytes);
+    case AlltoallAlgorithm::kBruckRadix:
+      return bruckVolume(radix, p, blockBytes);
+    default:
+      return {static_cast<double>(p - 1), static_cast<double>(p - 1) * static_cast<double>(blockBytes)};
+  }
+}
+
+std::string alltoallFitName(AlltoallAlgorithm algorithm) {
+  return "alltoall/" + std::string(alltoallAlgorithmName(algorithm));
+}
+
+size_t AlltoallCostModel::slot(AlltoallAlgorithm algorithm) {
+  for (size_t i = 0; i < kModelledAlltoalls.size(); ++i) {
+    if (kModelledAlltoalls[i] == algorithm) return i;
+  }
+  return kModelledAlltoalls.size();
+}
+
+bool AlltoallCostModel::has(AlltoallAlgorithm algorithm) const {
+  const size_t i = slot(algorithm);
+  return i < present_.size() && present_[i];
+}
+
+void AlltoallCostModel::set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost) {
+  const size_t i = slot(algorithm);
+  if (i >= costs_.size()) return;
+  costs_[i] = cost;
+  present_[i] = true;
+}
+
+AlltoallCostModel AlltoallCostModel::builtIn() {
+  AlltoallCostModel model;
+  for (size_t i = 0; i < kModelledAlltoalls.size(); ++i) model.set(kModelledAlltoalls[i], kBuiltIn[i]);
+  return model;
+}
+
+AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning) {
+  if (tuning == nullptr) return builtIn();
+  AlltoallCostModel model;
+  model.fromFile_ = true;
+  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
+    for (const messaging::CollectiveFit& fit : tuning->collectives) {
+      if (fit.name == alltoallFitName(algorithm)) model.set(algorithm, fit.cost);
+    }
+  }
+  return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
+}
+
+double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
+  if (!has(algorithm)) return std::numeric_limits<double>::infinity();
+  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
+  return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes));
+}
+
+AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
+  return {static_cast<AlltoallAlgorithm>(code / 4096), code % 4096, 0};
+}
+
+AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes) {
+  AlltoallChoice best;
+  best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
+  // p = 2: every form is the same single exchange of one block, and
+  // pairwise is the one without copies; a fit that says otherwise is noise.
+  if (p <= 2 || blockBytes == 0) return best;
+  auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
+    const double ns = model.predictNs(algorithm, radix, p, blockBytes);
+    if (ns < best.predictedNs) best = {algorithm, radix, ns};
+  };
+  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
+    if (algorithm == AlltoallAlgorithm::kBruckRadix) {
+      for (int64_t radix : kAutoRadixes) {
+        if (radix < p) consider(algorithm, radix);
+      }
+    } else if (algorithm != AlltoallAlgorithm::kPairwise) {
+      consider(algorithm, 2);
+    }
+  }
+  return best;
+}
+
+}  // namespace ibdt::collectives

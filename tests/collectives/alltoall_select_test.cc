@@ -1,0 +1,167 @@
+// kAuto's selection (docs/alltoall-selection.md, collectives/alltoall_select.h):
+// the α-β volumes per algorithm, a deterministic choice, the tuning file's
+// collective fits (format_version 2) parsed strictly and followed by every
+// rank of a Context that loads the file, with every received byte checked.
+#include "collectives/alltoall_select.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "collectives/alltoall_data.h"
+#include "ibdt/collectives.h"
+#include "messaging/thread_ranks.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::CollectiveCost;
+using messaging::Tuning;
+using messaging::testing::RankEnv;
+using messaging::testing::runRanks;
+using testing::AlltoallBuffers;
+using testing::Side;
+
+TEST(AlltoallVolume, PairwiseAndBruckSchedules) {
+  AlltoallVolume pairwise = alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 8, 10);
+  EXPECT_EQ(pairwise.messages, 7);
+  EXPECT_EQ(pairwise.bytes, 70);
+  // Radix 2, p = 8: 3 rounds of 4 blocks.
+  AlltoallVolume bruck = alltoallVolume(AlltoallAlgorithm::kBruckZeroCopy, 4, 8, 10);
+  EXPECT_EQ(bruck.messages, 3);
+  EXPECT_EQ(bruck.bytes, 120);
+  // Radix 4, p = 8: digit 0 values 1..3 (2 blocks each), digit 1 value 1 (4 blocks).
+  AlltoallVolume radix = alltoallVolume(AlltoallAlgorithm::kBruckRadix, 4, 8, 10);
+  EXPECT_EQ(radix.messages, 4);
+  EXPECT_EQ(radix.bytes, 100);
+  // p = 5, radix 2: rounds of 2, 2 and 1 blocks (indices with bit k set).
+  AlltoallVolume odd = alltoallVolume(AlltoallAlgorithm::kBruckModified, 2, 5, 1);
+  EXPECT_EQ(odd.messages, 3);
+  EXPECT_EQ(odd.bytes, 5);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 1, 100).messages, 0);
+}
+
+// A model in which only `cheap` costs little per message.
+Tuning tuningFavouring(AlltoallAlgorithm cheap) {
+  Tuning tuning;
+  tuning.key = messaging::currentHostKey(messaging::testing::loopbackCaps().provider);
+  tuning.collectiveMinRanks = 2;
+  tuning.collectiveMaxRanks = 4;
+  tuning.collectiveMinBlock = 8;
+  tuning.collectiveMaxBlock = 16384;
+  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
+    CollectiveCost cost{1000, algorithm == cheap ? 10.0 : 100000.0, 0.5};
+    tuning.collectives.push_back({alltoallFitName(algorithm), cost});
+  }
+  return tuning;
+}
+
+TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  EXPECT_FALSE(builtIn.fromFile());
+  for (int p : {1, 2, 3, 8, 64, 1024}) {
+    for (int64_t bytes : {0, 1, 64, 4096, 1 << 20}) {
+      AlltoallChoice first = selectAlltoall(builtIn, p, bytes), second = selectAlltoall(builtIn, p, bytes);
+      EXPECT_EQ(first.code(), second.code()) << p << " ranks, " << bytes << " B";
+      EXPECT_EQ(AlltoallChoice::fromCode(first.code()).code(), first.code());
+      if (p <= 2 || bytes == 0) {
+        EXPECT_EQ(first.algorithm, AlltoallAlgorithm::kPairwise);
+      }
+    }
+  }
+  // The built-in model: Bruck's log p messages win for small blocks at many
+  // ranks, pairwise's smaller volume for large blocks.
+  EXPECT_NE(selectAlltoall(builtIn, 64, 8).algorithm, AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(builtIn, 64, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
+
+  for (AlltoallAlgorithm cheap : kModelledAlltoalls) {
+    Tuning tuning = tuningFavouring(cheap);
+    AlltoallCostModel model = AlltoallCostModel::fromTuning(&tuning);
+    EXPECT_TRUE(model.fromFile());
+    EXPECT_EQ(selectAlltoall(model, 16, 64).algorithm, cheap) << alltoallAlgorithmName(cheap);
+  }
+  // A file without a pairwise fit is not a collective model: built-in.
+  Tuning partial = tuningFavouring(AlltoallAlgorithm::kBruckBasic);
+  partial.collectives.erase(partial.collectives.begin());
+  EXPECT_FALSE(AlltoallCostModel::fromTuning(&partial).fromFile());
+  EXPECT_FALSE(AlltoallCostModel::fromTuning(nullptr).fromFile());
+}
+
+TEST(AlltoallSelectionFile, RoundTripsAndRefusesBadCollectiveFits) {
+  Tuning tuning = tuningFavouring(AlltoallAlgorithm::kBruckRadix);
+  std::string text = messaging::serializeTuning(tuning);
+  EXPECT_NE(text.find("\"format_version\": 2"), std::string::npos);
+  auto parsed = messaging::parseTuning(text);
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  ASSERT_EQ(parsed->collectives.size(), tuning.collectives.size());
+  int found = 0;
+  for (const messaging::CollectiveFit& fit : parsed->collectives) {
+    if (fit.name != "alltoall/bruck-radix") continue;
+    ++found;
+    EXPECT_EQ(fit.cost.perMessageNs, 10.0);
+    EXPECT_EQ(fit.cost.fixedNs, 1000.0);
+    EXPECT_EQ(fit.cost.perByteNs, 0.5);
+  }
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ(parsed->collectiveMaxRanks, 4);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    size_t at = changed.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) changed.replace(at, from.size(), to);
+    return changed;
+  };
+  for (const std::string& bad :
+       {replaced("alltoall/pairwise", "alltoall/Pair wise"),
+        replaced("\"per_message_ns\": 10.0", "\"per_message_ns\": -10.0"),
+        replaced("\"ranks_measured\": [", "\"ranks_measured\": [9, "), replaced("\"fits\": {", "\"fits\": 3, \"x\": {"),
+        replaced("\"collectives\"", "\"collective\"")}) {
+    auto refused = messaging::parseTuning(bad);
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << bad;
+  }
+  // A version 1 file (no collectives) still parses.
+  Tuning pointToPoint = tuning;
+  pointToPoint.collectives.clear();
+  auto old = messaging::parseTuning(messaging::serializeTuning(pointToPoint));
+  ASSERT_TRUE(old.isOk()) << old.status().toString();
+  EXPECT_TRUE(old->collectives.empty());
+}
+
+// Every rank of a Context that loaded the file runs the file's choice, and
+// every received byte is right; on two simulated nodes the ranks agree in
+// an allreduce first.
+TEST(AlltoallSelectionThreads, EveryRankFollowsTheFile) {
+  const std::string path = ::testing::TempDir() + "ibdt-alltoall-select-" + std::to_string(getpid()) + ".json";
+  for (AlltoallAlgorithm cheap : {AlltoallAlgorithm::kBruckZeroCopy, AlltoallAlgorithm::kBruckRadix}) {
+    ASSERT_TRUE(messaging::writeTuningFile(path, tuningFavouring(cheap)).isOk());
+    messaging::Options options;
+    options.tuneFile = path;
+    for (int nodes : {1, 2}) {
+      runRanks(5, options, [&](RankEnv& env) {
+        std::vector<NodeInfo> map;
+        if (nodes == 2) {
+          for (int r = 0; r < 5; ++r) map.push_back({r < 3 ? 0 : 1, r < 3 ? r : r - 3});
+        }
+        auto comm = Communicator::create(env.context, map);
+        ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+        Side send = testing::vectorSide(3), recv = testing::denseSide(send.type, 3);
+        AlltoallBuffers buffers(send, recv, (*comm)->size(), (*comm)->rank());
+        auto plan =
+            alltoallInit(**comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count, recv.type);
+        ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+        // A radix plan names its radix ("bruck-radix-3").
+        EXPECT_EQ(plan->algorithm().substr(0, alltoallAlgorithmName(cheap).size()), alltoallAlgorithmName(cheap))
+            << "rank " << env.rank << " ran " << plan->algorithm();
+        ASSERT_TRUE(plan->start().isOk());
+        ASSERT_TRUE(plan->wait(messaging::testing::soon()).isOk());
+        EXPECT_EQ(buffers.check(), "") << "rank " << env.rank;
+      });
+    }
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace ibdt::collectives

@@ -1,0 +1,39 @@
+// tools/tune_alltoall.h — the alltoall timings ibdt-tune fits for kAuto's
+// selection (docs/alltoall-selection.md): every modelled algorithm at 2..4
+// forked ranks and a few block sizes, each sample the slowest rank's median
+// time per call with the messages and bytes one rank sends.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ibdt/status.h"
+#include "transport/messaging/tuning.h"
+
+namespace ibdt::tune {
+
+struct AlltoallSamples {
+  std::string fitName;  // "alltoall/<algorithm>"
+  // bytes: what one rank sends per call, blocks: its messages, ns: per call.
+  std::vector<messaging::TuningSample> samples;
+};
+
+struct AlltoallMeasured {
+  std::vector<AlltoallSamples> algorithms;
+  int minRanks = 2, maxRanks = 4;
+  std::vector<int64_t> blockBytes;
+};
+
+struct AlltoallMeasureOptions {
+  std::string provider = "shm";
+  int maxRanks = 4;
+  int reps = 15;
+};
+
+// Forks 2..maxRanks ranks in turn (every rank count a job of its own).
+Result<AlltoallMeasured> measureAlltoalls(const AlltoallMeasureOptions& options);
+
+// The fits (fixed, per message, per byte) into `tuning`'s collectives.
+Status fitAlltoalls(const AlltoallMeasured& measured, messaging::Tuning& tuning);
+
+}  // namespace ibdt::tune
