@@ -149,6 +149,11 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
 
 }  // namespace
 
+bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options) {
+  return options.algorithm == AlltoallAlgorithm::kHierarchical ||
+         (options.algorithm == AlltoallAlgorithm::kAuto && comm.nodeCount() > 1);
+}
+
 Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
                           const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                           const datatype::Datatype& recvtype, const AlltoallOptions& requested) {

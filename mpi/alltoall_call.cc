@@ -95,9 +95,9 @@ Status runStaged(CommState& state, const AlltoallArgs& args, MPI_Comm comm, cons
   return Status::ok();
 }
 
-// The hierarchical algorithm splits the communicator when a plan is built
-// (collective, counter tags), so every rank must build together: one vote
-// per call, the minimum decides.
+// When building a plan communicates (hierarchical splits the communicator;
+// kAuto across nodes agrees on the algorithm), every rank must build
+// together: one vote per call, the minimum decides.
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
 bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const Result<Datatype>& send,
@@ -159,7 +159,7 @@ bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
   why = !send.isOk() ? send.status().toString() : !recv.isOk() ? recv.status().toString() : "";
-  if (state.alltoall.algorithm == collectives::AlltoallAlgorithm::kHierarchical) {
+  if (collectives::alltoallInitIsCollective(*state.comm, state.alltoall)) {
     if (!runVoted(state, args, comm, send, recv, status)) {
       if (why.empty()) why = "a datatype did not convert on another rank";
       return false;

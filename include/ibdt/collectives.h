@@ -223,6 +223,11 @@ struct AlltoallOptions {
   // local ranks; fewer when a node has fewer ranks).
   int leaders = 1;
 };
+// Whether alltoallInit with these options communicates, so every rank must
+// call it together (as MPI_Alltoall_init): hierarchical (it splits the
+// communicator), and kAuto across nodes (the ranks agree on the choice,
+// their tuning files may differ). Otherwise init is local.
+bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options);
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();
 

@@ -12,7 +12,7 @@
 
 #include "collectives/alltoall_data.h"
 #include "ibdt/collectives.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {

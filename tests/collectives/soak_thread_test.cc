@@ -19,7 +19,7 @@
 
 #include "datatype/reference.h"
 #include "ibdt/collectives.h"
-#include "messaging/thread_ranks.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {
