@@ -27,21 +27,6 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One 8-byte round trip started by rank 0; checks the value that comes back.
-Status pingPong(Context& context, int rank, int64_t round) {
-  int64_t out = round * 2 + rank, in = -1;
-  int peer = 1 - rank;
-  if (rank == 0) {
-    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
-    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
-  } else {
-    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
-    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
-  }
-  if (in != round * 2 + peer) return makeError(Code::kInternal, "connect bench: round ", round, " got ", in);
-  return Status::ok();
-}
-
 using Samples = std::map<std::string, std::vector<double>>;
 
 Status runRank(messaging::Bootstrap& bootstrap, const std::string& jobTag, const std::string& provider,
@@ -59,10 +44,10 @@ Status runRank(messaging::Bootstrap& bootstrap, const std::string& jobTag, const
       IBDT_ASSIGN_OR_RETURN(auto context, Context::create(*domain, bootstrap, options));
       samples["create() " + mode].push_back(secondsSince(start));
       start = std::chrono::steady_clock::now();
-      IBDT_RETURN_IF_ERROR(pingPong(*context, rank, 0));
+      IBDT_RETURN_IF_ERROR(pingPong8(*context, rank, 0));
       samples["first 8 B ping-pong, " + mode].push_back(secondsSince(start) / 2);
       start = std::chrono::steady_clock::now();
-      for (int i = 1; i <= kSteady; ++i) IBDT_RETURN_IF_ERROR(pingPong(*context, rank, i));
+      for (int i = 1; i <= kSteady; ++i) IBDT_RETURN_IF_ERROR(pingPong8(*context, rank, i));
       samples["8 B ping-pong once connected, " + mode].push_back(secondsSince(start) / kSteady / 2);
       start = std::chrono::steady_clock::now();
       IBDT_RETURN_IF_ERROR(context->close());
@@ -124,6 +109,20 @@ void addConnectBenchmark(CLI::App& app, const CommonOptions& common) {
     idle.provider = provider;
     runIdlePeers(common, idle);
   });
+}
+
+Status pingPong8(messaging::Context& context, int rank, int64_t round) {
+  int64_t out = round * 2 + rank, in = -1;
+  int peer = 1 - rank;
+  if (rank == 0) {
+    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
+  } else {
+    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
+  }
+  if (in != round * 2 + peer) return makeError(Code::kInternal, "ping-pong: round ", round, " got ", in);
+  return Status::ok();
 }
 
 }  // namespace ibdt::perf

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ibdt/messaging.h"
 #include "perf/report.h"
 
 namespace ibdt::perf {
@@ -18,5 +19,9 @@ struct IdlePeersOptions {
 };
 
 void runIdlePeers(const CommonOptions& common, IdlePeersOptions options);
+
+// One 8-byte round trip between ranks 0 and 1 (rank 0 starts); checks the
+// value that comes back. Shared by the connect and idle-peers benchmarks.
+Status pingPong8(messaging::Context& context, int rank, int64_t round);
 
 }  // namespace ibdt::perf

@@ -56,20 +56,6 @@ Smaps readSmaps() {
 
 Status barrier(messaging::Bootstrap& bootstrap) { return bootstrap.allgather({}).status(); }
 
-Status pingPong(Context& context, int rank, int64_t round) {
-  int64_t out = round * 2 + rank, in = -1;
-  int peer = 1 - rank;
-  if (rank == 0) {
-    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
-    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
-  } else {
-    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
-    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
-  }
-  if (in != round * 2 + peer) return makeError(Code::kInternal, "idle-peers bench: round ", round, " got ", in);
-  return Status::ok();
-}
-
 uint8_t blockByte(int from, int to, int64_t at) { return static_cast<uint8_t>(from * 131 + to * 7 + at); }
 
 // One all-to-all of kBlock bytes per pair; checks every received byte.
@@ -121,7 +107,7 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
     int64_t round = 0;
     for (int rep = 0; rep < warmup + reps; ++rep) {
       auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kRoundTrips; ++i) IBDT_RETURN_IF_ERROR(pingPong(*context, rank, round++));
+      for (int i = 0; i < kRoundTrips; ++i) IBDT_RETURN_IF_ERROR(pingPong8(*context, rank, round++));
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       if (rep >= warmup) result.halfRoundTrip.push_back(elapsed.count() / kRoundTrips / 2);
     }

@@ -207,6 +207,7 @@ class ContextImpl : private CreditFlow::Host {
   double packBelow() const { return packBelow_; }
   double unpackBelow() const { return unpackBelow_; }
   const std::string& tuningNote() const { return tuning_.note; }
+  const Tuning* tuning() const { return tuning_.tuning ? &*tuning_.tuning : nullptr; }
   // The counters, with the figures kept elsewhere brought up to date.
   const Counters& counters() {
     counters_.poolGrowths = pool_->counters().growths;
@@ -236,7 +237,6 @@ class ContextImpl : private CreditFlow::Host {
   bool usePipelined(Operation& op);
   // Whether a rendezvous sender packs its message.
   bool rendezvousWantsPack(const Operation& op) const;
-  const Tuning* tuning() const { return tuning_.tuning ? &*tuning_.tuning : nullptr; }
 
   // eager_protocol.cc
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
