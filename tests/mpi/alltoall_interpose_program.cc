@@ -321,7 +321,11 @@ int main(int argc, char** argv) {
     alltoallv(MPI_COMM_WORLD, 2, "alltoallv of pairs");
     alltoallvInPlace(MPI_COMM_WORLD);
     for (int how = 0; how < 5; ++how) interpose_test::ialltoall(MPI_COMM_WORLD, how);
-    interpose_test::persistentAlltoall(MPI_COMM_WORLD);
+#if defined(OPEN_MPI)
+    interpose_test::persistentAlltoall(MPI_COMM_WORLD, true);
+#else
+    interpose_test::persistentAlltoall(MPI_COMM_WORLD, mode == "ibdt");
+#endif
     MPI_Comm_split(MPI_COMM_WORLD, worldRank % 2, -worldRank, &split);
     alltoallv(split, 1, "split alltoallv");
     MPI_Comm_free(&split);

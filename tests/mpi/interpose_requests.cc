@@ -30,7 +30,7 @@ int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Reque
 
 }  // namespace
 
-void persistentAlltoall(MPI_Comm comm) {
+void persistentAlltoall(MPI_Comm comm, bool testanyLoop) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -53,13 +53,14 @@ void persistentAlltoall(MPI_Comm comm) {
       }
     } else {
       check(MPI_Startall(2, requests) == MPI_SUCCESS, "startall rc");
-      if (run == 1) {
+      if (run == 1 || !testanyLoop) {
         check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc");
       } else {
-        int index = 0, flag = 0, completed = 0;
-        while (completed < 2) {
+        bool done[2] = {false, false};
+        int index = 0, flag = 0;
+        while (!(done[0] && done[1])) {
           MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
-          if (flag && index != MPI_UNDEFINED) ++completed;
+          if (flag && index != MPI_UNDEFINED) done[index] = true;
           sched_yield();
         }
       }
