@@ -111,7 +111,10 @@ Status parseCollectives(const Json& object, Tuning& tuning) {
   IBDT_ASSIGN_OR_RETURN(const Json* fits, member(object, "fits"));
   if (!fits->is_object()) return bad("\"collectives.fits\" must be an object");
   if (fits->size() > kMaxCollectiveFits) return bad(strCat(fits->size(), " collective fits, at most ", kMaxCollectiveFits));
-  for (const auto& [name, value] : fits->items()) {
+  for (const auto& item : fits->items()) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in the lambda below.
+    const std::string& name = item.key();
+    const Json& value = item.value();
     if (!validCollectiveName(name)) return bad(strCat("collective fit name \"", name.substr(0, 64), "\""));
     CollectiveFit fit{name, {}};
     auto parse = [&]() -> Status {
