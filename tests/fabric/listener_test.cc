@@ -120,6 +120,9 @@ TEST_P(ListenerTest, ManyProducersIntoOneInboxEveryDatagramOnce) {
       ASSERT_TRUE(handle.isOk()) << handle.status().toString();
       handles[static_cast<size_t>(peer)] = *handle;
     }
+    // A sender that finishes early must not exit while another rank still
+    // connects to it (shm takes the peer's descriptor from its live process).
+    mesh.barrier();
     size_t length = std::min<size_t>(listener->maxDatagram(), 128);
     if (mesh.rank() != 0) {
       for (uint32_t i = 0; i < kPerSender; ++i) {
