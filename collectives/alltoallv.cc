@@ -15,6 +15,10 @@ Result<AlltoallvOptions> alltoallvOptionsFromEnvironment() {
   }
   options.inplaceBytes = static_cast<int64_t>(bytes);
   IBDT_ASSIGN_OR_RETURN(options.inplaceBuffers, config::getInt("IBDT_ALLTOALLV_INPLACE_BUFFERS", 0, 1 << 20));
+  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", {"auto", "pairwise", "bruck-zero-copy"}));
+  constexpr AlltoallvAlgorithm kByChoice[] = {AlltoallvAlgorithm::kAuto, AlltoallvAlgorithm::kPairwise,
+                                             AlltoallvAlgorithm::kBruckZeroCopy};
+  options.algorithm = kByChoice[algorithm];
   return options;
 }
 
@@ -35,6 +39,9 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
   if (algorithm == AlltoallvAlgorithm::kAuto) {
     algorithm = args.inPlace ? AlltoallvAlgorithm::kInPlaceLimited : AlltoallvAlgorithm::kPairwise;
   }
+  if (args.inPlace && algorithm != AlltoallvAlgorithm::kInPlaceLimited) {
+    algorithm = AlltoallvAlgorithm::kInPlaceLimited;  // in place is used whenever the caller passes in place
+  }
   if ((algorithm == AlltoallvAlgorithm::kInPlaceLimited) != args.inPlace) {
     return makeError(Code::kInvalidArgument, "alltoallv: the in-place algorithm runs exactly when sendbuf is kInPlace");
   }
@@ -48,6 +55,10 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
       IBDT_ASSIGN_OR_RETURN(auto inPlace, makeInPlaceAlltoallv(comm, std::move(args), options.throttle,
                                                                options.inplaceBytes, buffers));
       return Plan(std::move(inPlace));
+    }
+    case AlltoallvAlgorithm::kBruckZeroCopy: {
+      IBDT_ASSIGN_OR_RETURN(auto bruck, makeZeroCopyBruckAlltoallv(comm, std::move(args)));
+      return Plan(std::move(bruck));
     }
     case AlltoallvAlgorithm::kAuto:
       break;

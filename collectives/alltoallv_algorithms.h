@@ -17,4 +17,7 @@ Result<std::unique_ptr<PlanImpl>> makeDirectAlltoallv(Communicator& comm, Alltoa
 Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, int64_t throttle,
                                                        int64_t auxBytes, int64_t auxBuffers);
 
+// Zero-copy Bruck (alltoallv_bruck.cc): collective init, one basic kind.
+Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm, AlltoallvArgs args);
+
 }  // namespace ibdt::collectives

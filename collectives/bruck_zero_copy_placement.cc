@@ -16,6 +16,7 @@
 #include "collectives/bruck_zero_copy_placement.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -33,16 +34,21 @@ class FreePlaces {
  public:
   void add(Key key, int64_t place) { free_[key].push_back(place); }
 
-  template <typename Admits, typename Rekey>
-  bool take(Admits admits, Rekey rekey, int64_t& place) {
+  // `fits(place)`: the place is large enough (always, for equal blocks).
+  template <typename Admits, typename Rekey, typename Fits>
+  bool take(Admits admits, Rekey rekey, Fits fits, int64_t& place) {
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (!admits(it->first)) continue;
-      place = it->second.back();
-      const Key next = rekey(it->first);
-      it->second.pop_back();
-      if (it->second.empty()) free_.erase(it);
-      free_[next].push_back(place);
-      return true;
+      auto& places = it->second;
+      for (auto candidate = places.rbegin(); candidate != places.rend(); ++candidate) {
+        if (!fits(*candidate)) continue;
+        place = *candidate;
+        places.erase(std::next(candidate).base());
+        const Key next = rekey(it->first);
+        if (places.empty()) free_.erase(it);
+        free_[next].push_back(place);
+        return true;
+      }
     }
     return false;
   }
@@ -54,6 +60,10 @@ class FreePlaces {
 }  // namespace
 
 BruckPlacement placeZeroCopyBruck(int size) {
+  return placeZeroCopyBruck(size, [](int, int, int64_t) { return true; });
+}
+
+BruckPlacement placeZeroCopyBruck(int size, const BlockFits& fits) {
   int rounds = 0;
   while ((int64_t{1} << rounds) < size) ++rounds;
   BruckPlacement placement;
@@ -84,11 +94,12 @@ BruckPlacement placeZeroCopyBruck(int size) {
     BruckPlace place{BruckPlace::Buffer::kReceive, 0};
     const bool inReceiveBlock = receiveBlocks.take(
         [&](const std::pair<int, int>& key) { return key.first > hop.depart && key.second > hop.depart; },
-        [&](const std::pair<int, int>& key) { return std::pair<int, int>{key.first, hop.arrive}; }, place.index);
+        [&](const std::pair<int, int>& key) { return std::pair<int, int>{key.first, hop.arrive}; },
+        [&](int64_t receiveBlock) { return fits(hop.block, hop.arrive, receiveBlock); }, place.index);
     if (!inReceiveBlock) {
       place.buffer = BruckPlace::Buffer::kIntermediate;
       if (!slots.take([&](int freeBefore) { return freeBefore > hop.depart; }, [&](int) { return hop.arrive; },
-                      place.index)) {
+                      [](int64_t) { return true; }, place.index)) {
         place.index = placement.intermediateSlots++;
         slots.add(hop.arrive, place.index);
       }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ibdt::collectives {
@@ -30,5 +31,11 @@ struct BruckPlacement {
 // block that is sent from in the same round or that still holds a block,
 // and every block's last hop lands in its own receive block.
 BruckPlacement placeZeroCopyBruck(int size);
+// Blocks of different sizes (zero-copy Bruck alltoallv): block j, as round
+// `arrive` brought it, waits in receive block `receiveBlock` only when
+// fits(j, arrive, receiveBlock); intermediate slots hold any block (the
+// caller sizes them for the largest).
+using BlockFits = std::function<bool(int block, int arrive, int64_t receiveBlock)>;
+BruckPlacement placeZeroCopyBruck(int size, const BlockFits& fits);
 
 }  // namespace ibdt::collectives

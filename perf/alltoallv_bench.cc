@@ -120,6 +120,15 @@ Status runIbdtCase(messaging::Bootstrap& bootstrap, Communicator& comm, const Se
   IBDT_ASSIGN_OR_RETURN(Measured m, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv", [&] { return runPlan(direct); },
                                                checkRecv, [&] { return direct.peakExtraBytes(); }));
   record("ibdt alltoallv", m, true);
+  collectives::AlltoallvOptions bruckOptions;
+  bruckOptions.algorithm = collectives::AlltoallvAlgorithm::kBruckZeroCopy;
+  IBDT_ASSIGN_OR_RETURN(Plan bruck, collectives::alltoallvInit(comm, send.data(), layout.sendcounts, layout.sdispls,
+                                                               byte, recv.data(), layout.recvcounts, layout.rdispls,
+                                                               byte, bruckOptions));
+  IBDT_ASSIGN_OR_RETURN(Measured z, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv bruck-zero-copy",
+                                               [&] { return runPlan(bruck); }, checkRecv,
+                                               [&] { return bruck.peakExtraBytes(); }));
+  record("ibdt alltoallv bruck-zero-copy", z, true);
   if (dist == "regular") {
     auto blocking = [&] {
       return collectives::alltoallv(comm, send.data(), layout.sendcounts, layout.sdispls, byte, recv.data(),

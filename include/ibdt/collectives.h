@@ -35,10 +35,11 @@
 // Alltoallv (docs/alltoallv.md) follows MPI_Alltoallv with 64-bit counts
 // and displacements per peer, and kInPlace for one buffer whose outgoing
 // blocks are replaced by the incoming ones (Hofmann/Rünger's algorithm with
-// auxiliary memory of a fixed size).
+// auxiliary memory of a fixed size), or zero-copy Bruck for small blocks.
 //
-// What is missing (see docs/design.md): alltoallv by zero-copy Bruck,
-// one-sided writes for large blocks, and algorithm counters (IBDT_STATS).
+// What is missing (see docs/design.md): the automatic choice of Bruck for
+// alltoallv, one-sided writes for large blocks, and algorithm counters
+// (IBDT_STATS).
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -272,7 +273,13 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
 // counts (Plan::peakExtraBytes()). sendbuf == recvbuf without kInPlace is
 // refused when bytes move.
 
-enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited };
+// kBruckZeroCopy: ⌈log2 p⌉ messages instead of p - 1, each block forwarded
+// up to log2 p times, so for small, not too irregular blocks. Its init is
+// collective (the counts travel the Bruck rounds once, every block's size is
+// checked at its destination) and needs every rank's send and receive types
+// to consist of one basic kind, the same on all ranks (else
+// kInvalidArgument on every rank); not in place.
+enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited, kBruckZeroCopy };
 
 struct AlltoallvOptions {
   // kAuto: pairwise, or in place when sendbuf is kInPlace.
@@ -284,7 +291,8 @@ struct AlltoallvOptions {
   int64_t inplaceBytes = int64_t{1} << 20;
   int64_t inplaceBuffers = 0;
 };
-// Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README).
+// Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README):
+// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise or bruck-zero-copy.
 Result<AlltoallvOptions> alltoallvOptionsFromEnvironment();
 
 // MPI_Alltoallv_init. The buffers, the count and displacement arrays' values

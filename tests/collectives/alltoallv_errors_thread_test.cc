@@ -19,6 +19,7 @@ using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
 using messaging::testing::soon;
 using testing::AlltoallvBuffers;
+using testing::CountMatrix;
 using testing::InPlaceBuffer;
 using testing::Side;
 using testing::Spread;
@@ -167,6 +168,32 @@ TEST(AlltoallvErrors, DeadRankFailsEverySurvivor) {
   }
 }
 
+// Zero-copy Bruck learns every block's size at init: rank 0 expecting one
+// element more from rank 1 fails every rank's init (rank 0 naming rank 1),
+// before any data moves; so do types of different basic kinds.
+TEST(AlltoallvErrors, BruckRefusesMismatchedCountsAndMixedKindsOnEveryRank) {
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context);
+    ASSERT_TRUE(comm.isOk());
+    AlltoallvOptions bruck;
+    bruck.algorithm = AlltoallvAlgorithm::kBruckZeroCopy;
+    auto counts = testing::countMatrix(Spread::kRandom, 4, 21, 50);
+    counts[1][0] += 1;
+    if (env.rank != 0) counts[1][0] -= 1;  // only rank 0 believes it
+    const Datatype item = Datatype::of<int32_t>();
+    const Side ints = testing::denseSide(item, 1);
+    AlltoallvBuffers buffers(counts, ints, ints, env.rank, 21);
+    auto init = [&](const Datatype& type) {
+      return alltoallvInit(**comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), type,
+                           buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), type, bruck);
+    };
+    expectError(init(item), Code::kInvalidArgument, env.rank == 0 ? "from rank 1, which sends" : "another rank");
+    // The same sizes, but rank 2 sends and receives float: no rank proceeds.
+    expectError(init(env.rank == 2 ? Datatype::of<float>() : item), Code::kInvalidArgument, "one basic kind");
+    EXPECT_EQ(buffers.check({0, 1, 2, 3}), "");  // nothing was written
+  });
+}
+
 TEST(AlltoallvOptions, KnobsAreReadAndBadValuesNameThem) {
   {
     test::ScopedEnv bytes("IBDT_ALLTOALLV_INPLACE_BYTES", "64K");
@@ -181,6 +208,18 @@ TEST(AlltoallvOptions, KnobsAreReadAndBadValuesNameThem) {
     auto options = alltoallvOptionsFromEnvironment();
     ASSERT_FALSE(options.isOk()) << bad;
     EXPECT_NE(options.status().toString().find("IBDT_ALLTOALLV_INPLACE_BYTES"), std::string::npos);
+  }
+  {
+    test::ScopedEnv algorithm("IBDT_ALLTOALLV_ALGORITHM", "bruck-zero-copy");
+    auto options = alltoallvOptionsFromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->algorithm, AlltoallvAlgorithm::kBruckZeroCopy);
+  }
+  {
+    test::ScopedEnv algorithm("IBDT_ALLTOALLV_ALGORITHM", "bruck");
+    auto options = alltoallvOptionsFromEnvironment();
+    ASSERT_FALSE(options.isOk());
+    EXPECT_NE(options.status().toString().find("IBDT_ALLTOALLV_ALGORITHM"), std::string::npos);
   }
   auto defaults = alltoallvOptionsFromEnvironment();
   ASSERT_TRUE(defaults.isOk());

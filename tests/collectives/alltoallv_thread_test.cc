@@ -4,10 +4,12 @@
 // peers, all equal) for p in {1, 2, 3, 4, 5, 7, 8}, contiguous and derived
 // types; every byte of every buffer checked against what its sender meant.
 // The in-place runs go from one element of auxiliary memory to 100 % of the
-// data and assert the peak extra memory. Then persistent plans, bad
+// data and assert the peak extra memory; zero-copy Bruck runs as a
+// persistent plan started twice. Then persistent plans, bad
 // arguments, mismatched pairs and a dead rank (errors, never hangs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "collectives/alltoallv_data.h"
@@ -80,6 +82,45 @@ TEST_P(AlltoallvThreads, DirectEverySpreadAndType) {
         Status status = directExchange(*comm, buffers, types[t].first, types[t].second, options);
         ASSERT_TRUE(status.isOk()) << testing::spreadName(spread) << " types " << t << ": " << status.toString();
         EXPECT_EQ(buffers.check(), "") << testing::spreadName(spread) << " types " << t;
+      }
+    }
+  });
+}
+
+// Zero-copy Bruck over the same problems, as a persistent plan started
+// twice; its intermediate buffer holds fewer than ⌊p/2⌋ + 1 blocks of the
+// largest block any rank forwards (bounded here by the largest block sent).
+TEST_P(AlltoallvThreads, BruckZeroCopyEverySpreadAndType) {
+  const int size = GetParam();
+  runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    const auto types = typePairs();
+    for (Spread spread : testing::kSpreads) {
+      for (size_t t = 0; t < types.size(); ++t) {
+        const uint64_t seed = 3000 + static_cast<uint64_t>(size) * 19 + t;
+        const CountMatrix counts = testing::countMatrix(spread, size, seed, t == 0 ? 3000 : 60);
+        AlltoallvBuffers buffers(counts, types[t].first, types[t].second, env.rank, seed);
+        AlltoallvOptions options;
+        options.algorithm = AlltoallvAlgorithm::kBruckZeroCopy;
+        auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(),
+                                  types[t].first.type, buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(),
+                                  types[t].second.type, options);
+        const std::string where = std::string(testing::spreadName(spread)) + " types " + std::to_string(t);
+        ASSERT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
+        EXPECT_EQ(plan->algorithm(), "bruck-zero-copy");
+        int64_t largest = 0;
+        for (const auto& row : counts) largest = std::max(largest, *std::max_element(row.begin(), row.end()));
+        EXPECT_LE(plan->peakExtraBytes(), (size / 2 + 1) * largest * types[t].first.bytes()) << where;
+        for (int run = 0; run < 2; ++run) {
+          buffers.clearReceive();
+          env.barrier();
+          ASSERT_TRUE(plan->start().isOk());
+          Status status = plan->wait(soon());
+          ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
+          EXPECT_EQ(buffers.check(), "") << where << " run " << run;
+          env.barrier();
+        }
       }
     }
   });
