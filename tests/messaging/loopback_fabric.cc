@@ -1,6 +1,7 @@
 #include "messaging/loopback_fabric.h"
 
 #include <cstring>
+#include <set>
 #include <vector>
 
 namespace ibdt::messaging::testing {
@@ -31,6 +32,8 @@ class LoopbackWorld {
   uint32_t nextListener = 1;
   uint64_t nextKey = 1;
   uint32_t nextEndpoint = 1;
+  uint32_t nextDomain = 1;
+  std::set<uint32_t> deadDomains;  // killLoopbackDomain(): their endpoints' peers fail when they go
 
   // Local SGE check: inside a registered region with that key.
   bool localOk(const fabric::Sge& sge, bool write) {
@@ -118,9 +121,10 @@ struct PostedRecv {
 
 class LoopbackEndpoint : public fabric::Endpoint {
  public:
-  LoopbackEndpoint(std::shared_ptr<LoopbackWorld> world, LoopbackCq& sendCq, LoopbackCq& recvCq,
+  LoopbackEndpoint(std::shared_ptr<LoopbackWorld> world, uint32_t domain, LoopbackCq& sendCq, LoopbackCq& recvCq,
                    const fabric::EndpointOptions& options, uint32_t maxSge)
-      : world_(std::move(world)), sendCq_(sendCq), recvCq_(recvCq), options_(options), maxSge_(maxSge) {
+      : world_(std::move(world)), domain_(domain), sendCq_(sendCq), recvCq_(recvCq), options_(options),
+        maxSge_(maxSge) {
     std::lock_guard lock(world_->mutex);
     id_ = world_->nextEndpoint++;
     world_->endpoints[id_] = this;
@@ -128,8 +132,11 @@ class LoopbackEndpoint : public fabric::Endpoint {
   ~LoopbackEndpoint() override {
     std::lock_guard lock(world_->mutex);
     world_->endpoints.erase(id_);
+    const bool killed = world_->deadDomains.count(domain_) != 0;
     for (auto& [id, endpoint] : world_->endpoints) {
-      if (endpoint->peer_ == id_) endpoint->peer_ = 0;
+      if (endpoint->peer_ != id_) continue;
+      if (killed) endpoint->peerGone();
+      else endpoint->peer_ = 0;  // its next request fails (an orderly close)
     }
   }
   std::vector<uint8_t> address() const override {
@@ -208,6 +215,19 @@ class LoopbackEndpoint : public fabric::Endpoint {
     if (status != CompletionStatus::kSuccess || (pending.request.flags & fabric::kSignaled) != 0) {
       Opcode opcode = pending.request.opcode;
       sendCq_.push(Completion{pending.request.id, opcode, status, false, bytes, 0, id_, 0});
+    }
+  }
+  // The peer's rank was killed: as the shm provider's liveness check does,
+  // fail everything outstanding, posted receives included, so a rank that
+  // only waits to receive learns it too.
+  void peerGone() {
+    peer_ = 0;
+    if (state_ == fabric::EndpointState::kError) return;
+    state_ = fabric::EndpointState::kError;
+    CompletionStatus cause = CompletionStatus::kRetryExceeded;
+    for (; !queue_.empty(); queue_.pop_front(), cause = CompletionStatus::kFlushed) complete(queue_.front(), cause, 0);
+    for (; !recvs_.empty(); recvs_.pop_front(), cause = CompletionStatus::kFlushed) {
+      recvCq_.push(Completion{recvs_.front().id, Opcode::kRecv, cause, false, 0, 0, id_, 0});
     }
   }
   void fail(const PendingRequest& pending, CompletionStatus status) {
@@ -299,6 +319,7 @@ class LoopbackEndpoint : public fabric::Endpoint {
   }
 
   std::shared_ptr<LoopbackWorld> world_;
+  uint32_t domain_;
   LoopbackCq& sendCq_;
   LoopbackCq& recvCq_;
   fabric::EndpointOptions options_;
@@ -363,7 +384,14 @@ class LoopbackListener : public fabric::Listener {
 class LoopbackDomain : public fabric::Domain {
  public:
   LoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps)
-      : world_(std::move(world)), caps_(std::move(caps)) {}
+      : world_(std::move(world)), caps_(std::move(caps)) {
+    std::lock_guard lock(world_->mutex);
+    id_ = world_->nextDomain++;
+  }
+  void kill() {
+    std::lock_guard lock(world_->mutex);
+    world_->deadDomains.insert(id_);
+  }
   const fabric::Caps& caps() const override { return caps_; }
   Result<std::unique_ptr<fabric::MemoryRegion>> registerMemory(void* address, size_t length,
                                                                uint32_t access) override {
@@ -382,7 +410,7 @@ class LoopbackDomain : public fabric::Domain {
   Result<std::unique_ptr<fabric::Endpoint>> createEndpoint(fabric::CompletionQueue& sendQueue,
                                                           fabric::CompletionQueue& recvQueue,
                                                           const fabric::EndpointOptions& options) override {
-    return std::unique_ptr<fabric::Endpoint>(new LoopbackEndpoint(world_, static_cast<LoopbackCq&>(sendQueue),
+    return std::unique_ptr<fabric::Endpoint>(new LoopbackEndpoint(world_, id_, static_cast<LoopbackCq&>(sendQueue),
                                                                   static_cast<LoopbackCq&>(recvQueue), options,
                                                                   caps_.maxSendSge));
   }
@@ -400,9 +428,12 @@ class LoopbackDomain : public fabric::Domain {
 
   std::shared_ptr<LoopbackWorld> world_;
   fabric::Caps caps_;
+  uint32_t id_ = 0;
 };
 
 }  // namespace
+
+void killLoopbackDomain(fabric::Domain& domain) { dynamic_cast<LoopbackDomain&>(domain).kill(); }
 
 std::shared_ptr<LoopbackWorld> makeLoopbackWorld() { return std::make_shared<LoopbackWorld>(); }
 

@@ -24,6 +24,10 @@ class LoopbackWorld;
 // Creates a Domain attached to `world`; one per simulated rank.
 std::unique_ptr<fabric::Domain> openLoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps);
 std::shared_ptr<LoopbackWorld> makeLoopbackWorld();
+// Marks `domain` (a loopback domain) as killed: from now on, each of its
+// endpoints that is destroyed fails its peer's outstanding requests and
+// posted receives, as a dead process's would (an orderly close does not).
+void killLoopbackDomain(fabric::Domain& domain);
 // Default caps: small max_sge so gathers span several requests.
 fabric::Caps loopbackCaps();
 
