@@ -8,8 +8,8 @@
 // convertible types; MPI_Pack,
 // MPI_Unpack, MPI_Pack_size. MPI_Finalize closes ibdt's state; the MPI_Wait
 // and MPI_Test families progress ibdt's non-blocking runs
-// (mpi/request_interpose.cc), and the persistent MPI_Alltoall_init (MPICH) /
-// MPIX_Alltoall_init (Open MPI) with MPI_Start(all). Everything else is
+// (mpi/request_interpose.cc), and the persistent MPI_Alltoall(v)_init
+// (MPICH) / MPIX_Alltoall(v)_init (Open MPI) with MPI_Start(all). Everything else is
 // MPI's own (docs/mpi.md lists what is missing).
 #include <mpi.h>
 #if defined(OPEN_MPI)
@@ -176,6 +176,19 @@ int persistentAlltoall(const AlltoallArgs& args, MPI_Comm comm, MPI_Info info, M
       });
 }
 
+template <typename Pmpi>
+int persistentAlltoallv(const AlltoallvArgs& args, MPI_Comm comm, MPI_Info info, MPI_Request* request, Pmpi pmpi) {
+  return takeOrHand(
+      "MPI_Alltoallv_init", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
+      [&](CommState& state, Status& built, std::string& why) {
+        return initPersistentAlltoallv(state, args, comm, info, request, built, why);
+      },
+      [&] {
+        return pmpi(args.sendbuf, args.sendcounts, args.sdispls, args.sendtype, args.recvbuf, args.recvcounts,
+                    args.rdispls, args.recvtype, comm, info, request);
+      });
+}
+
 }  // namespace
 
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
@@ -185,6 +198,13 @@ extern "C" int MPIX_Alltoall_init(const void* sendbuf, int sendcount, MPI_Dataty
   return persistentAlltoall({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
                             PMPIX_Alltoall_init);
 }
+
+extern "C" int MPIX_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return persistentAlltoallv({sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype}, comm,
+                             info, request, PMPIX_Alltoallv_init);
+}
 #endif
 #if defined(MPICH_VERSION) && MPI_VERSION >= 4
 extern "C" int MPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -192,6 +212,13 @@ extern "C" int MPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatyp
                                  MPI_Request* request) {
   return persistentAlltoall({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
                             PMPI_Alltoall_init);
+}
+
+extern "C" int MPI_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return persistentAlltoallv({sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype}, comm,
+                             info, request, PMPI_Alltoallv_init);
 }
 #endif
 
