@@ -9,12 +9,7 @@
 # -DBENCH=<ibdt-bench> [-DEXPECT_OPENMPI=ON] [-DEXPECT_MPICH=ON]
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
 set(outDir ${CMAKE_CURRENT_BINARY_DIR}/mpi-bench-smoke)
-file(REMOVE_RECURSE ${outDir})
-ibdt_run_bench_json(mpi --quick --ranks 2 --out ${outDir})
-if(NOT EXISTS ${outDir}/mpi.json)
-  message(FATAL_ERROR "ibdt-bench mpi --out wrote no JSON in ${outDir}")
-endif()
-math(EXPR last "${rows} - 1")
+ibdt_run_bench_json_out(${outDir} mpi mpi --quick --ranks 2)
 
 # How many rows of `library` and `call` (at `bytes` per pair, if given)
 # have positive MPI and ibdt values.

@@ -20,12 +20,38 @@ namespace {
 // it MPIX_Alltoall_init): two plans, one in place, each run three times
 // with new values (MPI_Start + MPI_Wait, then MPI_Startall + MPI_Waitall,
 // then MPI_Startall + an MPI_Testany loop), then freed.
-int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Request* request) {
 #if defined(OPEN_MPI)
-  return MPIX_Alltoall_init(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+#define PERSISTENT_INIT(collective) MPIX_##collective##_init
 #else
-  return MPI_Alltoall_init(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+#define PERSISTENT_INIT(collective) MPI_##collective##_init
 #endif
+int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Request* request) {
+  return PERSISTENT_INIT(Alltoall)(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+}
+
+// Runs two persistent requests once: each by MPI_Start + MPI_Wait, or both
+// by MPI_Startall and then MPI_Waitall or an MPI_Testany loop.
+enum HowToRun { kStartWait, kStartallWaitall, kStartallTestany };
+void runBoth(MPI_Request (&requests)[2], HowToRun how) {
+  if (how == kStartWait) {
+    for (MPI_Request& r : requests) {
+      check(MPI_Start(&r) == MPI_SUCCESS, "start rc");
+      check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
+    }
+    return;
+  }
+  check(MPI_Startall(2, requests) == MPI_SUCCESS, "startall rc");
+  if (how == kStartallWaitall) {
+    check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc");
+    return;
+  }
+  bool done[2] = {false, false};
+  int index = 0, flag = 0;
+  while (!(done[0] && done[1])) {
+    MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
+    if (flag && index != MPI_UNDEFINED) done[index] = true;
+    sched_yield();
+  }
 }
 
 }  // namespace
@@ -46,25 +72,7 @@ void persistentAlltoall(MPI_Comm comm, bool testanyLoop) {
         both[static_cast<size_t>(to) * n + i] = value(rank, to, i) - run;
       }
     std::fill(recv.begin(), recv.end(), -1);
-    if (run == 0) {
-      for (MPI_Request& r : requests) {
-        check(MPI_Start(&r) == MPI_SUCCESS, "start rc");
-        check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
-      }
-    } else {
-      check(MPI_Startall(2, requests) == MPI_SUCCESS, "startall rc");
-      if (run == 1 || !testanyLoop) {
-        check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc");
-      } else {
-        bool done[2] = {false, false};
-        int index = 0, flag = 0;
-        while (!(done[0] && done[1])) {
-          MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
-          if (flag && index != MPI_UNDEFINED) done[index] = true;
-          sched_yield();
-        }
-      }
-    }
+    runBoth(requests, run == 0 ? kStartWait : run == 1 || !testanyLoop ? kStartallWaitall : kStartallTestany);
     for (int from = 0; from < size; ++from)
       for (int i = 0; i < n; ++i) {
         check(recv[static_cast<size_t>(from) * n + i] == value(from, rank, i) + run,
@@ -80,11 +88,7 @@ namespace {
 
 int persistentInitV(const void* send, const int* sc, const int* sd, void* recv, const int* rc, const int* rd,
                     MPI_Comm comm, MPI_Request* request) {
-#if defined(OPEN_MPI)
-  return MPIX_Alltoallv_init(send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm, MPI_INFO_NULL, request);
-#else
-  return MPI_Alltoallv_init(send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm, MPI_INFO_NULL, request);
-#endif
+  return PERSISTENT_INIT(Alltoallv)(send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm, MPI_INFO_NULL, request);
 }
 
 // Counts and displacements: irregular (zeros included), blocks in reverse
@@ -139,15 +143,7 @@ void persistentAlltoallv(MPI_Comm comm) {
     PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_INT, expectBoth.data(), w.rc.data(), w.rd.data(), MPI_INT,
                    comm);
     std::fill(recv.begin(), recv.end(), -1);
-    if (run == 0) {
-      for (MPI_Request& r : requests) {
-        check(MPI_Start(&r) == MPI_SUCCESS, "alltoallv start rc");
-        check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "alltoallv wait rc");
-      }
-    } else {
-      check(MPI_Startall(2, requests) == MPI_SUCCESS, "alltoallv startall rc");
-      check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "alltoallv waitall rc");
-    }
+    runBoth(requests, run == 0 ? kStartWait : kStartallWaitall);
     const std::string at = " run " + std::to_string(run);
     check(recv == expectRecv, "persistent alltoallv differs from PMPI_Alltoallv's" + at);
     check(both == expectBoth, "persistent in-place alltoallv differs from PMPI_Alltoallv's" + at);
