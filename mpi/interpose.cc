@@ -3,9 +3,8 @@
 // MPI's). Each runs ibdt's implementation when it can and otherwise hands
 // the call to MPI's own (PMPI_*), logging why at IBDT_LOG=debug.
 //
-// Taken: MPI_Alltoall, MPI_Alltoallv, MPI_Ialltoall (MPI_IN_PLACE
-// included) and MPI_Ialltoallv (not in place) on intracommunicators with
-// convertible types; MPI_Pack,
+// Taken: MPI_Alltoall, MPI_Alltoallv, MPI_Ialltoall and MPI_Ialltoallv
+// (MPI_IN_PLACE included) on intracommunicators with convertible types; MPI_Pack,
 // MPI_Unpack, MPI_Pack_size. MPI_Finalize closes ibdt's state; the MPI_Wait
 // and MPI_Test families progress ibdt's non-blocking runs
 // (mpi/request_interpose.cc), and the persistent MPI_Alltoall(v)_init

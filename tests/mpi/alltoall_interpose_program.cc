@@ -280,8 +280,8 @@ void expect(const std::string& mode) {
     check(c.alltoallvIbdt >= 4 && c.alltoallvMpi == 0, "ibdt ran " + std::to_string(c.alltoallvIbdt) +
                                                            " alltoallvs, expected 4; MPI ran " +
                                                            std::to_string(c.alltoallvMpi));
-    check(c.ialltoallIbdt == 21 && c.ialltoallMpi == 0, "ibdt ran " + std::to_string(c.ialltoallIbdt) +
-                                                            " ialltoall(v)s and inits, expected 21; MPI ran " +
+    check(c.ialltoallIbdt == 22 && c.ialltoallMpi == 0, "ibdt ran " + std::to_string(c.ialltoallIbdt) +
+                                                            " ialltoall(v)s and inits, expected 22; MPI ran " +
                                                             std::to_string(c.ialltoallMpi));
   } else {
     check(c.alltoallIbdt == 0 && c.packIbdt == 0 && c.alltoallvIbdt == 0 && c.ialltoallIbdt == 0,
