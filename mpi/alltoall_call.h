@@ -12,10 +12,11 @@
 //
 // The choice between ibdt and MPI is made locally and is the same on every
 // rank of a correct program: a type whose layout ibdt cannot express
-// (negative extent) is staged through PMPI_Pack / PMPI_Unpack against a
-// dense type of the other side's signature, and only a call where neither
-// type converts goes to MPI (a signature with no ibdt basic type, which
-// fails on every rank alike). The hierarchical algorithm, whose plans split
+// (negative extent), on one side, both sides or with MPI_IN_PLACE, is
+// staged through PMPI_Pack / PMPI_Unpack against a dense type of its own
+// signature (signatureType), so that rank still takes part; only a call
+// with a signature ibdt has no basic type for goes to MPI, and that fails
+// on every rank alike. The hierarchical algorithm, whose plans split
 // the communicator at init (collective), keeps one collective vote per call.
 #pragma once
 

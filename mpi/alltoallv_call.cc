@@ -15,14 +15,6 @@ using datatype::Datatype;
 // ibdt's in-place alltoallv moves one element as size() contiguous bytes.
 bool dense(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
 
-// Why this rank cannot take the call (empty: it can).
-std::string obstacle(const Result<Datatype>& send, const Result<Datatype>& recv, bool inPlace) {
-  if (!send.isOk()) return send.status().toString();
-  if (!recv.isOk()) return recv.status().toString();
-  if (inPlace && !dense(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
-  return "";
-}
-
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
 AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, const Datatype& send, const Datatype& recv) {
@@ -44,6 +36,18 @@ Result<collectives::Plan> buildPlan(CommState& state, const AlltoallvCache::Key&
 
 }  // namespace
 
+std::string alltoallvObstacle(const Result<Datatype>& send, const Result<Datatype>& recv, bool inPlace) {
+  if (!send.isOk()) return send.status().toString();
+  if (!recv.isOk()) return recv.status().toString();
+  if (inPlace && !dense(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
+  return "";
+}
+
+Result<collectives::Plan> alltoallvPlan(CommState& state, const AlltoallvArgs& args, const Datatype& send,
+                                        const Datatype& recv) {
+  return buildPlan(state, keyOf(args, state.comm->size(), send, recv), send, recv);
+}
+
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
                         std::string& why) {
   // MPI_IN_PLACE ignores sendcounts, sdispls and sendtype: the outgoing
@@ -51,7 +55,7 @@ bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm co
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
-  why = obstacle(send, recv, inPlace);
+  why = alltoallvObstacle(send, recv, inPlace);
   AlltoallvCache::Key key;
   int vote = kCannot;
   if (why.empty()) {

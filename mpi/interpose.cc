@@ -3,18 +3,21 @@
 // MPI's). Each runs ibdt's implementation when it can and otherwise hands
 // the call to MPI's own (PMPI_*), logging why at IBDT_LOG=debug.
 //
-// Taken: MPI_Alltoall, MPI_Alltoallv, MPI_Ialltoall (MPI_IN_PLACE
-// included) and MPI_Ialltoallv (not in place) on intracommunicators with
-// convertible types; MPI_Pack,
+// Taken: MPI_Alltoall, MPI_Alltoallv, MPI_Ialltoall and MPI_Ialltoallv
+// (MPI_IN_PLACE included) on intracommunicators with convertible types; MPI_Pack,
 // MPI_Unpack, MPI_Pack_size. MPI_Finalize closes ibdt's state; the MPI_Wait
 // and MPI_Test families progress ibdt's non-blocking runs
-// (mpi/request_interpose.cc), and the persistent MPI_Alltoall_init (MPICH) /
-// MPIX_Alltoall_init (Open MPI) with MPI_Start(all). Everything else is
+// (mpi/request_interpose.cc), and the persistent MPI_Alltoall(v)_init
+// (MPICH) / MPIX_Alltoall(v)_init (Open MPI) with MPI_Start(all). Everything else is
 // MPI's own (docs/mpi.md lists what is missing).
 #include <mpi.h>
 #if defined(OPEN_MPI)
 #include <mpi-ext.h>  // MPIX_Alltoall_init (Open MPI 4.1's persistent collectives)
 #endif
+
+#include <atomic>
+#include <cstdint>
+#include <string>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -62,20 +65,6 @@ std::string alltoallObstacle(MPI_Comm comm) {
   return "";
 }
 
-int handToMpi(const std::string& why, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  IBDT_LOG(kDebug, "mpi: MPI_Alltoall handed to MPI: ", why);
-  counters().alltoallMpi.fetch_add(1, std::memory_order_relaxed);
-  return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-int alltoallvToMpi(const std::string& why, const AlltoallvArgs& a, MPI_Comm comm) {
-  IBDT_LOG(kDebug, "mpi: MPI_Alltoallv handed to MPI: ", why);
-  counters().alltoallvMpi.fetch_add(1, std::memory_order_relaxed);
-  return PMPI_Alltoallv(a.sendbuf, a.sendcounts, a.sdispls, a.sendtype, a.recvbuf, a.recvcounts, a.rdispls,
-                        a.recvtype, comm);
-}
-
 // ibdt's outcome of a call it took, through the communicator's error handler.
 int ibdtOutcome(const Status& done, const char* call, MPI_Comm comm) {
   if (done.isOk()) return MPI_SUCCESS;
@@ -92,6 +81,29 @@ int raised(int code, MPI_Comm comm) {
   return code;
 }
 
+// The one path of every intercepted collective: runs it on ibdt when it
+// can, else hands it to the MPI library's own implementation (`pmpi()`, a
+// PMPI_* call) with a debug-level line saying why. `take(state, outcome,
+// why)` returns false (with `why`) to hand the call over, or true with
+// ibdt's outcome.
+template <typename Take, typename Pmpi>
+int takeOrHand(const char* call, MPI_Comm comm, std::atomic<uint64_t>& taken, std::atomic<uint64_t>& handed,
+               Take&& take, Pmpi&& pmpi) {
+  auto toMpi = [&](const std::string& why) {
+    IBDT_LOG(kDebug, "mpi: ", call, " handed to MPI: ", why);
+    handed.fetch_add(1, std::memory_order_relaxed);
+    return pmpi();
+  };
+  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
+  auto state = commState(comm);
+  if (!state.isOk()) return toMpi(state.status().toString());
+  Status outcome;
+  std::string why;
+  if (!take(**state, outcome, why)) return toMpi(why);
+  taken.fetch_add(1, std::memory_order_relaxed);
+  return ibdtOutcome(outcome, call, comm);
+}
+
 }  // namespace
 }  // namespace ibdt::mpi
 
@@ -100,114 +112,112 @@ using namespace ibdt::mpi;
 
 extern "C" int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                             int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  if (std::string why = alltoallObstacle(comm); !why.empty()) {
-    return handToMpi(why, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  auto state = commState(comm);
-  if (!state.isOk()) {
-    return handToMpi(state.status().toString(), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  Status done;
-  std::string why;
-  if (!runOnIbdt(**state, {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, done, why)) {
-    return handToMpi(why, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  counters().alltoallIbdt.fetch_add(1, std::memory_order_relaxed);
-  return ibdtOutcome(done, "MPI_Alltoall", comm);
+  const AlltoallArgs args{sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype};
+  return takeOrHand(
+      "MPI_Alltoall", comm, counters().alltoallIbdt, counters().alltoallMpi,
+      [&](CommState& state, Status& done, std::string& why) { return runOnIbdt(state, args, comm, done, why); },
+      [&] { return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }
 
 extern "C" int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                              void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                              MPI_Comm comm) {
   const AlltoallvArgs args{sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype};
-  if (std::string why = alltoallObstacle(comm); !why.empty()) return alltoallvToMpi(why, args, comm);
-  auto state = commState(comm);
-  if (!state.isOk()) return alltoallvToMpi(state.status().toString(), args, comm);
-  Status done;
-  std::string why;
-  if (!runAlltoallvOnIbdt(**state, args, comm, done, why)) return alltoallvToMpi(why, args, comm);
-  counters().alltoallvIbdt.fetch_add(1, std::memory_order_relaxed);
-  return ibdtOutcome(done, "MPI_Alltoallv", comm);
+  return takeOrHand(
+      "MPI_Alltoallv", comm, counters().alltoallvIbdt, counters().alltoallvMpi,
+      [&](CommState& state, Status& done, std::string& why) {
+        return runAlltoallvOnIbdt(state, args, comm, done, why);
+      },
+      [&] {
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+      });
 }
 
 extern "C" int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  auto toMpi = [&](const std::string& why) {
-    IBDT_LOG(kDebug, "mpi: MPI_Ialltoall handed to MPI: ", why);
-    counters().ialltoallMpi.fetch_add(1, std::memory_order_relaxed);
-    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-  };
-  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
-  auto state = commState(comm);
-  if (!state.isOk()) return toMpi(state.status().toString());
-  Status started;
-  std::string why;
-  if (!startIalltoall(**state, {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, request, started, why)) {
-    return toMpi(why);
-  }
-  counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
-  return ibdtOutcome(started, "MPI_Ialltoall", comm);
+  const AlltoallArgs args{sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype};
+  return takeOrHand(
+      "MPI_Ialltoall", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
+      [&](CommState& state, Status& started, std::string& why) {
+        return startIalltoall(state, args, request, started, why);
+      },
+      [&] { return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request); });
 }
 
 extern "C" int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                               MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  auto toMpi = [&](const std::string& why) {
-    IBDT_LOG(kDebug, "mpi: MPI_Ialltoallv handed to MPI: ", why);
-    counters().ialltoallMpi.fetch_add(1, std::memory_order_relaxed);
-    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                           request);
-  };
-  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
-  auto state = commState(comm);
-  if (!state.isOk()) return toMpi(state.status().toString());
-  Status started;
-  std::string why;
   const AlltoallvArgs args{sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype};
-  if (!startIalltoallv(**state, args, request, started, why)) return toMpi(why);
-  counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
-  return ibdtOutcome(started, "MPI_Ialltoallv", comm);
+  return takeOrHand(
+      "MPI_Ialltoallv", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
+      [&](CommState& state, Status& started, std::string& why) {
+        return startIalltoallv(state, args, request, started, why);
+      },
+      [&] {
+        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                               request);
+      });
 }
 
-namespace ibdt::mpi {
 namespace {
 
-// MPI_Alltoall_init / MPIX_Alltoall_init; `pmpi` is the MPI library's own.
+// The persistent inits (MPICH 4.0's MPI_*_init, Open MPI 4.1's MPIX_*_init).
 template <typename Pmpi>
-int alltoallInit(const AlltoallArgs& args, MPI_Comm comm, MPI_Info info, MPI_Request* request, Pmpi pmpi) {
-  auto toMpi = [&](const std::string& why) {
-    IBDT_LOG(kDebug, "mpi: persistent MPI_Alltoall_init handed to MPI: ", why);
-    counters().ialltoallMpi.fetch_add(1, std::memory_order_relaxed);
-    return pmpi(args.sendbuf, args.sendcount, args.sendtype, args.recvbuf, args.recvcount, args.recvtype, comm, info,
-                request);
-  };
-  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
-  auto state = commState(comm);
-  if (!state.isOk()) return toMpi(state.status().toString());
-  Status built;
-  std::string why;
-  if (!initPersistentAlltoall(**state, args, comm, info, request, built, why)) return toMpi(why);
-  counters().ialltoallIbdt.fetch_add(1, std::memory_order_relaxed);
-  return ibdtOutcome(built, "MPI_Alltoall_init", comm);
+int persistentAlltoall(const AlltoallArgs& args, MPI_Comm comm, MPI_Info info, MPI_Request* request, Pmpi pmpi) {
+  return takeOrHand(
+      "MPI_Alltoall_init", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
+      [&](CommState& state, Status& built, std::string& why) {
+        return initPersistentAlltoall(state, args, comm, info, request, built, why);
+      },
+      [&] {
+        return pmpi(args.sendbuf, args.sendcount, args.sendtype, args.recvbuf, args.recvcount, args.recvtype, comm,
+                    info, request);
+      });
+}
+
+template <typename Pmpi>
+int persistentAlltoallv(const AlltoallvArgs& args, MPI_Comm comm, MPI_Info info, MPI_Request* request, Pmpi pmpi) {
+  return takeOrHand(
+      "MPI_Alltoallv_init", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
+      [&](CommState& state, Status& built, std::string& why) {
+        return initPersistentAlltoallv(state, args, comm, info, request, built, why);
+      },
+      [&] {
+        return pmpi(args.sendbuf, args.sendcounts, args.sdispls, args.sendtype, args.recvbuf, args.recvcounts,
+                    args.rdispls, args.recvtype, comm, info, request);
+      });
 }
 
 }  // namespace
-}  // namespace ibdt::mpi
 
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
 extern "C" int MPIX_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                   MPI_Request* request) {
-  return alltoallInit({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
-                      PMPIX_Alltoall_init);
+  return persistentAlltoall({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
+                            PMPIX_Alltoall_init);
+}
+
+extern "C" int MPIX_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return persistentAlltoallv({sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype}, comm,
+                             info, request, PMPIX_Alltoallv_init);
 }
 #endif
 #if defined(MPICH_VERSION) && MPI_VERSION >= 4
 extern "C" int MPI_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                  MPI_Request* request) {
-  return alltoallInit({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
-                      PMPI_Alltoall_init);
+  return persistentAlltoall({sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype}, comm, info, request,
+                            PMPI_Alltoall_init);
+}
+
+extern "C" int MPI_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return persistentAlltoallv({sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype}, comm,
+                             info, request, PMPI_Alltoallv_init);
 }
 #endif
 

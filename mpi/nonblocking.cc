@@ -89,17 +89,19 @@ bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* req
 
 bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
                      std::string& why) {
-  if (args.sendbuf == MPI_IN_PLACE) {
-    why = "MPI_IN_PLACE (ibdt's in-place alltoallv runs on two tags, a non-blocking call has one)";
-    return false;
-  }
-  const Result<Datatype> send = convertType(args.sendtype);
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const Result<Datatype> recv = convertType(args.recvtype);
-  if (!send.isOk() || !recv.isOk()) {
-    why = !send.isOk() ? send.status().toString() : recv.status().toString();
-    return false;
-  }
+  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
+  why = alltoallvObstacle(send, recv, inPlace);
+  if (!why.empty()) return false;
   *request = MPI_REQUEST_NULL;
+  if (inPlace) {
+    // ibdt's in-place alltoallv takes three tags (check, control, data) and
+    // alternates control and data phases: it takes them from the
+    // communicator's counter, like a voted call, not the one reserved tag.
+    status = launch(alltoallvPlan(state, args, *send, *recv), request);
+    return true;
+  }
   const int p = state.comm->size();
   state.comm->pinPlanTag(nextTag(state));
   auto plan = collectives::alltoallvInit(*state.comm, args.sendbuf, widened(args.sendcounts, p),

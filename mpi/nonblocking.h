@@ -39,8 +39,11 @@ bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* req
 // The same for MPI_Ialltoallv (no vote: a blocking agreement inside a
 // non-blocking call could deadlock against calls on other communicators).
 // A new plan per call: its first run checks every pair's signatures. Goes
-// to MPI when a type does not convert or with MPI_IN_PLACE (ibdt's in-place
-// alltoallv runs on two tags).
+// to MPI when a type does not convert, or with MPI_IN_PLACE and a type that
+// is not dense. MPI_IN_PLACE runs ibdt's in-place alltoallv, whose three
+// tags come from the communicator's counter (as the voted calls' and the
+// persistent inits'): MPI orders collective calls, so they agree as long as
+// every rank takes the call.
 bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
                      std::string& why);
 

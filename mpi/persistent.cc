@@ -33,9 +33,21 @@ void finish(PersistentAlltoall& op, const Status& outcome) {
   op.state = HandleState::kComplete;
   --running;
   if (!outcome.isOk()) {
-    IBDT_LOG(kError, "mpi: persistent MPI_Alltoall: ", outcome.toString());
+    IBDT_LOG(kError, "mpi: persistent MPI_Alltoall(v): ", outcome.toString());
     PMPI_Comm_call_errhandler(op.comm, MPI_ERR_OTHER);
   }
+}
+
+// Keeps a built plan behind a new handle (see the header); ibdt's outcome.
+Status adopt(Result<collectives::Plan> plan, MPI_Comm comm, MPI_Request* request) {
+  IBDT_RETURN_IF_ERROR(plan.status());
+  if (PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, request) != MPI_SUCCESS) {
+    *request = MPI_REQUEST_NULL;
+    return makeError(Code::kResource, "mpi: MPI_Send_init of the persistent handle failed");
+  }
+  handles()[*request] =
+      std::make_unique<PersistentAlltoall>(PersistentAlltoall{std::move(*plan), comm, HandleState::kInactive});
+  return Status::ok();
 }
 
 }  // namespace
@@ -50,18 +62,30 @@ bool initPersistentAlltoall(CommState& state, const AlltoallArgs& args, MPI_Comm
     return false;
   }
   *request = MPI_REQUEST_NULL;
-  auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
-                                        inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
-                                        args.recvcount, *recv, state.alltoall);
-  status = plan.status();
-  if (!status.isOk()) return true;
-  if (PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, request) != MPI_SUCCESS) {
-    *request = MPI_REQUEST_NULL;
-    status = makeError(Code::kResource, "mpi: MPI_Send_init of the persistent handle failed");
-    return true;
+  status = adopt(collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
+                                           inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
+                                           args.recvcount, *recv, state.alltoall),
+                 comm, request);
+  return true;
+}
+
+bool initPersistentAlltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Info,
+                             MPI_Request* request, Status& status, std::string& why) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  const Result<datatype::Datatype> recv = convertType(args.recvtype);
+  const Result<datatype::Datatype> send = inPlace ? recv : convertType(args.sendtype);
+  why = alltoallvObstacle(send, recv, inPlace);
+  // The init is blocking and collective: one vote, so that all ranks or none
+  // take it (a type may convert on one side only, unlike MPI_Alltoall's).
+  const int mine = why.empty() ? 1 : 0;
+  int all = 0;
+  PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (all == 0) {
+    if (why.empty()) why = "another rank cannot take it (a datatype that does not convert there)";
+    return false;
   }
-  handles()[*request] =
-      std::make_unique<PersistentAlltoall>(PersistentAlltoall{std::move(*plan), comm, HandleState::kInactive});
+  *request = MPI_REQUEST_NULL;
+  status = adopt(alltoallvPlan(state, args, *send, *recv), comm, request);
   return true;
 }
 

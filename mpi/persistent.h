@@ -1,5 +1,5 @@
-// mpi/persistent.h — the persistent MPI_Alltoall_init (MPICH 4.0) /
-// MPIX_Alltoall_init (Open MPI 4.1) on an ibdt plan.
+// mpi/persistent.h — the persistent MPI_Alltoall_init / MPI_Alltoallv_init
+// (MPICH 4.0) and MPIX_Alltoall(v)_init (Open MPI 4.1) on an ibdt plan.
 //
 // The handle the program gets is a real persistent request of MPI's that
 // is never started (a zero-byte MPI_Send_init to MPI_PROC_NULL), so it is a
@@ -20,6 +20,7 @@
 
 #include "ibdt/status.h"
 #include "mpi/alltoall_call.h"
+#include "mpi/alltoallv_call.h"
 
 namespace ibdt::mpi {
 
@@ -29,6 +30,13 @@ struct CommState;
 // call goes to MPI instead (a type does not convert).
 bool initPersistentAlltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Info info,
                             MPI_Request* request, Status& status, std::string& why);
+
+// The same for MPI_Alltoallv_init (MPICH 4.0) / MPIX_Alltoallv_init (Open
+// MPI 4.1) on ibdt's alltoallv plans (MPI_IN_PLACE: the in-place plan, dense
+// types only). The init votes (one MPI_Allreduce), so all ranks or none take
+// it. Everything below applies to both kinds of handle.
+bool initPersistentAlltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Info info,
+                             MPI_Request* request, Status& status, std::string& why);
 
 // Whether `request` is a handle of this bridge's.
 bool isPersistentAlltoall(MPI_Request request);

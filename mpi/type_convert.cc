@@ -151,4 +151,27 @@ Result<Datatype> convertLevel(MPI_Datatype type, const InnerConverter& inner) {
   return matchBounds(type, std::move(built));
 }
 
+Result<Datatype> signatureType(MPI_Datatype type) {
+  Result<Datatype> converted = convertType(type);
+  if (converted.isOk() || type == MPI_DATATYPE_NULL) return converted;
+  int ni = 0, na = 0, nt = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(type, &ni, &na, &nt, &combiner) != MPI_SUCCESS || combiner == MPI_COMBINER_NAMED ||
+      combiner == MPI_COMBINER_F90_REAL || combiner == MPI_COMBINER_F90_COMPLEX ||
+      combiner == MPI_COMBINER_F90_INTEGER) {
+    return converted;  // no basic type of that kind and size: no signature either
+  }
+  Contents contents;
+  IBDT_RETURN_IF_ERROR(readContents(type, ni, na, nt, contents));
+  // Resizing never changes a signature; any other level is rebuilt on its
+  // inner types' signatures (the bounds are irrelevant here).
+  if (combiner == MPI_COMBINER_RESIZED) return signatureType(contents.types[0]);
+  IBDT_ASSIGN_OR_RETURN(Datatype built, build(combiner, contents, signatureType));
+  MPI_Count size = 0;
+  if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS || built.size() != size) {
+    return makeError(Code::kInternal, "mpi: the signature of a datatype has ", built.size(), " bytes, MPI says ",
+                     size);
+  }
+  return built;
+}
+
 }  // namespace ibdt::mpi

@@ -28,6 +28,12 @@ namespace ibdt::mpi {
 // MPI_DATATYPE_NULL or a handle MPI rejects.
 Result<datatype::Datatype> convertType(MPI_Datatype type);
 
+// A type with the signature (basic-type sequence) of `type` — its
+// conversion, or for a type whose layout ibdt cannot express (a negative
+// extent) one built with resized levels left out — to describe `type`'s
+// data packed by MPI_Pack. Uncached beyond convertType's own cache.
+Result<datatype::Datatype> signatureType(MPI_Datatype type);
+
 // A segment of `count` elements of `type`, ready to pack. The conversion
 // keeps the last segment it made, so repeated packs with one count do not
 // compile the loop program again.

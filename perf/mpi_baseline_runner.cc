@@ -26,6 +26,12 @@ using Clock = std::chrono::steady_clock;
 #ifndef IBDT_MPIEXEC_MPICH
 #define IBDT_MPIEXEC_MPICH ""
 #endif
+#ifndef IBDT_MPI_BRIDGE_OPENMPI
+#define IBDT_MPI_BRIDGE_OPENMPI ""
+#endif
+#ifndef IBDT_MPI_BRIDGE_MPICH
+#define IBDT_MPI_BRIDGE_MPICH ""
+#endif
 
 // The launcher command line for `ranks` processes. Both launchers bind one
 // rank per core: Open MPI does so by default for two ranks, MPICH's Hydra
@@ -170,12 +176,12 @@ const std::vector<MpiLibrary>& mpiLibraries() {
 #if defined(IBDT_MPI_PACK_OPENMPI) && defined(IBDT_MPI_VECTOR_OPENMPI) && defined(IBDT_MPI_ALLTOALL_OPENMPI) && \
     defined(IBDT_MPI_ALLTOALLV_OPENMPI)
     out.push_back({"Open MPI", "ompi", IBDT_MPIEXEC_OPENMPI, IBDT_MPI_PACK_OPENMPI, IBDT_MPI_VECTOR_OPENMPI,
-                   IBDT_MPI_ALLTOALL_OPENMPI, IBDT_MPI_ALLTOALLV_OPENMPI});
+                   IBDT_MPI_ALLTOALL_OPENMPI, IBDT_MPI_ALLTOALLV_OPENMPI, IBDT_MPI_BRIDGE_OPENMPI});
 #endif
 #if defined(IBDT_MPI_PACK_MPICH) && defined(IBDT_MPI_VECTOR_MPICH) && defined(IBDT_MPI_ALLTOALL_MPICH) && \
     defined(IBDT_MPI_ALLTOALLV_MPICH)
     out.push_back({"MPICH", "mpich", IBDT_MPIEXEC_MPICH, IBDT_MPI_PACK_MPICH, IBDT_MPI_VECTOR_MPICH,
-                   IBDT_MPI_ALLTOALL_MPICH, IBDT_MPI_ALLTOALLV_MPICH});
+                   IBDT_MPI_ALLTOALL_MPICH, IBDT_MPI_ALLTOALLV_MPICH, IBDT_MPI_BRIDGE_MPICH});
 #endif
     return out;
   }();

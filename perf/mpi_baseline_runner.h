@@ -26,6 +26,7 @@ struct MpiLibrary {
   std::string vectorProgram;  // ibdt-mpi-vector-<library>
   std::string alltoallProgram;  // ibdt-mpi-alltoall-<library>
   std::string alltoallvProgram;  // ibdt-mpi-alltoallv-<library>
+  std::string bridgeProgram;     // ibdt-mpi-bridge-<library> ("" when the MPI bridge was not built)
 };
 
 // The MPI libraries ibdt-bench was built with, in a fixed order.

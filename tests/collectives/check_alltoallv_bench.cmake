@@ -9,12 +9,7 @@
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
 set(outDir ${CMAKE_CURRENT_BINARY_DIR}/alltoallv-smoke)
 set(svg ${outDir}/alltoallv-p2-regular.svg)
-file(REMOVE_RECURSE ${outDir})
-ibdt_run_bench_json(alltoallv --quick --ranks 2 --out ${outDir})
-if(NOT EXISTS ${outDir}/alltoallv.json)
-  message(FATAL_ERROR "ibdt-bench alltoallv --out wrote no JSON in ${outDir}")
-endif()
-math(EXPR last "${rows} - 1")
+ibdt_run_bench_json_out(${outDir} alltoallv alltoallv --quick --ranks 2)
 
 function(expect_row row)
   foreach(bytes 64 4096)  # the --quick sizes

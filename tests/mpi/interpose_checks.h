@@ -28,6 +28,7 @@ inline int value(int from, int to, int i) { return from * 1000003 + to * 7919 + 
 // the in-place buffer wrong or never completes under that loop (reproduced
 // with MPICH alone), so its native run waits instead.
 void persistentAlltoall(MPI_Comm comm, bool testanyLoop);
+void persistentAlltoallv(MPI_Comm comm);
 void ialltoall(MPI_Comm comm, int how);
 
 }  // namespace interpose_test

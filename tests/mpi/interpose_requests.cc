@@ -1,9 +1,9 @@
 // The interposition test program's non-blocking and persistent cases
-// (MPI_Ialltoall, MPI_Ialltoallv, MPI_Alltoall_init / MPIX_Alltoall_init),
+// (MPI_Ialltoall, MPI_Ialltoallv, MPI_Alltoall(v)_init / MPIX_Alltoall(v)_init),
 // every byte checked; see alltoall_interpose_program.cc.
 #include <mpi.h>
 #if defined(OPEN_MPI)
-#include <mpi-ext.h>  // MPIX_Alltoall_init
+#include <mpi-ext.h>  // MPIX_Alltoall_init, MPIX_Alltoallv_init
 #endif
 #include <sched.h>
 
@@ -20,12 +20,38 @@ namespace {
 // it MPIX_Alltoall_init): two plans, one in place, each run three times
 // with new values (MPI_Start + MPI_Wait, then MPI_Startall + MPI_Waitall,
 // then MPI_Startall + an MPI_Testany loop), then freed.
-int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Request* request) {
 #if defined(OPEN_MPI)
-  return MPIX_Alltoall_init(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+#define PERSISTENT_INIT(collective) MPIX_##collective##_init
 #else
-  return MPI_Alltoall_init(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+#define PERSISTENT_INIT(collective) MPI_##collective##_init
 #endif
+int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Request* request) {
+  return PERSISTENT_INIT(Alltoall)(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
+}
+
+// Runs two persistent requests once: each by MPI_Start + MPI_Wait, or both
+// by MPI_Startall and then MPI_Waitall or an MPI_Testany loop.
+enum HowToRun { kStartWait, kStartallWaitall, kStartallTestany };
+void runBoth(MPI_Request (&requests)[2], HowToRun how) {
+  if (how == kStartWait) {
+    for (MPI_Request& r : requests) {
+      check(MPI_Start(&r) == MPI_SUCCESS, "start rc");
+      check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
+    }
+    return;
+  }
+  check(MPI_Startall(2, requests) == MPI_SUCCESS, "startall rc");
+  if (how == kStartallWaitall) {
+    check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc");
+    return;
+  }
+  bool done[2] = {false, false};
+  int index = 0, flag = 0;
+  while (!(done[0] && done[1])) {
+    MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
+    if (flag && index != MPI_UNDEFINED) done[index] = true;
+    sched_yield();
+  }
 }
 
 }  // namespace
@@ -46,25 +72,7 @@ void persistentAlltoall(MPI_Comm comm, bool testanyLoop) {
         both[static_cast<size_t>(to) * n + i] = value(rank, to, i) - run;
       }
     std::fill(recv.begin(), recv.end(), -1);
-    if (run == 0) {
-      for (MPI_Request& r : requests) {
-        check(MPI_Start(&r) == MPI_SUCCESS, "start rc");
-        check(MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait rc");
-      }
-    } else {
-      check(MPI_Startall(2, requests) == MPI_SUCCESS, "startall rc");
-      if (run == 1 || !testanyLoop) {
-        check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall rc");
-      } else {
-        bool done[2] = {false, false};
-        int index = 0, flag = 0;
-        while (!(done[0] && done[1])) {
-          MPI_Testany(2, requests, &index, &flag, MPI_STATUS_IGNORE);
-          if (flag && index != MPI_UNDEFINED) done[index] = true;
-          sched_yield();
-        }
-      }
-    }
+    runBoth(requests, run == 0 ? kStartWait : run == 1 || !testanyLoop ? kStartallWaitall : kStartallTestany);
     for (int from = 0; from < size; ++from)
       for (int i = 0; i < n; ++i) {
         check(recv[static_cast<size_t>(from) * n + i] == value(from, rank, i) + run,
@@ -78,14 +86,97 @@ void persistentAlltoall(MPI_Comm comm, bool testanyLoop) {
 
 namespace {
 
-// MPI_Ialltoallv, two in flight (irregular counts, zeros included), by MPI_Waitall.
+int persistentInitV(const void* send, const int* sc, const int* sd, void* recv, const int* rc, const int* rd,
+                    MPI_Comm comm, MPI_Request* request) {
+  return PERSISTENT_INIT(Alltoallv)(send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm, MPI_INFO_NULL, request);
+}
+
+// Counts and displacements: irregular (zeros included), blocks in reverse
+// peer order with a one-int gap after each; `symmetric` for MPI_IN_PLACE.
+struct Layout {
+  std::vector<int> sc, sd, rc, rd;
+  int sendInts = 0, recvInts = 0;
+  Layout(int rank, int size, bool symmetric) : sc(size), sd(size), rc(size), rd(size) {
+    auto ints = [&](int from, int to) { return symmetric ? (from + to) % 3 * 5 + 1 : (from * 5 + to * 3) % 4 * 37; };
+    for (int peer = size - 1; peer >= 0; --peer) {
+      sc[peer] = ints(rank, peer);
+      sd[peer] = sendInts;
+      sendInts += sc[peer] + 1;
+      rc[peer] = ints(peer, rank);
+      rd[peer] = symmetric ? sd[peer] : recvInts;
+      recvInts += rc[peer] + 1;
+    }
+  }
+};
+
+}  // namespace
+
+// The persistent alltoallv (MPI 4's MPI_Alltoallv_init, Open MPI 4.1's
+// MPIX_Alltoallv_init): one plan and one in place, each started four times
+// with new values (MPI_Start + MPI_Wait, then MPI_Startall + MPI_Waitall);
+// after every run both buffers, gaps included, equal what the MPI library's
+// own PMPI_Alltoallv makes of the same input, and the values their senders
+// meant.
+void persistentAlltoallv(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const Layout v(rank, size, false), w(rank, size, true);
+  std::vector<int> send(static_cast<size_t>(v.sendInts)), recv(static_cast<size_t>(v.recvInts)), both(w.sendInts);
+  MPI_Request requests[2];
+  check(persistentInitV(send.data(), v.sc.data(), v.sd.data(), recv.data(), v.rc.data(), v.rd.data(), comm,
+                        &requests[0]) == MPI_SUCCESS,
+        "alltoallv_init rc");
+  check(persistentInitV(MPI_IN_PLACE, nullptr, nullptr, both.data(), w.rc.data(), w.rd.data(), comm,
+                        &requests[1]) == MPI_SUCCESS,
+        "in-place alltoallv_init rc");
+  for (int run = 0; run < 4; ++run) {
+    std::fill(send.begin(), send.end(), -3);
+    std::fill(both.begin(), both.end(), -4);
+    for (int to = 0; to < size; ++to) {
+      for (int i = 0; i < v.sc[to]; ++i) send[v.sd[to] + i] = value(rank, to, i) * 3 + run;
+      for (int i = 0; i < w.sc[to]; ++i) both[w.sd[to] + i] = value(rank, to, i) - run;
+    }
+    std::vector<int> expectRecv(recv.size(), -1), expectBoth = both;
+    PMPI_Alltoallv(send.data(), v.sc.data(), v.sd.data(), MPI_INT, expectRecv.data(), v.rc.data(), v.rd.data(),
+                   MPI_INT, comm);
+    PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_INT, expectBoth.data(), w.rc.data(), w.rd.data(), MPI_INT,
+                   comm);
+    std::fill(recv.begin(), recv.end(), -1);
+    runBoth(requests, run == 0 ? kStartWait : kStartallWaitall);
+    const std::string at = " run " + std::to_string(run);
+    check(recv == expectRecv, "persistent alltoallv differs from PMPI_Alltoallv's" + at);
+    check(both == expectBoth, "persistent in-place alltoallv differs from PMPI_Alltoallv's" + at);
+    for (int from = 0; from < size; ++from) {
+      for (int i = 0; i < v.rc[from]; ++i)
+        check(recv[v.rd[from] + i] == value(from, rank, i) * 3 + run, "persistent alltoallv from " + std::to_string(from) + at);
+      for (int i = 0; i < w.rc[from]; ++i)
+        check(both[w.rd[from] + i] == value(from, rank, i) - run, "persistent in place from " + std::to_string(from) + at);
+    }
+  }
+  for (MPI_Request& r : requests) check(MPI_Request_free(&r) == MPI_SUCCESS && r == MPI_REQUEST_NULL, "free v");
+}
+
+namespace {
+
+// MPI_Ialltoallv, three in flight (irregular counts, zeros included; the
+// third in place), by MPI_Waitall.
 void ialltoallv(MPI_Comm comm) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   auto ints = [](int from, int to, int k) { return (from * 3 + to + k) % 5 * 40; };
   std::vector<std::vector<int>> sc(2, std::vector<int>(size)), sd = sc, rc = sc, rd = sc, send(2), recv(2);
-  MPI_Request requests[2];
+  MPI_Request requests[3];
+  // The third call in flight is in place; its expected result is what the
+  // MPI library's own PMPI_Alltoallv makes of the same buffer.
+  const Layout w(rank, size, true);
+  std::vector<int> both(static_cast<size_t>(w.sendInts), -4);
+  for (int to = 0; to < size; ++to)
+    for (int i = 0; i < w.sc[to]; ++i) both[w.sd[to] + i] = value(rank, to, i) + 7;
+  std::vector<int> expectBoth = both;
+  PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_INT, expectBoth.data(), w.rc.data(), w.rd.data(), MPI_INT,
+                 comm);
   for (int k = 0; k < 2; ++k) {
     int sendTotal = 0, recvTotal = 0;
     for (int peer = 0; peer < size; ++peer) {
@@ -104,7 +195,14 @@ void ialltoallv(MPI_Comm comm) {
                          rd[k].data(), MPI_INT, comm, &requests[k]) == MPI_SUCCESS,
           "ialltoallv rc");
   }
-  check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "ialltoallv waitall rc");
+  check(MPI_Ialltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, both.data(), w.rc.data(), w.rd.data(),
+                       MPI_INT, comm, &requests[2]) == MPI_SUCCESS,
+        "in-place ialltoallv rc");
+  check(MPI_Waitall(3, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "ialltoallv waitall rc");
+  check(both == expectBoth, "in-place ialltoallv differs from PMPI_Alltoallv's");
+  for (int from = 0; from < size; ++from)
+    for (int i = 0; i < w.rc[from]; ++i)
+      check(both[w.rd[from] + i] == value(from, rank, i) + 7, "in-place ialltoallv from " + std::to_string(from));
   for (int k = 0; k < 2; ++k)
     for (int from = 0; from < size; ++from)
       for (int i = 0; i < rc[k][from]; ++i)

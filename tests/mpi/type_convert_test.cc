@@ -161,6 +161,34 @@ TEST(MpiTypeConvert, NegativeExtentIsPackedByMpi) {
   MPI_Type_free(&negative);
 }
 
+// The signature of a type whose layout ibdt cannot express (the MPI bridge
+// stages such a side of an alltoall through PMPI_Pack): a struct of an int
+// and a double around contiguous(2) of a backwards vector of shorts.
+TEST(MpiTypeConvert, SignatureOfNegativeExtentType) {
+  MPI_Datatype shorts, backwards, pair, outer;
+  MPI_Type_vector(3, 1, 2, MPI_SHORT, &shorts);
+  MPI_Type_create_resized(shorts, 0, -12, &backwards);
+  MPI_Type_contiguous(2, backwards, &pair);
+  const int blocks[3] = {1, 1, 1};
+  const MPI_Aint displs[3] = {0, 8, 40};
+  const MPI_Datatype types[3] = {MPI_INT, pair, MPI_DOUBLE};
+  MPI_Type_create_struct(3, blocks, displs, types, &outer);
+  MPI_Type_commit(&outer);
+  EXPECT_FALSE(convertType(outer).isOk());
+  auto signature = signatureType(outer);
+  ASSERT_TRUE(signature.isOk()) << signature.status().toString();
+  EXPECT_EQ(signature->size(), 4 + 6 * 2 + 8);
+  // Its basic types in order: int, six shorts, double.
+  using ibdt::datatype::BasicKind;
+  auto map = ibdt::datatype::typeMap(*signature);
+  ASSERT_TRUE(map.isOk());
+  ASSERT_EQ(map->size(), 8u);
+  EXPECT_EQ(map->front().kind, BasicKind::kInt32);
+  EXPECT_EQ(map->back().kind, BasicKind::kDouble);
+  for (size_t i = 1; i < 7; ++i) EXPECT_EQ((*map)[i].kind, BasicKind::kInt16) << i;
+  for (MPI_Datatype* t : {&shorts, &backwards, &pair, &outer}) MPI_Type_free(t);
+}
+
 TEST(MpiTypeConvert, FreedHandleReusedIsConvertedAfresh) {
   for (int round = 0; round < 20; ++round) {
     MPI_Datatype t;

@@ -14,3 +14,19 @@ function(ibdt_run_bench_json)
   set(rows ${count} PARENT_SCOPE)
   set(err "${err}" PARENT_SCOPE)
 endfunction()
+
+# ibdt_run_bench_json with `--out outDir` (emptied first); also fails the
+# test unless it wrote <outDir>/<stem>.json, and sets `last` (the last row's
+# index).
+function(ibdt_run_bench_json_out outDir stem)
+  file(REMOVE_RECURSE ${outDir})
+  ibdt_run_bench_json(${ARGN} --out ${outDir})
+  if(NOT EXISTS ${outDir}/${stem}.json)
+    message(FATAL_ERROR "ibdt-bench ${ARGN} --out wrote no JSON in ${outDir}")
+  endif()
+  math(EXPR lastRow "${rows} - 1")
+  set(out "${out}" PARENT_SCOPE)
+  set(rows ${rows} PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+  set(last ${lastRow} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,124 @@
+// perf/mpi_bridge_bench.cc — `ibdt-bench mpi`: the MPI bridge (mpi/,
+// docs/mpi.md) against each MPI library's own calls, in one run: MPI_Pack
+// against IBDT_Pack on the pack cases (a singleton process), and
+// MPI_Alltoall / MPI_Alltoallv through the bridge against PMPI_Alltoall(v)
+// under the library's launcher at each rank count. The measuring is done by
+// perf/mpi_bridge_program.cc (one per MPI library), which checks every
+// result and fails the run when ibdt's data or counters are wrong. With
+// --out: the JSON and a plot of time per call against size per (library,
+// ranks, call).
+#include <unistd.h>
+
+#include <cctype>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "perf/benchmarks.h"
+#include "perf/mpi_baseline_runner.h"
+
+namespace ibdt::perf {
+namespace {
+
+struct MpiBenchOptions {
+  std::vector<int> ranks;      // default: 2 and 4 (MPICH: up to the cores)
+  std::vector<int64_t> bytes;  // default: 8, 4096, 65536 (--quick: 8, 4096)
+};
+
+// A row of both sides in `unit`; gain > 1: ibdt is faster.
+void addRow(Report& report, const MpiLibrary& library, const nlohmann::json& line, int ranks) {
+  const bool pack = line["row"] == "MPI_Pack";
+  const double bytes = line["bytes"].get<double>();
+  auto value = [&](double seconds) { return pack ? bytes / seconds / 1e9 : seconds * 1e6; };
+  const Summary mpi = summaryOf(line["mpi"]), ibdt = summaryOf(line["ibdt"]);
+  nlohmann::json row = {{"library", library.name}, {"call", line["row"]}, {"unit", pack ? "GB/s" : "us"},
+                        {"MPI", value(mpi.median)}, {"ibdt", value(ibdt.median)},
+                        {"gain", mpi.median / ibdt.median}};
+  // For GB/s the slowest repetition is the minimum.
+  row["MPI min"] = value(pack ? mpi.max : mpi.min);
+  row["MPI max"] = value(pack ? mpi.min : mpi.max);
+  row["ibdt min"] = value(pack ? ibdt.max : ibdt.min);
+  row["ibdt max"] = value(pack ? ibdt.min : ibdt.max);
+  if (pack) {
+    row["case"] = line["case"];
+  } else {
+    row["ranks"] = ranks;
+    row["bytes/pair"] = line["bytes"];
+  }
+  report.add(std::move(row));
+}
+
+void runLibrary(const MpiLibrary& library, const MpiBenchOptions& options, const CommonOptions& common,
+                Report& report) {
+  const std::chrono::seconds timeout(common.quick ? 120 : 600);
+  const std::vector<std::string> repetition = {"--reps", std::to_string(common.quick ? 3 : common.reps), "--warmup",
+                                               std::to_string(common.quick ? 1 : common.warmup)};
+  std::vector<std::string> args = {"--pack"};
+  if (common.quick) args.emplace_back("--quick");
+  args.insert(args.end(), repetition.begin(), repetition.end());
+  const std::vector<nlohmann::json> packRows =
+      runMpiRows(library, library.bridgeProgram, 1, args, timeout, report, library.name + " MPI_Pack");
+  if (packRows.empty()) reportFailure(library.name + " MPI_Pack: nothing measured (see the report's notes)");
+  for (const nlohmann::json& line : packRows) addRow(report, library, line, 1);
+  std::string sizes;
+  for (int64_t b : options.bytes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+  const std::vector<int> rankCounts = options.ranks.empty() ? std::vector<int>{2, 4} : options.ranks;
+  for (int ranks : rankCounts) {
+    const std::string key = library.name + " alltoall at " + std::to_string(ranks) + " ranks";
+    if (library.label == "mpich" && ranks > sysconf(_SC_NPROCESSORS_ONLN)) {
+      report.note(key, "skipped: MPICH's ranks spin without yielding when oversubscribed");
+      continue;
+    }
+    args = {"--alltoall", "--bytes", sizes};
+    args.insert(args.end(), repetition.begin(), repetition.end());
+    const std::vector<nlohmann::json> rows = runMpiRows(library, library.bridgeProgram, ranks, args, timeout, report, key);
+    if (rows.empty()) reportFailure(key + ": nothing measured (see the report's notes)");
+    for (const nlohmann::json& line : rows) addRow(report, library, line, ranks);
+  }
+}
+
+void runMpiBench(MpiBenchOptions options, const CommonOptions& common) {
+  Report report("mpi: the MPI bridge (ibdt) against the MPI library's own calls; pack: GB/s, single process; "
+                "alltoall(v): us per call, slowest rank; gain = MPI time / ibdt time",
+                {"library", "call", "case", "ranks", "bytes/pair", "unit", "MPI", "MPI min", "MPI max", "ibdt",
+                 "ibdt min", "ibdt max", "gain"});
+  if (options.bytes.empty()) options.bytes = common.quick ? std::vector<int64_t>{8, 4096} : std::vector<int64_t>{8, 4096, 65536};
+  bool any = false;
+  for (const MpiLibrary& library : mpiLibraries()) {
+    if (library.bridgeProgram.empty()) continue;
+    any = true;
+    runLibrary(library, options, common, report);
+  }
+  if (!any) report.note("MPI", "not measured: ibdt-bench was built without an MPI bridge (no MPI library found)");
+  report.note("method", "one program per MPI links libibdt_mpi_<mpi>.so before MPI: MPI_Alltoall(v) are the "
+                        "bridge's (as with LD_PRELOAD), PMPI_Alltoall(v) the library's own, IBDT_Pack against "
+                        "PMPI_Pack; the two sides alternate repetition by repetition; every result is checked "
+                        "byte by byte first");
+  report.note("machine", machineDescription());
+  for (const nlohmann::json& row : report.rows()) {
+    if (!row.contains("ranks")) continue;
+    const std::string name = row["library"].get<std::string>() + "-p" + std::to_string(row["ranks"].get<int>()) +
+                             "-" + row["call"].get<std::string>();
+    std::string slug;
+    for (char c : name) slug += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
+    if (row["bytes/pair"] != options.bytes.front()) continue;  // one plot per (library, ranks, call)
+    report.plot({slug, name + " (" + machineDescription() + ")", "bytes/pair", "", "", "bytes per pair",
+                 "microseconds per call (slowest rank)",
+                 {{"library", row["library"]}, {"ranks", row["ranks"]}, {"call", row["call"]}}, {"MPI", "ibdt"}});
+  }
+  report.print(common);
+}
+
+}  // namespace
+
+void addMpiBenchmark(CLI::App& app, const CommonOptions& common) {
+  auto options = std::make_shared<MpiBenchOptions>();
+  CLI::App* sub = app.add_subcommand("mpi", "the MPI bridge vs the MPI library: MPI_Pack, MPI_Alltoall(v)");
+  sub->fallthrough();
+  sub->add_option("--ranks", options->ranks, "rank counts of the alltoalls (default 2 4)")->check(CLI::Range(2, 64));
+  sub->add_option("--bytes", options->bytes, "bytes per pair, multiples of 8 (default 8 4096 65536)")
+      ->check(CLI::Range(int64_t{8}, int64_t{1} << 24));
+  sub->callback([options, &common] { runMpiBench(*options, common); });
+}
+
+}  // namespace ibdt::perf

@@ -1,0 +1,228 @@
+// perf/mpi_bridge_program.cc — the MPI program of `ibdt-bench mpi`: the MPI
+// bridge (mpi/) against the MPI library's own calls, in one process. Built
+// once per MPI library and linked with libibdt_mpi_<mpi>.so before MPI, so
+// MPI_Alltoall / MPI_Alltoallv reach ibdt (PMPI interposition, exactly as
+// with LD_PRELOAD) while PMPI_Alltoall / PMPI_Alltoallv are the library's
+// own; packing compares IBDT_Pack with PMPI_Pack. The two sides alternate
+// repetition by repetition, so load on the machine hits both alike.
+//
+// Every result is checked before it is timed: IBDT_Pack's bytes and
+// position against PMPI_Pack's, and every received byte of both
+// implementations' alltoalls (also once more after the timed loop); at the
+// end the bridge's counters must show that ibdt took every call meant for
+// it. Rank 0 prints JSON lines:
+//   {"library": "<MPI_Get_library_version>"}
+//   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
+//   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv", "bytes": b, "mpi": [...], "ibdt": [...]}
+// (seconds per pack, or per call of the slowest rank), or {"error": ...}.
+// Usage: ibdt-mpi-bridge-<mpi> --pack [--quick] [--reps N] [--warmup N]
+//        ibdt-mpi-bridge-<mpi> --alltoall [--bytes 8,4096] [--reps N] [--warmup N]
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ibdt_mpi.h"
+#include "perf/alltoall_cases.h"
+#include "perf/mpi_baseline_support.h"
+#include "perf/mpi_pack_types.h"
+#include "perf/report.h"
+
+namespace {
+
+using namespace ibdt::perf;
+
+nlohmann::json triple(const Summary& s) { return {s.median, s.min, s.max}; }
+
+// Times `mpi` and `ibdt` alternately, `inner` calls a repetition; each
+// repetition's seconds per call come from `perCall` (the slowest rank's,
+// for collectives).
+template <typename Mpi, typename Ibdt, typename PerCall>
+std::pair<Summary, Summary> alternate(int warmup, int reps, Mpi&& mpi, Ibdt&& ibdt, PerCall&& perCall) {
+  std::vector<double> mpiSeconds, ibdtSeconds;
+  for (int rep = 0; rep < warmup + reps; ++rep) {
+    const double a = perCall(mpi), b = perCall(ibdt);
+    if (rep < warmup) continue;
+    mpiSeconds.push_back(a);
+    ibdtSeconds.push_back(b);
+  }
+  return {summarize(mpiSeconds), summarize(ibdtSeconds)};
+}
+
+// "" when IBDT_Pack wrote PMPI_Pack's bytes and position.
+std::string checkPack(const MpiCase& c, const std::vector<char>& typed, int packSize) {
+  std::vector<char> byMpi(static_cast<size_t>(packSize), 0), byIbdt(static_cast<size_t>(packSize), 0);
+  int mpiPosition = 0, ibdtPosition = 0;
+  PMPI_Pack(typed.data(), c.count, c.type, byMpi.data(), packSize, &mpiPosition, MPI_COMM_SELF);
+  if (IBDT_Pack(typed.data(), c.count, c.type, byIbdt.data(), packSize, &ibdtPosition, MPI_COMM_SELF) !=
+      MPI_SUCCESS) {
+    return "IBDT_Pack failed";
+  }
+  if (mpiPosition != ibdtPosition) return "positions differ";
+  return byMpi == byIbdt ? "" : "packed bytes differ";
+}
+
+bool runPack(bool quick, int reps, int warmup) {
+  for (const PackCase& pc : packCases(quick)) {
+    MpiCase c = buildMpiCase(pc);
+    int packSize = 0, typeSize = 0;
+    PMPI_Pack_size(c.count, c.type, MPI_COMM_SELF, &packSize);
+    MPI_Type_size(c.type, &typeSize);
+    const double bytes = static_cast<double>(typeSize) * c.count;
+    std::vector<char> typed(static_cast<size_t>(c.typedBytes)), packed(static_cast<size_t>(packSize));
+    for (size_t i = 0; i < typed.size(); ++i) typed[i] = static_cast<char>(i * 131 + i / 251);
+    if (std::string wrong = checkPack(c, typed, packSize); !wrong.empty()) {
+      printLine({{"error", "case " + pc.name + ": " + wrong}});
+      return false;
+    }
+    const int inner = static_cast<int>(std::max(1.0, std::min(4096.0, (4 << 20) / std::max(bytes, 1.0))));
+    auto perCall = [&](auto&& pack) { return measure(0, 1, inner, pack).front(); };
+    auto [mpi, ibdt] = alternate(
+        warmup, reps,
+        [&] {
+          int position = 0;
+          PMPI_Pack(typed.data(), c.count, c.type, packed.data(), packSize, &position, MPI_COMM_SELF);
+        },
+        [&] {
+          int position = 0;
+          IBDT_Pack(typed.data(), c.count, c.type, packed.data(), packSize, &position, MPI_COMM_SELF);
+        },
+        perCall);
+    printLine({{"row", "MPI_Pack"}, {"case", pc.name}, {"bytes", bytes}, {"mpi", triple(mpi)}, {"ibdt", triple(ibdt)}});
+    MPI_Type_free(&c.type);
+  }
+  return true;
+}
+
+// One alltoall case: its buffers and the two implementations' calls.
+struct AlltoallCase {
+  std::string row;
+  int64_t bytes = 0;
+  bool vector = false;
+  std::vector<uint8_t> send, recv;
+  std::function<void()> mpi, ibdt;
+};
+
+// True when every rank received what its peers meant; else rank(s) print why.
+bool receivedRight(AlltoallCase& c, int size, int rank, const char* who) {
+  const std::string wrong = checkAlltoallReceive(c.recv, c.bytes, size, rank);
+  int bad = wrong.empty() ? 0 : 1, anyBad = 0;
+  PMPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!wrong.empty()) printLine({{"error", c.row + " (" + who + ") delivered wrong data: " + wrong}});
+  return anyBad == 0;
+}
+
+// Checks both implementations, times them alternately, checks ibdt's last
+// result; rank 0 prints the row.
+bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) {
+  for (auto [call, who] : {std::pair{&c.mpi, "MPI"}, std::pair{&c.ibdt, "ibdt"}}) {
+    std::fill(c.recv.begin(), c.recv.end(), 0);
+    (*call)();
+    if (!receivedRight(c, world.size, world.rank, who)) return false;
+  }
+  const int calls = alltoallCallsPerRep(c.bytes);
+  auto perCall = [&](const std::function<void()>& fn) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) fn();
+    double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls, max = 0;
+    PMPI_Allreduce(&mine, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return max;
+  };
+  auto [mpi, ibdt] = alternate(warmup, alltoallRepsFor(c.bytes, reps), c.mpi, c.ibdt, perCall);
+  if (!receivedRight(c, world.size, world.rank, "ibdt, after the timed calls")) return false;
+  if (world.rank == 0) {
+    printLine({{"row", c.row}, {"bytes", c.bytes}, {"mpi", triple(mpi)}, {"ibdt", triple(ibdt)}});
+  }
+  return true;
+}
+
+// The `ibdt-bench alltoall` rows (perf/alltoall_cases.h) and MPI_Alltoallv
+// with the contiguous row's counts.
+bool runAlltoall(const World& world, const BaselineOptions& options) {
+  const int p = world.size;
+  for (int64_t bytes : options.sizes) {
+    MPI_Datatype pieces, strided;
+    MPI_Type_vector(static_cast<int>(bytes / kAlltoallPiece), static_cast<int>(kAlltoallPiece / 4),
+                    static_cast<int>(kAlltoallGap / 4), MPI_INT, &pieces);
+    MPI_Type_create_resized(pieces, 0, alltoallSendExtent(true, bytes), &strided);
+    MPI_Type_free(&pieces);
+    MPI_Type_commit(&strided);
+    const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
+    std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
+    for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
+    std::vector<AlltoallCase> cases(3);
+    for (int k = 0; k < 3; ++k) {
+      AlltoallCase& c = cases[static_cast<size_t>(k)];
+      c.row = k == 0 ? "MPI_Alltoall contig" : k == 1 ? "MPI_Alltoall vector" : "MPI_Alltoallv";
+      c.bytes = bytes;
+      c.vector = k == 1;
+      c.recv.assign(static_cast<size_t>(bytes * p), 0);
+      fillAlltoallSend(c.send, c.vector, bytes, p, world.rank);
+      const void* s = c.send.data();
+      void* r = c.recv.data();
+      if (k == 0) {
+        c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
+        c.ibdt = [=] { MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
+      } else if (k == 1) {
+        c.mpi = [=] { PMPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
+        c.ibdt = [=] { MPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
+      } else {
+        const int *cn = counts.data(), *dp = displs.data();
+        c.mpi = [=] { PMPI_Alltoallv(s, cn, dp, MPI_BYTE, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD); };
+        c.ibdt = [=] { MPI_Alltoallv(s, cn, dp, MPI_BYTE, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD); };
+      }
+    }
+    bool ok = true;
+    for (AlltoallCase& c : cases) ok = ok && runAlltoallCase(c, world, options.reps, options.warmup);
+    MPI_Type_free(&strided);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// "" when the bridge took every call meant for it (a bridge that silently
+// handed them to MPI would make the comparison meaningless).
+std::string bridgeTookAll(bool pack) {
+  IBDT_Mpi_counters n{};
+  IBDT_Mpi_get_counters(&n);
+  if (pack) return n.pack_ibdt > 0 && n.pack_mpi == 0 ? "" : "IBDT_Pack handed packs to MPI (or packed none)";
+  if (n.alltoall_ibdt == 0 || n.alltoallv_ibdt == 0) return "the bridge took no MPI_Alltoall(v) (IBDT_MPI=off?)";
+  return n.alltoall_mpi == 0 && n.alltoallv_mpi == 0 ? "" : "the bridge handed calls to MPI (IBDT_LOG=debug says why)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const World world = initWorld(&argc, &argv);
+  bool pack = false, alltoall = false, quick = false;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--pack")) pack = true;
+    else if (!std::strcmp(argv[i], "--alltoall")) alltoall = true;
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else rest.push_back(argv[i]);
+  }
+  BaselineOptions options;
+  auto valid = [](long long bytes) { return bytes >= kAlltoallPiece && bytes % kAlltoallPiece == 0 && bytes <= (1 << 24); };
+  if (pack == alltoall ||
+      !parseBaselineOptions(static_cast<int>(rest.size()), rest.data(), "--bytes", valid, alltoallBytes(quick), options)) {
+    return usageError(world, std::string("usage: ") + argv[0] +
+                                 " --pack [--quick] | --alltoall [--bytes 8,4096 (multiples of 8)] [--reps N] [--warmup N]");
+  }
+  if (world.rank == 0) printLibraryLine();
+  bool ok = pack ? runPack(quick, options.reps, options.warmup) : runAlltoall(world, options);
+  if (ok && world.rank == 0) {
+    if (std::string wrong = bridgeTookAll(pack); !wrong.empty()) {
+      printLine({{"error", wrong}});
+      ok = false;
+    }
+  }
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}
