@@ -82,6 +82,22 @@ TEST(SimReplay, DearerOnNodeBytesTakeLonger) {
   }
 }
 
+// SimGrid's InfiniBand model (docs/simulator.md: it aborts on larger platforms).
+TEST(SimReplay, InfiniBandModelRunsASmallFatTree) {
+  PlatformSpec spec = fatTree(4, 4);
+  spec.networkModel = "IB";
+  const SimCase simCase = makeCase(AlltoallAlgorithm::kBruckModified, 16, 64, 4);
+  Result<std::vector<SimResult>> results = simulate(spec, {simCase});
+  ASSERT_TRUE(results.isOk()) << results.status().message();
+  EXPECT_EQ((*results)[0].mismatch, "");
+  EXPECT_GT((*results)[0].seconds, 0);
+  collectives::ScheduleShape shape = simCase.shape;
+  shape.rank = 5;
+  Result<collectives::AlltoallSchedule> schedule = collectives::alltoallSchedule(simCase.algorithm, shape);
+  ASSERT_TRUE(schedule.isOk());
+  EXPECT_EQ((*results)[0].ranks[5], collectives::scheduleTotals(*schedule));
+}
+
 TEST(SimReplay, RefusesWhatDoesNotFit) {
   EXPECT_FALSE(simulate(fatTree(2, 4), {makeCase(AlltoallAlgorithm::kPairwise, 16, 8, 4)}).isOk());  // 4 nodes needed
   PlatformSpec tooSmall = fatTree(4, 4);

@@ -178,7 +178,7 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_option("--ib-latency", o.spec.ibLatency, "IB link latency s")->check(CLI::NonNegativeNumber);
   app.add_option("--intra-bandwidth", o.spec.intraBandwidth, "intra-node bytes/s")->check(CLI::PositiveNumber);
   app.add_option("--intra-latency", o.spec.intraLatency, "intra-node latency s")->check(CLI::NonNegativeNumber);
-  app.add_option("--network-model", o.spec.networkModel, "SimGrid network/model (IB, LV08, CM02)");
+  app.add_option("--network-model", o.spec.networkModel, "SimGrid network/model: LV08 (default), CM02 or IB (small platforms only)");
   app.add_option("--cfg", o.config, "extra SimGrid setting name:value (repeatable)");
   app.add_option("--tune-file", o.tuneFile, "tuning file: auto, off or a path (IBDT_TUNE_FILE's values)");
   app.add_flag("--json", o.common.json, "JSON on stdout");

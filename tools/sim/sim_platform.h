@@ -27,7 +27,10 @@ struct PlatformSpec {
   double ibLatency = 250e-9;  // seconds per link hop
   double intraBandwidth = 1e12;  // the on-node cost already holds the copies
   double intraLatency = 0;
-  std::string networkModel = "IB";  // SimGrid's network/model (IB, LV08, CM02, ...)
+  // SimGrid's network/model: LV08 (its default), CM02, or IB (crashes in
+  // SimGrid 3.32's max-min solver on these platforms beyond a few nodes:
+  // docs/simulator.md).
+  std::string networkModel = "LV08";
 };
 
 // The fat-tree description of `spec` (its own, or the generated one for spec.nodes).

@@ -150,7 +150,10 @@ SimResult fromJson(const nlohmann::json& json) {
 // The child: one engine, the platform, a controller actor running the cases.
 [[noreturn]] void runChild(int out, const PlatformSpec& platform, const std::vector<SimCase>& cases,
                            const std::vector<std::string>& config) {
-  std::vector<std::string> args = {"ibdt-sim", "--log=root.thres:critical", "--cfg=contexts/stack-size:256"};
+  std::vector<std::string> args = {"ibdt-sim", "--log=root.thres:critical", "--cfg=contexts/stack-size:256",
+                                    // bandwidths from 1e12 B/s to a fraction of a byte in flight: SimGrid's
+                                    // default precision (1e-5) aborts on them
+                                    "--cfg=maxmin/precision:1e-9"};
   for (const std::string& setting : config) args.push_back("--cfg=" + setting);
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
