@@ -157,28 +157,20 @@ int report(const Options& options, const std::vector<Variant>& list, const Grid&
   return failures == 0 ? 0 : 1;
 }
 
-// One SimGrid child per rank count, so that a child SimGrid aborts on (its
-// max-min solver does at some sizes, docs/simulator.md) loses only its rows:
-// they are reported as failed (NaN), the others stand.
-std::vector<ibdt::sim::SimResult> simulateByRankCount(const Options& options, const Grid& grid) {
+// One SimGrid child per case, so that a case SimGrid aborts on (its
+// max-min solver does at some sizes, docs/simulator.md) loses only its own
+// row: reported as not simulated (NaN), the others stand.
+std::vector<ibdt::sim::SimResult> simulateEach(const Options& options, const Grid& grid) {
   std::vector<ibdt::sim::SimResult> results(grid.cases.size());
-  for (int p : options.ranks) {
-    std::vector<size_t> mine;
-    std::vector<ibdt::sim::SimCase> cases;
-    for (size_t c = 0; c < grid.cases.size(); ++c) {
-      if (grid.cases[c].shape.ranks != p) continue;
-      mine.push_back(c);
-      cases.push_back(grid.cases[c]);
+  for (size_t c = 0; c < grid.cases.size(); ++c) {
+    auto one = ibdt::sim::simulate(options.spec, {grid.cases[c]}, options.config);
+    if (one.isOk()) {
+      results[c] = (*one)[0];
+      continue;
     }
-    auto batch = ibdt::sim::simulate(options.spec, cases, options.config);
-    for (size_t i = 0; i < mine.size(); ++i) {
-      if (batch.isOk()) {
-        results[mine[i]] = (*batch)[i];
-        continue;
-      }
-      results[mine[i]].seconds = std::numeric_limits<double>::quiet_NaN();
-      results[mine[i]].mismatch = "p = " + std::to_string(p) + " not simulated: " + batch.status().toString();
-    }
+    results[c].seconds = std::numeric_limits<double>::quiet_NaN();
+    results[c].mismatch = "p = " + std::to_string(grid.cases[c].shape.ranks) + ", " +
+                          std::to_string(grid.cases[c].shape.blockBytes) + " B not simulated: " + one.status().toString();
   }
   return results;
 }
@@ -233,6 +225,6 @@ int main(int argc, char** argv) {
   }
   options.spec.nodes = nodes;
   options.spec.coresPerNode = options.platform == "one-node" ? options.cores : options.ranksPerNode;
-  const std::vector<ibdt::sim::SimResult> results = simulateByRankCount(options, grid);
+  const std::vector<ibdt::sim::SimResult> results = simulateEach(options, grid);
   return report(options, *list, grid, results, model);
 }
