@@ -25,7 +25,7 @@ struct PlatformSpec {
   int leafRadix = 16;
   double ibBandwidth = 25e9;  // bytes/s per link and direction (HDR 200 Gb/s)
   double ibLatency = 250e-9;  // seconds per link hop
-  double intraBandwidth = 1e12;  // the on-node cost already holds the copies
+  double intraBandwidth = 1e11;  // well above IB: the on-node cost already holds the copies
   double intraLatency = 0;
   // SimGrid's network/model: LV08 (its default), CM02, or IB (crashes in
   // SimGrid 3.32's max-min solver on these platforms beyond a few nodes:
