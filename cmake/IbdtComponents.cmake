@@ -1,5 +1,6 @@
 # Detects the optional components. Each is AUTO (use when found), ON (fail
-# when missing) or OFF. Results: IBDT_HAVE_VERBS, IBDT_HAVE_PMIX, IBDT_HAVE_MPI.
+# when missing) or OFF. Results: IBDT_HAVE_VERBS, IBDT_HAVE_PMIX, IBDT_HAVE_MPI,
+# IBDT_HAVE_SIMGRID.
 find_package(PkgConfig)
 
 function(ibdt_resolve_component name found)
@@ -38,6 +39,8 @@ endmacro()
 # rdma-core (libibverbs decides; librdmacm is optional) and PMIx.
 ibdt_pkg_component(VERBS IBVERBS=libibverbs RDMACM=librdmacm)
 ibdt_pkg_component(PMIX PMIX=pmix)
+# SimGrid (ibdt-sim): Debian 12 ships simgrid.pc and no CMake package.
+ibdt_pkg_component(SIMGRID SIMGRID=simgrid)
 
 # MPI: Open MPI and MPICH are looked up separately, by their own wrappers, so
 # that benchmarks can measure both side by side in one run.

@@ -8,6 +8,7 @@
 
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_rounds.h"
+#include "collectives/alltoall_schedule.h"  // bruckBlocks()
 
 namespace ibdt::collectives {
 
@@ -21,9 +22,5 @@ Result<std::unique_ptr<PlanImpl>> makeModifiedBruckAlltoall(Communicator& comm, 
 // Listing 3: struct types over the send, receive and intermediate buffers;
 // nothing copied but this rank's own block.
 Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoall(Communicator& comm, const AlltoallArgs& args);
-
-// The relative indices j in [1, size) whose base-`radix` digit of weight
-// `weight` is `digit` (the blocks that move in that round's message).
-std::vector<int> bruckBlocks(int size, int64_t radix, int64_t weight, int64_t digit);
 
 }  // namespace ibdt::collectives

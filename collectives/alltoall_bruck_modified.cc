@@ -21,14 +21,6 @@ namespace ibdt::collectives {
 
 using datatype::Datatype;
 
-std::vector<int> bruckBlocks(int size, int64_t radix, int64_t weight, int64_t digit) {
-  std::vector<int> blocks;
-  for (int64_t j = digit * weight; j < size; ++j) {
-    if ((j / weight) % radix == digit) blocks.push_back(static_cast<int>(j));
-  }
-  return blocks;
-}
-
 namespace {
 
 // Step 1: R[rank + j] = send block rank - j, i.e. R[x] = send[2 rank - x].

@@ -1,29 +1,14 @@
 // kAuto's choice by the α-β cost model (alltoall_select.h).
 #include "collectives/alltoall_select.h"
 
+#include "collectives/alltoall_schedule.h"
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace ibdt::collectives {
 namespace {
-
-// Messages and bytes of the radix-r Bruck schedule: in round k (weight r^k
-// < p) digit value d = 1..r-1 sends every block whose k-th digit is d, if
-// there is one. Radix 2 is the basic, modified and zero-copy schedule.
-AlltoallVolume bruckVolume(int64_t radix, int p, int64_t blockBytes) {
-  AlltoallVolume volume;
-  for (int64_t weight = 1; weight < p; weight *= radix) {
-    for (int64_t digit = 1; digit < radix; ++digit) {
-      int64_t blocks = 0;
-      for (int64_t i = 0; i < p; ++i) blocks += (i / weight) % radix == digit ? 1 : 0;
-      if (blocks == 0) continue;
-      volume.messages += 1;
-      volume.bytes += static_cast<double>(blocks * blockBytes);
-    }
-    if (weight > p / radix) break;  // the next weight would reach p (and must not overflow)
-  }
-  return volume;
-}
 
 // Used where no tuning file is in force. Rounded from ibdt-tune's p = 2
 // timings on the 2-core AMD EPYC VM of docs/alltoall-selection.md (where a
@@ -43,17 +28,17 @@ constexpr messaging::CollectiveCost kBuiltIn[] = {
 }  // namespace
 
 AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) {
-  if (p <= 1) return {};
-  switch (algorithm) {
-    case AlltoallAlgorithm::kBruckBasic:
-    case AlltoallAlgorithm::kBruckModified:
-    case AlltoallAlgorithm::kBruckZeroCopy:
-      return bruckVolume(2, p, blockBytes);
-    case AlltoallAlgorithm::kBruckRadix:
-      return bruckVolume(radix, p, blockBytes);
-    default:
-      return {static_cast<double>(p - 1), static_cast<double>(p - 1) * static_cast<double>(blockBytes)};
-  }
+  // Rank 0's sends: every rank of these schedules sends as many (the
+  // schedule test checks it), and this is what the plans post.
+  ScheduleShape shape;
+  shape.ranks = std::max(p, 1);
+  shape.blockBytes = blockBytes;
+  shape.radix = radix;
+  shape.ranksPerNode = shape.ranks;  // kHierarchical on one node (it is not priced)
+  Result<AlltoallSchedule> schedule = alltoallSchedule(algorithm, shape);
+  if (!schedule.isOk()) return {};
+  const ScheduleTotals totals = scheduleTotals(*schedule);
+  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes)};
 }
 
 std::string alltoallFitName(AlltoallAlgorithm algorithm) {

@@ -52,6 +52,10 @@ class AlltoallCostModel {
 
   bool fromFile() const { return fromFile_; }
   bool has(AlltoallAlgorithm algorithm) const;
+  // The algorithm's fit (null when the model lacks it), e.g. ibdt-sim's on-node cost.
+  const messaging::CollectiveCost* cost(AlltoallAlgorithm algorithm) const {
+    return has(algorithm) ? &costs_[slot(algorithm)] : nullptr;
+  }
   // +infinity for an algorithm the model lacks.
   double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);

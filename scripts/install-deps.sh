@@ -10,6 +10,8 @@ packages=(
   # RDMA (verbs provider) and launchers (PMIx, Open MPI, MPICH, Slurm)
   libibverbs-dev librdmacm-dev rdma-core ibverbs-utils perftest
   libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev slurm-wlm munge
+  # ibdt-sim: the all-to-all simulator at scale (docs/simulator.md)
+  libsimgrid-dev
   # Soft-RoCE guest for the verbs tests, fuzzing runtime
   qemu-system-x86 libclang-rt-14-dev clang bc
 )

@@ -1,0 +1,157 @@
+// The all-to-all schedules as data (alltoall_schedule.h). Each function
+// mirrors the peers and block counts its builder uses: pairwise_rounds.h,
+// alltoall_bruck_basic.cc, alltoall_bruck_modified.cc (also radix r and
+// zero-copy, which share its schedule) and alltoall_hierarchical.cc.
+#include "collectives/alltoall_schedule.h"
+
+#include <algorithm>
+
+namespace ibdt::collectives {
+
+std::vector<int> bruckBlocks(int size, int64_t radix, int64_t weight, int64_t digit) {
+  std::vector<int> blocks;
+  for (int64_t j = digit * weight; j < size; ++j) {
+    if ((j / weight) % radix == digit) blocks.push_back(static_cast<int>(j));
+  }
+  return blocks;
+}
+
+namespace {
+
+int wrap(int64_t rank, int size) { return static_cast<int>(((rank % size) + size) % size); }
+
+// Round r sends to rank + r and receives from rank - r, one block each.
+AlltoallSchedule pairwise(const ScheduleShape& s) {
+  AlltoallSchedule schedule;
+  schedule.window = s.throttle;
+  for (int r = 1; r < s.ranks; ++r) {
+    schedule.rounds.push_back({{{wrap(s.rank + r, s.ranks), s.blockBytes}}, {{wrap(s.rank - r, s.ranks), s.blockBytes}}});
+  }
+  return schedule;
+}
+
+// Listing 1: round k = 1, 2, 4, ... sends the blocks with bit k to rank + k.
+AlltoallSchedule bruckBasic(const ScheduleShape& s) {
+  AlltoallSchedule schedule;
+  for (int k = 1; k < s.ranks; k <<= 1) {
+    const int64_t bytes = static_cast<int64_t>(bruckBlocks(s.ranks, 2, k, 1).size()) * s.blockBytes;
+    schedule.rounds.push_back({{{wrap(s.rank + k, s.ranks), bytes}}, {{wrap(s.rank - k, s.ranks), bytes}}});
+  }
+  return schedule;
+}
+
+// Listing 2 with radix r (and Listing 3, radix 2): per weight, digit v sends
+// to rank - v*w and receives from rank + v*w.
+AlltoallSchedule bruckModified(const ScheduleShape& s, int64_t radix) {
+  AlltoallSchedule schedule;
+  radix = std::min<int64_t>(radix, std::max(s.ranks, 2));  // r >= p: one round of p - 1 messages
+  for (int64_t weight = 1; weight < s.ranks; weight *= radix) {
+    ScheduleRound& round = schedule.rounds.emplace_back();
+    for (int64_t digit = 1; digit < radix && digit * weight < s.ranks; ++digit) {
+      const int64_t shift = digit * weight;
+      const int64_t bytes = static_cast<int64_t>(bruckBlocks(s.ranks, radix, weight, digit).size()) * s.blockBytes;
+      round.sends.push_back({wrap(s.rank - shift, s.ranks), bytes});
+      round.recvs.push_back({wrap(s.rank + shift, s.ranks), bytes});
+    }
+    if (weight > s.ranks / radix) break;  // the next weight would reach p (and must not overflow)
+  }
+  return schedule;
+}
+
+// Nodes of `perNode` consecutive ranks (the last may be smaller), with
+// min(leaders, node size) leaders each, as NodeLayout in alltoall_hierarchical.cc.
+struct Nodes {
+  int ranks, perNode, leadersWanted;
+  int count() const { return (ranks + perNode - 1) / perNode; }
+  int size(int node) const { return std::min(perNode, ranks - node * perNode); }
+  int leaders(int node) const { return std::min(leadersWanted, size(node)); }
+  int leaderRank(int node, int index) const { return node * perNode + index; }
+  // Blocks a rank of `node` exchanges through its leader `index`: those of
+  // the nodes that leader handles (n mod leaders == index).
+  int64_t blocksVia(int node, int index) const {
+    int64_t blocks = 0;
+    for (int n = index; n < count(); n += leaders(node)) blocks += size(n);
+    return blocks;
+  }
+};
+
+// Gather at the leaders (round 0), leaders exchange (1), scatter (2).
+AlltoallSchedule hierarchical(const ScheduleShape& s) {
+  const Nodes nodes{s.ranks, s.ranksPerNode, s.leaders};
+  const int node = s.rank / s.ranksPerNode, local = s.rank % s.ranksPerNode;
+  const int leaders = nodes.leaders(node);
+  AlltoallSchedule schedule;
+  schedule.rounds.resize(3);
+  ScheduleRound &gather = schedule.rounds[0], &exchange = schedule.rounds[1], &scatter = schedule.rounds[2];
+  for (int j = 0; j < leaders; ++j) {
+    if (j == local) continue;
+    const int64_t bytes = nodes.blocksVia(node, j) * s.blockBytes;
+    gather.sends.push_back({nodes.leaderRank(node, j), bytes});
+    scatter.recvs.push_back({nodes.leaderRank(node, j), bytes});
+  }
+  if (local >= leaders) return schedule;
+  const int64_t chunk = nodes.blocksVia(node, local) * s.blockBytes;
+  for (int other = 0; other < nodes.size(node); ++other) {
+    if (other == local) continue;
+    gather.recvs.push_back({nodes.leaderRank(node, other), chunk});
+    scatter.sends.push_back({nodes.leaderRank(node, other), chunk});
+  }
+  for (int n = local; n < nodes.count(); n += leaders) {
+    if (n == node) continue;  // the blocks that stay on the node: a local copy
+    const int partner = nodes.leaderRank(n, node % nodes.leaders(n));
+    const int64_t bytes = int64_t{nodes.size(node)} * nodes.size(n) * s.blockBytes;
+    exchange.sends.push_back({partner, bytes});
+    exchange.recvs.push_back({partner, bytes});
+  }
+  return schedule;
+}
+
+Status checkShape(AlltoallAlgorithm algorithm, const ScheduleShape& s) {
+  if (s.ranks < 1 || s.rank < 0 || s.rank >= s.ranks) {
+    return makeError(Code::kInvalidArgument, "alltoall schedule: rank ", s.rank, " of ", s.ranks, " ranks");
+  }
+  if (s.blockBytes < 0) return makeError(Code::kInvalidArgument, "alltoall schedule: ", s.blockBytes, " block bytes");
+  if (algorithm == AlltoallAlgorithm::kBruckRadix && s.radix < 2) {
+    return makeError(Code::kInvalidArgument, "alltoall schedule: radix ", s.radix, " (must be >= 2)");
+  }
+  if (s.throttle < 0) return makeError(Code::kInvalidArgument, "alltoall schedule: throttle ", s.throttle);
+  if (s.ranksPerNode < 1 || s.leaders < 1) {
+    return makeError(Code::kInvalidArgument, "alltoall schedule: ", s.ranksPerNode, " ranks per node, ", s.leaders,
+                     " leaders (each at least 1)");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<AlltoallSchedule> alltoallSchedule(AlltoallAlgorithm algorithm, const ScheduleShape& shape) {
+  IBDT_RETURN_IF_ERROR(checkShape(algorithm, shape));
+  switch (algorithm) {
+    case AlltoallAlgorithm::kPairwise: return pairwise(shape);
+    case AlltoallAlgorithm::kBruckBasic: return bruckBasic(shape);
+    case AlltoallAlgorithm::kBruckModified:
+    case AlltoallAlgorithm::kBruckZeroCopy: return bruckModified(shape, 2);
+    case AlltoallAlgorithm::kBruckRadix: return bruckModified(shape, shape.radix);
+    case AlltoallAlgorithm::kHierarchical: return hierarchical(shape);
+    default: break;
+  }
+  return makeError(Code::kInvalidArgument, "alltoall schedule: \"", alltoallAlgorithmName(algorithm),
+                   "\" is not an algorithm with a schedule");
+}
+
+ScheduleTotals scheduleTotals(const AlltoallSchedule& schedule) {
+  ScheduleTotals totals;
+  for (const ScheduleRound& round : schedule.rounds) {
+    for (const ScheduledMessage& send : round.sends) {
+      ++totals.sentMessages;
+      totals.sentBytes += send.bytes;
+    }
+    for (const ScheduledMessage& recv : round.recvs) {
+      ++totals.recvMessages;
+      totals.recvBytes += recv.bytes;
+    }
+  }
+  return totals;
+}
+
+}  // namespace ibdt::collectives
