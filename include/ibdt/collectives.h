@@ -37,8 +37,9 @@
 // blocks are replaced by the incoming ones (Hofmann/Rünger's algorithm with
 // auxiliary memory of a fixed size).
 //
-// What is missing (see docs/design.md): alltoallv by zero-copy Bruck,
-// one-sided writes for large blocks, and algorithm counters (IBDT_STATS).
+// One-sided writes (docs/alltoall-direct-writes.md): the forced alltoall
+// algorithm direct-write. What is missing (see docs/design.md): alltoallv by
+// zero-copy Bruck, one-sided writes in alltoallv, and algorithm counters (IBDT_STATS).
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -206,9 +207,13 @@ enum class AlltoallAlgorithm : uint8_t {
   kBruckRadix,
   // Gather at leaders per node, leaders exchange, scatter (docs/alltoall-hierarchical.md).
   kHierarchical,
+  // One-sided writes straight into the peers' receive buffers, their keys
+  // exchanged at init (docs/alltoall-direct-writes.md); dense blocks only
+  // (else every rank runs pairwise), not in place. Forced only.
+  kDirectWrite,
 };
 // "auto", "pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy",
-// "bruck-radix", "hierarchical" (IBDT_ALLTOALL_ALGORITHM's values).
+// "bruck-radix", "hierarchical", "direct-write" (IBDT_ALLTOALL_ALGORITHM's values).
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm);
 Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name);
 
@@ -225,7 +230,7 @@ struct AlltoallOptions {
 };
 // Whether alltoallInit with these options communicates, so every rank must
 // call it together (as MPI_Alltoall_init): hierarchical (it splits the
-// communicator), and kAuto across nodes (the ranks agree on the choice,
+// communicator), direct-write (it exchanges keys), and kAuto across nodes (the ranks agree on the choice,
 // their tuning files may differ). Otherwise init is local.
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options);
 // Options from IBDT_ALLTOALL_* (see README).
