@@ -153,7 +153,8 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
 }  // namespace
 
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options) {
-  return options.algorithm == AlltoallAlgorithm::kHierarchical || options.algorithm == AlltoallAlgorithm::kDirectWrite ||
+  return options.algorithm == AlltoallAlgorithm::kHierarchical ||
+         options.algorithm == AlltoallAlgorithm::kDirectWrite ||
          (options.algorithm == AlltoallAlgorithm::kAuto && comm.nodeCount() > 1);
 }
 

@@ -166,17 +166,17 @@ Result<PollResult> DirectWriteAlltoall::poll() {
 Status DirectWriteAlltoall::block(Deadline deadline) {
   for (int peer = 0; peer < comm_.size(); ++peer) {
     Pair& pair = peers_[static_cast<size_t>(peer)];
-    Request* request = pair.readyPending ? &pair.ready
-                       : pair.putPending ? &pair.put
-                       : pair.exposurePending ? &pair.exposure
+    Request* request = pair.readyPending       ? &pair.ready
+                       : pair.putPending       ? &pair.put
+                       : pair.exposurePending  ? &pair.exposure
                        : pair.readySendPending ? &pair.readySend
                                                : nullptr;
     if (request == nullptr) continue;
     Status status;  // collected by the next poll()
     IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, *request, deadline, status));
     if (!done) {
-      return makeError(Code::kTimeout, "alltoall (direct-write) rank ", comm_.rank(), ": the exchange with rank ",
-                       peer, " did not complete in time");
+      return makeError(Code::kTimeout, "alltoall (direct-write) rank ", comm_.rank(), ": the exchange with rank ", peer,
+                       " did not complete in time");
     }
     return Status::ok();
   }
@@ -207,10 +207,13 @@ Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, co
   IBDT_ASSIGN_OR_RETURN(int64_t vote, agree(comm, checked));
   if (!checked.isOk()) return checked.status();
   if (checked->inPlace) {
-    return makeError(Code::kInvalidArgument, "alltoall (direct-write): kInPlace is not supported (a peer's write "
-                                             "would land on a block not yet sent); use pairwise or a Bruck form");
+    return makeError(Code::kInvalidArgument,
+                     "alltoall (direct-write): kInPlace is not supported (a peer's write "
+                     "would land on a block not yet sent); use pairwise or a Bruck form");
   }
-  if (vote == 0) return makeError(Code::kInvalidArgument, "alltoall (direct-write): the arguments failed on another rank");
+  if (vote == 0) {
+    return makeError(Code::kInvalidArgument, "alltoall (direct-write): the arguments failed on another rank");
+  }
   if (vote == 1) {
     IBDT_LOG(kDebug, "alltoall direct-write: a rank's types are not dense blocks; every rank runs pairwise");
     return makePairwiseAlltoall(comm, *checked, throttle);

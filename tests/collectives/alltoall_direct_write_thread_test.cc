@@ -154,8 +154,8 @@ TEST(DirectWriteThreadsTraffic, PointToPointDuringARun) {
     ASSERT_NE(comm, nullptr);
     const Side side = testing::byteSide(200000);
     AlltoallBuffers buffers(side, side, 4, env.rank);
-    auto plan = alltoallInit(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count,
-                             side.type, directWrite());
+    auto plan = alltoallInit(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count, side.type,
+                             directWrite());
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     const Datatype byte = Datatype::of<std::byte>();
     const int next = (env.rank + 1) % 4, previous = (env.rank + 3) % 4;

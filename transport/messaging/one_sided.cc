@@ -44,8 +44,7 @@ Result<std::shared_ptr<OneSidedChannel>> OneSided::newChannel(const void* buf, i
   channel->bytes = bytes;
   channel->peer = peer;
   if (bytes > 0) {
-    IBDT_ASSIGN_OR_RETURN(channel->region,
-                          context_.cache_->acquire(buf, static_cast<size_t>(bytes), access));
+    IBDT_ASSIGN_OR_RETURN(channel->region, context_.cache_->acquire(buf, static_cast<size_t>(bytes), access));
   }
   // Channels of requests the caller dropped leave the map here, not on the hot path.
   std::erase_if(channels_, [](const auto& entry) { return entry.second.expired(); });
@@ -77,8 +76,8 @@ Result<std::shared_ptr<Operation>> OneSided::put(const void* buf, int64_t bytes,
   IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, target, context_.size_, "putInit"));
   IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, target, fabric::kLocalWrite));
   std::array<uint8_t, fabric::RemoteKey::kWireSize> wire{};
-  IBDT_ASSIGN_OR_RETURN(auto keyRecv, context_.prepareRecv(wire.data(), static_cast<int64_t>(wire.size()),
-                                                           byteType(), target, tag, communicator));
+  IBDT_ASSIGN_OR_RETURN(auto keyRecv, context_.prepareRecv(wire.data(), static_cast<int64_t>(wire.size()), byteType(),
+                                                           target, tag, communicator));
   IBDT_RETURN_IF_ERROR(context_.postRecv(keyRecv));
   Backoff backoff(context_.spins());
   while (!keyRecv->done) {
@@ -89,14 +88,17 @@ Result<std::shared_ptr<Operation>> OneSided::put(const void* buf, int64_t bytes,
       (void)context_.cancel(*keyRecv);
       return makeError(Code::kTimeout, "putInit: rank ", target, " sent no key in time");
     }
-    if (context_.events() != before) backoff.reset();
-    else backoff.pause();
+    if (context_.events() != before) {
+      backoff.reset();
+    } else {
+      backoff.pause();
+    }
   }
   IBDT_RETURN_IF_ERROR(Status(keyRecv->status).withContext(strCat("putInit: the key of rank ", target)));
   IBDT_ASSIGN_OR_RETURN(channel->remote, fabric::RemoteKey::parse(wire));
   if (channel->remote.length != static_cast<uint64_t>(bytes)) {
-    return makeError(Code::kInvalidArgument, "putInit: ", bytes, " bytes for rank ", target, ", whose exposed buffer has ",
-                     channel->remote.length);
+    return makeError(Code::kInvalidArgument, "putInit: ", bytes, " bytes for rank ", target,
+                     ", whose exposed buffer has ", channel->remote.length);
   }
   IBDT_ASSIGN_OR_RETURN(auto op, context_.prepareSend(nullptr, 0, byteType(), target, tag, communicator));
   op->oneSided = std::move(channel);
@@ -128,7 +130,8 @@ Result<bool> OneSided::postWrites(OneSidedChannel& channel) {
   uint32_t depth = context_.sendQueueDepth_;
   if (writes > depth) {
     // Beyond the whole queue: such a put is not worth a second, split path.
-    return makeError(Code::kResource, "put of ", bytes, " bytes needs ", writes, " writes, the send queue holds ", depth);
+    return makeError(Code::kResource, "put of ", bytes, " bytes needs ", writes, " writes, the send queue holds ",
+                     depth);
   }
   if (!peer.link.ready() || peer.sendOutstanding + writes > depth) return false;
   auto& requests = context_.scratch_.requests;
@@ -138,8 +141,8 @@ Result<bool> OneSided::postWrites(OneSidedChannel& channel) {
   sges.reserve(writes);  // the requests point into it
   for (uint64_t offset = 0; offset < bytes; offset += most) {
     uint64_t length = std::min(most, bytes - offset);
-    sges.push_back({reinterpret_cast<uint64_t>(channel.local) + offset, static_cast<uint32_t>(length),
-                    channel.region.lkey()});
+    sges.push_back(
+        {reinterpret_cast<uint64_t>(channel.local) + offset, static_cast<uint32_t>(length), channel.region.lkey()});
     fabric::SendRequest request;
     request.id = wrId(WrKind::kOneSided, channel.id);
     request.opcode = fabric::Opcode::kWrite;
@@ -189,8 +192,11 @@ Status OneSided::advance() {
     } else {
       IBDT_ASSIGN_OR_RETURN(done, postWrites(*channel));
     }
-    if (done) waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
-    else ++i;
+    if (done) {
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
   }
   return Status::ok();
 }
