@@ -29,10 +29,12 @@ bool denseBlocks(const datatype::Datatype& type) {
 
 class DirectWriteAlltoall final : public PlanImpl {
  public:
-  DirectWriteAlltoall(Communicator& comm, const AlltoallArgs& args)
-      : comm_(comm), ctx_(comm.context()), args_(args), peers_(static_cast<size_t>(comm.size())) {}
+  DirectWriteAlltoall(Communicator& comm, std::vector<DirectBlock> blocks)
+      : comm_(comm), ctx_(comm.context()), blocks_(std::move(blocks)), peers_(blocks_.size()) {}
 
-  Status prepare();
+  // `agreeLengths`: one more allreduce, so that a pair whose lengths differ
+  // (alltoallv's counts) fails every rank's init, not just the sender's.
+  Status prepare(bool agreeLengths);
   Status start() override;
   Result<PollResult> poll() override;
   Status block(Deadline deadline) override;
@@ -61,13 +63,13 @@ class DirectWriteAlltoall final : public PlanImpl {
 
   Communicator& comm_;
   messaging::Context& ctx_;
-  AlltoallArgs args_;
+  std::vector<DirectBlock> blocks_;  // by communicator rank
   std::vector<Pair> peers_;
   bool active_ = false;
   Status outcome_;
 };
 
-Status DirectWriteAlltoall::prepare() {
+Status DirectWriteAlltoall::prepare(bool agreeLengths) {
   const int p = comm_.size(), rank = comm_.rank();
   const int32_t tag = comm_.takePlanTag();
   const uint32_t id = comm_.contextId();
@@ -76,16 +78,30 @@ Status DirectWriteAlltoall::prepare() {
   for (int offset = 1; offset < p; ++offset) {
     const int peer = (rank + offset) % p;
     Pair& pair = peers_[static_cast<size_t>(peer)];
+    const DirectBlock& block = blocks_[static_cast<size_t>(peer)];
     IBDT_ASSIGN_OR_RETURN(pair.exposure,
-                          ctx_.exposeInit(args_.recvBlock(peer), args_.bytes, comm_.contextRank(peer), tag, id));
+                          ctx_.exposeInit(block.recv, block.recvBytes, comm_.contextRank(peer), tag, id));
     IBDT_ASSIGN_OR_RETURN(pair.readySend, ctx_.sendInit(nullptr, 0, byte, comm_.contextRank(peer), tag, id));
     IBDT_ASSIGN_OR_RETURN(pair.ready, ctx_.recvInit(nullptr, 0, byte, comm_.contextRank(peer), tag, id));
   }
+  Status failed;  // every put still takes its key, so no peer's key stays unmatched
   for (int offset = 1; offset < p; ++offset) {
     const int peer = (rank + p - offset) % p;  // the order the peers sent their keys in
-    IBDT_ASSIGN_OR_RETURN(peers_[static_cast<size_t>(peer)].put,
-                          ctx_.putInit(args_.sendBlock(peer), args_.bytes, comm_.contextRank(peer), tag, id));
+    const DirectBlock& block = blocks_[static_cast<size_t>(peer)];
+    auto put = ctx_.putInit(block.send, block.sendBytes, comm_.contextRank(peer), tag, id);
+    if (put.isOk()) peers_[static_cast<size_t>(peer)].put = std::move(*put);
+    if (!put.isOk() && failed.isOk()) failed = put.status();
   }
+  const DirectBlock& own = blocks_[static_cast<size_t>(rank)];
+  if (own.sendBytes != own.recvBytes && failed.isOk()) {
+    failed = makeError(Code::kInvalidArgument, "sends itself ", own.sendBytes, " bytes but receives ", own.recvBytes);
+  }
+  if (agreeLengths) {
+    int64_t ok = failed.isOk() ? 1 : 0;
+    IBDT_RETURN_IF_ERROR(allreduce(comm_, &ok, &ok, 1, ReduceOp::kMin));
+    if (ok == 0 && failed.isOk()) failed = makeError(Code::kInvalidArgument, "a pair's lengths differ on another rank");
+  }
+  IBDT_RETURN_IF_ERROR(failed.withContext(strCat("direct-write rank ", rank)));
   peers_[static_cast<size_t>(rank)].putStarted = true;  // the own block is a local copy
   return Status::ok();
 }
@@ -127,7 +143,8 @@ Status DirectWriteAlltoall::start() {
     Pair& pair = peers_[static_cast<size_t>(peer)];
     startRequest(pair.readySend, pair.readySendPending, peer, "ready to");
   }
-  if (args_.bytes > 0) std::memcpy(args_.recvBlock(rank), args_.sendBlock(rank), static_cast<size_t>(args_.bytes));
+  const DirectBlock& own = blocks_[static_cast<size_t>(rank)];
+  if (own.sendBytes > 0) std::memcpy(own.recv, own.send, static_cast<size_t>(own.sendBytes));
   return Status::ok();
 }
 
@@ -191,20 +208,27 @@ void DirectWriteAlltoall::abandon() {
   active_ = false;
 }
 
-// Agrees across the communicator: 0 some rank's arguments failed, 1 some
-// rank's types are not dense (pairwise), 2 direct writes.
-Result<int64_t> agree(Communicator& comm, const Result<AlltoallArgs>& checked) {
-  int64_t vote = !checked.isOk() ? 0 : denseBlocks(checked->sendtype) && denseBlocks(checked->recvtype) ? 2 : 1;
-  if (checked.isOk() && checked->inPlace) vote = 0;
+}  // namespace
+
+Result<int64_t> agreeOnDirectWrite(Communicator& comm, bool argsOk, bool inPlace, const datatype::Datatype& sendtype,
+                                   const datatype::Datatype& recvtype) {
+  int64_t vote = !argsOk || inPlace ? 0 : denseBlocks(sendtype) && denseBlocks(recvtype) ? 2 : 1;
   IBDT_RETURN_IF_ERROR(allreduce(comm, &vote, &vote, 1, ReduceOp::kMin));
   return vote;
 }
 
-}  // namespace
+Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, std::vector<DirectBlock> blocks,
+                                                  bool agreeLengths) {
+  auto plan = std::make_unique<DirectWriteAlltoall>(comm, std::move(blocks));
+  IBDT_RETURN_IF_ERROR(plan->prepare(agreeLengths));
+  return std::unique_ptr<PlanImpl>(std::move(plan));
+}
 
 Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, const Result<AlltoallArgs>& checked,
                                                           int64_t throttle) {
-  IBDT_ASSIGN_OR_RETURN(int64_t vote, agree(comm, checked));
+  IBDT_ASSIGN_OR_RETURN(int64_t vote, agreeOnDirectWrite(comm, checked.isOk(), checked.isOk() && checked->inPlace,
+                                                         checked.isOk() ? checked->sendtype : datatype::Datatype(),
+                                                         checked.isOk() ? checked->recvtype : datatype::Datatype()));
   if (!checked.isOk()) return checked.status();
   if (checked->inPlace) {
     return makeError(Code::kInvalidArgument,
@@ -218,9 +242,11 @@ Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, co
     IBDT_LOG(kDebug, "alltoall direct-write: a rank's types are not dense blocks; every rank runs pairwise");
     return makePairwiseAlltoall(comm, *checked, throttle);
   }
-  auto plan = std::make_unique<DirectWriteAlltoall>(comm, *checked);
-  IBDT_RETURN_IF_ERROR(plan->prepare());
-  return std::unique_ptr<PlanImpl>(std::move(plan));
+  std::vector<DirectBlock> blocks;
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    blocks.push_back({checked->sendBlock(peer), checked->bytes, checked->recvBlock(peer), checked->bytes});
+  }
+  return makeDirectWrite(comm, std::move(blocks), false);
 }
 
 }  // namespace ibdt::collectives

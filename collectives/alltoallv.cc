@@ -29,6 +29,15 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
     return makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
                      " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
   }
+  if (options.algorithm == AlltoallvAlgorithm::kDirectWrite) {
+    // Collective init (keys are exchanged): a rank whose arguments failed still takes part.
+    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoallv(comm,
+                                                                checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls,
+                                                                                   sendtype, recvbuf, recvcounts,
+                                                                                   rdispls, recvtype),
+                                                                options.throttle));
+    return Plan(std::move(direct));
+  }
   IBDT_ASSIGN_OR_RETURN(AlltoallvArgs args, checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                                                recvcounts, rdispls, recvtype));
   AlltoallvAlgorithm algorithm = options.algorithm;
@@ -50,6 +59,7 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
       return Plan(std::move(inPlace));
     }
     case AlltoallvAlgorithm::kAuto:
+    case AlltoallvAlgorithm::kDirectWrite:  // above
       break;
   }
   return makeError(Code::kInvalidArgument, "alltoallv: unknown algorithm ", static_cast<int>(options.algorithm));

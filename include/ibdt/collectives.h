@@ -39,7 +39,7 @@
 //
 // One-sided writes (docs/alltoall-direct-writes.md): the forced alltoall
 // algorithm direct-write. What is missing (see docs/design.md): alltoallv by
-// zero-copy Bruck, one-sided writes in alltoallv, and algorithm counters (IBDT_STATS).
+// zero-copy Bruck, and algorithm counters (IBDT_STATS).
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -277,7 +277,11 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
 // counts (Plan::peakExtraBytes()). sendbuf == recvbuf without kInPlace is
 // refused when bytes move.
 
-enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited };
+// kDirectWrite: every pair by one-sided writes into the peers' receive
+// blocks (docs/alltoall-direct-writes.md); init is collective, dense types
+// only (else every rank runs pairwise), not in place; pairs are checked by
+// length only, a mismatch fails every rank's init. Forced only.
+enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited, kDirectWrite };
 
 struct AlltoallvOptions {
   // kAuto: pairwise, or in place when sendbuf is kInPlace.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "collectives/alltoall_data.h"
+#include "collectives/alltoallv_data.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 
@@ -213,6 +214,79 @@ TEST(DirectWriteThreadsErrors, DeadRankFailsEverySurvivor) {
     });
   }
   for (auto& thread : threads) thread.join();
+}
+
+// Alltoallv by direct writes: every spread of counts (zeros, one huge peer,
+// all-to-one, ...), a persistent plan run three times.
+class DirectWriteAlltoallvThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(DirectWriteAlltoallvThreads, EverySpreadPersistent) {
+  const int size = GetParam();
+  AlltoallvOptions options;
+  options.algorithm = AlltoallvAlgorithm::kDirectWrite;
+  for (testing::Spread spread : testing::kSpreads) {
+    runRanks(size, {}, [&](RankEnv& env) {
+      auto comm = world(env);
+      ASSERT_NE(comm, nullptr);
+      const uint64_t seed = 40 + static_cast<uint64_t>(spread);
+      const auto counts = testing::countMatrix(spread, size, seed, 5000);
+      const Side bytes = testing::byteSide(1);
+      testing::AlltoallvBuffers buffers(counts, bytes, bytes, env.rank, seed);
+      auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), bytes.type,
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), bytes.type, options);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      EXPECT_EQ(plan->algorithm(), "direct-write");
+      for (int run = 0; run < 3; ++run) {
+        buffers.clearReceive();
+        ASSERT_TRUE(plan->start().isOk());
+        Status status = plan->wait(soon());
+        ASSERT_TRUE(status.isOk()) << testing::spreadName(spread) << ": " << status.toString();
+        EXPECT_EQ(buffers.check(), "") << testing::spreadName(spread) << " run " << run;
+      }
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DirectWriteAlltoallvThreads, ::testing::Values(1, 3, 4));
+
+// Rank 0 expects one element less from rank 1 than rank 1 sends: every
+// rank's init fails (the lengths are agreed), nobody hangs.
+TEST(DirectWriteAlltoallvErrors, CountsThatDifferFailEveryRank) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    std::vector<int64_t> sendcounts(3, 10), recvcounts(3, 10), displs = {0, 10, 20};
+    if (env.rank == 0) recvcounts[1] = 9;
+    std::vector<uint8_t> send(30), recv(30);
+    AlltoallvOptions options;
+    options.algorithm = AlltoallvAlgorithm::kDirectWrite;
+    const Datatype byte = Datatype::of<std::byte>();
+    auto plan =
+        alltoallvInit(*comm, send.data(), sendcounts, displs, byte, recv.data(), recvcounts, displs, byte, options);
+    ASSERT_FALSE(plan.isOk()) << "rank " << env.rank;
+    EXPECT_EQ(plan.status().code(), Code::kInvalidArgument) << plan.status().toString();
+  });
+}
+
+// A strided send type: every rank runs the pairwise alltoallv.
+TEST(DirectWriteAlltoallvFallback, DerivedTypesRunPairwise) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side strided = testing::vectorSide(1);
+    const Side dense = testing::denseSide(strided.type, 1);
+    const auto counts = testing::countMatrix(testing::Spread::kRandom, 3, 9, 60);
+    testing::AlltoallvBuffers buffers(counts, strided, dense, env.rank, 9);
+    AlltoallvOptions options;
+    options.algorithm = AlltoallvAlgorithm::kDirectWrite;
+    auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), strided.type,
+                              buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), dense.type, options);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->algorithm(), "pairwise");
+    ASSERT_TRUE(plan->start().isOk());
+    ASSERT_TRUE(plan->wait(soon()).isOk());
+    EXPECT_EQ(buffers.check(), "");
+  });
 }
 
 TEST(DirectWriteOptions, NamedLikeTheOthers) {
