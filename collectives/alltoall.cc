@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_bruck.h"
+#include "collectives/alltoall_direct_write.h"
 #include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
 #include "base/checked_math.h"
@@ -92,7 +93,8 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
 namespace {
 // Indexed by AlltoallAlgorithm.
 constexpr std::string_view kAlgorithmNames[] = {"auto",           "pairwise",    "bruck-basic", "bruck-modified",
-                                                 "bruck-zero-copy", "bruck-radix", "hierarchical"};
+                                                 "bruck-zero-copy", "bruck-radix", "hierarchical",
+                                                 "direct-write"};
 }  // namespace
 
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm) {
@@ -105,7 +107,8 @@ Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name) {
     if (name == kAlgorithmNames[i]) return static_cast<AlltoallAlgorithm>(i);
   }
   return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm \"", name,
-                   "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix, hierarchical)");
+                   "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix, hierarchical, "
+                   "direct-write)");
 }
 
 Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
@@ -116,7 +119,7 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
                         config::getChoice("IBDT_ALLTOALL_ALGORITHM", {kAlgorithmNames[0], kAlgorithmNames[1],
                                                                       kAlgorithmNames[2], kAlgorithmNames[3],
                                                                       kAlgorithmNames[4], kAlgorithmNames[5],
-                                                                      kAlgorithmNames[6]}));
+                                                                      kAlgorithmNames[6], kAlgorithmNames[7]}));
   options.algorithm = static_cast<AlltoallAlgorithm>(algorithm);
   IBDT_ASSIGN_OR_RETURN(int64_t leaders, config::getInt("IBDT_ALLTOALL_LEADERS", 1, 1024));
   options.leaders = static_cast<int>(leaders);
@@ -151,6 +154,7 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
 
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options) {
   return options.algorithm == AlltoallAlgorithm::kHierarchical ||
+         options.algorithm == AlltoallAlgorithm::kDirectWrite ||
          (options.algorithm == AlltoallAlgorithm::kAuto && comm.nodeCount() > 1);
 }
 
@@ -168,6 +172,12 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
     IBDT_ASSIGN_OR_RETURN(auto hierarchical, makeHierarchicalAlltoall(comm, checked, options.leaders));
     return Plan(std::move(hierarchical));
   }
+  if (options.algorithm == AlltoallAlgorithm::kDirectWrite) {
+    if (options.throttle < 0) checked = makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle);
+    // Collective init too (keys are exchanged): every rank takes part.
+    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoall(comm, checked, options.throttle));
+    return Plan(std::move(direct));
+  }
   if (options.throttle < 0) {
     return makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle, " (0: unlimited, else >= 1)");
   }
@@ -184,7 +194,8 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
     case AlltoallAlgorithm::kBruckModified: impl = makeModifiedBruckAlltoall(comm, args, 2); break;
     case AlltoallAlgorithm::kBruckZeroCopy: impl = makeZeroCopyBruckAlltoall(comm, args); break;
     case AlltoallAlgorithm::kBruckRadix: impl = makeModifiedBruckAlltoall(comm, args, options.radix); break;
-    case AlltoallAlgorithm::kHierarchical: break;  // above
+    case AlltoallAlgorithm::kHierarchical:
+    case AlltoallAlgorithm::kDirectWrite: break;  // above
   }
   if (!impl.isOk()) return std::move(impl).takeStatus();
   return Plan(std::move(impl).value());

@@ -15,9 +15,9 @@ Result<AlltoallvOptions> alltoallvOptionsFromEnvironment() {
   }
   options.inplaceBytes = static_cast<int64_t>(bytes);
   IBDT_ASSIGN_OR_RETURN(options.inplaceBuffers, config::getInt("IBDT_ALLTOALLV_INPLACE_BUFFERS", 0, 1 << 20));
-  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", {"auto", "pairwise", "bruck-zero-copy"}));
+  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", {"auto", "pairwise", "bruck-zero-copy", "direct-write"}));
   constexpr AlltoallvAlgorithm kByChoice[] = {AlltoallvAlgorithm::kAuto, AlltoallvAlgorithm::kPairwise,
-                                             AlltoallvAlgorithm::kBruckZeroCopy};
+                                             AlltoallvAlgorithm::kBruckZeroCopy, AlltoallvAlgorithm::kDirectWrite};
   options.algorithm = kByChoice[algorithm];
   return options;
 }
@@ -33,8 +33,23 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
     return makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
                      " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
   }
-  IBDT_ASSIGN_OR_RETURN(AlltoallvArgs args, checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                                               recvcounts, rdispls, recvtype));
+  if (options.algorithm == AlltoallvAlgorithm::kDirectWrite) {
+    // Collective init (keys are exchanged): a rank whose arguments failed still takes part.
+    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoallv(comm,
+                                                                checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls,
+                                                                                   sendtype, recvbuf, recvcounts,
+                                                                                   rdispls, recvtype),
+                                                                options.throttle));
+    return Plan(std::move(direct));
+  }
+  Result<AlltoallvArgs> checked =
+      checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype);
+  if (options.algorithm == AlltoallvAlgorithm::kBruckZeroCopy && sendbuf != kInPlace) {
+    // Collective init: a rank whose arguments failed still takes part.
+    IBDT_ASSIGN_OR_RETURN(auto bruck, makeZeroCopyBruckAlltoallv(comm, std::move(checked)));
+    return Plan(std::move(bruck));
+  }
+  IBDT_ASSIGN_OR_RETURN(AlltoallvArgs args, std::move(checked));
   AlltoallvAlgorithm algorithm = options.algorithm;
   if (algorithm == AlltoallvAlgorithm::kAuto) {
     algorithm = args.inPlace ? AlltoallvAlgorithm::kInPlaceLimited : AlltoallvAlgorithm::kPairwise;
@@ -56,11 +71,9 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
                                                                options.inplaceBytes, buffers));
       return Plan(std::move(inPlace));
     }
-    case AlltoallvAlgorithm::kBruckZeroCopy: {
-      IBDT_ASSIGN_OR_RETURN(auto bruck, makeZeroCopyBruckAlltoallv(comm, std::move(args)));
-      return Plan(std::move(bruck));
-    }
     case AlltoallvAlgorithm::kAuto:
+    case AlltoallvAlgorithm::kBruckZeroCopy:  // above
+    case AlltoallvAlgorithm::kDirectWrite:
       break;
   }
   return makeError(Code::kInvalidArgument, "alltoallv: unknown algorithm ", static_cast<int>(options.algorithm));

@@ -12,12 +12,20 @@ namespace ibdt::collectives {
 // Direct: the pair check on the first run, then the pairwise rounds.
 Result<std::unique_ptr<PlanImpl>> makeDirectAlltoallv(Communicator& comm, AlltoallvArgs args, int64_t throttle);
 
+// One-sided writes (docs/alltoall-direct-writes.md), collective: every rank
+// calls it, `checked` failed or not, so a bad argument anywhere fails every
+// rank. Dense types everywhere: every pair by direct writes; else every
+// rank runs makeDirectAlltoallv.
+Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoallv(Communicator& comm, Result<AlltoallvArgs> checked,
+                                                           int64_t throttle);
+
 // In place with limited memory (Hofmann/Rünger, Algorithm 1): `auxBytes` of
 // auxiliary memory split into `auxBuffers` buffers.
 Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, int64_t throttle,
                                                        int64_t auxBytes, int64_t auxBuffers);
 
-// Zero-copy Bruck (alltoallv_bruck.cc): collective init, one basic kind.
-Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm, AlltoallvArgs args);
+// Zero-copy Bruck (alltoallv_bruck.cc): collective init, one basic kind;
+// a rank whose `args` failed still takes part, so every rank fails.
+Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm, Result<AlltoallvArgs> args);
 
 }  // namespace ibdt::collectives

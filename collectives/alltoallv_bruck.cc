@@ -19,7 +19,9 @@
 // Blocks in transit are held packed, so every rank's send and receive types
 // must consist of one basic kind, the same on all ranks (checked at init by
 // an allreduce, kInvalidArgument on every rank otherwise). Init is
-// collective (two allreduces and the count exchange). Not in place.
+// collective (two allreduces and the count exchange), a rank whose
+// arguments were refused included. Not in place (alltoallvInit runs the
+// limited-memory algorithm then).
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -120,13 +122,21 @@ Status addCountRounds(RoundsPlan& plan, int size, int rank, HopCounts& counts) {
   return Status::ok();
 }
 
-// Every rank's types are of one basic kind, the same everywhere.
-Result<BasicKind> agreeOnKind(Communicator& comm, const AlltoallvArgs& args) {
-  const auto send = uniformKind(args.sendtype), recv = uniformKind(args.recvtype);
-  const int64_t mine = send && recv && *send == *recv ? static_cast<int64_t>(*send) : -1;
+// Every rank's types are of one basic kind, the same everywhere; a rank
+// whose arguments failed (null `args`) takes part and fails them all.
+Result<BasicKind> agreeOnKind(Communicator& comm, const AlltoallvArgs* args) {
+  constexpr int64_t kRefused = -2;
+  int64_t mine = kRefused;
+  if (args != nullptr) {
+    const auto send = uniformKind(args->sendtype), recv = uniformKind(args->recvtype);
+    mine = send && recv && *send == *recv ? static_cast<int64_t>(*send) : -1;
+  }
   int64_t low = mine, high = mine;
   IBDT_RETURN_IF_ERROR(allreduce(comm, &low, &low, 1, ReduceOp::kMin));
   IBDT_RETURN_IF_ERROR(allreduce(comm, &high, &high, 1, ReduceOp::kMax));
+  if (low == kRefused) {
+    return makeError(Code::kInvalidArgument, "alltoallv bruck-zero-copy: another rank's arguments were refused");
+  }
   if (low < 0 || low != high) {
     return makeError(Code::kInvalidArgument, "alltoallv bruck-zero-copy: every rank's send and receive types must "
                      "consist of one basic kind, the same on all ranks (rank ", comm.rank(), ": ",
@@ -168,13 +178,12 @@ Result<HopCounts> exchangeCounts(Communicator& comm, const AlltoallvArgs& args) 
 
 }  // namespace
 
-Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm, AlltoallvArgs args) {
-  if (args.inPlace) {
-    return makeError(Code::kInvalidArgument, "alltoallv bruck-zero-copy: not in place (in place runs the "
-                     "limited-memory algorithm)");
-  }
+Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm, Result<AlltoallvArgs> checked) {
+  Result<BasicKind> agreed = agreeOnKind(comm, checked.isOk() ? &*checked : nullptr);
+  IBDT_RETURN_IF_ERROR(checked.status());
+  IBDT_ASSIGN_OR_RETURN(const BasicKind kind, std::move(agreed));
+  const AlltoallvArgs& args = *checked;
   const int size = comm.size(), rank = comm.rank();
-  IBDT_ASSIGN_OR_RETURN(const BasicKind kind, agreeOnKind(comm, args));
   IBDT_ASSIGN_OR_RETURN(const HopCounts elements, exchangeCounts(comm, args));
   const Datatype element = Datatype::basic(kind);
   const int64_t elementBytes = datatype::basicSize(kind);

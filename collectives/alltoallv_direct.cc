@@ -4,6 +4,8 @@
 // its data moves; later runs go straight to the data rounds (counts and
 // types are fixed at init), so a persistent alltoallv costs what a
 // persistent alltoall does.
+#include "base/log.h"
+#include "collectives/alltoall_direct_write.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/pair_signature_check.h"
 
@@ -73,6 +75,34 @@ Result<std::unique_ptr<PlanImpl>> makeDirectAlltoallv(Communicator& comm, Alltoa
   auto plan = std::make_unique<DirectAlltoallv>(std::move(args));
   IBDT_RETURN_IF_ERROR(plan->prepare(comm, throttle));
   return std::unique_ptr<PlanImpl>(std::move(plan));
+}
+
+Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoallv(Communicator& comm, Result<AlltoallvArgs> checked,
+                                                           int64_t throttle) {
+  const bool ok = checked.isOk();
+  IBDT_ASSIGN_OR_RETURN(int64_t vote, agreeOnDirectWrite(comm, ok, ok && checked->inPlace,
+                                                         ok ? checked->sendtype : datatype::Datatype(),
+                                                         ok ? checked->recvtype : datatype::Datatype()));
+  if (!ok) return std::move(checked).takeStatus();
+  AlltoallvArgs args = std::move(checked).value();
+  if (args.inPlace) {
+    return makeError(Code::kInvalidArgument, "alltoallv (direct-write): kInPlace is not supported; use the in-place "
+                                             "algorithm");
+  }
+  if (vote == 0) {
+    return makeError(Code::kInvalidArgument, "alltoallv (direct-write): the arguments failed on another rank");
+  }
+  if (vote == 1) {
+    IBDT_LOG(kDebug, "alltoallv direct-write: a rank's types are not dense blocks; every rank runs pairwise");
+    return makeDirectAlltoallv(comm, std::move(args), throttle);
+  }
+  std::vector<DirectBlock> blocks;
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    const auto index = static_cast<size_t>(peer);
+    blocks.push_back({args.sendBlock(peer), args.sendcounts[index] * args.sendtype.size(), args.recvBlock(peer),
+                      args.recvcounts[index] * args.recvtype.size()});
+  }
+  return makeDirectWrite(comm, std::move(blocks), true);
 }
 
 }  // namespace ibdt::collectives

@@ -3,7 +3,7 @@
 // bytes and a strided vector send type received contiguous
 // (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, the
 // cost model's choice, docs/alltoall-selection.md; pairwise, bruck-basic, bruck-modified,
-// bruck-zero-copy, bruck-radix-<r>) in each --mode: persistent (one plan per
+// bruck-zero-copy, bruck-radix-<r>, direct-write) in each --mode: persistent (one plan per
 // case, start + wait per call) and blocking (alltoall(): init + start + wait
 // per call); one row per algorithm and mode. Beside it, in the same run: Open MPI's
 // MPI_Alltoall under mpirun (perf/mpi_alltoall_baseline.cc), MPICH's at 2
@@ -434,7 +434,7 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
   sub->add_option("--algorithm", options->algorithms,
                   "ibdt algorithms, repeatable (default auto): auto, pairwise, bruck-basic, bruck-modified, "
-                  "bruck-zero-copy, bruck-radix-<r>, hierarchical")
+                  "bruck-zero-copy, bruck-radix-<r>, hierarchical, direct-write")
       ->check([](const std::string& text) {
         auto parsed = algorithmOptions(text, AlltoallOptions{});
         return parsed.isOk() ? std::string() : parsed.status().toString();

@@ -37,9 +37,10 @@
 // blocks are replaced by the incoming ones (Hofmann/Rünger's algorithm with
 // auxiliary memory of a fixed size), or zero-copy Bruck for small blocks.
 //
-// What is missing (see docs/design.md): the automatic choice of Bruck for
-// alltoallv, one-sided writes for large blocks, and algorithm counters
-// (IBDT_STATS).
+// One-sided writes (docs/alltoall-direct-writes.md): the forced alltoall
+// and alltoallv algorithm direct-write. What is missing (see
+// docs/design.md): the automatic choice of Bruck or direct-write for
+// alltoallv, and algorithm counters (IBDT_STATS).
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -207,9 +208,13 @@ enum class AlltoallAlgorithm : uint8_t {
   kBruckRadix,
   // Gather at leaders per node, leaders exchange, scatter (docs/alltoall-hierarchical.md).
   kHierarchical,
+  // One-sided writes straight into the peers' receive buffers, their keys
+  // exchanged at init (docs/alltoall-direct-writes.md); dense blocks only
+  // (else every rank runs pairwise), not in place. Forced only.
+  kDirectWrite,
 };
 // "auto", "pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy",
-// "bruck-radix", "hierarchical" (IBDT_ALLTOALL_ALGORITHM's values).
+// "bruck-radix", "hierarchical", "direct-write" (IBDT_ALLTOALL_ALGORITHM's values).
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm);
 Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name);
 
@@ -226,7 +231,7 @@ struct AlltoallOptions {
 };
 // Whether alltoallInit with these options communicates, so every rank must
 // call it together (as MPI_Alltoall_init): hierarchical (it splits the
-// communicator), and kAuto across nodes (the ranks agree on the choice,
+// communicator), direct-write (it exchanges keys), and kAuto across nodes (the ranks agree on the choice,
 // their tuning files may differ). Otherwise init is local.
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options);
 // Options from IBDT_ALLTOALL_* (see README).
@@ -279,7 +284,11 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
 // checked at its destination) and needs every rank's send and receive types
 // to consist of one basic kind, the same on all ranks (else
 // kInvalidArgument on every rank); not in place.
-enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited, kBruckZeroCopy };
+// kDirectWrite: every pair by one-sided writes into the peers' receive
+// blocks (docs/alltoall-direct-writes.md); init is collective, dense types
+// only (else every rank runs pairwise), not in place; pairs are checked by
+// length only, a mismatch fails every rank's init. Forced only.
+enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited, kBruckZeroCopy, kDirectWrite };
 
 struct AlltoallvOptions {
   // kAuto: pairwise, or in place when sendbuf is kInPlace.

@@ -246,6 +246,25 @@ class Context {
                            uint32_t communicator = 0);
   Result<Request> recvInit(void* buf, int64_t count, const datatype::Datatype& type, int source, int tag,
                            uint32_t communicator = 0);
+  // Persistent one-sided puts (docs/alltoall-direct-writes.md). The target
+  // calls exposeInit: it registers [buf, buf + bytes) for remote writes
+  // (through the pin-down cache) and sends `origin` its key in a message
+  // with `tag`; the result is a persistent request whose run completes when
+  // a run of the origin's put has landed in the buffer. The origin calls
+  // putInit with the same bytes, tag and communicator: it registers its
+  // buffer and waits (until `deadline`) for the key; each run of the result
+  // writes the whole buffer into the target's with RDMA WRITEs and then
+  // sends a zero-byte message with `tag`, which the target's exposure run
+  // receives. Nothing is registered or allocated at start. The caller must
+  // order the runs: an origin starts a put only once the target has started
+  // its exposure (a "ready" message, say), and, when two ranks put to each
+  // other on one tag, both finish putInit before either starts its
+  // exposure (the key and the notification share the tag). kInvalidArgument
+  // when the lengths differ; a registration failure is returned as is.
+  Result<Request> exposeInit(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator = 0);
+  Result<Request> putInit(const void* buf, int64_t bytes, int target, int tag, uint32_t communicator = 0,
+                          Deadline deadline = Deadline::never());
+
   // Runs a persistent request once more: kState while its last run is still
   // active. A peer already failed: that error, and the request stays inactive.
   Status start(Request& request);

@@ -85,6 +85,31 @@ TEST_F(AlltoallMp, PersistentPlanStartedRepeatedly) {
   }
 }
 
+// Direct writes between processes (one-sided puts into the peers' receive
+// buffers, docs/alltoall-direct-writes.md): a persistent plan restarted with
+// new data and no barrier between runs, from 1 B to 1 MiB blocks.
+TEST_F(AlltoallMp, DirectWritePersistentWithChangingData) {
+  for (int64_t bytes : {int64_t{0}, int64_t{13}, int64_t{80000}, int64_t{1} << 20}) {
+    Side side = testing::byteSide(bytes);
+    AlltoallBuffers buffers(side, side, comm_->size(), comm_->rank());
+    AlltoallOptions options;
+    options.algorithm = AlltoallAlgorithm::kDirectWrite;
+    auto plan = alltoallInit(*comm_, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count,
+                             side.type, options);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->algorithm(), "direct-write");
+    for (int run = 0; run < 3; ++run) {
+      buffers.refill(run);
+      buffers.clearReceive();
+      ASSERT_TRUE(plan->start().isOk());
+      Status status = plan->wait(mpDeadline());
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      EXPECT_EQ(buffers.check(), "") << bytes << " B, run " << run;
+    }
+    ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());  // no peer still writes before the buffers go
+  }
+}
+
 TEST_F(AlltoallMp, MismatchedSignatureFailsWithoutHanging) {
   const int me = comm_->rank();
   for (int64_t ints : {4, 100000}) {  // eager and rendezvous

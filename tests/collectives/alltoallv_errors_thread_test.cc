@@ -190,6 +190,12 @@ TEST(AlltoallvErrors, BruckRefusesMismatchedCountsAndMixedKindsOnEveryRank) {
     expectError(init(item), Code::kInvalidArgument, env.rank == 0 ? "from rank 1, which sends" : "another rank");
     // The same sizes, but rank 2 sends and receives float: no rank proceeds.
     expectError(init(env.rank == 2 ? Datatype::of<float>() : item), Code::kInvalidArgument, "one basic kind");
+    // Rank 3's arguments are refused: it still takes part, so no rank waits.
+    std::vector<int64_t> negative = buffers.sendcounts();
+    if (env.rank == 3) negative[0] = -1;
+    expectError(alltoallvInit(**comm, buffers.sendbuf(), negative, buffers.sdispls(), item, buffers.recvbuf(),
+                              buffers.recvcounts(), buffers.rdispls(), item, bruck),
+                Code::kInvalidArgument, env.rank == 3 ? "negative send count" : "arguments were refused");
     EXPECT_EQ(buffers.check({0, 1, 2, 3}), "");  // nothing was written
   });
 }

@@ -115,8 +115,11 @@ Result<std::shared_ptr<Operation>> ContextImpl::rearm(std::shared_ptr<Operation>
   if (op.use_count() > 1) {
     // A protocol still holds the last run's operation (it may outlive the
     // completion briefly): run the next one on a copy of the arguments.
-    if (op->isSend) return prepareSend(op->sendBuffer, op->count, op->type, op->peer, op->tag, op->communicator);
-    return prepareRecv(op->recvBuffer, op->count, op->type, op->spec.source, op->spec.tag, op->spec.communicator);
+    auto copy = op->isSend ? prepareSend(op->sendBuffer, op->count, op->type, op->peer, op->tag, op->communicator)
+                           : prepareRecv(op->recvBuffer, op->count, op->type, op->spec.source, op->spec.tag,
+                                         op->spec.communicator);
+    if (copy.isOk()) (*copy)->oneSided = op->oneSided;  // a put's or exposure's registration and key
+    return copy;
   }
   op->done = false;
   op->status = Status();
@@ -199,6 +202,19 @@ Result<Request> Context::recvInit(void* buf, int64_t count, const datatype::Data
   return Request(std::move(op), true);
 }
 
+Result<Request> Context::exposeInit(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator) {
+  if (impl_->closed()) return makeError(Code::kState, "exposeInit: the context is closed");
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->oneSided().expose(buf, bytes, origin, tag, communicator));
+  return Request(std::move(op), true);
+}
+
+Result<Request> Context::putInit(const void* buf, int64_t bytes, int target, int tag, uint32_t communicator,
+                                 Deadline deadline) {
+  if (impl_->closed()) return makeError(Code::kState, "putInit: the context is closed");
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->oneSided().put(buf, bytes, target, tag, communicator, deadline));
+  return Request(std::move(op), true);
+}
+
 Status Context::start(Request& request) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "start: empty request");
   if (!request.persistent_) return makeError(Code::kInvalidArgument, "start: not a persistent request");
@@ -206,7 +222,9 @@ Status Context::start(Request& request) {
   if (impl_->closed()) return makeError(Code::kState, "start: the context is closed");
   IBDT_ASSIGN_OR_RETURN(request.op_, impl_->rearm(std::move(request.op_)));
   Operation& op = *request.op_;
-  Status posted = op.isSend ? impl_->postSend(request.op_) : impl_->postRecv(request.op_);
+  Status posted = op.oneSided && op.isSend ? impl_->oneSided().start(request.op_)
+                  : op.isSend               ? impl_->postSend(request.op_)
+                                            : impl_->postRecv(request.op_);
   // Not posted (a dead peer): the request stays inactive, reporting why.
   if (!posted.isOk()) impl_->complete(op, posted);
   return posted;

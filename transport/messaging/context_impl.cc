@@ -318,6 +318,7 @@ Status ContextImpl::progress() {
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
   got = sendQueue_->poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
+  if (oneSided_ && oneSided_->waiting()) IBDT_RETURN_IF_ERROR(oneSided_->advance());
   credits_.repostConsumed(*this, /*dueOnly=*/true);
   for (Peer& peer : peers_) {
     // Most peers of a larger job are idle at any moment: a few loads decide
@@ -516,6 +517,12 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
       if (peer.readsOutstanding > 0) --peer.readsOutstanding;
       Status status = ok ? onReadCompleted(static_cast<uint32_t>(value))
                          : completionFailure(completion, peer, strCat("P-RRS read of transfer ", value));
+      if (!status.isOk()) failPeer(peer, status);
+      return Status::ok();
+    }
+    case WrKind::kOneSided: {
+      Status status = ok ? Status::ok() : completionFailure(completion, peer, strCat("one-sided write ", value));
+      if (oneSided_) oneSided_->writeCompleted(static_cast<uint32_t>(value), status);
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }

@@ -24,6 +24,7 @@
 #include "transport/messaging/credit_flow.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
+#include "transport/messaging/one_sided.h"
 #include "transport/messaging/scheme_select.h"
 #include "transport/messaging/staging.h"
 #include "transport/messaging/tuning.h"
@@ -60,6 +61,8 @@ struct Operation : MatchListHook {
   UserRegistration gathered;
   uint32_t fragmentsInFlight = 0;
   bool fragmentsPosted = false;
+  // A one-sided put or exposure (one_sided.h): its registration and keys.
+  std::shared_ptr<OneSidedChannel> oneSided;
 
   // Block statistics feed only the rendezvous decision, so an eager message
   // never pays for them: computed on first use.
@@ -170,6 +173,8 @@ struct Peer {
 };
 
 class ContextImpl : private CreditFlow::Host {
+  friend class OneSided;  // one_sided.cc posts its writes through this context
+
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
   ~ContextImpl() override;
@@ -215,6 +220,11 @@ class ContextImpl : private CreditFlow::Host {
     return counters_;
   }
   void complete(Operation& op, Status status);
+  // Persistent one-sided puts (one_sided.h), set up on first use.
+  OneSided& oneSided() {
+    if (!oneSided_) oneSided_ = std::make_unique<OneSided>(*this);
+    return *oneSided_;
+  }
 
  private:
   int rank_ = 0;
@@ -406,10 +416,11 @@ class ContextImpl : private CreditFlow::Host {
   uint32_t requesting_ = 0;
   std::vector<uint8_t> datagram_;
   bool closed_ = false;
+  std::unique_ptr<OneSided> oneSided_;  // last: goes before the cache its channels hold regions of
 };
 
 // Work request ids: the kind in the top byte, the rest identifies the object.
-enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace };
+enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace, kOneSided };
 inline uint64_t wrId(WrKind kind, uint64_t value) { return (uint64_t{static_cast<uint8_t>(kind)} << 56) | value; }
 inline WrKind wrKind(uint64_t id) { return static_cast<WrKind>(id >> 56); }
 inline uint64_t wrValue(uint64_t id) { return id & ((uint64_t{1} << 56) - 1); }

@@ -1,0 +1,252 @@
+// Alltoall by one-sided writes (docs/alltoall-direct-writes.md).
+//
+// Init registers this rank's send and receive buffers once (the pin-down
+// cache: a plan built again on the same buffers registers nothing) and
+// hands every peer the key of its receive block (Context::exposeInit /
+// putInit). A run then costs, per peer: a zero-byte "ready" message from
+// the receiver (its buffer may be overwritten now: the previous run's data
+// has been consumed), the sender's RDMA WRITE of the whole block into it,
+// and a zero-byte notification behind the write. The block is copied once,
+// by the NIC (or on shm by the sender's kernel copy), with no handshake per
+// message and no staging.
+#include "collectives/alltoall_direct_write.h"
+
+#include <cstring>
+#include <vector>
+
+#include "base/log.h"
+#include "collectives/alltoall_pairwise.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::Request;
+
+// One dense run of count x type bytes starting at the block's address.
+bool denseBlocks(const datatype::Datatype& type) {
+  return type.contiguous() && type.lb() == 0 && type.trueLb() == 0 && type.extent() == type.size();
+}
+
+class DirectWriteAlltoall final : public PlanImpl {
+ public:
+  DirectWriteAlltoall(Communicator& comm, std::vector<DirectBlock> blocks)
+      : comm_(comm), ctx_(comm.context()), blocks_(std::move(blocks)), peers_(blocks_.size()) {}
+
+  // `agreeLengths`: one more allreduce, so that a pair whose lengths differ
+  // (alltoallv's counts) fails every rank's init, not just the sender's.
+  Status prepare(bool agreeLengths);
+  Status start() override;
+  Result<PollResult> poll() override;
+  Status block(Deadline deadline) override;
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+  void abandon() override;
+  std::string_view algorithm() const override { return "direct-write"; }
+
+ private:
+  // The four persistent requests of one pair, in the order they complete.
+  struct Pair {
+    Request ready;     // receive: the peer may be written now
+    Request put;       // our block into the peer's receive buffer
+    Request exposure;  // receive: the peer's block landed in ours
+    Request readySend;
+    bool readyPending = false, putPending = false, exposurePending = false, readySendPending = false;
+    bool putStarted = false;
+    bool readyOk = false;  // the ready arrived: the peer's buffer may be written
+  };
+  bool pending(const Pair& pair) const {
+    return pair.readyPending || !pair.putStarted || pair.putPending || pair.exposurePending || pair.readySendPending;
+  }
+  void note(Status status, int peer, std::string_view what);
+  void startRequest(Request& request, bool& pending, int peer, std::string_view what);
+  Result<bool> collect(Request& request, bool& pending, int peer, std::string_view what);
+
+  Communicator& comm_;
+  messaging::Context& ctx_;
+  std::vector<DirectBlock> blocks_;  // by communicator rank
+  std::vector<Pair> peers_;
+  bool active_ = false;
+  Status outcome_;
+};
+
+Status DirectWriteAlltoall::prepare(bool agreeLengths) {
+  const int p = comm_.size(), rank = comm_.rank();
+  const int32_t tag = comm_.takePlanTag();
+  const uint32_t id = comm_.contextId();
+  const auto byte = datatype::Datatype::of<std::byte>();
+  // Every key goes out before any rank waits for one (putInit blocks).
+  for (int offset = 1; offset < p; ++offset) {
+    const int peer = (rank + offset) % p;
+    Pair& pair = peers_[static_cast<size_t>(peer)];
+    const DirectBlock& block = blocks_[static_cast<size_t>(peer)];
+    IBDT_ASSIGN_OR_RETURN(pair.exposure,
+                          ctx_.exposeInit(block.recv, block.recvBytes, comm_.contextRank(peer), tag, id));
+    IBDT_ASSIGN_OR_RETURN(pair.readySend, ctx_.sendInit(nullptr, 0, byte, comm_.contextRank(peer), tag, id));
+    IBDT_ASSIGN_OR_RETURN(pair.ready, ctx_.recvInit(nullptr, 0, byte, comm_.contextRank(peer), tag, id));
+  }
+  Status failed;  // every put still takes its key, so no peer's key stays unmatched
+  for (int offset = 1; offset < p; ++offset) {
+    const int peer = (rank + p - offset) % p;  // the order the peers sent their keys in
+    const DirectBlock& block = blocks_[static_cast<size_t>(peer)];
+    auto put = ctx_.putInit(block.send, block.sendBytes, comm_.contextRank(peer), tag, id);
+    if (put.isOk()) peers_[static_cast<size_t>(peer)].put = std::move(*put);
+    if (!put.isOk() && failed.isOk()) failed = put.status();
+  }
+  const DirectBlock& own = blocks_[static_cast<size_t>(rank)];
+  if (own.sendBytes != own.recvBytes && failed.isOk()) {
+    failed = makeError(Code::kInvalidArgument, "sends itself ", own.sendBytes, " bytes but receives ", own.recvBytes);
+  }
+  if (agreeLengths) {
+    int64_t ok = failed.isOk() ? 1 : 0;
+    IBDT_RETURN_IF_ERROR(allreduce(comm_, &ok, &ok, 1, ReduceOp::kMin));
+    if (ok == 0 && failed.isOk()) failed = makeError(Code::kInvalidArgument, "a pair's lengths differ on another rank");
+  }
+  IBDT_RETURN_IF_ERROR(failed.withContext(strCat("direct-write rank ", rank)));
+  peers_[static_cast<size_t>(rank)].putStarted = true;  // the own block is a local copy
+  return Status::ok();
+}
+
+void DirectWriteAlltoall::note(Status status, int peer, std::string_view what) {
+  if (outcome_.isOk()) outcome_ = status.withContext(strCat("alltoall (direct-write) ", what, " rank ", peer));
+}
+
+void DirectWriteAlltoall::startRequest(Request& request, bool& pending, int peer, std::string_view what) {
+  Status status = ctx_.start(request);
+  pending = status.isOk();
+  if (!status.isOk()) note(std::move(status), peer, what);
+}
+
+Result<bool> DirectWriteAlltoall::collect(Request& request, bool& pending, int peer, std::string_view what) {
+  Status status;
+  const bool wasPending = pending;
+  IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, request, pending, status));
+  if (wasPending && done && !status.isOk()) note(std::move(status), peer, what);
+  return wasPending && done;
+}
+
+Status DirectWriteAlltoall::start() {
+  outcome_ = Status();
+  active_ = true;
+  const int p = comm_.size(), rank = comm_.rank();
+  // Receives first: the ready and the notification of one peer share a tag
+  // and arrive in that order.
+  for (int offset = 1; offset < p; ++offset) {
+    const int peer = (rank + offset) % p;
+    Pair& pair = peers_[static_cast<size_t>(peer)];
+    pair.putStarted = false;
+    pair.readyOk = false;
+    startRequest(pair.ready, pair.readyPending, peer, "ready from");
+    startRequest(pair.exposure, pair.exposurePending, peer, "write from");
+  }
+  for (int offset = 1; offset < p; ++offset) {
+    const int peer = (rank + p - offset) % p;
+    Pair& pair = peers_[static_cast<size_t>(peer)];
+    startRequest(pair.readySend, pair.readySendPending, peer, "ready to");
+  }
+  const DirectBlock& own = blocks_[static_cast<size_t>(rank)];
+  if (own.sendBytes > 0) std::memcpy(own.recv, own.send, static_cast<size_t>(own.sendBytes));
+  return Status::ok();
+}
+
+Result<PollResult> DirectWriteAlltoall::poll() {
+  PollResult result;
+  if (!active_) return PollResult{true, false};
+  IBDT_RETURN_IF_ERROR(ctx_.progress());
+  bool done = true;
+  for (int peer = 0; peer < comm_.size(); ++peer) {
+    Pair& pair = peers_[static_cast<size_t>(peer)];
+    if (!pending(pair)) continue;
+    bool readyNow = false;
+    if (pair.readyPending) {
+      Status status;
+      IBDT_ASSIGN_OR_RETURN(readyNow, collectRequest(ctx_, pair.ready, pair.readyPending, status));
+      pair.readyOk = readyNow && status.isOk();
+      if (readyNow && !status.isOk()) note(std::move(status), peer, "ready from");
+    }
+    if (!pair.putStarted && !pair.readyPending) {
+      // A failed ready (dead peer) leaves the put out: nothing may be written.
+      if (pair.readyOk) startRequest(pair.put, pair.putPending, peer, "write to");
+      pair.putStarted = true;
+      result.progressed = true;
+    }
+    IBDT_ASSIGN_OR_RETURN(bool a, collect(pair.put, pair.putPending, peer, "write to"));
+    IBDT_ASSIGN_OR_RETURN(bool b, collect(pair.exposure, pair.exposurePending, peer, "write from"));
+    IBDT_ASSIGN_OR_RETURN(bool c, collect(pair.readySend, pair.readySendPending, peer, "ready to"));
+    result.progressed = result.progressed || readyNow || a || b || c;
+    if (pending(pair)) done = false;
+  }
+  if (done) active_ = false;
+  result.done = done;
+  return result;
+}
+
+Status DirectWriteAlltoall::block(Deadline deadline) {
+  for (int peer = 0; peer < comm_.size(); ++peer) {
+    Pair& pair = peers_[static_cast<size_t>(peer)];
+    Request* request = pair.readyPending       ? &pair.ready
+                       : pair.putPending       ? &pair.put
+                       : pair.exposurePending  ? &pair.exposure
+                       : pair.readySendPending ? &pair.readySend
+                                               : nullptr;
+    if (request == nullptr) continue;
+    Status status;  // collected by the next poll()
+    IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, *request, deadline, status));
+    if (!done) {
+      return makeError(Code::kTimeout, "alltoall (direct-write) rank ", comm_.rank(), ": the exchange with rank ", peer,
+                       " did not complete in time");
+    }
+    return Status::ok();
+  }
+  return Status::ok();
+}
+
+void DirectWriteAlltoall::abandon() {
+  for (Pair& pair : peers_) {
+    if (pair.readyPending) (void)ctx_.cancel(pair.ready);
+    if (pair.exposurePending) (void)ctx_.cancel(pair.exposure);
+  }
+  active_ = false;
+}
+
+}  // namespace
+
+Result<int64_t> agreeOnDirectWrite(Communicator& comm, bool argsOk, bool inPlace, const datatype::Datatype& sendtype,
+                                   const datatype::Datatype& recvtype) {
+  int64_t vote = !argsOk || inPlace ? 0 : denseBlocks(sendtype) && denseBlocks(recvtype) ? 2 : 1;
+  IBDT_RETURN_IF_ERROR(allreduce(comm, &vote, &vote, 1, ReduceOp::kMin));
+  return vote;
+}
+
+Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, std::vector<DirectBlock> blocks,
+                                                  bool agreeLengths) {
+  auto plan = std::make_unique<DirectWriteAlltoall>(comm, std::move(blocks));
+  IBDT_RETURN_IF_ERROR(plan->prepare(agreeLengths));
+  return std::unique_ptr<PlanImpl>(std::move(plan));
+}
+
+Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, const Result<AlltoallArgs>& checked,
+                                                          int64_t throttle) {
+  IBDT_ASSIGN_OR_RETURN(int64_t vote, agreeOnDirectWrite(comm, checked.isOk(), checked.isOk() && checked->inPlace,
+                                                         checked.isOk() ? checked->sendtype : datatype::Datatype(),
+                                                         checked.isOk() ? checked->recvtype : datatype::Datatype()));
+  if (!checked.isOk()) return checked.status();
+  if (checked->inPlace) {
+    return makeError(Code::kInvalidArgument,
+                     "alltoall (direct-write): kInPlace is not supported (a peer's write "
+                     "would land on a block not yet sent); use pairwise or a Bruck form");
+  }
+  if (vote == 0) {
+    return makeError(Code::kInvalidArgument, "alltoall (direct-write): the arguments failed on another rank");
+  }
+  if (vote == 1) {
+    IBDT_LOG(kDebug, "alltoall direct-write: a rank's types are not dense blocks; every rank runs pairwise");
+    return makePairwiseAlltoall(comm, *checked, throttle);
+  }
+  std::vector<DirectBlock> blocks;
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    blocks.push_back({checked->sendBlock(peer), checked->bytes, checked->recvBlock(peer), checked->bytes});
+  }
+  return makeDirectWrite(comm, std::move(blocks), false);
+}
+
+}  // namespace ibdt::collectives

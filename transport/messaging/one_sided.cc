@@ -1,0 +1,204 @@
+// Persistent one-sided puts: registration and key exchange at init, WRITEs
+// and a zero-byte notification per run (one_sided.h).
+#include "transport/messaging/one_sided.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+
+#include "base/backoff.h"
+#include "transport/messaging/context_impl.h"
+
+namespace ibdt::messaging {
+namespace {
+
+const datatype::Datatype& byteType() {
+  static const datatype::Datatype type = datatype::Datatype::of<std::byte>();
+  return type;
+}
+
+Status checkRange(const void* buf, int64_t bytes, int peer, int size, std::string_view what) {
+  if (bytes < 0) return makeError(Code::kInvalidArgument, what, ": negative length ", bytes);
+  if (buf == nullptr && bytes > 0) return makeError(Code::kInvalidArgument, what, ": null buffer of ", bytes, " bytes");
+  if (peer < 0 || peer >= size) return makeError(Code::kInvalidArgument, what, ": no rank ", peer, " in ", size);
+  return Status::ok();
+}
+
+}  // namespace
+
+OneSided::~OneSided() {
+  for (auto& [id, weak] : channels_) {
+    if (auto channel = weak.lock()) {
+      channel->region.reset();
+      channel->running.reset();
+    }
+  }
+}
+
+Result<std::shared_ptr<OneSidedChannel>> OneSided::newChannel(const void* buf, int64_t bytes, int peer,
+                                                              uint32_t access) {
+  auto channel = std::make_shared<OneSidedChannel>();
+  channel->id = nextId_++;
+  channel->local = static_cast<const std::byte*>(buf);
+  channel->bytes = bytes;
+  channel->peer = peer;
+  if (bytes > 0) {
+    IBDT_ASSIGN_OR_RETURN(channel->region, context_.cache_->acquire(buf, static_cast<size_t>(bytes), access));
+  }
+  // Channels of requests the caller dropped leave the map here, not on the hot path.
+  std::erase_if(channels_, [](const auto& entry) { return entry.second.expired(); });
+  channels_[channel->id] = channel;
+  return channel;
+}
+
+Result<std::shared_ptr<Operation>> OneSided::expose(void* buf, int64_t bytes, int origin, int tag,
+                                                    uint32_t communicator) {
+  IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, origin, context_.size_, "exposeInit"));
+  IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, origin, fabric::kLocalWrite | fabric::kRemoteWrite));
+  fabric::RemoteKey key;
+  if (channel->region) {
+    key = {reinterpret_cast<uint64_t>(buf), static_cast<uint64_t>(bytes), channel->region.rkey()};
+  }
+  key.serialize(channel->keyWire);
+  IBDT_ASSIGN_OR_RETURN(channel->keySend,
+                        context_.prepareSend(channel->keyWire.data(), static_cast<int64_t>(channel->keyWire.size()),
+                                             byteType(), origin, tag, communicator));
+  IBDT_RETURN_IF_ERROR(context_.postSend(channel->keySend).withContext("exposeInit: sending the key"));
+  IBDT_ASSIGN_OR_RETURN(auto notification, context_.prepareRecv(nullptr, 0, byteType(), origin, tag, communicator));
+  notification->oneSided = std::move(channel);
+  notification->done = true;  // persistent: inactive until started
+  return notification;
+}
+
+Result<std::shared_ptr<Operation>> OneSided::put(const void* buf, int64_t bytes, int target, int tag,
+                                                 uint32_t communicator, Deadline deadline) {
+  IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, target, context_.size_, "putInit"));
+  IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, target, fabric::kLocalWrite));
+  std::array<uint8_t, fabric::RemoteKey::kWireSize> wire{};
+  IBDT_ASSIGN_OR_RETURN(auto keyRecv, context_.prepareRecv(wire.data(), static_cast<int64_t>(wire.size()), byteType(),
+                                                           target, tag, communicator));
+  IBDT_RETURN_IF_ERROR(context_.postRecv(keyRecv));
+  Backoff backoff(context_.spins());
+  while (!keyRecv->done) {
+    uint64_t before = context_.events();
+    IBDT_RETURN_IF_ERROR(context_.progress());
+    if (keyRecv->done) break;
+    if (deadline.expired()) {
+      (void)context_.cancel(*keyRecv);
+      return makeError(Code::kTimeout, "putInit: rank ", target, " sent no key in time");
+    }
+    if (context_.events() != before) {
+      backoff.reset();
+    } else {
+      backoff.pause();
+    }
+  }
+  IBDT_RETURN_IF_ERROR(Status(keyRecv->status).withContext(strCat("putInit: the key of rank ", target)));
+  IBDT_ASSIGN_OR_RETURN(channel->remote, fabric::RemoteKey::parse(wire));
+  if (channel->remote.length != static_cast<uint64_t>(bytes)) {
+    return makeError(Code::kInvalidArgument, "putInit: ", bytes, " bytes for rank ", target,
+                     ", whose exposed buffer has ", channel->remote.length);
+  }
+  IBDT_ASSIGN_OR_RETURN(auto op, context_.prepareSend(nullptr, 0, byteType(), target, tag, communicator));
+  op->oneSided = std::move(channel);
+  op->done = true;
+  return op;
+}
+
+Status OneSided::start(const std::shared_ptr<Operation>& op) {
+  OneSidedChannel& channel = *op->oneSided;
+  Peer& peer = context_.peers_[static_cast<size_t>(channel.peer)];
+  if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("put to rank ", channel.peer));
+  channel.failure = Status();
+  if (channel.bytes == 0) {
+    channel.running = op;
+    finishWrites(channel);
+    return Status::ok();
+  }
+  IBDT_ASSIGN_OR_RETURN(bool posted, postWrites(channel));
+  channel.running = op;
+  if (!posted) waiting_.push_back(op->oneSided);
+  return Status::ok();
+}
+
+Result<bool> OneSided::postWrites(OneSidedChannel& channel) {
+  Peer& peer = context_.peers_[static_cast<size_t>(channel.peer)];
+  uint64_t most = std::min<uint64_t>(context_.maxWrBytes_ > 0 ? context_.maxWrBytes_ : UINT32_MAX, UINT32_MAX);
+  auto bytes = static_cast<uint64_t>(channel.bytes);
+  auto writes = static_cast<uint32_t>((bytes + most - 1) / most);
+  uint32_t depth = context_.sendQueueDepth_;
+  if (writes > depth) {
+    // Beyond the whole queue: such a put is not worth a second, split path.
+    return makeError(Code::kResource, "put of ", bytes, " bytes needs ", writes, " writes, the send queue holds ",
+                     depth);
+  }
+  if (!peer.link.ready() || peer.sendOutstanding + writes > depth) return false;
+  auto& requests = context_.scratch_.requests;
+  auto& sges = context_.scratch_.sges;
+  requests.clear();
+  sges.clear();
+  sges.reserve(writes);  // the requests point into it
+  for (uint64_t offset = 0; offset < bytes; offset += most) {
+    uint64_t length = std::min(most, bytes - offset);
+    sges.push_back(
+        {reinterpret_cast<uint64_t>(channel.local) + offset, static_cast<uint32_t>(length), channel.region.lkey()});
+    fabric::SendRequest request;
+    request.id = wrId(WrKind::kOneSided, channel.id);
+    request.opcode = fabric::Opcode::kWrite;
+    request.sgList = &sges.back();
+    request.numSge = 1;
+    request.remoteAddress = channel.remote.address + offset;
+    request.rkey = channel.remote.rkey;
+    requests.push_back(request);
+  }
+  channel.writesLeft = writes;
+  IBDT_RETURN_IF_ERROR(context_.post(peer, requests));
+  return true;
+}
+
+void OneSided::writeCompleted(uint32_t id, Status status) {
+  auto found = channels_.find(id);
+  if (found == channels_.end()) return;
+  auto channel = found->second.lock();
+  if (!channel || channel->writesLeft == 0) return;
+  if (channel->failure.isOk() && !status.isOk()) channel->failure = std::move(status);
+  if (--channel->writesLeft == 0) finishWrites(*channel);
+}
+
+void OneSided::finishWrites(OneSidedChannel& channel) {
+  std::shared_ptr<Operation> op = std::move(channel.running);
+  if (!op) return;
+  Status status = channel.failure;
+  // The data is in the target's memory: tell it (a zero-byte eager message
+  // behind which nothing of this run remains).
+  if (status.isOk()) status = context_.postSend(op);
+  if (!status.isOk()) context_.complete(*op, std::move(status));
+}
+
+Status OneSided::advance() {
+  for (size_t i = 0; i < waiting_.size();) {
+    auto channel = waiting_[i].lock();
+    if (!channel || !channel->running) {
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    Peer& peer = context_.peers_[static_cast<size_t>(channel->peer)];
+    bool done = false;
+    if (!peer.failure.isOk()) {
+      channel->failure = Status(peer.failure).withContext(strCat("put to rank ", channel->peer));
+      finishWrites(*channel);
+      done = true;
+    } else {
+      IBDT_ASSIGN_OR_RETURN(done, postWrites(*channel));
+    }
+    if (done) {
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace ibdt::messaging
