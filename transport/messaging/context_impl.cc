@@ -96,6 +96,16 @@ void ContextImpl::chooseSpins(const Bootstrap& bootstrap) {
 
 Status ContextImpl::readProviderLimits() {
   const fabric::Caps& caps = domain_.caps();
+  if (caps.provider == "verbs") {
+    // Each peer's eager buffers are posted, found and reposted as that
+    // peer's: with one shared receive queue a message would land in another
+    // peer's buffer and be read from the wrong one (docs/many-ranks.md).
+    IBDT_ASSIGN_OR_RETURN(bool shared, config::getBool("IBDT_VERBS_SRQ"));
+    if (shared) {
+      return makeError(Code::kInvalidArgument,
+                       "IBDT_VERBS_SRQ=1: the messaging layer does not support a shared receive queue yet; unset it");
+    }
+  }
   maxSge_ = std::max<uint32_t>(1, caps.maxSendSge);
   maxWrBytes_ = std::numeric_limits<uint32_t>::max();
   if (caps.maxMessageSize != 0) maxWrBytes_ = std::min<uint64_t>(maxWrBytes_, caps.maxMessageSize);
