@@ -188,6 +188,7 @@ struct Counters {
   uint64_t unexpectedBytesPeak = 0;
   uint64_t creditsWithheld = 0;    // eager buffers not returned: over Options::unexpectedMaxBytes
   uint64_t connections = 0;        // endpoint pairs set up to other ranks
+  uint64_t peersVisited = 0;       // peers progress() walked for work to send (only those with some)
 };
 
 struct Operation;

@@ -283,6 +283,32 @@ TEST(PointToPoint, ContextCreationWarnsAboutAMisspelledKnob) {
 
 // Regression: an eager limit of 0..47 was accepted, then failed messages at
 // run time (no room for a rendezvous reply in an eager buffer).
+// A verbs domain opened with IBDT_VERBS_SRQ=1 shares receives among its
+// endpoints, which the messaging layer's per-peer buffers cannot follow:
+// refused at creation rather than delivering the wrong buffer's bytes.
+TEST(PointToPoint, SharedReceiveQueueIsRefusedAtCreation) {
+  ibdt::test::ScopedEnv srq("IBDT_VERBS_SRQ", "1");
+  fabric::Caps caps = loopbackCaps();
+  caps.provider = "verbs";
+  auto world = makeLoopbackWorld();
+  auto domain = openLoopbackDomain(world, caps);
+  ThreadExchange exchange(1);
+  Bootstrap bootstrap{0, 1, [&exchange](std::span<const uint8_t> v) { return exchange.allgather(0, v); }};
+  auto context = Context::create(*domain, bootstrap, smallOptions());
+  ASSERT_EQ(context.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(context.status().toString().find("IBDT_VERBS_SRQ=1"), std::string::npos) << context.status().toString();
+  // The same domain without the knob makes a working Context.
+  ibdt::test::ScopedEnv off("IBDT_VERBS_SRQ", "0");
+  auto working = Context::create(*domain, bootstrap, smallOptions());
+  ASSERT_TRUE(working.isOk()) << working.status().toString();
+  int32_t out = 0x5eed, in = 0;
+  auto recv = (*working)->irecv(&in, 1, Datatype::of<int32_t>(), 0, 1);
+  ASSERT_TRUE(recv.isOk());
+  ASSERT_TRUE((*working)->send(&out, 1, Datatype::of<int32_t>(), 0, 1).isOk());
+  ASSERT_TRUE((*working)->wait(*recv).isOk());
+  EXPECT_EQ(in, 0x5eed);
+}
+
 TEST(PointToPoint, EagerLimitBelowTheMinimumIsRefusedAtCreation) {
   auto world = makeLoopbackWorld();
   auto domain = openLoopbackDomain(world, loopbackCaps());

@@ -69,6 +69,7 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
     sendTransfers_[transfer->id] = std::move(transfer);
   }
+  activePeers_.mark(peer.rank);
   return connectAndFlush(peer);
 }
 

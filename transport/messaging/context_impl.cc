@@ -96,6 +96,16 @@ void ContextImpl::chooseSpins(const Bootstrap& bootstrap) {
 
 Status ContextImpl::readProviderLimits() {
   const fabric::Caps& caps = domain_.caps();
+  if (caps.provider == "verbs") {
+    // Each peer's eager buffers are posted, found and reposted as that
+    // peer's: with one shared receive queue a message would land in another
+    // peer's buffer and be read from the wrong one (docs/many-ranks.md).
+    IBDT_ASSIGN_OR_RETURN(bool shared, config::getBool("IBDT_VERBS_SRQ"));
+    if (shared) {
+      return makeError(Code::kInvalidArgument,
+                       "IBDT_VERBS_SRQ=1: the messaging layer does not support a shared receive queue yet; unset it");
+    }
+  }
   maxSge_ = std::max<uint32_t>(1, caps.maxSendSge);
   maxWrBytes_ = std::numeric_limits<uint32_t>::max();
   if (caps.maxMessageSize != 0) maxWrBytes_ = std::min<uint64_t>(maxWrBytes_, caps.maxMessageSize);
@@ -146,6 +156,7 @@ Status ContextImpl::connectSelf() {
   // To reach itself a rank connects a pair of its own endpoints.
   peers_.resize(static_cast<size_t>(size_));
   credits_.init(size_, rank_);
+  activePeers_.init(size_);
   for (int p = 0; p < size_; ++p) {
     peers_[static_cast<size_t>(p)].rank = p;
     peers_[static_cast<size_t>(p)].self = p == rank_;
@@ -204,6 +215,7 @@ Status ContextImpl::connectPeers(const Bootstrap& bootstrap) {
 }
 
 Status ContextImpl::repostSlot(Peer& peer, uint32_t slot) {
+  activePeers_.mark(peer.rank);  // the credit it becomes may fall due
   fabric::Sge sge{reinterpret_cast<uint64_t>(peer.recvSlots->address()) + slot * slotSize(),
                   static_cast<uint32_t>(slotSize()), peer.recvSlots->lkey()};
   fabric::RecvRequest request;
@@ -320,11 +332,12 @@ Status ContextImpl::progress() {
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
   if (oneSided_ && oneSided_->waiting()) IBDT_RETURN_IF_ERROR(oneSided_->advance());
   credits_.repostConsumed(*this, /*dueOnly=*/true);
-  for (Peer& peer : peers_) {
-    // Most peers of a larger job are idle at any moment: a few loads decide
-    // it (a 2-rank ping-pong inside a 48-rank job spent a third of its
-    // progress() walking idle peers through the calls below).
-    if (peer.controlQueue.empty() && peer.activeSends.empty() && peer.activeReads.empty() && !credits_.due(peer.rank)) {
+  for (int rank : activePeers_.takeForWalk()) {
+    Peer& peer = peers_[static_cast<size_t>(rank)];
+    if (!peerHasWork(peer)) continue;
+    if (!peer.failure.isOk() || peer.link.closeSent) continue;  // failPeer dropped its work; close sends no more
+    if (!peer.link.ready()) {  // its work waits for the link
+      activePeers_.mark(rank);
       continue;
     }
     if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;
@@ -340,7 +353,10 @@ Status ContextImpl::progress() {
           [](const RecvTransfer& t) { return t.readNext == t.bytes; });
     }
     if (status.isOk()) status = sendCreditIfOwed(peer);
-    if (!status.isOk()) failPeer(peer, status);
+    if (!status.isOk())
+      failPeer(peer, status);
+    else if (peerHasWork(peer))
+      activePeers_.mark(rank);
   }
   return Status::ok();
 }

@@ -19,6 +19,7 @@
 #include "transport/fabric/mesh.h"
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
+#include "transport/messaging/active_peers.h"
 #include "transport/messaging/connection.h"
 #include "transport/messaging/connection_auth.h"
 #include "transport/messaging/credit_flow.h"
@@ -217,6 +218,7 @@ class ContextImpl : private CreditFlow::Host {
   const Counters& counters() {
     counters_.poolGrowths = pool_->counters().growths;
     counters_.unexpectedBytes = unexpectedBytes_;
+    counters_.peersVisited = activePeers_.visits();
     return counters_;
   }
   void complete(Operation& op, Status status);
@@ -380,6 +382,11 @@ class ContextImpl : private CreditFlow::Host {
   std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
   EndpointRanks endpointRank_;
   std::vector<Peer> peers_;
+  ActivePeers activePeers_;  // the peers progress() visits
+  bool peerHasWork(const Peer& peer) const {
+    return !peer.controlQueue.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() ||
+           credits_.due(peer.rank);
+  }
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
   std::vector<std::shared_ptr<Operation>> slotOwner_;  // pipelined sends gathering from user blocks

@@ -102,6 +102,7 @@ void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uin
   reply.bytes.insert(reply.bytes.end(), head.begin(), head.end());
   reply.bytes.insert(reply.bytes.end(), layout.begin(), layout.end());
   peer.controlQueue.push_back(std::move(reply));
+  activePeers_.mark(peer.rank);
 }
 
 bool ContextImpl::replyUnpacks(const Operation& op, const wire::Envelope& envelope, const wire::Rts& rts,
@@ -229,6 +230,7 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
         size_t offset = wire::write(release.bytes.data(), 0, wire::Header{wire::Kind::kRelease, {}, 0});
         wire::write(release.bytes.data(), offset, wire::Release{transfer.senderTransfer, 0, transfer.segmentsDone});
         peer.controlQueue.push_back(std::move(release));
+        activePeers_.mark(peer.rank);
       }
       return Status::ok();
     }
@@ -255,6 +257,7 @@ Status ContextImpl::handlePacked(Peer& peer, const wire::Packed& packed) {
   found->second->packed = packed;
   found->second->op->info.scheme = Scheme::kPRrs;
   peer.activeReads.push_back(packed.receiverTransfer);
+  activePeers_.mark(peer.rank);
   return advanceReads(peer, *found->second);
 }
 
@@ -300,6 +303,7 @@ Status ContextImpl::onReadCompleted(uint32_t transferId) {
   size_t at = wire::write(fin.bytes.data(), 0, wire::Header{wire::Kind::kFin, {}, 0});
   wire::write(fin.bytes.data(), at, wire::Fin{transfer.senderTransfer, 0});
   peer.controlQueue.push_back(std::move(fin));
+  activePeers_.mark(peer.rank);
   Operation& op = *transfer.op;
   op.info.bytes = transfer.bytes;
   complete(op,

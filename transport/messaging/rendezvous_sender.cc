@@ -82,6 +82,7 @@ Status ContextImpl::offerPacked(Peer& peer, SendTransfer& transfer) {
   size_t at = wire::write(message.bytes.data(), 0, wire::Header{wire::Kind::kPacked, {}, 0});
   wire::write(message.bytes.data(), at, packed);
   peer.controlQueue.push_back(std::move(message));
+  activePeers_.mark(peer.rank);
   transfer.waitingForFin = true;
   transfer.next = cts.bytes;  // no writes from this side
   return Status::ok();
@@ -162,6 +163,7 @@ Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const 
     }
   }
   peer.activeSends.push_back(transfer.id);
+  activePeers_.mark(peer.rank);
   return advanceSend(peer, transfer);
 }
 
