@@ -335,12 +335,12 @@ Status ContextImpl::progress() {
   for (int rank : activePeers_.takeForWalk()) {
     Peer& peer = peers_[static_cast<size_t>(rank)];
     if (!peerHasWork(peer)) continue;
-    if (!peer.failure.isOk() || peer.link.closeSent) continue;  // failPeer dropped its work; close sends no more
-    if (!peer.link.ready()) {  // its work waits for the link
+    // failPeer dropped a failed peer's work; after our close we send nothing.
+    if (!peer.failure.isOk() || peer.link.closeSent) continue;
+    if (!peer.link.ready()) {  // its work waits for the link: visit it again
       activePeers_.mark(rank);
       continue;
     }
-    if (!peer.failure.isOk() || !peer.link.ready() || peer.link.closeSent) continue;
     Status status = flushControl(peer);
     if (status.isOk()) {
       status = advanceListed(
