@@ -64,7 +64,7 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
       return Status::ok();
     }
     envelope = wire::Envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature->hash, signature->elements};
-    message.gather = !senderWantsPack(op.stats, packBelow_);
+    message.gather = selector_.fragmentsGather(op.stats);
     if (message.gather) {
       auto registration = registerUser(op, op.bytes, fabric::kLocalWrite, false);
       if (registration.isOk()) {
@@ -76,7 +76,7 @@ Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
     }
     IBDT_LOG(kDebug, "messaging: send of ", op.bytes, " B to rank ", peer.rank, ": pipelined, ",
              message.gather ? "gathered" : "packed", " (mean block ", op.stats.meanBlock, " B, pack below ",
-             packBelow_, " B), fragments of ", fragmentSize(op.bytes), " B");
+             selector_.packBelow(), " B), fragments of ", fragmentSize(op.bytes), " B");
   }
   const int64_t p = message.next;
   int64_t q = std::min(op.bytes, p + fragmentSize(op.bytes));

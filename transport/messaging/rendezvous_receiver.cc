@@ -60,7 +60,9 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   draft.cts.receiverTransfer = transfer->id;
   draft.cts.receiverContiguous = op->stats.contiguous;
   draft.forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme : static_cast<Scheme>(rts.forcedScheme);
-  transfer->unpack = replyUnpacks(*op, envelope, rts, draft);
+  draft.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
+  transfer->unpack =
+      selector_.replyUnpacks(envelope, rts, op->stats, draft.forced, draft.cts.bytes, draft.segmentSize);
   if (!transfer->unpack) IBDT_RETURN_IF_ERROR(prepareZeroCopy(peer, *op, *transfer, draft));
   if (transfer->unpack)
     IBDT_RETURN_IF_ERROR(stageUnpackReply(*transfer, draft));
@@ -70,8 +72,8 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   draft.cts.ringSegments = transfer->ringSegments;
   // The sender finalises by the same deterministic rule; record its outcome.
   op->info.scheme =
-      finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
-                  transfer->unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous, cost_.rdmaRead);
+      selector_.finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
+                            transfer->unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous);
   IBDT_LOG(kDebug, "messaging: receive of ", draft.cts.bytes, " B from rank ", source, ": ",
            transfer->unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
            rts.meanBlock, " B; ", schemeName(op->info.scheme), ")");
@@ -102,26 +104,6 @@ void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uin
   reply.bytes.insert(reply.bytes.end(), head.begin(), head.end());
   reply.bytes.insert(reply.bytes.end(), layout.begin(), layout.end());
   peer.controlQueue.push_back(std::move(reply));
-}
-
-bool ContextImpl::replyUnpacks(const Operation& op, const wire::Envelope& envelope, const wire::Rts& rts,
-                               CtsDraft& draft) const {
-  ReplyInputs inputs;
-  inputs.forced = draft.forced;
-  inputs.sender =
-      SideLayout{envelope.bytes, rts.senderContiguous != 0, std::max<int64_t>(1, rts.blockCount), rts.meanBlock};
-  inputs.senderWantsPack = rts.senderWantsPack != 0;
-  inputs.receiver = op.stats;
-  inputs.unpackBelowOverride = unpackBelow_;
-  inputs.tuning = tuning();
-  inputs.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
-  draft.segmentSize = inputs.segmentSize;
-  // Exchange traffic: both cores are busy sending and receiving, so the
-  // staged path's overlap is gone and one copy beats two (messaging.h).
-  if (rts.senderContiguous != 0 && op.stats.contiguous && exchangeSingleCopy(envelope.communicator, draft.cts.bytes)) {
-    return false;
-  }
-  return receiverUsesUnpack(inputs, cost_);
 }
 
 void ContextImpl::fallBackToUnpack(RecvTransfer& transfer, CtsDraft& draft, const std::string& why) {
