@@ -36,7 +36,7 @@
 
 namespace ibdt::messaging {
 
-class ContextImpl : private CreditFlow::Host, private Connections::Host, private SendServices {
+class ContextImpl : private CreditFlow::Host, private Connections::Host, private ProtocolServices {
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
   ~ContextImpl() override;
@@ -99,6 +99,7 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
   // pipelined_eager.cc
   Status postFragment(Peer& peer, PendingControl& message);
+  bool beginPipelined(Peer& peer, PendingControl& message, wire::Envelope& envelope);
   // A fragment whose SGEs point at the user blocks of [message.next, q);
   // cuts q to what max_sge entries cover. false: listing failed (`failed`).
   Result<bool> postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
@@ -123,21 +124,10 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
-  // The steps of acceptRts: the reply (CTS) it drafts, the signature check,
-  // unpack or zero-copy, the zero-copy registration and layout, the staging.
-  struct CtsDraft {
-    wire::Cts cts{};
-    Scheme forced = Scheme::kAuto;  // the scheme forced by either side, dropped where it cannot apply
-    int64_t segmentSize = 0;        // of an unpack reply (segmentSizeFor)
-    std::vector<uint8_t> layout;    // the receive layout, when the sender lacks it
-    bool layoutNeeded = false;
-  };
+  // The steps of acceptRts: the signature check, the reply's protocol, the CTS.
   Status checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) const;
+  Result<std::unique_ptr<RecvProtocol>> startReceive(const Operation& op, bool unpack, CtsDraft& draft);
   void queueCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
-  void fallBackToUnpack(RecvTransfer& transfer, CtsDraft& draft, const std::string& why);
-  Status prepareZeroCopy(Peer& peer, const Operation& op, RecvTransfer& transfer, CtsDraft& draft);
-  Status stageUnpackReply(RecvTransfer& transfer, CtsDraft& draft);
-  void describeZeroCopyReply(Peer& peer, const Operation& op, const RecvTransfer& transfer, CtsDraft& draft);
   Status handleDataImm(Peer& peer, uint32_t transferId);
   Status handlePacked(Peer& peer, const wire::Packed& packed);
   Status advanceReads(Peer& peer, RecvTransfer& transfer);
@@ -189,13 +179,16 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   Result<fabric::Endpoint*> endpointTo(int rank) override;
   Status linkReady(int rank) override { return flushControl(peers_[static_cast<size_t>(rank)]); }
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
-  // SendServices (also used by the receiver and the pipelined sender)
+  // ProtocolServices (also used by the receiver and the pipelined sender)
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
   Result<Staging> pooledBuffer(size_t bytes) override;
   Result<Staging> dedicatedBuffer(size_t bytes) override;
   bool creditFree(int rank) const override { return credits_.available(rank) > 0; }
   void queueControl(int rank, std::vector<uint8_t> bytes) override;
   Result<datatype::Segment> receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) override;
+  bool layoutCached(int rank, const datatype::Datatype& type) const override;
+  void layoutSent(int rank, const datatype::Datatype& type) override;
+  size_t controlCapacity() const override { return slotSize(); }
   void failPeer(Peer& peer, Status status);
   void postReceive(std::shared_ptr<Operation> op);
   // Takes `op` off the posted list; returns its owner, null if it was not posted.

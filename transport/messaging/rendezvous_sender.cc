@@ -53,7 +53,7 @@ Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
   return bytes;
 }
 
-// SendServices: Multi-W to a noncontiguous receiver, its layout sent with
+// ProtocolServices: Multi-W to a noncontiguous receiver, its layout sent with
 // this reply or cached from an earlier one (Section 4.4.2).
 Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts& cts,
                                                       std::span<const uint8_t> layout) {

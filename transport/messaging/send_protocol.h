@@ -19,24 +19,9 @@
 #include <vector>
 
 #include "ibdt/fabric.h"
-#include "transport/messaging/operation.h"
-#include "transport/messaging/staging.h"
+#include "transport/messaging/protocol_services.h"
 
 namespace ibdt::messaging {
-
-// What a send protocol needs from the core.
-class SendServices {
- public:
-  virtual ~SendServices() = default;
-  virtual Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) = 0;
-  virtual Result<Staging> pooledBuffer(size_t bytes) = 0;
-  virtual Result<Staging> dedicatedBuffer(size_t bytes) = 0;
-  virtual bool creditFree(int rank) const = 0;
-  virtual void queueControl(int rank, std::vector<uint8_t> bytes) = 0;
-  // The receiver's layout for a zero-copy reply to a noncontiguous receive:
-  // sent with it (`layout`) or cached from an earlier one (Section 4.4.2).
-  virtual Result<datatype::Segment> receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) = 0;
-};
 
 // One write of the data phase: packed bytes [begin, end) to `remote`.
 struct WriteSlice {
@@ -60,11 +45,11 @@ class SendProtocol {
   // The reply `cts` to the send `op` arrived (its layout, if it carried
   // one): register, pack or adopt the receiver's layout. false: this side
   // posts no writes (it waits for the receiver's Fin).
-  virtual Result<bool> start(SendServices& services, const Operation& op, const wire::Cts& cts,
+  virtual Result<bool> start(ProtocolServices& services, const Operation& op, const wire::Cts& cts,
                              std::span<const uint8_t> layout) = 0;
   // Appends the entries of the write of `slice`, cutting its end where one
   // write must stop. false: it waits for a credit, nothing appended.
-  virtual Result<bool> describe(SendServices& services, const Operation& op, const wire::Cts& cts,
+  virtual Result<bool> describe(ProtocolServices& services, const Operation& op, const wire::Cts& cts,
                                 WriteSlice& slice, SgeOut out) = 0;
 };
 

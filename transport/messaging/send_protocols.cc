@@ -9,13 +9,13 @@ namespace {
 // Writes from one buffer holding the packed message (Generic).
 class PackedCopySend : public SendProtocol {
  public:
-  Result<bool> start(SendServices& services, const Operation& op, const wire::Cts& cts,
+  Result<bool> start(ProtocolServices& services, const Operation& op, const wire::Cts& cts,
                      std::span<const uint8_t>) override {
     IBDT_ASSIGN_OR_RETURN(packed_, services.dedicatedBuffer(static_cast<size_t>(cts.bytes)));
     IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, packed_.data()));
     return true;
   }
-  Result<bool> describe(SendServices&, const Operation&, const wire::Cts&, WriteSlice& slice, SgeOut out) override {
+  Result<bool> describe(ProtocolServices&, const Operation&, const wire::Cts&, WriteSlice& slice, SgeOut out) override {
     out.sges.push_back({packed_.address() + static_cast<uint64_t>(slice.begin),
                         static_cast<uint32_t>(slice.end - slice.begin), packed_.lkey()});
     return true;
@@ -28,10 +28,10 @@ class PackedCopySend : public SendProtocol {
 // BC-SPUP: each write's bytes packed into a pool buffer just before it leaves.
 class SegmentPackSend : public SendProtocol {
  public:
-  Result<bool> start(SendServices&, const Operation&, const wire::Cts&, std::span<const uint8_t>) override {
+  Result<bool> start(ProtocolServices&, const Operation&, const wire::Cts&, std::span<const uint8_t>) override {
     return true;
   }
-  Result<bool> describe(SendServices& services, const Operation& op, const wire::Cts&, WriteSlice& slice,
+  Result<bool> describe(ProtocolServices& services, const Operation& op, const wire::Cts&, WriteSlice& slice,
                         SgeOut out) override {
     // Without a credit for its immediate the write waits: do not pack it yet.
     if (slice.signals() && !services.creditFree(op.peer)) return false;
@@ -46,12 +46,12 @@ class SegmentPackSend : public SendProtocol {
 // RWG-UP and contiguous: each write gathers the user blocks it covers.
 class GatherSend : public SendProtocol {
  public:
-  Result<bool> start(SendServices& services, const Operation& op, const wire::Cts& cts,
+  Result<bool> start(ProtocolServices& services, const Operation& op, const wire::Cts& cts,
                      std::span<const uint8_t>) override {
     IBDT_ASSIGN_OR_RETURN(registration_, services.registerUser(op, cts.bytes, fabric::kLocalWrite, false));
     return true;
   }
-  Result<bool> describe(SendServices&, const Operation& op, const wire::Cts&, WriteSlice& slice,
+  Result<bool> describe(ProtocolServices&, const Operation& op, const wire::Cts&, WriteSlice& slice,
                         SgeOut out) override {
     const uint64_t userBase = reinterpret_cast<uint64_t>(op.sendBuffer);
     IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(userBase, slice.begin, slice.end, out.iovecs.data(),
@@ -73,7 +73,7 @@ class GatherSend : public SendProtocol {
 // block), gathering the sender blocks that cover it.
 class MultiWriteSend : public GatherSend {
  public:
-  Result<bool> start(SendServices& services, const Operation& op, const wire::Cts& cts,
+  Result<bool> start(ProtocolServices& services, const Operation& op, const wire::Cts& cts,
                      std::span<const uint8_t> layout) override {
     IBDT_RETURN_IF_ERROR(GatherSend::start(services, op, cts, layout).status());
     if (!cts.receiverContiguous) {
@@ -81,7 +81,7 @@ class MultiWriteSend : public GatherSend {
     }
     return true;
   }
-  Result<bool> describe(SendServices& services, const Operation& op, const wire::Cts& cts, WriteSlice& slice,
+  Result<bool> describe(ProtocolServices& services, const Operation& op, const wire::Cts& cts, WriteSlice& slice,
                         SgeOut out) override {
     if (!cts.receiverContiguous) {
       datatype::Iovec block{};
@@ -101,7 +101,7 @@ class MultiWriteSend : public GatherSend {
 // buffer) to READ; this side only waits for its Fin.
 class OfferReadSend : public SendProtocol {
  public:
-  Result<bool> start(SendServices& services, const Operation& op, const wire::Cts& cts,
+  Result<bool> start(ProtocolServices& services, const Operation& op, const wire::Cts& cts,
                      std::span<const uint8_t>) override {
     wire::Packed packed{cts.receiverTransfer, 0, 0, static_cast<uint64_t>(cts.bytes), 0};
     if (op.stats.contiguous) {  // nothing to pack: the receiver reads the user buffer
@@ -121,7 +121,7 @@ class OfferReadSend : public SendProtocol {
     services.queueControl(op.peer, std::move(message));
     return false;
   }
-  Result<bool> describe(SendServices&, const Operation&, const wire::Cts& cts, WriteSlice&, SgeOut) override {
+  Result<bool> describe(ProtocolServices&, const Operation&, const wire::Cts& cts, WriteSlice&, SgeOut) override {
     return makeError(Code::kInternal, "P-RRS transfer ", cts.senderTransfer, " asked to write");
   }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "transport/messaging/operation.h"
+#include "transport/messaging/recv_protocol.h"
 #include "transport/messaging/send_protocol.h"
 #include "transport/messaging/staging.h"
 
@@ -35,15 +36,8 @@ struct RecvTransfer {
   uint32_t senderTransfer = 0;
   int64_t bytes = 0;  // packed bytes that will arrive
   int64_t messageBytes = 0;
-  bool unpack = false;
-  int64_t segmentSize = 0;
-  int64_t unpacked = 0;
-  Staging unpackBuffer;
-  uint32_t ringSegments = 0;  // 0: unpackBuffer holds the whole message
-  uint64_t segmentsDone = 0;
-  uint64_t segmentsReleased = 0;
-  UserRegistration userRegistration;
-  // P-RRS
+  std::unique_ptr<RecvProtocol> protocol;  // unpack or zero-copy, by the reply
+  // P-RRS: the sender offered its packed data; we read it into the zero-copy receive.
   bool reading = false;
   wire::Packed packed{};
   int64_t readNext = 0;
