@@ -1,9 +1,14 @@
-// transport/messaging/context_impl.h — the state behind a messaging Context.
+// transport/messaging/context_impl.h — the core behind a messaging Context:
+// peers, completion handling, send slots, matching, post and complete.
 //
-// Data flow: isend packs eagerly or queues an RTS on its peer's control
-// queue; progress() polls the two completion queues, dispatches control
-// messages (eager_protocol.cc, rendezvous_*.cc), flushes each peer's control
-// queue within its credits and advances the data phase of every rendezvous.
+// Data flow: isend asks ProtocolSelector (protocol_select.h) for its path
+// and packs eagerly or queues an RTS on its peer's control queue;
+// progress() polls the two completion queues, dispatches control messages
+// (control_dispatch.cc) to the eager, pipelined and rendezvous code,
+// flushes each peer's control queue within its credits (CreditFlow) once
+// its link is up (Connections) and advances the data phase of every
+// rendezvous, whose scheme-specific work is a protocol object's
+// (send_protocol.h, recv_protocol.h).
 #pragma once
 
 #include <algorithm>
