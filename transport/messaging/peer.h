@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ibdt/fabric.h"
+#include "transport/messaging/layout_cache.h"
 #include "transport/messaging/operation.h"
 
 namespace ibdt::messaging {
@@ -51,10 +52,7 @@ struct Peer {
   std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
   Status failure;                    // set once the endpoint broke
   InboundMessage inbound;            // pipelined eager message arriving
-  // Layout cache (Section 4.4.2): receiver layouts by type id -> (version, type).
-  std::unordered_map<uint32_t, std::pair<uint32_t, datatype::Datatype>> remoteLayouts;
-  // Which version of each of our type ids this peer has cached.
-  std::unordered_map<uint32_t, uint32_t> layoutSent;
+  LayoutCache layouts;               // Section 4.4.2, both halves
 };
 
 }  // namespace ibdt::messaging

@@ -118,13 +118,11 @@ Result<std::unique_ptr<RecvProtocol>> ContextImpl::startReceive(const Operation&
 }
 
 bool ContextImpl::layoutCached(int rank, const datatype::Datatype& type) const {
-  const auto& sent = peers_[static_cast<size_t>(rank)].layoutSent;
-  auto found = sent.find(type.id());
-  return found != sent.end() && found->second == type.version();
+  return peers_[static_cast<size_t>(rank)].layouts.peerHolds(type);
 }
 
 void ContextImpl::layoutSent(int rank, const datatype::Datatype& type) {
-  peers_[static_cast<size_t>(rank)].layoutSent[type.id()] = type.version();
+  peers_[static_cast<size_t>(rank)].layouts.sentToPeer(type);
   ++counters_.layoutsSent;
 }
 

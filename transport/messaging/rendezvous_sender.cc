@@ -58,18 +58,18 @@ Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
 Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts& cts,
                                                       std::span<const uint8_t> layout) {
   Peer& peer = peers_[static_cast<size_t>(rank)];
-  auto cached = peer.remoteLayouts.find(cts.typeId);
+  const datatype::Datatype* receiverType = peer.layouts.received(cts.typeId, cts.typeVersion);
   if (!layout.empty()) {
     auto type = datatype::deserialize(layout);
     if (!type.isOk()) return unusableLayout(peer, cts, type.status());
-    peer.remoteLayouts[cts.typeId] = {cts.typeVersion, *type};
-  } else if (cached == peer.remoteLayouts.end() || cached->second.first != cts.typeVersion) {
+    receiverType = &peer.layouts.store(cts.typeId, cts.typeVersion, std::move(type).value());
+  } else if (receiverType == nullptr) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " refers to layout (", cts.typeId, ", ", cts.typeVersion,
                      ") it never sent, for transfer ", cts.senderTransfer);
   } else {
     ++counters_.layoutCacheHits;
   }
-  auto segment = datatype::Segment::create(peer.remoteLayouts[cts.typeId].second, cts.count);
+  auto segment = datatype::Segment::create(*receiverType, cts.count);
   if (!segment.isOk()) return unusableLayout(peer, cts, segment.status());
   if (segment->size() < cts.bytes) {
     return makeError(Code::kProtocol, "rank ", peer.rank, "'s layout holds ", segment->size(), " bytes, it accepted ",
