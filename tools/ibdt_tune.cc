@@ -69,7 +69,7 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
     std::printf("\n");
   }
   // As a Context with the default eager limit and credits decides
-  // (context_tuning.cc: pipelined up to half the credit window).
+  // (protocol_select.cc: pipelined up to half the credit window).
   messaging::Options defaults;
   const int64_t pipelinedUpTo =
       std::min<int64_t>(tuning.maxBytes, static_cast<int64_t>(defaults.eagerCredits) * defaults.eagerLimit / 2);

@@ -2,7 +2,7 @@
 // demand (Options::connect lazy): the per-peer link state and the
 // datagrams exchanged through the fabric Listener.
 //
-// Protocol (connection.cc). The requester creates its endpoint, posts its
+// Protocol (connections.cc). The requester creates its endpoint, posts its
 // eager receive buffers and sends kRequest(its endpoint address) to the
 // peer's listener, repeating it with backoff until answered (datagrams may
 // be lost). The acceptor creates (or reuses) its endpoint, posts its

@@ -51,10 +51,11 @@ Result<std::shared_ptr<Operation>> ContextImpl::prepareSend(const void* buf, int
 Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
   Peer& peer = peers_[static_cast<size_t>(op->peer)];
   if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", op->peer));
-  if (op->bytes <= options_.eagerLimit) {
+  SendPath path = selector_.sendPath(*op, types_);
+  if (path == SendPath::kEager) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
     peer.controlQueue.push_back(PendingControl{{}, op});
-  } else if (usePipelined(*op)) {
+  } else if (path == SendPath::kPipelined) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
     PendingControl message{{}, op};
     message.pipelined = true;
@@ -64,13 +65,18 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     auto transfer = std::make_unique<SendTransfer>();
     transfer->id = nextTransfer_++;
     transfer->op = op;
-    transfer->wantsPack = rendezvousWantsPack(*op);
+    transfer->wantsPack = selector_.rendezvousPacks(op->stats);
     IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
     peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
     sendTransfers_[transfer->id] = std::move(transfer);
   }
   activePeers_.mark(peer.rank);
   return connectAndFlush(peer);
+}
+
+Status ContextImpl::connectAndFlush(Peer& peer) {
+  if (connections_.ready(peer.rank)) return flushControl(peer);
+  return connections_.request(peer.rank);  // queued until the link is up
 }
 
 Result<std::shared_ptr<Operation>> ContextImpl::prepareRecv(void* buf, int64_t count, const datatype::Datatype& type,

@@ -1,9 +1,14 @@
-// transport/messaging/context_impl.h — the state behind a messaging Context.
+// transport/messaging/context_impl.h — the core behind a messaging Context:
+// peers, completion handling, send slots, matching, post and complete.
 //
-// Data flow: isend packs eagerly or queues an RTS on its peer's control
-// queue; progress() polls the two completion queues, dispatches control
-// messages (eager_protocol.cc, rendezvous_*.cc), flushes each peer's control
-// queue within its credits and advances the data phase of every rendezvous.
+// Data flow: isend asks ProtocolSelector (protocol_select.h) for its path
+// and packs eagerly or queues an RTS on its peer's control queue;
+// progress() polls the two completion queues, dispatches control messages
+// (control_dispatch.cc) to the eager, pipelined and rendezvous code,
+// flushes each peer's control queue within its credits (CreditFlow) once
+// its link is up (Connections) and advances the data phase of every
+// rendezvous, whose scheme-specific work is a protocol object's
+// (send_protocol.h, recv_protocol.h).
 #pragma once
 
 #include <algorithm>
@@ -20,8 +25,11 @@
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/active_peers.h"
-#include "transport/messaging/connection.h"
-#include "transport/messaging/connection_auth.h"
+#include "transport/messaging/connections.h"
+#include "transport/messaging/operation.h"
+#include "transport/messaging/peer.h"
+#include "transport/messaging/protocol_select.h"
+#include "transport/messaging/transfers.h"
 #include "transport/messaging/credit_flow.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
@@ -35,145 +43,7 @@
 
 namespace ibdt::messaging {
 
-// A user send or receive. Every member needs an initialiser: operations
-// are default-initialised (newOperation in context.cc).
-struct Operation : MatchListHook {
-  bool isSend = false;
-  const void* sendBuffer = nullptr;
-  void* recvBuffer = nullptr;
-  int64_t count = 0;
-  datatype::Datatype type;
-  std::optional<datatype::Segment> segment;
-  datatype::Stats stats;  // valid once ensureStats() succeeded
-  bool statsKnown = false;
-  int peer = 0;    // destination (send) or source once matched (recv)
-  MatchSpec spec;  // receive: what it accepts
-  int tag = 0;     // send
-  uint32_t communicator = 0;
-  int64_t bytes = 0;  // packed bytes (send) or capacity (receive)
-  bool done = false;
-  Status status;
-  RecvInfo info;
-  // A posted receive owns itself (the caller may drop its Request) until it
-  // is matched, cancelled or failed.
-  std::shared_ptr<Operation> postedSelf;
-  // Pipelined eager send: the registration its fragments gather the user
-  // blocks through, fragments the provider still reads, whether all left.
-  UserRegistration gathered;
-  uint32_t fragmentsInFlight = 0;
-  bool fragmentsPosted = false;
-  // A one-sided put or exposure (one_sided.h): its registration and keys.
-  std::shared_ptr<OneSidedChannel> oneSided;
-
-  // Block statistics feed only the rendezvous decision, so an eager message
-  // never pays for them: computed on first use.
-  Status ensureStats(TypeCache& types) {
-    if (statsKnown) return Status::ok();
-    IBDT_ASSIGN_OR_RETURN(stats, types.stats(type, count));
-    statsKnown = true;
-    return Status::ok();
-  }
-};
-
-// A message that arrived before its receive was posted.
-struct Unexpected : MatchListHook {
-  Envelope envelope;
-  int peer = 0;
-  wire::Envelope wireEnvelope{};
-  wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
-  std::vector<uint8_t> payload;          // eager; a pipelined one may still be arriving
-  wire::Rts rts{};                       // rendezvous
-  size_t heldBytes = 0;                  // counted in ContextImpl::unexpectedBytes_
-};
-
-// A pipelined eager message a peer is sending us: its fragments arrive in
-// order and nothing else that starts a message comes before the last.
-struct InboundMessage {
-  bool active = false;
-  wire::Envelope envelope{};
-  int64_t received = 0;              // packed bytes arrived
-  std::shared_ptr<Operation> op;     // its receive; null while unexpected
-  Unexpected* unexpected = nullptr;  // queued until a receive takes it over
-  // A receive that failed (signature, unpack) still completes only with the
-  // last fragment: like any receive it returns once the message is consumed,
-  // so its peer's send can finish.
-  Status failure;
-};
-
-// Sender side of one rendezvous.
-struct SendTransfer {
-  uint32_t id = 0;
-  std::shared_ptr<Operation> op;
-  bool wantsPack = false;
-  bool replied = false;
-  Scheme scheme = Scheme::kAuto;
-  wire::Cts cts{};
-  std::optional<datatype::Segment> remoteSegment;  // receiver's layout (Multi-W)
-  uint64_t remoteStart = 0;                        // address of packed byte 0 (contiguous receiver)
-  UserRegistration userRegistration;
-  Staging packed;    // generic / P-RRS
-  int64_t next = 0;  // next packed byte to post
-  uint64_t posted = 0;
-  uint64_t completed = 0;
-  uint64_t released = 0;  // ring segments the receiver freed
-  bool waitingForFin = false;
-  std::deque<std::pair<uint64_t, Staging>> inFlight;  // staging freed after `first` completions
-};
-
-// Receiver side of one rendezvous.
-struct RecvTransfer {
-  uint32_t id = 0;
-  std::shared_ptr<Operation> op;
-  uint32_t senderTransfer = 0;
-  int64_t bytes = 0;  // packed bytes that will arrive
-  int64_t messageBytes = 0;
-  bool unpack = false;
-  int64_t segmentSize = 0;
-  int64_t unpacked = 0;
-  Staging unpackBuffer;
-  uint32_t ringSegments = 0;  // 0: unpackBuffer holds the whole message
-  uint64_t segmentsDone = 0;
-  uint64_t segmentsReleased = 0;
-  UserRegistration userRegistration;
-  // P-RRS
-  bool reading = false;
-  wire::Packed packed{};
-  int64_t readNext = 0;
-  uint64_t readsPosted = 0;
-  uint64_t readsCompleted = 0;
-};
-
-// A queued control message: prebuilt bytes, or an eager send packed at flush.
-// A pipelined one stays at the head of the queue until its last fragment left.
-struct PendingControl {
-  std::vector<uint8_t> bytes;
-  std::shared_ptr<Operation> eager;
-  bool pipelined = false;
-  bool gather = false;  // pipelined: fragments gather the user blocks (no pack)
-  int64_t next = 0;     // pipelined: packed bytes already sent
-};
-
-struct Peer {
-  int rank = 0;
-  bool self = false;
-  fabric::Endpoint* sendEndpoint = nullptr;
-  fabric::Endpoint* recvEndpoint = nullptr;
-  std::unique_ptr<fabric::MemoryRegion> recvSlots;
-  uint32_t sendOutstanding = 0;
-  uint32_t readsOutstanding = 0;
-  std::deque<PendingControl> controlQueue;
-  std::deque<uint32_t> activeSends;  // transfers with data left to post
-  std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
-  Status failure;                    // set once the endpoint broke
-  InboundMessage inbound;            // pipelined eager message arriving
-  Link link;                         // connection state (connection.cc)
-  // Layout cache (Section 4.4.2): receiver layouts by type id -> (version, type).
-  std::unordered_map<uint32_t, std::pair<uint32_t, datatype::Datatype>> remoteLayouts;
-  // Which version of each of our type ids this peer has cached.
-  std::unordered_map<uint32_t, uint32_t> layoutSent;
-};
-
-class ContextImpl : private CreditFlow::Host {
+class ContextImpl : private CreditFlow::Host, private Connections::Host, private ProtocolServices {
   friend class OneSided;  // one_sided.cc posts its writes through this context
 
  public:
@@ -190,19 +60,12 @@ class ContextImpl : private CreditFlow::Host {
                                                  int tag, uint32_t communicator);
   Status postSend(const std::shared_ptr<Operation>& op);
   Status postRecv(const std::shared_ptr<Operation>& op);
-  // A message of `bytes` on `communicator` that is exchange traffic large
-  // enough for the single-copy path when both sides are contiguous
-  // (messaging.h, kFirstExchangeCommunicator).
-  bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
-    return communicator >= kFirstExchangeCommunicator && options_.exchangeZeroCopyMin > 0 &&
-           bytes >= options_.exchangeZeroCopyMin;
-  }
   // Readies a completed persistent operation for its next run: the same one
   // when nothing else holds it (no allocation), else a fresh copy.
   Result<std::shared_ptr<Operation>> rearm(std::shared_ptr<Operation> op);
   Status cancel(Operation& op);
   Status progress();
-  // connection.cc
+  // context_close.cc
   Status close(Deadline deadline);
 
   int rank() const { return rank_; }
@@ -210,10 +73,10 @@ class ContextImpl : private CreditFlow::Host {
   bool closed() const { return closed_; }
   uint32_t spins() const { return spins_; }    // Backoff budget of this Context's waits
   uint64_t events() const { return events_; }  // completions handled so far (drives backoff)
-  double packBelow() const { return packBelow_; }
-  double unpackBelow() const { return unpackBelow_; }
-  const std::string& tuningNote() const { return tuning_.note; }
-  const Tuning* tuning() const { return tuning_.tuning ? &*tuning_.tuning : nullptr; }
+  double packBelow() const { return selector_.packBelow(); }
+  double unpackBelow() const { return selector_.unpackBelow(); }
+  const std::string& tuningNote() const { return selector_.tuningNote(); }
+  const Tuning* tuning() const { return selector_.tuning(); }
   // The counters, with the figures kept elsewhere brought up to date.
   const Counters& counters() {
     counters_.poolGrowths = pool_->counters().growths;
@@ -233,22 +96,12 @@ class ContextImpl : private CreditFlow::Host {
   int size_ = 1;
   fabric::Domain& domain_;
   Options options_;
-  CostModel cost_;
   uint32_t spins_ = Backoff::kSpins;  // Backoff budget of this Context's waits
-  double packBelow_ = 0;
-  double unpackBelow_ = 0;
   Counters counters_;
   CreditFlow credits_{options_.eagerCredits, counters_};
-  // context_tuning.cc: the measured cost model, when a tuning file is in
-  // force, and the decisions it takes over from the constants.
-  LoadedTuning tuning_;
-  bool tunedPipeline_ = false;  // pipelined vs rendezvous per message (IBDT_MSG_PIPELINE_LIMIT unset)
-  bool tunedPack_ = false;      // BC-SPUP vs RWG-UP per message (IBDT_MSG_PACK_BELOW auto)
-  void loadTuning(const fabric::Caps& caps);
-  // Whether a message above the eager limit goes as pipelined eager.
-  bool usePipelined(Operation& op);
-  // Whether a rendezvous sender packs its message.
-  bool rendezvousWantsPack(const Operation& op) const;
+  Connections connections_{*this, counters_};
+  // Which protocol each message takes (protocol_select.h).
+  ProtocolSelector selector_{options_};
 
   // eager_protocol.cc
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
@@ -261,6 +114,7 @@ class ContextImpl : private CreditFlow::Host {
   void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
   // pipelined_eager.cc
   Status postFragment(Peer& peer, PendingControl& message);
+  bool beginPipelined(Peer& peer, PendingControl& message, wire::Envelope& envelope);
   // A fragment whose SGEs point at the user blocks of [message.next, q);
   // cuts q to what max_sge entries cover. false: listing failed (`failed`).
   Result<bool> postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
@@ -285,53 +139,35 @@ class ContextImpl : private CreditFlow::Host {
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
-  // The steps of acceptRts: the reply (CTS) it drafts, the signature check,
-  // unpack or zero-copy, the zero-copy registration and layout, the staging.
-  struct CtsDraft {
-    wire::Cts cts{};
-    Scheme forced = Scheme::kAuto;  // the scheme forced by either side, dropped where it cannot apply
-    int64_t segmentSize = 0;        // of an unpack reply (segmentSizeFor)
-    std::vector<uint8_t> layout;    // the receive layout, when the sender lacks it
-    bool layoutNeeded = false;
-  };
+  // The steps of acceptRts: the signature check, the reply's protocol, the CTS.
   Status checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) const;
+  Result<std::unique_ptr<RecvProtocol>> startReceive(const Operation& op, bool unpack, CtsDraft& draft);
   void queueCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
-  bool replyUnpacks(const Operation& op, const wire::Envelope& envelope, const wire::Rts& rts, CtsDraft& draft) const;
-  void fallBackToUnpack(RecvTransfer& transfer, CtsDraft& draft, const std::string& why);
-  Status prepareZeroCopy(Peer& peer, const Operation& op, RecvTransfer& transfer, CtsDraft& draft);
-  Status stageUnpackReply(RecvTransfer& transfer, CtsDraft& draft);
-  void describeZeroCopyReply(Peer& peer, const Operation& op, const RecvTransfer& transfer, CtsDraft& draft);
   Status handleDataImm(Peer& peer, uint32_t transferId);
   Status handlePacked(Peer& peer, const wire::Packed& packed);
   Status advanceReads(Peer& peer, RecvTransfer& transfer);
   Status onReadCompleted(uint32_t transferId);
   // rendezvous_sender.cc
   Status handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
-  Status offerPacked(Peer& peer, SendTransfer& transfer);
-  Status adoptRemoteLayout(Peer& peer, SendTransfer& transfer, std::span<const uint8_t> layout);
+  std::optional<WriteSlice> nextSlice(const SendTransfer& transfer) const;
+  fabric::SendRequest writeRequest(const SendTransfer& transfer, const WriteSlice& slice,
+                                   std::span<fabric::Sge> sges) const;
   Status handleFin(Peer& peer, const wire::Fin& fin);
   Status handleRelease(Peer& peer, const wire::Release& release);
   Status advanceSend(Peer& peer, SendTransfer& transfer);
   Status onSendDataCompleted(uint32_t transferId);
-  // connection.cc
+  // context_setup.cc: the endpoints (links in connections.h)
   Status connectEager(const Bootstrap& bootstrap);
-  Status startListening(const Bootstrap& bootstrap);
   Status preparePeer(Peer& peer, fabric::Endpoint& endpoint);
   Result<fabric::Endpoint*> createPeerEndpoint(Peer& peer);
-  // Sends queued control messages once the link is up; starts it if idle.
+  // Sends queued control messages once the link is up; starts it if idle (context.cc).
   Status connectAndFlush(Peer& peer);
-  Status pollConnections();
-  Status handleDatagram(std::span<const uint8_t> bytes);
-  Status accept(Peer& peer, std::span<const uint8_t> address);
-  Status linkUp(Peer& peer, std::span<const uint8_t> address, bool remoteReady);
-  Status sendDatagram(Peer& peer, connection::Kind kind);
-  Status retryRequests();
-  // Fails the ranks whose accepted link stayed half open past the deadline (half_open.cc).
-  void expireHalfOpenLinks();
+  // context_close.cc
+  bool closeRound();
   bool quietToward(const Peer& peer) const;
   Status sendClose(Peer& peer);
   Status handleClose(Peer& peer);
-  // context_impl.cc: the steps of init, in order
+  // context_setup.cc: the steps of init, in order
   Status checkSetup(const Bootstrap& bootstrap) const;
   void chooseSpins(const Bootstrap& bootstrap);
   Status readProviderLimits();  // queue depths, SGEs, message size
@@ -354,10 +190,20 @@ class ContextImpl : private CreditFlow::Host {
   bool peerFailed(int rank) const override { return !peers_[static_cast<size_t>(rank)].failure.isOk(); }
   void failPeer(int rank, Status status) override { failPeer(peers_[static_cast<size_t>(rank)], std::move(status)); }
   bool mayWithhold(int rank) const override { return overUnexpectedBudget() && !receivePostedFrom(rank); }
+  // Connections::Host (peerFailed and failPeer serve both)
+  Result<fabric::Endpoint*> endpointTo(int rank) override;
+  Status linkReady(int rank) override { return flushControl(peers_[static_cast<size_t>(rank)]); }
   // The user buffer of `op` for in-place use; `single`: one region (for a peer).
-  Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single);
-  Result<Staging> pooledBuffer(size_t bytes);
-  Result<Staging> dedicatedBuffer(size_t bytes);
+  // ProtocolServices (also used by the receiver and the pipelined sender)
+  Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
+  Result<Staging> pooledBuffer(size_t bytes) override;
+  Result<Staging> dedicatedBuffer(size_t bytes) override;
+  bool creditFree(int rank) const override { return credits_.available(rank) > 0; }
+  void queueControl(int rank, std::vector<uint8_t> bytes) override;
+  Result<datatype::Segment> receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) override;
+  bool layoutCached(int rank, const datatype::Datatype& type) const override;
+  void layoutSent(int rank, const datatype::Datatype& type) override;
+  size_t controlCapacity() const override { return slotSize(); }
   void failPeer(Peer& peer, Status status);
   void postReceive(std::shared_ptr<Operation> op);
   // Takes `op` off the posted list; returns its owner, null if it was not posted.
@@ -415,13 +261,6 @@ class ContextImpl : private CreditFlow::Host {
   } scratch_;
   fabric::EndpointOptions endpointOptions_;
   uint32_t recvDepth_ = 0;
-  // Lazy connection: our listener, the job nonce, peers with a request out.
-  std::unique_ptr<fabric::Listener> listener_;
-  uint64_t job_ = 0;
-  connection::DatagramKey datagramKey_;  // rank 0's, authenticates every datagram
-  std::chrono::steady_clock::time_point nextHalfOpenCheck_{};
-  uint32_t requesting_ = 0;
-  std::vector<uint8_t> datagram_;
   bool closed_ = false;
   std::unique_ptr<OneSided> oneSided_;  // last: goes before the cache its channels hold regions of
 };

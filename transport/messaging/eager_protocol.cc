@@ -111,7 +111,7 @@ Status ContextImpl::postControl(Peer& peer, PendingControl& message, bool useRes
 }
 
 Status ContextImpl::flushControl(Peer& peer) {
-  if (!peer.link.ready()) return Status::ok();  // queued until the connection is up
+  if (!connections_.ready(peer.rank)) return Status::ok();  // queued until the connection is up
   while (!peer.controlQueue.empty() && credits_.available(peer.rank) > 0 && !freeSendSlots_.empty() &&
          peer.sendOutstanding < sendQueueDepth_) {
     PendingControl& front = peer.controlQueue.front();

@@ -4,7 +4,7 @@
 // member of the job) would otherwise hold what we queue for it until
 // close() times out; after IBDT_MSG_CONNECT_TIMEOUT_MS that rank fails with
 // an error that says so, as a requester fails a rank that does not answer.
-#include "transport/messaging/context_impl.h"
+#include "transport/messaging/connections.h"
 
 namespace ibdt::messaging {
 
@@ -14,20 +14,20 @@ namespace {
 constexpr auto kHalfOpenCheckInterval = std::chrono::milliseconds(50);
 }  // namespace
 
-void ContextImpl::expireHalfOpenLinks() {
+void Connections::expireHalfOpenLinks() {
   auto now = std::chrono::steady_clock::now();
   if (now < nextHalfOpenCheck_) return;
   nextHalfOpenCheck_ = now + kHalfOpenCheckInterval;
-  for (Peer& peer : peers_) {
-    const Link& link = peer.link;
-    if (peer.self || link.state != LinkState::kConnected || link.remoteReady || !peer.failure.isOk() ||
+  for (int rank = 0; rank < size_; ++rank) {
+    const Link& link = at(rank);
+    if (rank == rank_ || link.state != LinkState::kConnected || link.remoteReady || host_.peerFailed(rank) ||
         !link.deadline.expired()) {
       continue;
     }
-    failPeer(peer,
-             makeError(Code::kPeerFailed, "rank ", peer.rank, " requested a connection and did not complete it within ",
-                       options_.connectTimeoutMs, " ms (half-open link; IBDT_MSG_CONNECT_TIMEOUT_MS)",
-                       link.dropped.empty() ? "" : "; dropped from it: ", link.dropped));
+    host_.failPeer(rank, makeError(Code::kPeerFailed, "rank ", rank,
+                                   " requested a connection and did not complete it within ", connectTimeoutMs_,
+                                   " ms (half-open link; IBDT_MSG_CONNECT_TIMEOUT_MS)",
+                                   link.dropped.empty() ? "" : "; dropped from it: ", link.dropped));
   }
 }
 

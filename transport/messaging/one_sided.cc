@@ -133,7 +133,7 @@ Result<bool> OneSided::postWrites(OneSidedChannel& channel) {
     return makeError(Code::kResource, "put of ", bytes, " bytes needs ", writes, " writes, the send queue holds ",
                      depth);
   }
-  if (!peer.link.ready() || peer.sendOutstanding + writes > depth) return false;
+  if (!context_.connections_.ready(peer.rank) || peer.sendOutstanding + writes > depth) return false;
   auto& requests = context_.scratch_.requests;
   auto& sges = context_.scratch_.sges;
   requests.clear();

@@ -50,34 +50,40 @@ int64_t ContextImpl::fragmentSize(int64_t bytes) const {
   return std::min(limit, std::max(kMinFragment, quarter));
 }
 
+// The first fragment's work: the envelope, and gather or pack. false: the
+// send failed before anything left (it is complete with its error).
+bool ContextImpl::beginPipelined(Peer& peer, PendingControl& message, wire::Envelope& envelope) {
+  Operation& op = *message.eager;
+  // Failures here are this send's own, as for an eager send: nothing left yet.
+  Status status = op.ensureStats(types_);
+  auto signature = types_.signature(op.type, op.count);
+  if (status.isOk()) status = signature.status();
+  if (!status.isOk()) {
+    complete(op, std::move(status));
+    return false;
+  }
+  envelope = wire::Envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature->hash, signature->elements};
+  message.gather = selector_.fragmentsGather(op.stats);
+  if (message.gather) {
+    auto registration = registerUser(op, op.bytes, fabric::kLocalWrite, false);
+    if (registration.isOk()) {
+      op.gathered = std::move(registration).value();
+    } else {
+      IBDT_LOG(kDebug, "messaging: pipelined send packs instead: ", registration.status().toString());
+      message.gather = false;
+    }
+  }
+  IBDT_LOG(kDebug, "messaging: send of ", op.bytes, " B to rank ", peer.rank, ": pipelined, ",
+           message.gather ? "gathered" : "packed", " (mean block ", op.stats.meanBlock, " B, pack below ",
+           selector_.packBelow(), " B), fragments of ", fragmentSize(op.bytes), " B");
+  return true;
+}
+
 Status ContextImpl::postFragment(Peer& peer, PendingControl& message) {
   Operation& op = *message.eager;
   const bool first = message.next == 0;
   wire::Envelope envelope{};
-  if (first) {
-    // Failures here are this send's own, as for an eager send: nothing left yet.
-    Status status = op.ensureStats(types_);
-    auto signature = types_.signature(op.type, op.count);
-    if (status.isOk()) status = signature.status();
-    if (!status.isOk()) {
-      complete(op, std::move(status));
-      return Status::ok();
-    }
-    envelope = wire::Envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature->hash, signature->elements};
-    message.gather = !senderWantsPack(op.stats, packBelow_);
-    if (message.gather) {
-      auto registration = registerUser(op, op.bytes, fabric::kLocalWrite, false);
-      if (registration.isOk()) {
-        op.gathered = std::move(registration).value();
-      } else {
-        IBDT_LOG(kDebug, "messaging: pipelined send packs instead: ", registration.status().toString());
-        message.gather = false;
-      }
-    }
-    IBDT_LOG(kDebug, "messaging: send of ", op.bytes, " B to rank ", peer.rank, ": pipelined, ",
-             message.gather ? "gathered" : "packed", " (mean block ", op.stats.meanBlock, " B, pack below ",
-             packBelow_, " B), fragments of ", fragmentSize(op.bytes), " B");
-  }
+  if (first && !beginPipelined(peer, message, envelope)) return Status::ok();
   const int64_t p = message.next;
   int64_t q = std::min(op.bytes, p + fragmentSize(op.bytes));
   wire::Header header{first ? wire::Kind::kPipelined : wire::Kind::kFragment, {}, credits_.owedTo(peer.rank)};

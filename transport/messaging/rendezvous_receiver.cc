@@ -60,20 +60,16 @@ Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const w
   draft.cts.receiverTransfer = transfer->id;
   draft.cts.receiverContiguous = op->stats.contiguous;
   draft.forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme : static_cast<Scheme>(rts.forcedScheme);
-  transfer->unpack = replyUnpacks(*op, envelope, rts, draft);
-  if (!transfer->unpack) IBDT_RETURN_IF_ERROR(prepareZeroCopy(peer, *op, *transfer, draft));
-  if (transfer->unpack)
-    IBDT_RETURN_IF_ERROR(stageUnpackReply(*transfer, draft));
-  else
-    describeZeroCopyReply(peer, *op, *transfer, draft);
-  draft.cts.segmentSize = transfer->segmentSize;
-  draft.cts.ringSegments = transfer->ringSegments;
+  draft.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
+  bool unpack = selector_.replyUnpacks(envelope, rts, op->stats, draft.forced, draft.cts.bytes, draft.segmentSize);
+  IBDT_ASSIGN_OR_RETURN(transfer->protocol, startReceive(*op, unpack, draft));
+  unpack = transfer->protocol->unpacks();
   // The sender finalises by the same deterministic rule; record its outcome.
   op->info.scheme =
-      finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
-                  transfer->unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous, cost_.rdmaRead);
+      selector_.finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
+                            unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous);
   IBDT_LOG(kDebug, "messaging: receive of ", draft.cts.bytes, " B from rank ", source, ": ",
-           transfer->unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
+           unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
            rts.meanBlock, " B; ", schemeName(op->info.scheme), ")");
   recvTransfers_[transfer->id] = std::move(transfer);
   queueCts(peer, draft.cts, draft.layout);
@@ -105,99 +101,30 @@ void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uin
   activePeers_.mark(peer.rank);
 }
 
-bool ContextImpl::replyUnpacks(const Operation& op, const wire::Envelope& envelope, const wire::Rts& rts,
-                               CtsDraft& draft) const {
-  ReplyInputs inputs;
-  inputs.forced = draft.forced;
-  inputs.sender =
-      SideLayout{envelope.bytes, rts.senderContiguous != 0, std::max<int64_t>(1, rts.blockCount), rts.meanBlock};
-  inputs.senderWantsPack = rts.senderWantsPack != 0;
-  inputs.receiver = op.stats;
-  inputs.unpackBelowOverride = unpackBelow_;
-  inputs.tuning = tuning();
-  inputs.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
-  draft.segmentSize = inputs.segmentSize;
-  // Exchange traffic: both cores are busy sending and receiving, so the
-  // staged path's overlap is gone and one copy beats two (messaging.h).
-  if (rts.senderContiguous != 0 && op.stats.contiguous && exchangeSingleCopy(envelope.communicator, draft.cts.bytes)) {
-    return false;
+// The reply's protocol: zero-copy when chosen and possible, else unpacking.
+Result<std::unique_ptr<RecvProtocol>> ContextImpl::startReceive(const Operation& op, bool unpack, CtsDraft& draft) {
+  if (!unpack) {
+    auto zeroCopy = makeZeroCopyReceive();
+    std::string why;
+    IBDT_ASSIGN_OR_RETURN(bool started, zeroCopy->start(*this, op, draft, why));
+    if (started) return zeroCopy;
+    IBDT_LOG(kDebug, "messaging: ", why, "; unpacking");
+    draft.layout.clear();
+    if (draft.forced == Scheme::kMultiW || draft.forced == Scheme::kPRrs) draft.forced = Scheme::kAuto;
   }
-  return receiverUsesUnpack(inputs, cost_);
+  auto unpacking = makeUnpackReceive(options_.ringSegments);
+  std::string why;
+  IBDT_RETURN_IF_ERROR(unpacking->start(*this, op, draft, why).status());
+  return unpacking;
 }
 
-void ContextImpl::fallBackToUnpack(RecvTransfer& transfer, CtsDraft& draft, const std::string& why) {
-  IBDT_LOG(kDebug, "messaging: ", why, "; unpacking");
-  transfer.unpack = true;
-  draft.layout.clear();
-  draft.layoutNeeded = false;
-  if (draft.forced == Scheme::kMultiW || draft.forced == Scheme::kPRrs) draft.forced = Scheme::kAuto;
+bool ContextImpl::layoutCached(int rank, const datatype::Datatype& type) const {
+  return peers_[static_cast<size_t>(rank)].layouts.peerHolds(type);
 }
 
-Status ContextImpl::prepareZeroCopy(Peer& peer, const Operation& op, RecvTransfer& transfer, CtsDraft& draft) {
-  // Section 4.4.2: a zero-copy reply carries the layout once per (type id,
-  // version). One too large for a control message falls back to unpacking.
-  if (!op.stats.contiguous) {
-    auto sent = peer.layoutSent.find(op.type.id());
-    draft.layoutNeeded = sent == peer.layoutSent.end() || sent->second != op.type.version();
-    if (draft.layoutNeeded) {
-      IBDT_ASSIGN_OR_RETURN(draft.layout, datatype::serialize(op.type));
-      if (sizeof(wire::Header) + sizeof(wire::Cts) + draft.layout.size() > slotSize()) {
-        fallBackToUnpack(transfer, draft,
-                         strCat("receive layout of ", draft.layout.size(), " bytes exceeds an eager buffer"));
-        return Status::ok();
-      }
-    }
-  }
-  // A peer writes with one rkey: the receive buffer's span must register
-  // as one region (it cannot where unmapped pages lie inside it).
-  auto registration = registerUser(op, draft.cts.bytes, fabric::kLocalWrite | fabric::kRemoteWrite, true);
-  if (registration.isOk())
-    transfer.userRegistration = std::move(registration).value();
-  else
-    fallBackToUnpack(transfer, draft, registration.status().toString());
-  return Status::ok();
-}
-
-Status ContextImpl::stageUnpackReply(RecvTransfer& transfer, CtsDraft& draft) {
-  wire::Cts& cts = draft.cts;
-  Scheme forced = draft.forced;
-  bool generic = forced == Scheme::kGeneric;
-  cts.mode = wire::ReplyMode::kUnpack;
-  cts.scheme = static_cast<uint8_t>(
-      forced == Scheme::kGeneric || forced == Scheme::kBcSpup || forced == Scheme::kRwgUp ? forced : Scheme::kAuto);
-  transfer.segmentSize = generic ? cts.bytes : draft.segmentSize;
-  // A ring of segments bounds the staging of a large message (and keeps it
-  // in cache); the generic baseline stages the whole message.
-  if (!generic && wire::segmentCount(cts.bytes, transfer.segmentSize) > options_.ringSegments) {
-    transfer.ringSegments = options_.ringSegments;
-  }
-  int64_t staging = transfer.ringSegments != 0 ? transfer.ringSegments * transfer.segmentSize : cts.bytes;
-  auto buffer = generic ? dedicatedBuffer(static_cast<size_t>(staging)) : pooledBuffer(static_cast<size_t>(staging));
-  if (!buffer.isOk()) return std::move(buffer).takeStatus();
-  transfer.unpackBuffer = std::move(buffer).value();
-  cts.remoteAddress = transfer.unpackBuffer.address();
-  cts.remoteLength = transfer.unpackBuffer.size();
-  cts.rkey = transfer.unpackBuffer.rkey();
-  return Status::ok();
-}
-
-void ContextImpl::describeZeroCopyReply(Peer& peer, const Operation& op, const RecvTransfer& transfer,
-                                        CtsDraft& draft) {
-  wire::Cts& cts = draft.cts;
-  cts.mode = wire::ReplyMode::kZeroCopy;
-  cts.remoteAddress = transfer.userRegistration.firstAddress();
-  cts.remoteLength = transfer.userRegistration.front().region().length();
-  cts.rkey = transfer.userRegistration.front().rkey();
-  cts.baseAddress = reinterpret_cast<uint64_t>(op.recvBuffer);
-  cts.count = op.count;
-  cts.typeId = op.type.id();
-  cts.typeVersion = op.type.version();
-  if (draft.layoutNeeded) {
-    cts.hasLayout = 1;
-    cts.layoutBytes = static_cast<uint32_t>(draft.layout.size());
-    peer.layoutSent[cts.typeId] = cts.typeVersion;
-    ++counters_.layoutsSent;
-  }
+void ContextImpl::layoutSent(int rank, const datatype::Datatype& type) {
+  peers_[static_cast<size_t>(rank)].layouts.sentToPeer(type);
+  ++counters_.layoutsSent;
 }
 
 Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
@@ -207,34 +134,8 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
   }
   RecvTransfer& transfer = *found->second;
   Operation& op = *transfer.op;
-  if (transfer.unpack) {
-    // Segment unpack: this segment has landed, the next one may be in flight.
-    int64_t end = std::min(transfer.bytes, transfer.unpacked + transfer.segmentSize);
-    int64_t at = transfer.unpacked;
-    if (transfer.ringSegments != 0) {
-      at = static_cast<int64_t>(transfer.segmentsDone % transfer.ringSegments) * transfer.segmentSize;
-    }
-    IBDT_RETURN_IF_ERROR(op.segment->unpack(op.recvBuffer, transfer.unpacked, end, transfer.unpackBuffer.data() + at));
-    transfer.unpacked = end;
-    ++transfer.segmentsDone;
-    if (end < transfer.bytes) {
-      // Free ring slots half a ring at a time (fewer control messages, and
-      // the sender has the other half to write meanwhile), and only while a
-      // segment still waits for a slot: the sender cannot have finished then.
-      uint64_t segments = wire::segmentCount(transfer.bytes, transfer.segmentSize);
-      if (transfer.ringSegments != 0 && segments > transfer.segmentsReleased + transfer.ringSegments &&
-          transfer.segmentsDone - transfer.segmentsReleased >= std::max<uint32_t>(1, transfer.ringSegments / 2)) {
-        transfer.segmentsReleased = transfer.segmentsDone;
-        PendingControl release;
-        release.bytes.resize(sizeof(wire::Header) + sizeof(wire::Release));
-        size_t offset = wire::write(release.bytes.data(), 0, wire::Header{wire::Kind::kRelease, {}, 0});
-        wire::write(release.bytes.data(), offset, wire::Release{transfer.senderTransfer, 0, transfer.segmentsDone});
-        peer.controlQueue.push_back(std::move(release));
-        activePeers_.mark(peer.rank);
-      }
-      return Status::ok();
-    }
-  }
+  IBDT_ASSIGN_OR_RETURN(bool all, transfer.protocol->onWrite(*this, op, transfer.senderTransfer, transfer.bytes));
+  if (!all) return Status::ok();
   op.info.bytes = transfer.bytes;
   complete(op,
            transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes) : Status::ok());
@@ -244,7 +145,7 @@ Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
 
 Status ContextImpl::handlePacked(Peer& peer, const wire::Packed& packed) {
   auto found = recvTransfers_.find(packed.receiverTransfer);
-  if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->unpack ||
+  if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->protocol->unpacks() ||
       found->second->reading) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " offered packed data for unknown transfer ",
                      packed.receiverTransfer);
@@ -264,6 +165,7 @@ Status ContextImpl::handlePacked(Peer& peer, const wire::Packed& packed) {
 Status ContextImpl::advanceReads(Peer& peer, RecvTransfer& transfer) {
   uint32_t maxReads = std::max<uint32_t>(1, domain_.caps().maxReadsInFlight);
   Operation& op = *transfer.op;
+  const UserRegistration& registration = *transfer.protocol->registration();
   std::vector<datatype::Iovec> iovecs(maxSge_);
   std::vector<fabric::Sge> sges(maxSge_);
   while (transfer.readNext < transfer.bytes && peer.sendOutstanding < sendQueueDepth_ &&
@@ -273,7 +175,7 @@ Status ContextImpl::advanceReads(Peer& peer, RecvTransfer& transfer) {
                                                         last, iovecs.data(), maxSge_));
     for (size_t i = 0; i < fill.entries; ++i) {
       sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
-                 transfer.userRegistration.lkey(iovecs[i].address, iovecs[i].length)};
+                 registration.lkey(iovecs[i].address, iovecs[i].length)};
     }
     fabric::SendRequest request;
     request.id = wrId(WrKind::kRead, transfer.id);

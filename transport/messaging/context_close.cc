@@ -1,0 +1,111 @@
+// Closing a Context: each rank tells each peer "nothing more" once quiet
+// toward it, and waits for theirs; receives still posted are cancelled.
+#include "base/backoff.h"
+#include "transport/messaging/context_impl.h"
+
+namespace ibdt::messaging {
+
+bool ContextImpl::quietToward(const Peer& peer) const {
+  if (!peer.controlQueue.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() ||
+      peer.sendOutstanding != 0) {
+    return false;
+  }
+  for (const auto& entry : sendTransfers_) {
+    if (entry.second->op->peer == peer.rank) return false;
+  }
+  for (const auto& entry : recvTransfers_) {
+    if (entry.second->op->peer == peer.rank) return false;
+  }
+  return true;
+}
+
+Status ContextImpl::sendClose(Peer& peer) {
+  if (freeSendSlots_.empty()) return Status::ok();  // next round
+  PendingControl message;
+  message.bytes.resize(sizeof(wire::Header));
+  wire::write(message.bytes.data(), 0, wire::Header{wire::Kind::kClose, {}, 0});
+  IBDT_RETURN_IF_ERROR(postControl(peer, message, /*useReserve=*/true));
+  connections_.markCloseSent(peer.rank);
+  return Status::ok();
+}
+
+Status ContextImpl::handleClose(Peer& peer) {
+  // A peer closes once quiet toward us (quietToward): no part of a message
+  // or of a transfer it takes part in may still be owed. (A send of ours it
+  // never answered is its application's error, not the protocol's.)
+  if (peer.inbound.active) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " closed at byte ", peer.inbound.received, " of its ",
+                     peer.inbound.envelope.bytes, "-byte pipelined message");
+  }
+  for (const auto& [id, transfer] : recvTransfers_) {
+    if (transfer->op->peer == peer.rank) {
+      return makeError(Code::kProtocol, "rank ", peer.rank, " closed before finishing transfer ", id, " to us");
+    }
+  }
+  for (const auto& [id, transfer] : sendTransfers_) {
+    // Writes all posted may have reached it before their completions reach us.
+    bool owed = transfer->waitingForFin || (transfer->replied && transfer->next < transfer->cts.bytes);
+    if (transfer->op->peer == peer.rank && owed) {
+      return makeError(Code::kProtocol, "rank ", peer.rank, " closed before finishing transfer ", id, " from us");
+    }
+  }
+  connections_.markCloseReceived(peer.rank);
+  return Status::ok();
+}
+
+// One round of close(): says "nothing more" to each peer we are quiet
+// toward; true once every live link has exchanged both.
+bool ContextImpl::closeRound() {
+  bool done = true;
+  for (Peer& peer : peers_) {
+    const Link& link = connections_.link(peer.rank);
+    if (!peer.failure.isOk() || link.state == LinkState::kIdle) continue;
+    if (peer.self) {
+      done = done && quietToward(peer);
+      continue;
+    }
+    if (!link.closeSent && link.ready() && quietToward(peer)) {
+      Status status = sendClose(peer);
+      if (!status.isOk()) failPeer(peer, status);
+    }
+    // Our "nothing more" has left (its send completed) and theirs arrived.
+    bool finished = link.closeSent && peer.sendOutstanding == 0 && link.closeReceived;
+    done = done && (finished || !peer.failure.isOk());
+  }
+  return done;
+}
+
+Status ContextImpl::close(Deadline deadline) {
+  if (closed_) return Status::ok();
+  Backoff backoff(spins_);
+  for (;;) {
+    uint64_t before = events_;
+    IBDT_RETURN_IF_ERROR(progress());
+    if (closeRound()) break;
+    if (deadline.expired()) {
+      int waiting = 0;
+      for (const Peer& peer : peers_) {
+        const Link& link = connections_.link(peer.rank);
+        if (!peer.self && peer.failure.isOk() && link.state != LinkState::kIdle && !link.closeReceived) {
+          waiting = peer.rank;
+          break;
+        }
+      }
+      return makeError(Code::kTimeout, "close: rank ", rank_, " is still exchanging with its peers (e.g. rank ",
+                       waiting, ")");
+    }
+    if (events_ != before) backoff.reset();
+    else backoff.pause();
+  }
+  // Receives no message will match any more.
+  std::vector<Operation*> left;
+  posted_.forEach([&](Operation& op) { left.push_back(&op); });
+  for (Operation* op : left) {
+    std::shared_ptr<Operation> owner = unpostReceive(*op);  // keeps it alive while it completes
+    complete(*op, makeError(Code::kCancelled, "receive still posted when the context closed"));
+  }
+  closed_ = true;
+  return Status::ok();
+}
+
+}  // namespace ibdt::messaging

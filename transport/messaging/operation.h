@@ -1,0 +1,70 @@
+// transport/messaging/operation.h — a user send or receive, and a message
+// that arrived before its receive was posted.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ibdt/messaging.h"
+#include "transport/messaging/match_list.h"
+#include "transport/messaging/type_cache.h"
+#include "transport/messaging/user_registration.h"
+#include "transport/messaging/wire.h"
+
+namespace ibdt::messaging {
+
+struct OneSidedChannel;  // one_sided.h
+
+// A user send or receive. Every member needs an initialiser: operations
+// are default-initialised (newOperation in context.cc).
+struct Operation : MatchListHook {
+  bool isSend = false;
+  const void* sendBuffer = nullptr;
+  void* recvBuffer = nullptr;
+  int64_t count = 0;
+  datatype::Datatype type;
+  std::optional<datatype::Segment> segment;
+  datatype::Stats stats;  // valid once ensureStats() succeeded
+  bool statsKnown = false;
+  int peer = 0;    // destination (send) or source once matched (recv)
+  MatchSpec spec;  // receive: what it accepts
+  int tag = 0;     // send
+  uint32_t communicator = 0;
+  int64_t bytes = 0;  // packed bytes (send) or capacity (receive)
+  bool done = false;
+  Status status;
+  RecvInfo info;
+  // A posted receive owns itself (the caller may drop its Request) until it
+  // is matched, cancelled or failed.
+  std::shared_ptr<Operation> postedSelf;
+  // Pipelined eager send: the registration its fragments gather the user
+  // blocks through, fragments the provider still reads, whether all left.
+  UserRegistration gathered;
+  uint32_t fragmentsInFlight = 0;
+  bool fragmentsPosted = false;
+  // A one-sided put or exposure (one_sided.h): its registration and keys.
+  std::shared_ptr<OneSidedChannel> oneSided;
+
+  // Block statistics feed only the rendezvous decision, so an eager message
+  // never pays for them: computed on first use.
+  Status ensureStats(TypeCache& types) {
+    if (statsKnown) return Status::ok();
+    IBDT_ASSIGN_OR_RETURN(stats, types.stats(type, count));
+    statsKnown = true;
+    return Status::ok();
+  }
+};
+
+// A message that arrived before its receive was posted.
+struct Unexpected : MatchListHook {
+  Envelope envelope;
+  int peer = 0;
+  wire::Envelope wireEnvelope{};
+  wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
+  std::vector<uint8_t> payload;          // eager; a pipelined one may still be arriving
+  wire::Rts rts{};                       // rendezvous
+  size_t heldBytes = 0;                  // counted in ContextImpl::unexpectedBytes_
+};
+
+}  // namespace ibdt::messaging
