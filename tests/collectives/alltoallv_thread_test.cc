@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include "collectives/alltoallv_data.h"
@@ -66,24 +68,37 @@ std::vector<std::pair<Side, Side>> typePairs() {
   return {{testing::byteSide(1), testing::byteSide(1)}, {strided, dense}, {dense, strided}};
 }
 
+// Runs `body` on every count spread x type pair at this rank count (the
+// seed differs per spread, pair and `salt`), with the problem's buffers.
+void forEachProblem(RankEnv& env, int size, uint64_t salt,
+                    const std::function<void(const std::string& where, const CountMatrix& counts, const Side& send,
+                                             const Side& recv, AlltoallvBuffers& buffers, uint64_t seed)>& body) {
+  const auto types = typePairs();
+  for (Spread spread : testing::kSpreads) {
+    for (size_t t = 0; t < types.size(); ++t) {
+      const uint64_t seed = salt + static_cast<uint64_t>(size) * 17 + t;
+      const CountMatrix counts = testing::countMatrix(spread, size, seed, t == 0 ? 3000 : 60);
+      AlltoallvBuffers buffers(counts, types[t].first, types[t].second, env.rank, seed);
+      const std::string where = std::string(testing::spreadName(spread)) + " types " + std::to_string(t);
+      body(where, counts, types[t].first, types[t].second, buffers, seed);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_P(AlltoallvThreads, DirectEverySpreadAndType) {
   const int size = GetParam();
   runRanks(size, {}, [&](RankEnv& env) {
     auto comm = world(env.context);
     ASSERT_NE(comm, nullptr);
-    const auto types = typePairs();
-    for (Spread spread : testing::kSpreads) {
-      for (size_t t = 0; t < types.size(); ++t) {
-        const uint64_t seed = 1000 + static_cast<uint64_t>(size) * 17 + t;
-        const CountMatrix counts = testing::countMatrix(spread, size, seed, t == 0 ? 3000 : 60);
-        AlltoallvBuffers buffers(counts, types[t].first, types[t].second, env.rank, seed);
-        AlltoallvOptions options;
-        options.throttle = static_cast<int64_t>(seed % 3 == 0 ? 0 : seed % 3 == 1 ? 1 : 8);
-        Status status = directExchange(*comm, buffers, types[t].first, types[t].second, options);
-        ASSERT_TRUE(status.isOk()) << testing::spreadName(spread) << " types " << t << ": " << status.toString();
-        EXPECT_EQ(buffers.check(), "") << testing::spreadName(spread) << " types " << t;
-      }
-    }
+    forEachProblem(env, size, 1000, [&](const std::string& where, const CountMatrix&, const Side& send,
+                                        const Side& recv, AlltoallvBuffers& buffers, uint64_t seed) {
+      AlltoallvOptions options;
+      options.throttle = static_cast<int64_t>(seed % 3 == 0 ? 0 : seed % 3 == 1 ? 1 : 8);
+      Status status = directExchange(*comm, buffers, send, recv, options);
+      ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
+      EXPECT_EQ(buffers.check(), "") << where;
+    });
   });
 }
 
@@ -95,34 +110,27 @@ TEST_P(AlltoallvThreads, BruckZeroCopyEverySpreadAndType) {
   runRanks(size, {}, [&](RankEnv& env) {
     auto comm = world(env.context);
     ASSERT_NE(comm, nullptr);
-    const auto types = typePairs();
-    for (Spread spread : testing::kSpreads) {
-      for (size_t t = 0; t < types.size(); ++t) {
-        const uint64_t seed = 3000 + static_cast<uint64_t>(size) * 19 + t;
-        const CountMatrix counts = testing::countMatrix(spread, size, seed, t == 0 ? 3000 : 60);
-        AlltoallvBuffers buffers(counts, types[t].first, types[t].second, env.rank, seed);
-        AlltoallvOptions options;
-        options.algorithm = AlltoallvAlgorithm::kBruckZeroCopy;
-        auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(),
-                                  types[t].first.type, buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(),
-                                  types[t].second.type, options);
-        const std::string where = std::string(testing::spreadName(spread)) + " types " + std::to_string(t);
-        ASSERT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
-        EXPECT_EQ(plan->algorithm(), "bruck-zero-copy");
-        int64_t largest = 0;
-        for (const auto& row : counts) largest = std::max(largest, *std::max_element(row.begin(), row.end()));
-        EXPECT_LE(plan->peakExtraBytes(), (size / 2 + 1) * largest * types[t].first.bytes()) << where;
-        for (int run = 0; run < 2; ++run) {
-          buffers.clearReceive();
-          env.barrier();
-          ASSERT_TRUE(plan->start().isOk());
-          Status status = plan->wait(soon());
-          ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
-          EXPECT_EQ(buffers.check(), "") << where << " run " << run;
-          env.barrier();
-        }
+    forEachProblem(env, size, 3000, [&](const std::string& where, const CountMatrix& counts, const Side& send,
+                                        const Side& recv, AlltoallvBuffers& buffers, uint64_t) {
+      AlltoallvOptions options;
+      options.algorithm = AlltoallvAlgorithm::kBruckZeroCopy;
+      auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), send.type,
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), recv.type, options);
+      ASSERT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
+      EXPECT_EQ(plan->algorithm(), "bruck-zero-copy");
+      int64_t largest = 0;
+      for (const auto& row : counts) largest = std::max(largest, *std::max_element(row.begin(), row.end()));
+      EXPECT_LE(plan->peakExtraBytes(), (size / 2 + 1) * largest * send.bytes()) << where;
+      for (int run = 0; run < 2; ++run) {
+        buffers.clearReceive();
+        env.barrier();
+        ASSERT_TRUE(plan->start().isOk());
+        Status status = plan->wait(soon());
+        ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
+        EXPECT_EQ(buffers.check(), "") << where << " run " << run;
+        env.barrier();
       }
-    }
+    });
   });
 }
 
