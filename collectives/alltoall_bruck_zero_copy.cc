@@ -22,25 +22,8 @@ namespace {
 
 using datatype::Datatype;
 
-// The pieces of one struct type, displacements relative to `base`.
-struct Pieces {
-  std::vector<int64_t> counts, displs;
-  std::vector<Datatype> types;
-
-  void add(int64_t count, const void* at, const std::byte* base, const Datatype& type) {
-    counts.push_back(count);
-    displs.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(at) - reinterpret_cast<uintptr_t>(base)));
-    types.push_back(type);
-  }
-  Result<Datatype> build() const {
-    IBDT_ASSIGN_OR_RETURN(Datatype type, Datatype::structType(counts, displs, types));
-    IBDT_RETURN_IF_ERROR(type.commit());
-    return type;
-  }
-};
-
 // One block of a round as a piece of the round's struct type.
-void addPiece(Pieces& pieces, const BruckPlace& place, const AlltoallArgs& args, const std::byte* intermediate,
+void addPiece(StructPieces& pieces, const BruckPlace& place, const AlltoallArgs& args, const std::byte* intermediate,
               const Datatype& packed, int size, int rank, int j) {
   switch (place.buffer) {
     case BruckPlace::Buffer::kSend:
@@ -60,7 +43,7 @@ Status addRound(RoundsPlan& plan, const AlltoallArgs& args, const Datatype& pack
                 const BruckPlacement& placement, int size, int rank, int round) {
   const int k = 1 << round;
   const std::byte* intermediate = plan.scratch().data();
-  Pieces send, recv;
+  StructPieces send, recv;
   for (int j : bruckBlocks(size, 2, k, 1)) {
     const auto r = static_cast<size_t>(round), block = static_cast<size_t>(j);
     addPiece(send, placement.sendFrom[r][block], args, intermediate, packed, size, rank, j);

@@ -2,6 +2,7 @@
 #include "collectives/alltoall_rounds.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ibdt::collectives {
 
@@ -160,6 +161,19 @@ void RoundsPlan::note(Status status, const std::string& what) {
   if (status.isOk() || !outcome_.isOk()) return;
   outcome_ = makeError(status.code(), "alltoall (", name_, ") rank ", rank_, ", round ", round_, ", ", what, ": ",
                        status.message());
+}
+
+void StructPieces::add(int64_t count, const void* at, const void* base, const Datatype& type) {
+  if (count == 0) return;
+  counts.push_back(count);
+  displs.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(at) - reinterpret_cast<uintptr_t>(base)));
+  types.push_back(type);
+}
+
+Result<Datatype> StructPieces::build() const {
+  IBDT_ASSIGN_OR_RETURN(Datatype type, Datatype::structType(counts, displs, types));
+  IBDT_RETURN_IF_ERROR(type.commit());
+  return type;
 }
 
 Result<Datatype> packedType(const Datatype& type) {

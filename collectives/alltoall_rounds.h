@@ -108,6 +108,18 @@ class RoundsPlan final : public PlanImpl {
 // that keeps its signature (Träff's "signature type").
 Result<datatype::Datatype> packedType(const datatype::Datatype& type);
 
+// The pieces of one round's struct type over several buffers (zero-copy
+// Bruck), displacements relative to `base`; pieces of no elements are left out.
+struct StructPieces {
+  std::vector<int64_t> counts, displs;
+  std::vector<datatype::Datatype> types;
+
+  void add(int64_t count, const void* at, const void* base, const datatype::Datatype& type);
+  bool empty() const { return counts.empty(); }
+  // The committed struct type.
+  Result<datatype::Datatype> build() const;
+};
+
 // Prepares a LocalCopy of `bytes` packed bytes from count x srcType at src
 // to count x dstType at dst.
 Result<LocalCopy> makeCopy(const datatype::Datatype& srcType, int64_t srcCount, const std::byte* src,

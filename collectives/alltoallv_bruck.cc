@@ -65,26 +65,6 @@ int heldSince(int j, int k) {
   return -1;
 }
 
-// The pieces of one struct type, displacements relative to `base`.
-struct Pieces {
-  std::vector<int64_t> counts, displs;
-  std::vector<Datatype> types;
-  int64_t bytes = 0;
-
-  void add(int64_t count, const void* at, const void* base, const Datatype& type) {
-    if (count == 0) return;
-    counts.push_back(count);
-    displs.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(at) - reinterpret_cast<uintptr_t>(base)));
-    types.push_back(type);
-    bytes += count * type.size();
-  }
-  Result<Datatype> build() const {
-    IBDT_ASSIGN_OR_RETURN(Datatype type, Datatype::structType(counts, displs, types));
-    IBDT_RETURN_IF_ERROR(type.commit());
-    return type;
-  }
-};
-
 // Element counts of the blocks at this rank: at(-1, j) what block j holds
 // at the start (this rank's own block for rank - j), at(k, j) what the
 // receive of round k brings.
@@ -109,7 +89,7 @@ Status addCountRounds(RoundsPlan& plan, int size, int rank, HopCounts& counts) {
   const Datatype word = Datatype::of<int64_t>();
   const void* base = counts.data();
   for (int k = 0; (1 << k) < size; ++k) {
-    Pieces send, recv;
+    StructPieces send, recv;
     for (int j : bruckBlocks(size, 2, int64_t{1} << k, 1)) {
       send.add(1, &counts.at(heldSince(j, k), j), base, word);
       recv.add(1, &counts.at(k, j), base, word);
@@ -131,9 +111,9 @@ Result<BasicKind> agreeOnKind(Communicator& comm, const AlltoallvArgs* args) {
     const auto send = uniformKind(args->sendtype), recv = uniformKind(args->recvtype);
     mine = send && recv && *send == *recv ? static_cast<int64_t>(*send) : -1;
   }
-  int64_t low = mine, high = mine;
-  IBDT_RETURN_IF_ERROR(allreduce(comm, &low, &low, 1, ReduceOp::kMin));
-  IBDT_RETURN_IF_ERROR(allreduce(comm, &high, &high, 1, ReduceOp::kMax));
+  int64_t extremes[2] = {mine, -mine};  // one allreduce gives the largest and the smallest
+  IBDT_RETURN_IF_ERROR(allreduce(comm, extremes, extremes, 2, ReduceOp::kMax));
+  const int64_t high = extremes[0], low = -extremes[1];
   if (low == kRefused) {
     return makeError(Code::kInvalidArgument, "alltoallv bruck-zero-copy: another rank's arguments were refused");
   }
@@ -212,7 +192,7 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm,
   // Where block j is, as a piece of a round's send or receive type; `last`:
   // its final hop, into its own receive block (an earlier hop may wait there
   // too, packed).
-  auto addPiece = [&](Pieces& pieces, const BruckPlace& place, int j, int64_t count, bool last) {
+  auto addPiece = [&](StructPieces& pieces, const BruckPlace& place, int j, int64_t count, bool last) {
     switch (place.buffer) {
       case BruckPlace::Buffer::kSend: {
         const int peer = (rank - j + size) % size;
@@ -234,7 +214,7 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm,
     }
   };
   for (int k = 0; k < rounds; ++k) {
-    Pieces send, recv;
+    StructPieces send, recv;
     for (int j : bruckBlocks(size, 2, int64_t{1} << k, 1)) {
       const auto r = static_cast<size_t>(k), b = static_cast<size_t>(j);
       addPiece(send, placement.sendFrom[r][b], j, elements.sent(k, j), false);
@@ -242,15 +222,15 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm,
     }
     const int to = (rank - (1 << k) + size) % size, from = (rank + (1 << k)) % size;
     auto& round = plan->addRound();
-    if (send.counts.empty() && recv.counts.empty()) {
+    if (send.empty() && recv.empty()) {
       IBDT_RETURN_IF_ERROR(plan->addEmptyExchange(round, to, from));
       continue;
     }
     // An empty side is zero elements (its peer expects nothing either).
-    IBDT_ASSIGN_OR_RETURN(Datatype sendType, send.counts.empty() ? Result<Datatype>(element) : send.build());
-    IBDT_ASSIGN_OR_RETURN(Datatype recvType, recv.counts.empty() ? Result<Datatype>(element) : recv.build());
-    IBDT_RETURN_IF_ERROR(plan->addExchange(round, to, base, send.counts.empty() ? 0 : 1, sendType, from,
-                                           const_cast<void*>(base), recv.counts.empty() ? 0 : 1, recvType));
+    IBDT_ASSIGN_OR_RETURN(Datatype sendType, send.empty() ? Result<Datatype>(element) : send.build());
+    IBDT_ASSIGN_OR_RETURN(Datatype recvType, recv.empty() ? Result<Datatype>(element) : recv.build());
+    IBDT_RETURN_IF_ERROR(plan->addExchange(round, to, base, send.empty() ? 0 : 1, sendType, from,
+                                           const_cast<void*>(base), recv.empty() ? 0 : 1, recvType));
   }
   const int64_t ownBytes = args.sendcounts[static_cast<size_t>(rank)] * args.sendtype.size();
   IBDT_ASSIGN_OR_RETURN(LocalCopy own,
