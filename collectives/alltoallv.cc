@@ -33,30 +33,22 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
     return makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
                      " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
   }
-  if (options.algorithm == AlltoallvAlgorithm::kDirectWrite) {
-    // Collective init (keys are exchanged): a rank whose arguments failed still takes part.
-    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoallv(comm,
-                                                                checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls,
-                                                                                   sendtype, recvbuf, recvcounts,
-                                                                                   rdispls, recvtype),
-                                                                options.throttle));
-    return Plan(std::move(direct));
-  }
   Result<AlltoallvArgs> checked =
       checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype);
+  // Collective inits: a rank whose arguments failed still takes part.
+  if (options.algorithm == AlltoallvAlgorithm::kDirectWrite) {
+    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoallv(comm, std::move(checked), options.throttle));
+    return Plan(std::move(direct));
+  }
   if (options.algorithm == AlltoallvAlgorithm::kBruckZeroCopy && sendbuf != kInPlace) {
-    // Collective init: a rank whose arguments failed still takes part.
     IBDT_ASSIGN_OR_RETURN(auto bruck, makeZeroCopyBruckAlltoallv(comm, std::move(checked)));
     return Plan(std::move(bruck));
   }
   IBDT_ASSIGN_OR_RETURN(AlltoallvArgs args, std::move(checked));
-  AlltoallvAlgorithm algorithm = options.algorithm;
-  if (algorithm == AlltoallvAlgorithm::kAuto) {
-    algorithm = args.inPlace ? AlltoallvAlgorithm::kInPlaceLimited : AlltoallvAlgorithm::kPairwise;
-  }
-  if (args.inPlace && algorithm != AlltoallvAlgorithm::kInPlaceLimited) {
-    algorithm = AlltoallvAlgorithm::kInPlaceLimited;  // in place is used whenever the caller passes in place
-  }
+  // In place is used whenever the caller passes in place.
+  AlltoallvAlgorithm algorithm = args.inPlace                                   ? AlltoallvAlgorithm::kInPlaceLimited
+                                 : options.algorithm == AlltoallvAlgorithm::kAuto ? AlltoallvAlgorithm::kPairwise
+                                                                                  : options.algorithm;
   if ((algorithm == AlltoallvAlgorithm::kInPlaceLimited) != args.inPlace) {
     return makeError(Code::kInvalidArgument, "alltoallv: the in-place algorithm runs exactly when sendbuf is kInPlace");
   }
