@@ -287,7 +287,15 @@ class LoopbackEndpoint : public fabric::Endpoint {
         size_t capacity = 0;
         for (const auto& sge : recv.sges) capacity += sge.length;
         CompletionStatus recvStatus = CompletionStatus::kSuccess;
-        if (isSend && pending.payload.size() > capacity) {
+        // As an HCA does: a receive whose region was deregistered since it was
+        // posted (its owner is being torn down) is a protection error, never a
+        // write into freed memory.
+        bool registered = true;
+        for (const auto& sge : recv.sges) registered = registered && world_->localOk(sge, /*write=*/true);
+        if (!registered) {
+          recvStatus = CompletionStatus::kLocalProtection;
+          status = CompletionStatus::kRemoteOperation;
+        } else if (isSend && pending.payload.size() > capacity) {
           recvStatus = CompletionStatus::kLocalLength;
           status = CompletionStatus::kRemoteInvalidRequest;
         } else if (isSend) {
