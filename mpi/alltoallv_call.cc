@@ -12,9 +12,6 @@ namespace {
 
 using datatype::Datatype;
 
-// ibdt's in-place alltoallv moves one element as size() contiguous bytes.
-bool dense(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
-
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
 AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, const Datatype& send, const Datatype& recv) {
@@ -36,16 +33,13 @@ Result<collectives::Plan> buildPlan(CommState& state, const AlltoallvCache::Key&
 
 }  // namespace
 
+bool denseType(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
+
 std::string alltoallvObstacle(const Result<Datatype>& send, const Result<Datatype>& recv, bool inPlace) {
   if (!send.isOk()) return send.status().toString();
   if (!recv.isOk()) return recv.status().toString();
-  if (inPlace && !dense(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
+  if (inPlace && !denseType(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
   return "";
-}
-
-Result<collectives::Plan> alltoallvPlan(CommState& state, const AlltoallvArgs& args, const Datatype& send,
-                                        const Datatype& recv) {
-  return buildPlan(state, keyOf(args, state.comm->size(), send, recv), send, recv);
 }
 
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,

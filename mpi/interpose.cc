@@ -139,7 +139,7 @@ extern "C" int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype se
   return takeOrHand(
       "MPI_Ialltoall", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
       [&](CommState& state, Status& started, std::string& why) {
-        return startIalltoall(state, args, request, started, why);
+        return startIalltoall(state, args, comm, request, started, why);
       },
       [&] { return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request); });
 }
@@ -151,7 +151,7 @@ extern "C" int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const
   return takeOrHand(
       "MPI_Ialltoallv", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
       [&](CommState& state, Status& started, std::string& why) {
-        return startIalltoallv(state, args, request, started, why);
+        return startIalltoallv(state, args, comm, request, started, why);
       },
       [&] {
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
