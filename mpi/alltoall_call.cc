@@ -45,7 +45,8 @@ AlltoallCache::Key keyOf(const AlltoallArgs& args, const Datatype& send, const D
 }
 
 // Both types converted: the cached plan for these arguments, or a new one.
-Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& send, const Datatype& recv) {
+Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& send, const Datatype& recv,
+                 uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const AlltoallCache::Key key = keyOf(args, send, recv);
   collectives::Plan* plan = state.alltoallPlans.find(key);
@@ -56,6 +57,7 @@ Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& sen
                                       recv));
     plan = &state.alltoallPlans.insert(key, std::move(built));
   }
+  state.alltoallPlans.remember(args, typesFreed, plan);
   return runPlan(*plan);
 }
 
@@ -120,6 +122,7 @@ collectives::Plan* AlltoallCache::find(const Key& key) {
 }
 
 collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan) {
+  last = {};  // entries may move
   if (entries.size() >= kMaxPlans) {
     auto oldest = entries.begin();
     for (auto it = entries.begin(); it != entries.end(); ++it) {
@@ -134,11 +137,17 @@ collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan)
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
   // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
   // the blocks leave from recvbuf as recvcount x recvtype.
+  const bool collective = collectives::alltoallInitIsCollective(*state.comm, state.alltoall);
+  const uint64_t typesFreed = convertedTypesFreed();
+  if (collectives::Plan* plan = state.alltoallPlans.repeated(args, typesFreed); plan != nullptr && !collective) {
+    status = runPlan(*plan);
+    return true;
+  }
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
   why = !send.isOk() ? send.status().toString() : !recv.isOk() ? recv.status().toString() : "";
-  if (collectives::alltoallInitIsCollective(*state.comm, state.alltoall)) {
+  if (collective) {
     if (!runVoted(state, args, comm, send, recv, status)) {
       if (why.empty()) why = "a datatype did not convert on another rank";
       return false;
@@ -146,7 +155,7 @@ bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status
     return true;
   }
   if (send.isOk() && recv.isOk()) {
-    status = runCached(state, args, *send, *recv);
+    status = runCached(state, args, *send, *recv, typesFreed);
     return true;
   }
   Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());

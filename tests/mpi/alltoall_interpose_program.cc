@@ -84,6 +84,40 @@ void derived(MPI_Comm comm, const char* name) {
   MPI_Type_free(&recvType);
 }
 
+// The same buffers and counts with a receive type freed and created anew
+// each round (MPI usually hands out the freed handle again), its stride
+// changing: the bridge's repeated-call shortcut (mpi/alltoall_call.h) must
+// not run the previous round's plan. Each round calls twice (the shortcut
+// taken); the gaps of the 6-int slots must keep -7.
+void reusedTypeHandles(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int> send(static_cast<size_t>(size) * 2), recv(static_cast<size_t>(size) * 6);
+  for (int round = 0; round < 3; ++round) {
+    const int stride = 1 + round;
+    MPI_Datatype vector, slot;
+    MPI_Type_vector(2, 1, stride, MPI_INT, &vector);
+    MPI_Type_create_resized(vector, 0, 6 * sizeof(int), &slot);
+    MPI_Type_commit(&slot);
+    for (int call = 0; call < 2; ++call) {
+      for (int to = 0; to < size; ++to)
+        for (int k = 0; k < 2; ++k) send[static_cast<size_t>(to * 2 + k)] = value(rank, to, k) + round + call;
+      std::fill(recv.begin(), recv.end(), -7);
+      check(MPI_Alltoall(send.data(), 2, MPI_INT, recv.data(), 1, slot, comm) == MPI_SUCCESS, "reused type rc");
+      for (int from = 0; from < size; ++from)
+        for (int j = 0; j < 6; ++j) {
+          const bool element = j % stride == 0 && j / stride < 2;
+          const int want = element ? value(from, rank, j / stride) + round + call : -7;
+          check(recv[static_cast<size_t>(from * 6 + j)] == want,
+                "reused type handle, round " + std::to_string(round) + " from " + std::to_string(from));
+        }
+    }
+    MPI_Type_free(&slot);  // then the vector: the next round's slot tends to get this handle
+    MPI_Type_free(&vector);
+  }
+}
+
 // Ranks that disagree about reuse: rank 0 keeps its buffers for every call,
 // the others allocate new ones each call, over more distinct sizes than the
 // bridge caches plans (8), so one rank starts a cached plan while another
@@ -322,6 +356,7 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&split);
     inPlace(MPI_COMM_WORLD);
     disagreeingCaches(MPI_COMM_WORLD);
+    reusedTypeHandles(MPI_COMM_WORLD);
     for (int how = 0; how < 3; ++how) negativeExtent(MPI_COMM_WORLD, how);
     alltoallv(MPI_COMM_WORLD, 1, "alltoallv");
     alltoallv(MPI_COMM_WORLD, 2, "alltoallv of pairs");
