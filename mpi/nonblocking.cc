@@ -72,8 +72,8 @@ Status launch(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm com
 
 }  // namespace
 
-bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,
-                    Status& status, std::string& why) {
+bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
+                    std::string& why) {
   Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());
   if (!call.isOk()) {
     why = call.status().toString();
@@ -89,8 +89,8 @@ bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, M
   return true;
 }
 
-bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request,
-                     Status& status, std::string& why) {
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
+                     std::string& why) {
   Result<StagedAlltoallv> call = stageAlltoallv(args, state.comm->size(), true);
   if (!call.isOk()) {
     why = call.status().toString();
@@ -102,9 +102,9 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
   // communicator's counter, like a voted call, not the one reserved tag.
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   if (!inPlace) state.comm->pinPlanTag(nextTag(state));
-  auto plan = collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
-                                         call->recvbuf, call->recvcounts, call->rdispls, call->recvtype,
-                                         state.alltoallv);
+  auto plan =
+      collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
+                                 call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, state.alltoallv);
   if (!inPlace) state.comm->unpinPlanTag();
   status = launch(std::move(plan), std::move(*call), comm, request);
   return true;

@@ -85,9 +85,9 @@ bool initPersistentAlltoallv(CommState& state, const AlltoallvArgs& args, MPI_Co
     return false;
   }
   *request = MPI_REQUEST_NULL;
-  auto plan = collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
-                                         call->recvbuf, call->recvcounts, call->rdispls, call->recvtype,
-                                         state.alltoallv);
+  auto plan =
+      collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
+                                 call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, state.alltoallv);
   status = adopt(std::move(plan), std::move(*call), comm, request);
   return true;
 }

@@ -46,9 +46,8 @@ Status placeSide(const void* base, MPI_Datatype mpiType, bool needsDense, std::v
 
 }  // namespace
 
-Result<std::unique_ptr<StagedSide>> StagedSide::create(const void* base, MPI_Datatype type,
-                                                       std::vector<int64_t> counts, std::vector<int64_t> displs,
-                                                       Datatype wire) {
+Result<std::unique_ptr<StagedSide>> StagedSide::create(const void* base, MPI_Datatype type, std::vector<int64_t> counts,
+                                                       std::vector<int64_t> displs, Datatype wire) {
   auto side = std::unique_ptr<StagedSide>(new StagedSide);
   MPI_Aint lb = 0;
   if (PMPI_Type_get_extent(type, &lb, &side->extent_) != MPI_SUCCESS) {
@@ -123,9 +122,9 @@ Result<StagedAlltoallv> stageSides(Sides sides, bool denseInPlace) {
   // blocks are the incoming ones' (recvcounts, rdispls, recvtype).
   const bool inPlace = sides.sendbuf == MPI_IN_PLACE;
   StagedAlltoallv call;
-  IBDT_RETURN_IF_ERROR(placeSide(sides.recvbuf, sides.recvtype, inPlace && denseInPlace,
-                                 std::move(sides.recvcounts), std::move(sides.rdispls), call.recvtype,
-                                 call.recvcounts, call.rdispls, call.recvStage));
+  IBDT_RETURN_IF_ERROR(placeSide(sides.recvbuf, sides.recvtype, inPlace && denseInPlace, std::move(sides.recvcounts),
+                                 std::move(sides.rdispls), call.recvtype, call.recvcounts, call.rdispls,
+                                 call.recvStage));
   call.recvbuf = call.recvStage ? call.recvStage->data() : sides.recvbuf;
   if (inPlace) {
     call.sendbuf = collectives::kInPlace;

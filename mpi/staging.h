@@ -33,9 +33,8 @@ class StagedSide {
  public:
   // `base`, `type`, `counts` and `displs` (elements of `type`): the side's
   // blocks as MPI_Alltoallv describes them; `wire`: one element's signature, dense.
-  static Result<std::unique_ptr<StagedSide>> create(const void* base, MPI_Datatype type,
-                                                    std::vector<int64_t> counts, std::vector<int64_t> displs,
-                                                    datatype::Datatype wire);
+  static Result<std::unique_ptr<StagedSide>> create(const void* base, MPI_Datatype type, std::vector<int64_t> counts,
+                                                    std::vector<int64_t> displs, datatype::Datatype wire);
   std::byte* data() { return buffer_.data(); }
   const std::vector<int64_t>& stagedDispls() const { return stagedDispls_; }
   Status pack(MPI_Comm comm);    // the program's blocks into the buffer

@@ -28,7 +28,9 @@ class Buffer {
  public:
   static constexpr int kFiller = -5;
   Buffer(Layout layout, int total)
-      : layout_(layout), total_(std::max(total, 1)), ints_(static_cast<size_t>(total_) * (layout == Layout::kStrided ? 2 : 1), kFiller) {
+      : layout_(layout),
+        total_(std::max(total, 1)),
+        ints_(static_cast<size_t>(total_) * (layout == Layout::kStrided ? 2 : 1), kFiller) {
     if (layout_ == Layout::kInts) return;
     const MPI_Aint extent = static_cast<MPI_Aint>(sizeof(int)) * (layout_ == Layout::kBackwards ? -1 : 2);
     MPI_Type_create_resized(MPI_INT, 0, extent, &type_);
@@ -76,7 +78,8 @@ struct Blocks {  // counts and displacements (elements), blocks in peer order
 
 void fill(Buffer& buffer, const Blocks& blocks, int rank, int salt) {
   for (size_t to = 0; to < blocks.counts.size(); ++to)
-    for (int i = 0; i < blocks.counts[to]; ++i) buffer.at(blocks.displs[to] + i) = value(rank, static_cast<int>(to), i) + salt;
+    for (int i = 0; i < blocks.counts[to]; ++i)
+      buffer.at(blocks.displs[to] + i) = value(rank, static_cast<int>(to), i) + salt;
 }
 
 void verify(Buffer& buffer, const Blocks& blocks, int rank, int salt, const std::string& what) {
@@ -121,8 +124,8 @@ void ialltoallMixed(MPI_Comm comm, int rank, int size, bool persistent, bool inP
   const std::string what = persistent ? "mixed persistent alltoall" : "mixed ialltoall";
   MPI_Request request;
   if (persistent) {
-    check(PERSISTENT_INIT(Alltoall)(send.origin(), n, send.type(), recv.origin(), n, recv.type(), comm,
-                                    MPI_INFO_NULL, &request) == MPI_SUCCESS,
+    check(PERSISTENT_INIT(Alltoall)(send.origin(), n, send.type(), recv.origin(), n, recv.type(), comm, MPI_INFO_NULL,
+                                    &request) == MPI_SUCCESS,
           what + " init rc");
   }
   for (int run = 0; run < (persistent ? 2 : 1); ++run) {
@@ -130,8 +133,7 @@ void ialltoallMixed(MPI_Comm comm, int rank, int size, bool persistent, bool inP
     if (persistent) {
       check(MPI_Start(&request) == MPI_SUCCESS, what + " start rc");
     } else {
-      check(MPI_Ialltoall(send.origin(), n, send.type(), recv.origin(), n, recv.type(), comm, &request) ==
-                MPI_SUCCESS,
+      check(MPI_Ialltoall(send.origin(), n, send.type(), recv.origin(), n, recv.type(), comm, &request) == MPI_SUCCESS,
             what + " rc");
     }
     check(MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS, what + " wait rc");
@@ -141,7 +143,7 @@ void ialltoallMixed(MPI_Comm comm, int rank, int size, bool persistent, bool inP
   if (!inPlace) return;
   Buffer buffer(rank == 0 ? Layout::kBackwards : Layout::kInts, blocks.total);
   fill(buffer, blocks, rank, 15);
-    check(MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer.origin(), n, buffer.type(), comm, &request) ==
+  check(MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer.origin(), n, buffer.type(), comm, &request) ==
             MPI_SUCCESS,
         "mixed in-place ialltoall rc");
   check(MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS, "mixed in-place ialltoall wait rc");
