@@ -188,7 +188,7 @@ std::byte* PairwiseRounds::stagingOf(const Round& round) {
 }
 
 // Keeps the first error of the run, naming the round and peer.
-void PairwiseRounds::note(Status status, int round, const std::string& what) {
+void PairwiseRounds::note(Status status, int round, std::string_view what) {
   if (status.isOk() || !outcome_.isOk()) return;
   outcome_ = makeError(status.code(), name_, " rank ", rank_, ", round ", round, ", ", what, ": ", status.message());
 }

@@ -89,7 +89,7 @@ class PairwiseRounds final : public PlanImpl {
   void post(Slot& slot);
   Status complete(Slot& slot, bool receive, bool& pending);
   std::byte* stagingOf(const Round& round);
-  void note(Status status, int round, const std::string& what);
+  void note(Status status, int round, std::string_view what);  // a view: no string built per run
 
   Communicator& comm_;
   messaging::Context& ctx_;

@@ -2,12 +2,10 @@
 // agreement (see the header).
 #include "mpi/alltoall_call.h"
 
-#include <algorithm>
-#include <climits>
 #include <vector>
 
-#include "collectives/alltoall_rounds.h"
 #include "mpi/comm_state.h"
+#include "mpi/staging.h"
 #include "mpi/type_convert.h"
 
 namespace ibdt::mpi {
@@ -47,7 +45,8 @@ AlltoallCache::Key keyOf(const AlltoallArgs& args, const Datatype& send, const D
 }
 
 // Both types converted: the cached plan for these arguments, or a new one.
-Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& send, const Datatype& recv) {
+Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& send, const Datatype& recv,
+                 uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const AlltoallCache::Key key = keyOf(args, send, recv);
   collectives::Plan* plan = state.alltoallPlans.find(key);
@@ -58,54 +57,23 @@ Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& sen
                                       recv));
     plan = &state.alltoallPlans.insert(key, std::move(built));
   }
+  state.alltoallPlans.remember(args, typesFreed, plan);
   return runPlan(*plan);
 }
 
-// The type a side's blocks travel as: its conversion, or, for a type whose
-// layout ibdt cannot express (a negative extent), its dense signature type
-// (the side is then staged through PMPI_Pack / PMPI_Unpack). Fails only for
-// types without a signature in ibdt (no basic type of that kind and size),
-// which fail alike on every rank of a correct program.
-Result<Datatype> wireType(const Result<Datatype>& converted, MPI_Datatype type) {
-  if (converted.isOk()) return converted;
-  IBDT_ASSIGN_OR_RETURN(Datatype signature, signatureType(type));
-  return collectives::packedType(signature);
-}
-
-// At least one side's layout is not expressible: that side's p blocks go
-// through a buffer packed (or unpacked) by MPI, described by its wire type,
-// which carries the same signature as the peers' messages in a correct
-// program. MPI_IN_PLACE: the blocks leave from recvbuf. Not cached: the
-// staging buffers live for the call.
-Status runStaged(CommState& state, const AlltoallArgs& args, MPI_Comm comm, bool sendStaged, const Datatype& sendWire,
-                 bool recvStaged, const Datatype& recvWire) {
+// At least one side's layout is not expressible (a negative extent): that
+// side goes through a buffer packed (or unpacked) by MPI, described as
+// dense elements of its signature, the same signature as the peers'
+// messages in a correct program (mpi/staging.h). Not cached: the staging
+// buffers live for the call.
+Status runStaged(CommState& state, const AlltoallArgs& args, MPI_Comm comm, StagedAlltoallv& call) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  const int64_t p = state.comm->size();
-  const void* sendbuf = inPlace ? args.recvbuf : args.sendbuf;
-  const int64_t sendcount = inPlace ? args.recvcount : args.sendcount;
-  const MPI_Datatype sendtype = inPlace ? args.recvtype : args.sendtype;
-  const int64_t sendTotal = sendWire.size() * sendcount * p, recvTotal = recvWire.size() * args.recvcount * p;
-  if (sendTotal > INT_MAX || recvTotal > INT_MAX || sendcount * p > INT_MAX || args.recvcount * p > INT_MAX) {
-    return makeError(Code::kUnsupported, "mpi: staging ", std::max(sendTotal, recvTotal),
-                     " bytes through PMPI_Pack (int counts)");
-  }
-  std::vector<std::byte> sendStaging(sendStaged ? static_cast<size_t>(sendTotal) : 0);
-  std::vector<std::byte> recvStaging(recvStaged ? static_cast<size_t>(recvTotal) : 0);
-  int position = 0;
-  if (sendStaged && PMPI_Pack(sendbuf, static_cast<int>(sendcount * p), sendtype, sendStaging.data(),
-                              static_cast<int>(sendTotal), &position, comm) != MPI_SUCCESS) {
-    return makeError(Code::kInvalidArgument, "mpi: PMPI_Pack of the send blocks failed");
-  }
   IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
-                        buildPinned(state, sendStaged ? sendStaging.data() : sendbuf, sendcount, sendWire,
-                                    recvStaged ? recvStaging.data() : args.recvbuf, args.recvcount, recvWire));
+                        buildPinned(state, call.sendbuf, inPlace ? args.recvcount : args.sendcount, call.sendtype,
+                                    call.recvbuf, args.recvcount, call.recvtype));
+  IBDT_RETURN_IF_ERROR(call.before(comm));
   IBDT_RETURN_IF_ERROR(runPlan(plan));
-  position = 0;
-  if (recvStaged && PMPI_Unpack(recvStaging.data(), static_cast<int>(recvTotal), &position, args.recvbuf,
-                                static_cast<int>(args.recvcount * p), args.recvtype, comm) != MPI_SUCCESS) {
-    return makeError(Code::kInvalidArgument, "mpi: PMPI_Unpack of the received blocks failed");
-  }
-  return Status::ok();
+  return call.after(comm);
 }
 
 // When building a plan communicates (hierarchical splits the communicator;
@@ -154,6 +122,7 @@ collectives::Plan* AlltoallCache::find(const Key& key) {
 }
 
 collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan) {
+  last = {};  // entries may move
   if (entries.size() >= kMaxPlans) {
     auto oldest = entries.begin();
     for (auto it = entries.begin(); it != entries.end(); ++it) {
@@ -168,11 +137,17 @@ collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan)
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
   // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
   // the blocks leave from recvbuf as recvcount x recvtype.
+  const bool collective = collectives::alltoallInitIsCollective(*state.comm, state.alltoall);
+  const uint64_t typesFreed = convertedTypesFreed();
+  if (collectives::Plan* plan = state.alltoallPlans.repeated(args, typesFreed); plan != nullptr && !collective) {
+    status = runPlan(*plan);
+    return true;
+  }
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
   why = !send.isOk() ? send.status().toString() : !recv.isOk() ? recv.status().toString() : "";
-  if (collectives::alltoallInitIsCollective(*state.comm, state.alltoall)) {
+  if (collective) {
     if (!runVoted(state, args, comm, send, recv, status)) {
       if (why.empty()) why = "a datatype did not convert on another rank";
       return false;
@@ -180,13 +155,12 @@ bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status
     return true;
   }
   if (send.isOk() && recv.isOk()) {
-    status = runCached(state, args, *send, *recv);
+    status = runCached(state, args, *send, *recv, typesFreed);
     return true;
   }
-  const Result<Datatype> sendWire = wireType(send, inPlace ? args.recvtype : args.sendtype);
-  const Result<Datatype> recvWire = wireType(recv, args.recvtype);
-  if (!sendWire.isOk() || !recvWire.isOk()) return false;
-  status = runStaged(state, args, comm, !send.isOk(), *sendWire, !recv.isOk(), *recvWire);
+  Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());
+  if (!call.isOk()) return false;  // no signature in ibdt: alike on every rank of a correct program
+  status = runStaged(state, args, comm, *call);
   return true;
 }
 

@@ -1,6 +1,7 @@
 // MPI_Alltoallv on ibdt: a vote, then a plan per call (see the header).
 #include "mpi/alltoallv_call.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,9 +12,6 @@ namespace ibdt::mpi {
 namespace {
 
 using datatype::Datatype;
-
-// ibdt's in-place alltoallv moves one element as size() contiguous bytes.
-bool dense(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
 
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
@@ -26,6 +24,22 @@ AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, const Datatype& send
   return key;
 }
 
+// Whether `kept` holds the p ints of `values`.
+bool sameValues(const std::vector<int64_t>& kept, const int* values, int p) {
+  return kept.size() == static_cast<size_t>(p) && std::equal(kept.begin(), kept.end(), values);
+}
+
+// keyOf(args, p, send, recv) == key, without building the key (four
+// vectors of p values: allocations on every call).
+bool repeats(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, const Datatype& send,
+             const Datatype& recv) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;  // the send side is the receive side's
+  return key.sendbuf == args.sendbuf && key.recvbuf == args.recvbuf && key.sendId == send.id() &&
+         key.sendVersion == send.version() && key.recvId == recv.id() && key.recvVersion == recv.version() &&
+         sameValues(key.recvcounts, args.recvcounts, p) && sameValues(key.rdispls, args.rdispls, p) &&
+         (inPlace || (sameValues(key.sendcounts, args.sendcounts, p) && sameValues(key.sdispls, args.sdispls, p)));
+}
+
 Result<collectives::Plan> buildPlan(CommState& state, const AlltoallvCache::Key& key, const Datatype& send,
                                     const Datatype& recv) {
   const bool inPlace = key.sendbuf == MPI_IN_PLACE;
@@ -36,16 +50,13 @@ Result<collectives::Plan> buildPlan(CommState& state, const AlltoallvCache::Key&
 
 }  // namespace
 
+bool denseType(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
+
 std::string alltoallvObstacle(const Result<Datatype>& send, const Result<Datatype>& recv, bool inPlace) {
   if (!send.isOk()) return send.status().toString();
   if (!recv.isOk()) return recv.status().toString();
-  if (inPlace && !dense(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
+  if (inPlace && !denseType(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
   return "";
-}
-
-Result<collectives::Plan> alltoallvPlan(CommState& state, const AlltoallvArgs& args, const Datatype& send,
-                                        const Datatype& recv) {
-  return buildPlan(state, keyOf(args, state.comm->size(), send, recv), send, recv);
 }
 
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
@@ -56,12 +67,11 @@ bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm co
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
   why = alltoallvObstacle(send, recv, inPlace);
-  AlltoallvCache::Key key;
+  const int p = state.comm->size();
   int vote = kCannot;
   if (why.empty()) {
-    key = keyOf(args, state.comm->size(), *send, *recv);
-    AlltoallvCache& last = state.lastAlltoallv;
-    vote = last.plan.valid() && last.key == key ? kSamePlan : kNewPlan;
+    const AlltoallvCache& last = state.lastAlltoallv;
+    vote = last.plan.valid() && repeats(last.key, args, p, *send, *recv) ? kSamePlan : kNewPlan;
   }
   int agreed = kCannot;
   PMPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, comm);
@@ -71,6 +81,7 @@ bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm co
   }
   if (agreed == kNewPlan) {
     state.lastAlltoallv = AlltoallvCache{};  // releases the old plan first
+    AlltoallvCache::Key key = keyOf(args, p, *send, *recv);
     auto plan = buildPlan(state, key, *send, *recv);
     if (!plan.isOk()) {
       status = plan.status();

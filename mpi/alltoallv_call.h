@@ -53,17 +53,15 @@ inline std::vector<int64_t> widened(const int* values, int count) {
   return std::vector<int64_t>(values, values + count);
 }
 
+// Whether ibdt's in-place alltoallv can move `type` directly: one element
+// is size() contiguous bytes from lb 0.
+bool denseType(const datatype::Datatype& type);
+
 // Why this rank cannot take an alltoallv with these converted types (empty:
 // it can): a type did not convert, or MPI_IN_PLACE with a type that is not
 // dense (ibdt's in-place algorithm moves one element as size() bytes).
 std::string alltoallvObstacle(const Result<datatype::Datatype>& send, const Result<datatype::Datatype>& recv,
                               bool inPlace);
-
-// A new plan for `args` (MPI_IN_PLACE: ibdt's in-place alltoallv) on the
-// state's communicator; it takes the communicator's next tag, so only
-// calls every rank makes in the same order may build one.
-Result<collectives::Plan> alltoallvPlan(CommState& state, const AlltoallvArgs& args, const datatype::Datatype& send,
-                                        const datatype::Datatype& recv);
 
 // Runs the alltoallv on ibdt. Returns false, with `why` set, when the ranks
 // agreed to hand it to MPI; otherwise `status` is ibdt's outcome.

@@ -27,6 +27,14 @@ std::vector<CommState*>& liveStates() {
   static std::vector<CommState*> states;
   return states;
 }
+// The communicator commState() last returned, for recentCommState();
+// cleared when that communicator is freed (its handle may be reused).
+struct RecentComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommState* state = nullptr;
+};
+RecentComm recent;
+
 std::unique_ptr<fabric::Domain>& domain() {
   static std::unique_ptr<fabric::Domain> opened;
   return opened;
@@ -38,6 +46,7 @@ int deleteState(MPI_Comm, int, void* attribute, void*) {
   auto found = std::find(liveStates().begin(), liveStates().end(), state);
   if (found == liveStates().end()) return MPI_SUCCESS;
   liveStates().erase(found);
+  if (recent.state == state) recent = RecentComm{};
   delete state;
   return MPI_SUCCESS;
 }
@@ -94,7 +103,8 @@ Result<CommState*> commState(MPI_Comm comm) {
   }
   if (present) {
     if (attribute == nullptr) return makeError(Code::kUnsupported, "mpi: ibdt setup failed earlier on this communicator");
-    return static_cast<CommState*>(attribute);
+    recent = RecentComm{comm, static_cast<CommState*>(attribute)};
+    return recent.state;
   }
   auto created = createState(comm);
   int mine = created.isOk() ? 1 : 0, all = 0;
@@ -111,14 +121,18 @@ Result<CommState*> commState(MPI_Comm comm) {
     liveStates().push_back(state);
   }
   PMPI_Comm_set_attr(comm, keyval, state);
+  recent = RecentComm{comm, state};
   return state;
 }
+
+CommState* recentCommState(MPI_Comm comm) { return recent.comm == comm ? recent.state : nullptr; }
 
 void closeAllCommStates() {
   std::vector<CommState*> states;
   {
     std::lock_guard lock(stateMutex());
     states.swap(liveStates());
+    recent = RecentComm{};
   }
   for (CommState* state : states) delete state;
   domain().reset();

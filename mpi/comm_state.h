@@ -37,6 +37,10 @@ struct CommState {
 // all or none of them take ibdt's path (an error on one rank fails all).
 Result<CommState*> commState(MPI_Comm comm);
 
+// The state of `comm` if it is the communicator commState() last returned
+// (and still lives), else null: no MPI call.
+CommState* recentCommState(MPI_Comm comm);
+
 // Closes every state and the Domain (from MPI_Finalize, before PMPI_Finalize).
 void closeAllCommStates();
 

@@ -45,18 +45,21 @@ bool bridgeEnabled() {
 }
 
 // Under MPI_THREAD_MULTIPLE two threads could drive two communicators'
-// Contexts at once, which their shared Domain does not allow.
+// Contexts at once, which their shared Domain does not allow. The level MPI
+// provides is fixed at MPI_Init_thread: asked once.
 bool threadMultiple() {
-  int level = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&level);
-  return level == MPI_THREAD_MULTIPLE;
+  static const bool multiple = [] {
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
+  }();
+  return multiple;
 }
 
-// Why ibdt cannot run this alltoall here (empty: it can). Every reason is
-// the same on every rank of a correct MPI program; so are the types'
+// Why ibdt cannot run this alltoall on `comm` (empty: it can). Every reason
+// is the same on every rank of a correct MPI program; so are the types'
 // (mpi/alltoall_call.h), so no call needs a collective agreement.
 std::string alltoallObstacle(MPI_Comm comm) {
-  if (!bridgeEnabled()) return "IBDT_MPI=off";
   if (comm == MPI_COMM_NULL) return "MPI_COMM_NULL";
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return "invalid communicator";
@@ -94,12 +97,21 @@ int takeOrHand(const char* call, MPI_Comm comm, std::atomic<uint64_t>& taken, st
     handed.fetch_add(1, std::memory_order_relaxed);
     return pmpi();
   };
-  if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
-  auto state = commState(comm);
-  if (!state.isOk()) return toMpi(state.status().toString());
+  if (!bridgeEnabled()) return toMpi("IBDT_MPI=off");
+  // The communicator of the previous call, if ibdt runs on it: its
+  // obstacles were checked when its state was set up and cannot change
+  // (an attribute lookup and MPI_Comm_test_inter cost as much as a small
+  // alltoall's own work).
+  CommState* state = recentCommState(comm);
+  if (state == nullptr) {
+    if (std::string why = alltoallObstacle(comm); !why.empty()) return toMpi(why);
+    auto found = commState(comm);
+    if (!found.isOk()) return toMpi(found.status().toString());
+    state = *found;
+  }
   Status outcome;
   std::string why;
-  if (!take(**state, outcome, why)) return toMpi(why);
+  if (!take(*state, outcome, why)) return toMpi(why);
   taken.fetch_add(1, std::memory_order_relaxed);
   return ibdtOutcome(outcome, call, comm);
 }
@@ -139,7 +151,7 @@ extern "C" int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype se
   return takeOrHand(
       "MPI_Ialltoall", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
       [&](CommState& state, Status& started, std::string& why) {
-        return startIalltoall(state, args, request, started, why);
+        return startIalltoall(state, args, comm, request, started, why);
       },
       [&] { return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request); });
 }
@@ -151,7 +163,7 @@ extern "C" int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const
   return takeOrHand(
       "MPI_Ialltoallv", comm, counters().ialltoallIbdt, counters().ialltoallMpi,
       [&](CommState& state, Status& started, std::string& why) {
-        return startIalltoallv(state, args, request, started, why);
+        return startIalltoallv(state, args, comm, request, started, why);
       },
       [&] {
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,

@@ -7,16 +7,16 @@
 
 #include "base/log.h"
 #include "mpi/comm_state.h"
-#include "mpi/type_convert.h"
+#include "mpi/staging.h"
 
 namespace ibdt::mpi {
 namespace {
 
-using datatype::Datatype;
-
 // One run in flight, owned by its generalized request (freed by free_fn).
 struct NonblockingRun {
   collectives::Plan plan;
+  StagedAlltoallv call;  // its staging buffers, if any: unpacked when the run is done
+  MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;
   Status outcome;
 };
@@ -51,12 +51,16 @@ int32_t nextTag(CommState& state) {
          static_cast<int32_t>(state.nonblockingCalls++ % kNonblockingTags);
 }
 
-// Starts `plan` and hands it to a new generalized request.
-Status launch(Result<collectives::Plan> plan, MPI_Request* request) {
+// Packs what `call` stages, starts `plan` and hands both to a new
+// generalized request.
+Status launch(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
   IBDT_RETURN_IF_ERROR(plan.status());
+  IBDT_RETURN_IF_ERROR(call.before(comm));
   IBDT_RETURN_IF_ERROR(plan->start());
   auto run = std::make_unique<NonblockingRun>();
   run->plan = std::move(*plan);
+  run->call = std::move(call);
+  run->comm = comm;
   if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
     *request = MPI_REQUEST_NULL;
     return makeError(Code::kResource, "mpi: MPI_Grequest_start failed");  // the plan cancels what it posted
@@ -68,47 +72,41 @@ Status launch(Result<collectives::Plan> plan, MPI_Request* request) {
 
 }  // namespace
 
-bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
+bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                     std::string& why) {
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  const Result<Datatype> recv = convertType(args.recvtype);
-  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
-  if (!send.isOk() || !recv.isOk()) {
-    why = !send.isOk() ? send.status().toString() : recv.status().toString();
+  Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());
+  if (!call.isOk()) {
+    why = call.status().toString();
     return false;
   }
   *request = MPI_REQUEST_NULL;
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   state.comm->pinPlanTag(nextTag(state));
-  auto plan = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
-                                        inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
-                                        args.recvcount, *recv, state.alltoall);
+  auto plan = collectives::alltoallInit(*state.comm, call->sendbuf, inPlace ? args.recvcount : args.sendcount,
+                                        call->sendtype, call->recvbuf, args.recvcount, call->recvtype, state.alltoall);
   state.comm->unpinPlanTag();
-  status = launch(std::move(plan), request);
+  status = launch(std::move(plan), std::move(*call), comm, request);
   return true;
 }
 
-bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                      std::string& why) {
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  const Result<Datatype> recv = convertType(args.recvtype);
-  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
-  why = alltoallvObstacle(send, recv, inPlace);
-  if (!why.empty()) return false;
-  *request = MPI_REQUEST_NULL;
-  if (inPlace) {
-    // ibdt's in-place alltoallv takes three tags (check, control, data) and
-    // alternates control and data phases: it takes them from the
-    // communicator's counter, like a voted call, not the one reserved tag.
-    status = launch(alltoallvPlan(state, args, *send, *recv), request);
-    return true;
+  Result<StagedAlltoallv> call = stageAlltoallv(args, state.comm->size(), true);
+  if (!call.isOk()) {
+    why = call.status().toString();
+    return false;
   }
-  const int p = state.comm->size();
-  state.comm->pinPlanTag(nextTag(state));
-  auto plan = collectives::alltoallvInit(*state.comm, args.sendbuf, widened(args.sendcounts, p),
-                                         widened(args.sdispls, p), *send, args.recvbuf, widened(args.recvcounts, p),
-                                         widened(args.rdispls, p), *recv, state.alltoallv);
-  state.comm->unpinPlanTag();
-  status = launch(std::move(plan), request);
+  *request = MPI_REQUEST_NULL;
+  // ibdt's in-place alltoallv takes three tags (check, control, data) and
+  // alternates control and data phases: it takes them from the
+  // communicator's counter, like a voted call, not the one reserved tag.
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  if (!inPlace) state.comm->pinPlanTag(nextTag(state));
+  auto plan =
+      collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
+                                 call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, state.alltoallv);
+  if (!inPlace) state.comm->unpinPlanTag();
+  status = launch(std::move(plan), std::move(*call), comm, request);
   return true;
 }
 
@@ -129,6 +127,7 @@ void progressNonblocking() {
       continue;
     }
     run->outcome = done.isOk() ? run->plan.wait() : done.status();
+    if (run->outcome.isOk()) run->outcome = run->call.after(run->comm);
     if (!run->outcome.isOk()) IBDT_LOG(kError, "mpi: MPI_Ialltoall: ", run->outcome.toString());
     runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
     PMPI_Grequest_complete(run->request);  // MPI frees `run` (freeRun) when the program's wait collects it

@@ -30,22 +30,23 @@ struct CommState;
 inline constexpr int kNonblockingTags = 14;
 
 // Starts the alltoall on ibdt and sets `request`. Returns false, with `why`
-// set, when it goes to MPI instead (a type does not convert); otherwise
-// `status` is the outcome of starting it (on an error, `request` is
-// MPI_REQUEST_NULL); the run's outcome is the request's.
-bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Request* request, Status& status,
-                    std::string& why);
+// set, when it goes to MPI instead; otherwise `status` is the outcome of
+// starting it (on an error, `request` is MPI_REQUEST_NULL); the run's
+// outcome is the request's. There is no vote (a blocking agreement inside a
+// non-blocking call could deadlock against calls on other communicators),
+// so every rank of a correct program must decide alike: a side ibdt cannot
+// lay out is staged (mpi/staging.h), and only a type without a signature
+// in ibdt (MPI_REAL2) goes to MPI.
+bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,
+                    Status& status, std::string& why);
 
-// The same for MPI_Ialltoallv (no vote: a blocking agreement inside a
-// non-blocking call could deadlock against calls on other communicators).
-// A new plan per call: its first run checks every pair's signatures. Goes
-// to MPI when a type does not convert, or with MPI_IN_PLACE and a type that
-// is not dense. MPI_IN_PLACE runs ibdt's in-place alltoallv, whose three
-// tags come from the communicator's counter (as the voted calls' and the
-// persistent inits'): MPI orders collective calls, so they agree as long as
-// every rank takes the call.
-bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Request* request, Status& status,
-                     std::string& why);
+// The same for MPI_Ialltoallv. A new plan per call: its first run checks
+// every pair's signatures. MPI_IN_PLACE runs ibdt's in-place alltoallv
+// (a type that is not dense: staged), whose three tags come from the
+// communicator's counter (as the voted calls' and the persistent inits'):
+// MPI orders collective calls, so they agree as every rank takes the call.
+bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request,
+                     Status& status, std::string& why);
 
 // Whether ibdt has non-blocking runs in flight in this process.
 bool nonblockingActive();

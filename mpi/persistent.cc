@@ -6,13 +6,14 @@
 
 #include "base/log.h"
 #include "mpi/comm_state.h"
-#include "mpi/type_convert.h"
+#include "mpi/staging.h"
 
 namespace ibdt::mpi {
 namespace {
 
 struct PersistentAlltoall {
   collectives::Plan plan;
+  StagedAlltoallv call;  // staged sides: packed at every start, unpacked at every completion
   MPI_Comm comm = MPI_COMM_NULL;
   HandleState state = HandleState::kInactive;
 };
@@ -29,9 +30,10 @@ PersistentAlltoall* find(MPI_Request request) {
   return found == handles().end() ? nullptr : found->second.get();
 }
 
-void finish(PersistentAlltoall& op, const Status& outcome) {
+void finish(PersistentAlltoall& op, Status outcome) {
   op.state = HandleState::kComplete;
   --running;
+  if (outcome.isOk()) outcome = op.call.after(op.comm);
   if (!outcome.isOk()) {
     IBDT_LOG(kError, "mpi: persistent MPI_Alltoall(v): ", outcome.toString());
     PMPI_Comm_call_errhandler(op.comm, MPI_ERR_OTHER);
@@ -39,14 +41,14 @@ void finish(PersistentAlltoall& op, const Status& outcome) {
 }
 
 // Keeps a built plan behind a new handle (see the header); ibdt's outcome.
-Status adopt(Result<collectives::Plan> plan, MPI_Comm comm, MPI_Request* request) {
+Status adopt(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
   IBDT_RETURN_IF_ERROR(plan.status());
   if (PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, request) != MPI_SUCCESS) {
     *request = MPI_REQUEST_NULL;
     return makeError(Code::kResource, "mpi: MPI_Send_init of the persistent handle failed");
   }
-  handles()[*request] =
-      std::make_unique<PersistentAlltoall>(PersistentAlltoall{std::move(*plan), comm, HandleState::kInactive});
+  handles()[*request] = std::make_unique<PersistentAlltoall>(
+      PersistentAlltoall{std::move(*plan), std::move(call), comm, HandleState::kInactive});
   return Status::ok();
 }
 
@@ -54,38 +56,39 @@ Status adopt(Result<collectives::Plan> plan, MPI_Comm comm, MPI_Request* request
 
 bool initPersistentAlltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Info,
                             MPI_Request* request, Status& status, std::string& why) {
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  const Result<datatype::Datatype> recv = convertType(args.recvtype);
-  const Result<datatype::Datatype> send = inPlace ? recv : convertType(args.sendtype);
-  if (!send.isOk() || !recv.isOk()) {
-    why = !send.isOk() ? send.status().toString() : recv.status().toString();
+  // No vote: a side ibdt cannot lay out is staged (mpi/staging.h), so every
+  // rank of a correct program takes the call.
+  Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());
+  if (!call.isOk()) {
+    why = call.status().toString();
     return false;
   }
   *request = MPI_REQUEST_NULL;
-  status = adopt(collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
-                                           inPlace ? args.recvcount : args.sendcount, *send, args.recvbuf,
-                                           args.recvcount, *recv, state.alltoall),
-                 comm, request);
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  auto plan = collectives::alltoallInit(*state.comm, call->sendbuf, inPlace ? args.recvcount : args.sendcount,
+                                        call->sendtype, call->recvbuf, args.recvcount, call->recvtype, state.alltoall);
+  status = adopt(std::move(plan), std::move(*call), comm, request);
   return true;
 }
 
 bool initPersistentAlltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Info,
                              MPI_Request* request, Status& status, std::string& why) {
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  const Result<datatype::Datatype> recv = convertType(args.recvtype);
-  const Result<datatype::Datatype> send = inPlace ? recv : convertType(args.sendtype);
-  why = alltoallvObstacle(send, recv, inPlace);
+  Result<StagedAlltoallv> call = stageAlltoallv(args, state.comm->size(), true);
+  if (!call.isOk()) why = call.status().toString();
   // The init is blocking and collective: one vote, so that all ranks or none
-  // take it (a type may convert on one side only, unlike MPI_Alltoall's).
+  // take it (only a type without a signature in ibdt is left to refuse).
   const int mine = why.empty() ? 1 : 0;
   int all = 0;
   PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   if (all == 0) {
-    if (why.empty()) why = "another rank cannot take it (a datatype that does not convert there)";
+    if (why.empty()) why = "another rank cannot take it (a datatype without a signature in ibdt there)";
     return false;
   }
   *request = MPI_REQUEST_NULL;
-  status = adopt(alltoallvPlan(state, args, *send, *recv), comm, request);
+  auto plan =
+      collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
+                                 call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, state.alltoallv);
+  status = adopt(std::move(plan), std::move(*call), comm, request);
   return true;
 }
 
@@ -97,6 +100,7 @@ Status startPersistentAlltoall(MPI_Request request) {
   if (op->state != HandleState::kInactive) {
     return makeError(Code::kState, "mpi: MPI_Start of an active persistent alltoall");
   }
+  IBDT_RETURN_IF_ERROR(op->call.before(op->comm));
   IBDT_RETURN_IF_ERROR(op->plan.start());
   op->state = HandleState::kRunning;
   ++running;

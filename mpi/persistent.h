@@ -27,13 +27,15 @@ namespace ibdt::mpi {
 struct CommState;
 
 // Builds the plan and the handle. Returns false, with `why` set, when the
-// call goes to MPI instead (a type does not convert).
+// call goes to MPI instead (a type without a signature in ibdt). A side
+// ibdt cannot lay out is staged (mpi/staging.h): packed at every start,
+// unpacked when the run completes.
 bool initPersistentAlltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Info info,
                             MPI_Request* request, Status& status, std::string& why);
 
 // The same for MPI_Alltoallv_init (MPICH 4.0) / MPIX_Alltoallv_init (Open
-// MPI 4.1) on ibdt's alltoallv plans (MPI_IN_PLACE: the in-place plan, dense
-// types only). The init votes (one MPI_Allreduce), so all ranks or none take
+// MPI 4.1) on ibdt's alltoallv plans (MPI_IN_PLACE: the in-place plan, a
+// type that is not dense staged). The init votes (one MPI_Allreduce), so all ranks or none take
 // it. Everything below applies to both kinds of handle.
 bool initPersistentAlltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Info info,
                              MPI_Request* request, Status& status, std::string& why);

@@ -1,6 +1,7 @@
 // The conversion cache: a type attribute on derived MPI datatypes (dropped
 // by its delete callback when the type is freed), a table for predefined ones.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -45,8 +46,11 @@ size_t recentSlot(MPI_Datatype type) {
   return (bits ^ (bits >> 4) ^ (bits >> 12)) % kRecentSlots;
 }
 
+std::atomic<uint64_t> typesFreed{0};
+
 int deleteCached(MPI_Datatype, int, void* attribute, void*) {
   std::lock_guard lock(cacheMutex());
+  typesFreed.fetch_add(1, std::memory_order_relaxed);
   for (RecentSlot& slot : recent) {
     if (slot.cached == attribute) slot = RecentSlot{};
   }
@@ -123,6 +127,8 @@ Result<Datatype> convertType(MPI_Datatype type) {
   IBDT_ASSIGN_OR_RETURN(Cached * cached, lookup(type));
   return cached->type;
 }
+
+uint64_t convertedTypesFreed() { return typesFreed.load(std::memory_order_relaxed); }
 
 Result<Segment> segmentOf(MPI_Datatype type, int64_t count) {
   std::lock_guard lock(cacheMutex());

@@ -28,6 +28,11 @@ namespace ibdt::mpi {
 // MPI_DATATYPE_NULL or a handle MPI rejects.
 Result<datatype::Datatype> convertType(MPI_Datatype type);
 
+// How many converted derived types have been freed so far: while it stays
+// the same, an MPI_Datatype handle converted earlier still names the same
+// type (predefined types are never freed), so a caller may skip convertType.
+uint64_t convertedTypesFreed();
+
 // A type with the signature (basic-type sequence) of `type` — its
 // conversion, or for a type whose layout ibdt cannot express (a negative
 // extent) one built with resized levels left out — to describe `type`'s

@@ -104,13 +104,14 @@ struct AlltoallCase {
   std::string row;
   int64_t bytes = 0;
   bool vector = false;
+  int commSize = 0, commRank = 0;  // of the communicator the calls run on
   std::vector<uint8_t> send, recv;
   std::function<void()> mpi, ibdt;
 };
 
 // True when every rank received what its peers meant; else rank(s) print why.
-bool receivedRight(AlltoallCase& c, int size, int rank, const char* who) {
-  const std::string wrong = checkAlltoallReceive(c.recv, c.bytes, size, rank);
+bool receivedRight(AlltoallCase& c, const char* who) {
+  const std::string wrong = checkAlltoallReceive(c.recv, c.bytes, c.commSize, c.commRank);
   int bad = wrong.empty() ? 0 : 1, anyBad = 0;
   PMPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (!wrong.empty()) printLine({{"error", c.row + " (" + who + ") delivered wrong data: " + wrong}});
@@ -123,7 +124,7 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
   for (auto [call, who] : {std::pair{&c.mpi, "MPI"}, std::pair{&c.ibdt, "ibdt"}}) {
     std::fill(c.recv.begin(), c.recv.end(), 0);
     (*call)();
-    if (!receivedRight(c, world.size, world.rank, who)) return false;
+    if (!receivedRight(c, who)) return false;
   }
   const int calls = alltoallCallsPerRep(c.bytes);
   auto perCall = [&](const std::function<void()>& fn) {
@@ -135,15 +136,17 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
     return max;
   };
   auto [mpi, ibdt] = alternate(warmup, alltoallRepsFor(c.bytes, reps), c.mpi, c.ibdt, perCall);
-  if (!receivedRight(c, world.size, world.rank, "ibdt, after the timed calls")) return false;
+  if (!receivedRight(c, "ibdt, after the timed calls")) return false;
   if (world.rank == 0) {
     printLine({{"row", c.row}, {"bytes", c.bytes}, {"mpi", triple(mpi)}, {"ibdt", triple(ibdt)}});
   }
   return true;
 }
 
-// The `ibdt-bench alltoall` rows (perf/alltoall_cases.h) and MPI_Alltoallv
-// with the contiguous row's counts.
+// The `ibdt-bench alltoall` rows (perf/alltoall_cases.h), MPI_Alltoallv
+// with the contiguous row's counts, and the contiguous MPI_Alltoall on
+// MPI_COMM_SELF ("self": one block copied, no peer to wait for, so mostly
+// the bridge's own per-call cost against MPI's).
 bool runAlltoall(const World& world, const BaselineOptions& options) {
   const int p = world.size;
   for (int64_t bytes : options.sizes) {
@@ -156,14 +159,19 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
     std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
-    std::vector<AlltoallCase> cases(3);
-    for (int k = 0; k < 3; ++k) {
+    std::vector<AlltoallCase> cases(4);
+    for (int k = 0; k < 4; ++k) {
       AlltoallCase& c = cases[static_cast<size_t>(k)];
-      c.row = k == 0 ? "MPI_Alltoall contig" : k == 1 ? "MPI_Alltoall vector" : "MPI_Alltoallv";
+      c.row = k == 0   ? "MPI_Alltoall contig"
+              : k == 1 ? "MPI_Alltoall vector"
+              : k == 2 ? "MPI_Alltoallv"
+                       : "MPI_Alltoall self";
       c.bytes = bytes;
       c.vector = k == 1;
-      c.recv.assign(static_cast<size_t>(bytes * p), 0);
-      fillAlltoallSend(c.send, c.vector, bytes, p, world.rank);
+      c.commSize = k == 3 ? 1 : p;
+      c.commRank = k == 3 ? 0 : world.rank;
+      c.recv.assign(static_cast<size_t>(bytes * c.commSize), 0);
+      fillAlltoallSend(c.send, c.vector, bytes, c.commSize, c.commRank);
       const void* s = c.send.data();
       void* r = c.recv.data();
       if (k == 0) {
@@ -172,6 +180,9 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
       } else if (k == 1) {
         c.mpi = [=] { PMPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
         c.ibdt = [=] { MPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
+      } else if (k == 3) {
+        c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
+        c.ibdt = [=] { MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
       } else {
         const int *cn = counts.data(), *dp = displs.data();
         c.mpi = [=] { PMPI_Alltoallv(s, cn, dp, MPI_BYTE, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD); };

@@ -1,7 +1,7 @@
 # Runs `ibdt-bench mpi --quick --ranks 2 --json --out DIR` and checks that,
 # for every MPI library ibdt-bench was built with, each pack case has a
 # MPI_Pack row and each quick size (8, 4096 bytes per pair) has its
-# MPI_Alltoall contig / vector and MPI_Alltoallv rows at 2 ranks, every one
+# MPI_Alltoall contig / vector / self and MPI_Alltoallv rows at 2 ranks, every one
 # with positive values on both sides, and that --out wrote the JSON and the
 # plots. Not a speed test: the bench program checked IBDT_Pack's bytes
 # against PMPI_Pack's and every received byte of both alltoalls, and that
@@ -49,7 +49,7 @@ foreach(library IN LISTS libraries)
   if(packRows LESS 9)  # the quick pack cases (perf/pack_cases.h)
     message(FATAL_ERROR "${library}: ${packRows} MPI_Pack rows, expected 9:\n${out}")
   endif()
-  foreach(call "MPI_Alltoall contig" "MPI_Alltoall vector" "MPI_Alltoallv")
+  foreach(call "MPI_Alltoall contig" "MPI_Alltoall vector" "MPI_Alltoallv" "MPI_Alltoall self")
     foreach(bytes 8 4096)
       count_rows("${library}" "${call}" ${bytes} n)
       if(NOT n EQUAL 1)

@@ -4,9 +4,20 @@
 #pragma once
 
 #include <mpi.h>
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>  // MPIX_Alltoall_init, MPIX_Alltoallv_init
+#endif
 
 #include <cstdio>
 #include <string>
+
+// The persistent collectives' inits: MPI 4's MPI_Alltoall_init, named
+// MPIX_Alltoall_init in Open MPI 4.1.
+#if defined(OPEN_MPI)
+#define PERSISTENT_INIT(collective) MPIX_##collective##_init
+#else
+#define PERSISTENT_INIT(collective) MPI_##collective##_init
+#endif
 
 namespace interpose_test {
 
@@ -30,5 +41,9 @@ inline int value(int from, int to, int i) { return from * 1000003 + to * 7919 + 
 void persistentAlltoall(MPI_Comm comm, bool testanyLoop);
 void persistentAlltoallv(MPI_Comm comm);
 void ialltoall(MPI_Comm comm, int how);
+// tests/mpi/interpose_mixed_types.cc: non-blocking and persistent alltoalls
+// whose types ibdt takes directly on some ranks only; `bridged`: the
+// library is loaded (a case the MPI library's own call fails).
+void mixedTypes(MPI_Comm comm, bool bridged);
 
 }  // namespace interpose_test

@@ -2,9 +2,6 @@
 // (MPI_Ialltoall, MPI_Ialltoallv, MPI_Alltoall(v)_init / MPIX_Alltoall(v)_init),
 // every byte checked; see alltoall_interpose_program.cc.
 #include <mpi.h>
-#if defined(OPEN_MPI)
-#include <mpi-ext.h>  // MPIX_Alltoall_init, MPIX_Alltoallv_init
-#endif
 #include <sched.h>
 
 #include <algorithm>
@@ -20,11 +17,6 @@ namespace {
 // it MPIX_Alltoall_init): two plans, one in place, each run three times
 // with new values (MPI_Start + MPI_Wait, then MPI_Startall + MPI_Waitall,
 // then MPI_Startall + an MPI_Testany loop), then freed.
-#if defined(OPEN_MPI)
-#define PERSISTENT_INIT(collective) MPIX_##collective##_init
-#else
-#define PERSISTENT_INIT(collective) MPI_##collective##_init
-#endif
 int persistentInit(const void* send, int n, void* recv, MPI_Comm comm, MPI_Request* request) {
   return PERSISTENT_INIT(Alltoall)(send, n, MPI_INT, recv, n, MPI_INT, comm, MPI_INFO_NULL, request);
 }
