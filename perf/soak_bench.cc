@@ -53,7 +53,7 @@ std::string complaint(const SoakRankEnd& end, bool survivorOfKill) {
   return "";
 }
 
-void runMix(const SoakOptions& options, int ranks, Report& report) {
+void runMix(const SoakOptions& options, int ranks, Report& report, std::string& provider) {
   SoakJobSpec spec;
   spec.ranks = ranks;
   spec.provider = options.provider;
@@ -62,6 +62,7 @@ void runMix(const SoakOptions& options, int ranks, Report& report) {
   spec.bound = std::chrono::seconds(options.boundSeconds);
   auto job = runSoakJob(spec, tag("mix", ranks, 0));
   if (!job.isOk()) return reportFailure("soak: " + job.status().toString());
+  provider = job->ranks[0].provider;
   int64_t bytes = 0;
   int failures = 0;
   for (size_t r = 0; r < job->ranks.size(); ++r) {
@@ -79,7 +80,8 @@ void runMix(const SoakOptions& options, int ranks, Report& report) {
 }
 
 // One kill job's row; its victim and delay come from the job's seed.
-void runKillJob(const SoakOptions& options, int ranks, int job, Report& report, std::map<std::string, int>& codes) {
+void runKillJob(const SoakOptions& options, int ranks, int job, Report& report, std::map<std::string, int>& codes,
+                std::string& provider) {
   SoakJobSpec spec;
   spec.ranks = ranks;
   spec.provider = options.provider;
@@ -91,6 +93,7 @@ void runKillJob(const SoakOptions& options, int ranks, int job, Report& report, 
   spec.bound = std::chrono::seconds(options.boundSeconds);
   auto result = runSoakJob(spec, tag("kill", ranks, job));
   if (!result.isOk()) return reportFailure("soak --kill: " + result.status().toString());
+  provider = result->ranks[spec.victim == 0 ? 1 : 0].provider;
   int errors = 0, failures = 0;
   uint64_t rounds = 0;
   int64_t bytes = 0;
@@ -130,13 +133,16 @@ void runSoak(const SoakOptions& options, const CommonOptions& common) {
                                {"ranks", "seconds", "rounds", "bytes checked", "rounds/min", "MB checked/min",
                                 "failed ranks"});
   std::map<std::string, int> codes;
+  std::string provider;  // the one the ranks opened
   for (int ranks : rankCounts) {
-    for (int job = 0; options.kill && job < options.jobs; ++job) runKillJob(options, ranks, job, report, codes);
-    if (!options.kill) runMix(options, ranks, report);
+    for (int job = 0; options.kill && job < options.jobs; ++job) {
+      runKillJob(options, ranks, job, report, codes, provider);
+    }
+    if (!options.kill) runMix(options, ranks, report, provider);
   }
   report.setFileStem(options.kill ? "soak-kill" : "soak");
   report.note("machine", machineDescription());
-  report.note("provider", options.provider);
+  report.note("provider", options.provider == provider ? provider : strCat(options.provider, ": ", provider));
   report.note("seed", options.seed);
   report.note("limits", "eager limit 256 B, 4 credits, 1000-byte segments (every size crosses the protocols)");
   if (options.kill) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -33,6 +34,7 @@ struct SharedRecord {
   Code code = Code::kOk;
   bool wrong = false;
   char message[240] = {};
+  char provider[16] = {};  // what the job's provider option opened ("auto": shm or verbs)
 };
 static_assert(std::atomic<int32_t>::is_always_lock_free);
 
@@ -78,6 +80,7 @@ int soakRank(messaging::Bootstrap& bootstrap, const SoakJobSpec& spec, const std
   };
   auto domain = fabric::openDomain(spec.provider, {jobTag, ""});
   if (!domain.isOk()) return fail(domain.status());
+  std::snprintf(record.provider, sizeof record.provider, "%s", (*domain)->caps().provider.c_str());
   auto context = messaging::Context::create(**domain, bootstrap, collectives::testing::soakOptions());
   if (!context.isOk()) return fail(context.status());
   auto comm = collectives::Communicator::create(**context);
@@ -102,6 +105,7 @@ int soakRank(messaging::Bootstrap& bootstrap, const SoakJobSpec& spec, const std
 SoakRankEnd endOf(const SharedRecord& record) {
   SoakRankEnd end;
   end.roundsEnded = record.state.load(std::memory_order_acquire) == kRoundsEnded;
+  end.provider = std::string(record.provider, strnlen(record.provider, sizeof record.provider));
   if (!end.roundsEnded) return end;
   end.rounds = record.rounds;
   end.bytesChecked = record.bytesChecked;

@@ -31,6 +31,7 @@ struct SoakJobSpec {
 // How a rank ended: what it wrote about itself (in memory shared with the
 // bench) and how the bench saw it end.
 struct SoakRankEnd {
+  std::string provider;           // the provider it opened (empty if it did not get that far)
   bool roundsEnded = false;       // it got as far as writing what follows
   uint64_t rounds = 0;
   int64_t bytesChecked = 0;

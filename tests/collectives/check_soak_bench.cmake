@@ -4,13 +4,13 @@
 # bench itself exits non-zero on any wrong byte, any error in the mix, and
 # any survivor that hangs, times out or reports success; this script also
 # checks the JSON it reports.
-# -DBENCH=<ibdt-bench> [-DSECONDS=10] [-DJOBS=2]
+# -DBENCH=<ibdt-bench> [-DSECONDS=10] [-DJOBS=4]
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
 if(NOT SECONDS)
   set(SECONDS 10)
 endif()
 if(NOT JOBS)
-  set(JOBS 2)
+  set(JOBS 4)
 endif()
 
 ibdt_run_bench_json(soak --ranks 4 --seconds ${SECONDS} --bound 20)
@@ -39,3 +39,10 @@ foreach(i RANGE ${last})
 endforeach()
 string(JSON codes GET "${out}" "survivor errors by code")
 message(STATUS "soak --kill: ${rows} jobs, survivor errors by code ${codes}")
+
+# Bad input: a rank count outside 2..8 is refused before anything starts.
+execute_process(COMMAND ${BENCH} soak --ranks 9 --seconds 1 RESULT_VARIABLE rc OUTPUT_VARIABLE badOut
+                ERROR_VARIABLE badErr)
+if(rc EQUAL 0 OR NOT "${badOut}${badErr}" MATCHES "--ranks")
+  message(FATAL_ERROR "soak --ranks 9 was not refused naming --ranks (exit ${rc}):\n${badOut}${badErr}")
+endif()
