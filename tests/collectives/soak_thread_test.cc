@@ -7,7 +7,9 @@
 // for 2, 4 and 8 ranks in CI). The kill mode runs short jobs of the same mix
 // in which one rank, chosen by the seed, dies after a random round: every
 // survivor must end with an error (never a hang or a timeout), and every
-// operation that did succeed must have delivered every byte.
+// operation that did succeed must have delivered every byte. The rounds
+// are tests/support/soak_round.h, shared with `ibdt-bench soak` (the same
+// over forked processes and shm, SIGKILL for the kill mode).
 #include <gtest/gtest.h>
 
 #include <chrono>
