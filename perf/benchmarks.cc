@@ -13,10 +13,11 @@ void addConnectBenchmark(CLI::App& app, const CommonOptions& common);
 void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common);
 void addAlltoallvBenchmark(CLI::App& app, const CommonOptions& common);  // perf/alltoallv_bench.cc
 void addMpiBenchmark(CLI::App& app, const CommonOptions& common);        // perf/mpi_bridge_bench.cc
+void addSoakBenchmark(CLI::App& app, const CommonOptions& common);       // perf/soak_bench.cc
 
 std::vector<AddBenchmark> allBenchmarks() {
   return {addPackBenchmark, addVectorBenchmark, addAlltoallBenchmark, addAlltoallvBenchmark, addMpiBenchmark, addFabricBenchmark, addRegistrationBenchmark, addBootstrapBenchmark,
-          addConnectBenchmark};
+          addConnectBenchmark, addSoakBenchmark};
 }
 
 namespace {

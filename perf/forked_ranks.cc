@@ -1,6 +1,7 @@
 #include "perf/forked_ranks.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +136,39 @@ bool ranksFitCores(int ranks) {
   return sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= ranks;
 }
 
+namespace {
+
+// Forks rank `rank` with its star sockets `fds` (rank 0: one per rank, -1
+// for itself; others: the one to rank 0); the child closes the other
+// descriptors of `all`, runs body and exits with its result. Returns the
+// child's pid (-1 if fork failed).
+pid_t forkRank(int rank, int ranks, std::vector<int> fds, const std::vector<int>& all,
+               const std::function<int(messaging::Bootstrap&)>& body) {
+  const pid_t child = fork();
+  if (child != 0) return child;
+  for (int fd : all) {
+    if (fd >= 0 && std::find(fds.begin(), fds.end(), fd) == fds.end()) close(fd);
+  }
+  messaging::Bootstrap bootstrap = starBootstrap(rank, ranks, std::move(fds));
+  int code = 0;
+  {
+    CoreBinding binding(rank, ranks);
+    code = body(bootstrap);
+  }
+  std::fflush(nullptr);
+  _exit(code);
+}
+
+// The child's exit code for `status`, printing a failure to stderr.
+int exitCodeOf(std::string_view benchmark, int rank, const Status& status) {
+  if (status.isOk()) return 0;
+  std::fprintf(stderr, "%.*s (rank %d): %s\n", static_cast<int>(benchmark.size()), benchmark.data(), rank,
+               status.toString().c_str());
+  return 1;
+}
+
+}  // namespace
+
 bool runForkedRanks(std::string_view benchmark, int ranks,
                     const std::function<Status(messaging::Bootstrap& bootstrap)>& body) {
   std::vector<int> mine(static_cast<size_t>(ranks), -1);  // rank 0's end of each child's pair
@@ -148,22 +182,11 @@ bool runForkedRanks(std::string_view benchmark, int ranks,
       ok = false;
       break;
     }
-    const pid_t child = fork();
-    if (child == 0) {
-      close(sockets[0]);
-      for (int fd : mine) {
-        if (fd >= 0) close(fd);
-      }
-      messaging::Bootstrap bootstrap = starBootstrap(rank, ranks, {sockets[1]});
-      CoreBinding binding(rank, ranks);
-      Status status = body(bootstrap);
-      if (!status.isOk()) {
-        std::fprintf(stderr, "%.*s (rank %d): %s\n", static_cast<int>(benchmark.size()), benchmark.data(), rank,
-                     status.toString().c_str());
-      }
-      std::fflush(nullptr);
-      _exit(status.isOk() ? 0 : 1);
-    }
+    std::vector<int> all = mine;
+    all.push_back(sockets[0]);
+    const pid_t child = forkRank(rank, ranks, {sockets[1]}, all, [&](messaging::Bootstrap& bootstrap) {
+      return exitCodeOf(benchmark, rank, body(bootstrap));
+    });
     close(sockets[1]);
     if (child < 0) {
       reportFailure(strCat(benchmark, ": fork: ", std::strerror(errno)));
@@ -199,6 +222,40 @@ bool runForkedRanks(std::string_view benchmark, int ranks,
     }
   }
   return ok;
+}
+
+Result<std::vector<pid_t>> forkRankProcesses(int ranks, const std::function<int(messaging::Bootstrap&)>& body) {
+  std::vector<int> zeroEnds(static_cast<size_t>(ranks), -1), otherEnds(static_cast<size_t>(ranks), -1);
+  auto closeAll = [&] {
+    for (int fd : zeroEnds) if (fd >= 0) close(fd);
+    for (int fd : otherEnds) if (fd >= 0) close(fd);
+  };
+  for (int rank = 1; rank < ranks; ++rank) {
+    int sockets[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+      closeAll();
+      return makeError(Code::kSystem, "forked ranks: socketpair: ", std::strerror(errno));
+    }
+    zeroEnds[static_cast<size_t>(rank)] = sockets[0];
+    otherEnds[static_cast<size_t>(rank)] = sockets[1];
+  }
+  std::vector<int> all = zeroEnds;
+  all.insert(all.end(), otherEnds.begin(), otherEnds.end());
+  std::vector<pid_t> pids;
+  std::fflush(nullptr);
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::vector<int> fds = rank == 0 ? zeroEnds : std::vector<int>{otherEnds[static_cast<size_t>(rank)]};
+    const pid_t child = forkRank(rank, ranks, fds, all, body);
+    if (child < 0) {
+      closeAll();
+      for (pid_t pid : pids) kill(pid, SIGKILL);
+      for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+      return makeError(Code::kSystem, "forked ranks: fork: ", std::strerror(errno));
+    }
+    pids.push_back(child);
+  }
+  closeAll();  // the ranks hold their own ends: one closes, its peers see EOF
+  return pids;
 }
 
 Result<std::string> agreeAcrossRanks(messaging::Bootstrap& bootstrap, const std::string& mine) {

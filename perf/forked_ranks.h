@@ -6,6 +6,8 @@
 // swapping addresses and keys (two ranks: all[1 - rank] is the peer's).
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <string_view>
@@ -23,6 +25,12 @@ namespace ibdt::perf {
 // body ends.
 bool runForkedRanks(std::string_view benchmark, int ranks,
                     const std::function<Status(messaging::Bootstrap& bootstrap)>& body);
+
+// Forks all `ranks` ranks (rank 0 too), joined as runForkedRanks' are, each
+// exiting with body's result; the caller stays out of the job (free to kill
+// any rank, as `ibdt-bench soak --kill` does) and must reap the returned
+// pids (index: rank).
+Result<std::vector<pid_t>> forkRankProcesses(int ranks, const std::function<int(messaging::Bootstrap&)>& body);
 
 // Every rank's verdict, so all fail together: "" when all were right, else
 // the first rank's complaint (collective).
