@@ -90,16 +90,18 @@ int64_t streamThresholdBytes() {
   return l3 > 0 ? l3 / 2 : int64_t{16} << 20;
 }
 
-// Fastest kernel on blocks in cache, over layouts whose speed differs by
-// kernel: page-aligned 4 KiB blocks, the same 16 bytes past the page (glibc
-// malloc's large blocks) and 2 KiB blocks whose offsets differ. Rounds
-// alternate the kernels so that a burst of load hits all of them.
-BlockKernel calibrateInCache() {
+// Fastest kernel on blocks in cache, in one direction, over layouts whose
+// speed differs by kernel: page-aligned 4 KiB blocks, the same 16 bytes past
+// the page (glibc malloc's large blocks), 2 KiB blocks whose offsets differ and
+// 8 KiB rows 16 KiB apart (a column layout). Rounds alternate the kernels so
+// that a burst of load hits all of them.
+BlockKernel calibrateInCache(bool pack) {
   struct Layout {
     int64_t bytes, stride, typedAt, packedAt;
   };
-  constexpr int64_t kBlocks = 64, kSpan = 2 * kBlocks * 4096 + 4096;
-  constexpr Layout kLayouts[] = {{4096, 8192, 0, 0}, {4096, 8192, 16, 16}, {2048, 4096, 0, 1088}};
+  constexpr int64_t kBlocks = 32, kSpan = kBlocks * 16384 + 8192;
+  constexpr Layout kLayouts[] = {
+      {4096, 8192, 0, 0}, {4096, 8192, 16, 16}, {2048, 4096, 0, 1088}, {8192, 16384, 16, 16}};
   std::vector<char> storage(static_cast<size_t>(2 * kSpan + 4096), 1);
   char* typedBase = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(storage.data()) + 4095) & ~uintptr_t{4095});
   char* packedBase = typedBase + kSpan;
@@ -111,7 +113,7 @@ BlockKernel calibrateInCache() {
       for (size_t l = 0; l < std::size(kLayouts); ++l) {
         const Layout& at = kLayouts[l];
         const double ns = fastestNs(1, [&] {
-          copyBlocksWith(static_cast<BlockKernel>(k), true, packedBase + at.packedAt,
+          copyBlocksWith(static_cast<BlockKernel>(k), pack, packedBase + at.packedAt,
                          reinterpret_cast<uintptr_t>(typedBase + at.typedAt), kBlocks, at.bytes, at.stride, nullptr);
         });
         fastest[k][l] = std::min(fastest[k][l], ns);
@@ -131,17 +133,25 @@ BlockKernel calibrateInCache() {
   return chosen;
 }
 
-// Online trials for the beyond-cache choice: kTrialsPerKernel timed calls per kernel.
-constexpr int kTrialsPerKernel = 2;
+// Online trials for the beyond-cache choice: kTrialsPerKernel timed calls per
+// kernel and direction, after one untimed copy.
+constexpr int kTrialsPerKernel = 3;
+constexpr int kTrialCount = kBlockKernelCount * kTrialsPerKernel;
+
+// The beyond-cache trials of one direction.
+struct Trials {
+  bool warmedUp = false;  // the untimed first copy is done
+  int done = 0;
+  double bestNsPerByte[kBlockKernelCount] = {1e300, 1e300, 1e300};
+};
 
 struct PlanState {
   std::mutex mutex;
   bool made = false;
   BlockCopyPlan plan;
   Status error;
-  int trialsDone = 0;
+  Trials trials[2];                 // [packing]
   int64_t streamAboveOverride = 0;  // tests
-  double bestNsPerByte[kBlockKernelCount] = {1e300, 1e300, 1e300};
 };
 
 PlanState& state() {
@@ -149,21 +159,27 @@ PlanState& state() {
   return s;
 }
 
-// Lock-free copy of the settled plan for the per-call path: bit 9 valid, bit 8
-// beyondDecided, bits 4-7 beyondCache, bits 0-3 inCache; 0 = ask under the lock.
-std::atomic<uint32_t> settledPlan{0};
+DirectionPlan& direction(BlockCopyPlan& plan, bool pack) { return pack ? plan.pack : plan.unpack; }
+
+// Lock-free copy of the settled plan for the per-call path, per direction
+// ([packing]): bit 9 valid, bit 8 beyondDecided, bits 4-7 beyondCache, bits
+// 0-3 inCache; 0 = ask under the lock.
+std::atomic<uint32_t> settledPlan[2] = {0, 0};
 std::atomic<int64_t> settledStreamAbove{0};
 
 void publishLocked(const PlanState& s) {
   settledStreamAbove.store(s.plan.streamAbove, std::memory_order_relaxed);
-  const uint32_t word = 0x200u | (s.plan.beyondDecided ? 0x100u : 0u) |
-                        (static_cast<uint32_t>(s.plan.beyondCache) << 4) | static_cast<uint32_t>(s.plan.inCache);
-  settledPlan.store(s.made ? word : 0u, std::memory_order_release);
+  for (bool pack : {false, true}) {
+    const DirectionPlan& d = s.plan.of(pack);
+    const uint32_t word = 0x200u | (d.beyondDecided ? 0x100u : 0u) | (static_cast<uint32_t>(d.beyondCache) << 4) |
+                          static_cast<uint32_t>(d.inCache);
+    settledPlan[pack].store(s.made ? word : 0u, std::memory_order_release);
+  }
 }
 
 // The kernel from the settled plan, or false when the lock is needed (not yet made, or a trial is due).
-bool settledKernel(int64_t total, BlockKernel& kernel) {
-  const uint32_t word = settledPlan.load(std::memory_order_acquire);
+bool settledKernel(bool pack, int64_t total, BlockKernel& kernel) {
+  const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
   if ((word & 0x200u) == 0) return false;
   if (total < settledStreamAbove.load(std::memory_order_relaxed)) {
     kernel = static_cast<BlockKernel>(word & 0xFu);
@@ -178,6 +194,14 @@ Result<int> forcedKernel() {
   return config::getChoice("IBDT_PACK_COPY", {"auto", "memcpy", "vector", "stream"});
 }
 
+void forceLocked(PlanState& s, BlockKernel kernel) {
+  s.plan.forced = true;
+  for (DirectionPlan* d : {&s.plan.pack, &s.plan.unpack}) {
+    d->inCache = d->beyondCache = kernel;
+    d->beyondDecided = true;
+  }
+}
+
 void choosePlanLocked(PlanState& s) {
   s.plan = BlockCopyPlan{};
   s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
@@ -185,17 +209,15 @@ void choosePlanLocked(PlanState& s) {
   if (!forced.isOk()) {
     s.error = forced.status();
     IBDT_LOG(kError, "large-block pack copy: ", forced.status().toString(), "; using memcpy");
-    s.plan.forced = true;
-    s.plan.beyondDecided = true;
-    return;
+    return forceLocked(s, BlockKernel::kMemcpy);
   }
   if (*forced > 0 && blockKernelAvailable(static_cast<BlockKernel>(*forced - 1))) {
-    s.plan.inCache = s.plan.beyondCache = static_cast<BlockKernel>(*forced - 1);
-    s.plan.forced = s.plan.beyondDecided = true;
-    return;
+    return forceLocked(s, static_cast<BlockKernel>(*forced - 1));
   }
-  s.plan.inCache = calibrateInCache();
-  IBDT_LOG(kDebug, "large-block pack copy in cache: ", blockKernelName(s.plan.inCache));
+  s.plan.pack.inCache = calibrateInCache(true);
+  s.plan.unpack.inCache = calibrateInCache(false);
+  IBDT_LOG(kDebug, "large-block pack copy in cache: ", blockKernelName(s.plan.pack.inCache), " packing, ",
+           blockKernelName(s.plan.unpack.inCache), " unpacking");
 }
 
 void makePlanLocked(PlanState& s) {
@@ -205,33 +227,42 @@ void makePlanLocked(PlanState& s) {
   publishLocked(s);
 }
 
-// The kernel for a copy of `total` bytes beyond the cache; trial >= 0 when it is timed.
-BlockKernel beyondKernel(PlanState& s, int& trial) {
+// The kernel for a copy beyond the cache in one direction; trial >= 0 when it is timed.
+BlockKernel beyondKernel(PlanState& s, bool pack, int& trial) {
   trial = -1;
-  if (s.plan.beyondDecided) return s.plan.beyondCache;
-  for (int k = s.trialsDone; k < kBlockKernelCount * kTrialsPerKernel; ++k) {
+  const DirectionPlan& d = s.plan.of(pack);
+  if (d.beyondDecided) return d.beyondCache;
+  Trials& t = s.trials[pack];
+  if (!t.warmedUp) {  // untimed: a fresh buffer's page faults would count against the first kernel
+    t.warmedUp = true;
+    return d.inCache;
+  }
+  for (int k = t.done; k < kTrialCount; ++k) {
     const auto kernel = static_cast<BlockKernel>(k % kBlockKernelCount);
     if (blockKernelAvailable(kernel)) {
       trial = k;
-      s.trialsDone = k + 1;
+      t.done = k + 1;
       return kernel;
     }
   }
-  return s.plan.beyondCache;
+  return d.inCache;  // trials handed out, results not all in: in-cache choice meanwhile
 }
 
-void recordTrial(PlanState& s, BlockKernel kernel, double nsPerByte) {
+void recordTrial(PlanState& s, bool pack, BlockKernel kernel, double nsPerByte) {
+  Trials& t = s.trials[pack];
+  DirectionPlan& d = direction(s.plan, pack);
   const int k = static_cast<int>(kernel);
-  if (nsPerByte < s.bestNsPerByte[k]) s.bestNsPerByte[k] = nsPerByte;
-  if (s.trialsDone < kBlockKernelCount * kTrialsPerKernel || s.plan.beyondDecided) return;
+  if (nsPerByte < t.bestNsPerByte[k]) t.bestNsPerByte[k] = nsPerByte;
+  if (t.done < kTrialCount || d.beyondDecided) return;
   int best = 0;
   for (int i = 1; i < kBlockKernelCount; ++i) {
-    if (s.bestNsPerByte[i] < s.bestNsPerByte[best] * 0.97) best = i;
+    if (t.bestNsPerByte[i] < t.bestNsPerByte[best] * 0.97) best = i;
   }
-  s.plan.beyondCache = static_cast<BlockKernel>(best);
-  s.plan.beyondDecided = true;
+  d.beyondCache = static_cast<BlockKernel>(best);
+  d.beyondDecided = true;
   publishLocked(s);
-  IBDT_LOG(kDebug, "large-block pack copy beyond cache: ", blockKernelName(s.plan.beyondCache));
+  IBDT_LOG(kDebug, "large-block pack copy beyond cache, ", pack ? "packing: " : "unpacking: ",
+           blockKernelName(d.beyondCache));
 }
 
 }  // namespace
@@ -268,7 +299,7 @@ void setBlockCopyPlanForTesting(const BlockCopyPlan& plan) {
   s.made = true;
   s.error = Status();
   s.plan = plan;
-  s.plan.forced = s.plan.beyondDecided = true;
+  s.plan.forced = s.plan.pack.beyondDecided = s.plan.unpack.beyondDecided = true;
   publishLocked(s);
 }
 
@@ -278,26 +309,27 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove) {
   s.made = false;
   s.streamAboveOverride = streamAbove;
   s.error = Status();
-  s.trialsDone = 0;
-  for (double& ns : s.bestNsPerByte) ns = 1e300;
+  s.trials[0] = s.trials[1] = Trials{};
   publishLocked(s);
 }
 
 void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs) {
   BlockKernel kernel = BlockKernel::kMemcpy;
-  if (settledKernel(count * bytes, kernel)) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  if (settledKernel(pack, count * bytes, kernel)) {
+    return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  }
   PlanState& s = state();
   int trial = -1;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     makePlanLocked(s);
-    kernel = count * bytes >= s.plan.streamAbove ? beyondKernel(s, trial) : s.plan.inCache;
+    kernel = count * bytes >= s.plan.streamAbove ? beyondKernel(s, pack, trial) : s.plan.of(pack).inCache;
   }
   if (trial < 0) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   const double ns = fastestNs(1, [&] { copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs); });
   std::lock_guard<std::mutex> lock(s.mutex);
-  recordTrial(s, kernel, ns / static_cast<double>(count * bytes));
+  recordTrial(s, pack, kernel, ns / static_cast<double>(count * bytes));
 }
 
 }  // namespace ibdt::datatype

@@ -8,11 +8,14 @@
 // beyond the last-level cache, non-temporal stores save the read for
 // ownership of the destination. Which is fastest depends on the CPU, so it is
 // measured, not assumed:
-//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~1 ms
+//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~2 ms
 //    calibration at the first large-block copy of the process times each
-//    kernel on page-aliased and non-aliased 2-4 KiB blocks (fastest of 5);
-//  * beyond it: the first large copies themselves are the trials — they
-//    rotate through the kernels, timed, and the fastest per byte is kept.
+//    kernel, packing and unpacking, on page-aliased and non-aliased 2-8 KiB
+//    blocks (fastest of 7);
+//  * beyond it: the first large copies in each direction themselves are the
+//    trials — after one untimed copy (it takes the first-touch page faults of
+//    a fresh buffer) they rotate through the kernels, timed, and the fastest
+//    per byte is kept for that direction.
 // IBDT_PACK_COPY forces one kernel for both (memcpy restores the old code).
 #pragma once
 
@@ -36,18 +39,27 @@ std::string_view blockKernelName(BlockKernel kernel);
 // True when the kernel exists on this build's CPU architecture.
 bool blockKernelAvailable(BlockKernel kernel);
 
-struct BlockCopyPlan {
+// One direction's choice. Pack writes the contiguous buffer, unpack the
+// strided one, so the fastest kernel differs: on the loaded EPYC VM
+// non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
+// against 7-8.5 for cached stores, fastest runs) and lost packing.
+struct DirectionPlan {
   BlockKernel inCache = BlockKernel::kMemcpy;
   BlockKernel beyondCache = BlockKernel::kMemcpy;  // meaningful once beyondDecided
   bool beyondDecided = false;                      // false: still rotating trials
-  int64_t streamAbove = int64_t{16} << 20;         // bytes per runs call; half the last-level cache
-  bool forced = false;                             // IBDT_PACK_COPY named a kernel
+};
+
+struct BlockCopyPlan {
+  DirectionPlan pack, unpack;
+  int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
+  bool forced = false;                      // IBDT_PACK_COPY named a kernel
+  const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
 };
 
 // The process's plan, calibrated at the first call (thread-safe). A bad
 // IBDT_PACK_COPY is reported here and the plan falls back to memcpy.
 Result<BlockCopyPlan> blockCopyPlan();
-// For tests: replace the plan (forced = true, beyondDecided = true); reset:
+// For tests: replace the plan (forced = true, beyondDecided = true both ways); reset:
 // calibrate again at the next copy, with streamAbove replaced when > 0.
 void setBlockCopyPlanForTesting(const BlockCopyPlan& plan);
 void resetBlockCopyPlanForTesting(int64_t streamAbove = 0);

@@ -82,11 +82,14 @@ void printPackCopy() {
     std::printf("pack copy (blocks >= 1 KiB): %s\n", plan.status().toString().c_str());
     return;
   }
-  std::printf("pack copy (blocks >= 1 KiB): %s in cache (%s); beyond %lld MiB per copy: %s\n",
-              std::string(blockKernelName(plan->inCache)).c_str(), plan->forced ? "forced" : "measured",
-              static_cast<long long>(plan->streamAbove >> 20),
-              plan->beyondDecided ? std::string(blockKernelName(plan->beyondCache)).c_str()
-                                  : "decided by the process's first such copies");
+  for (bool packing : {true, false}) {
+    const ibdt::datatype::DirectionPlan& d = plan->of(packing);
+    std::printf("%s copy (blocks >= 1 KiB): %s in cache (%s); beyond %lld MiB per copy: %s\n",
+                packing ? "pack" : "unpack", std::string(blockKernelName(d.inCache)).c_str(),
+                plan->forced ? "forced" : "measured", static_cast<long long>(plan->streamAbove >> 20),
+                d.beyondDecided ? std::string(blockKernelName(d.beyondCache)).c_str()
+                                : "decided by the process's first such copies");
+  }
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // (datatype/block_copy.h), in cache and beyond it, against the reference
 // type-map interpreter, byte for byte, with guard bytes on both buffers.
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -26,15 +28,26 @@ struct Case {
   int64_t count;
 };
 
+// Block sizes on both sides of the thresholds: the large-block cut and the
+// kernels' 16-byte stores and 64-byte iterations.
+constexpr int64_t kStraddling[] = {kLargeBlockBytes - 1, kLargeBlockBytes,     kLargeBlockBytes + 1,
+                                   kLargeBlockBytes + 15, kLargeBlockBytes + 63, kLargeBlockBytes + 64,
+                                   kLargeBlockBytes + 65, 4095,                 4096,
+                                   4097};
+
 // Large blocks of bytes or doubles, as a vector (strided runs) or an
-// indexed-block type (runs at displacements), odd sizes included.
+// indexed-block type (runs at displacements), odd sizes included; shapes 4
+// and 5 take byte blocks of a kStraddling size.
 Case makeCase(std::mt19937_64& rng, int shape) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const bool doubles = shape % 2 == 0;
+  const bool straddling = shape >= 4;
+  shape %= 4;
+  const bool doubles = shape % 2 == 0 && !straddling;
   const Datatype elem = doubles ? Datatype::of<double>() : Datatype::of<uint8_t>();
   const Ref refElem = testing::refBasic(doubles ? BasicKind::kDouble : BasicKind::kUint8);
   const int64_t elemBytes = doubles ? 8 : 1;
-  const int64_t blocklen = pick(kLargeBlockBytes, 9000) / elemBytes;
+  const int64_t blocklen = straddling ? kStraddling[pick(0, std::size(kStraddling) - 1)]
+                                      : pick(kLargeBlockBytes, 9000) / elemBytes;
   const int64_t blockBytes = blocklen * elemBytes;
   const int64_t blocks = pick(1, 40);
   Case c;
@@ -89,9 +102,9 @@ void checkPackUnpack(const Case& c, std::mt19937_64& rng) {
 
 void checkManyTypes(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  for (int k = 0; k < 60; ++k) {
+  for (int k = 0; k < 72; ++k) {
     SCOPED_TRACE(::testing::Message() << "case " << k);
-    checkPackUnpack(makeCase(rng, k % 4), rng);
+    checkPackUnpack(makeCase(rng, k % 6), rng);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -105,12 +118,13 @@ TEST_P(ForcedKernel, InCacheAndBeyondMatchTheReference) {
   const auto kernel = static_cast<BlockKernel>(GetParam());
   if (!blockKernelAvailable(kernel)) GTEST_SKIP() << blockKernelName(kernel) << " not built on this architecture";
   BlockCopyPlan plan;
-  plan.inCache = plan.beyondCache = kernel;
+  plan.pack = {kernel, kernel, true};
+  plan.unpack = plan.pack;
   plan.streamAbove = int64_t{1} << 40;  // every copy "in cache"
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(11);
   plan.streamAbove = kLargeBlockBytes;  // every copy "beyond the cache"
-  plan.inCache = BlockKernel::kMemcpy;
+  plan.pack.inCache = plan.unpack.inCache = BlockKernel::kMemcpy;
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(12);
 }
@@ -127,9 +141,42 @@ TEST(BlockCopy, AutomaticPlanCalibratesThenDecidesBeyondTheCacheByTrials) {
   auto plan = blockCopyPlan();
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_FALSE(plan->forced);
-  EXPECT_TRUE(plan->beyondDecided) << "60 large copies are more than the trials";
-  EXPECT_TRUE(blockKernelAvailable(plan->inCache));
-  EXPECT_TRUE(blockKernelAvailable(plan->beyondCache));
+  for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
+    EXPECT_TRUE(d->beyondDecided) << "60 large copies each way are more than the trials";
+    EXPECT_TRUE(blockKernelAvailable(d->inCache));
+    EXPECT_TRUE(blockKernelAvailable(d->beyondCache));
+  }
+  resetBlockCopyPlanForTesting();
+}
+
+// Packing and unpacking decide beyond the cache separately: copies in one
+// direction run (and end) that direction's trials only.
+TEST(BlockCopy, EachDirectionRunsItsOwnTrials) {
+  resetBlockCopyPlanForTesting(/*streamAbove=*/kLargeBlockBytes);
+  constexpr int64_t kBlocks = 8, kBytes = 4096 + 17, kStride = 3 * 4096;
+  Datatype type = Datatype::hvector(kBlocks, kBytes, kStride, Datatype::of<uint8_t>()).value();
+  ASSERT_TRUE(type.commit().isOk());
+  auto seg = Segment::create(type, 1);
+  ASSERT_TRUE(seg.isOk()) << seg.status().toString();
+  std::vector<uint8_t> typed(static_cast<size_t>(kBlocks * kStride)), packed(static_cast<size_t>(seg->size()));
+  std::mt19937_64 rng(15);
+  for (uint8_t& b : typed) b = static_cast<uint8_t>(rng());
+  for (int call = 0; call < 40; ++call) ASSERT_TRUE(seg->pack(typed.data(), 0, seg->size(), packed.data()).isOk());
+  for (int64_t i = 0; i < kBlocks; ++i) {
+    ASSERT_EQ(std::memcmp(packed.data() + i * kBytes, typed.data() + i * kStride, kBytes), 0) << "block " << i;
+  }
+  auto plan = blockCopyPlan();
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_TRUE(plan->pack.beyondDecided);
+  EXPECT_FALSE(plan->unpack.beyondDecided) << "no unpack has run";
+  std::vector<uint8_t> back(typed.size(), 0);
+  for (int call = 0; call < 40; ++call) ASSERT_TRUE(seg->unpack(back.data(), 0, seg->size(), packed.data()).isOk());
+  for (int64_t i = 0; i < kBlocks; ++i) {
+    ASSERT_EQ(std::memcmp(back.data() + i * kStride, typed.data() + i * kStride, kBytes), 0) << "block " << i;
+  }
+  plan = blockCopyPlan();
+  ASSERT_TRUE(plan.isOk());
+  EXPECT_TRUE(plan->unpack.beyondDecided);
   resetBlockCopyPlanForTesting();
 }
 
@@ -140,7 +187,8 @@ TEST(BlockCopy, ForcedByTheKnobAndABadValueIsAnErrorThatStillCopies) {
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_TRUE(plan->forced);
   if (blockKernelAvailable(BlockKernel::kStream)) {
-    EXPECT_EQ(plan->beyondCache, BlockKernel::kStream);
+    EXPECT_EQ(plan->pack.beyondCache, BlockKernel::kStream);
+    EXPECT_EQ(plan->unpack.inCache, BlockKernel::kStream);
   }
 
   ASSERT_EQ(setenv("IBDT_PACK_COPY", "fastest", 1), 0);
