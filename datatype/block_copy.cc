@@ -90,28 +90,31 @@ int64_t streamThresholdBytes() {
   return l3 > 0 ? l3 / 2 : int64_t{16} << 20;
 }
 
-// Fastest kernel on blocks in cache, in one direction, over layouts whose
-// speed differs by kernel: page-aligned 4 KiB blocks, the same 16 bytes past
-// the page (glibc malloc's large blocks), 2 KiB blocks whose offsets differ and
-// 8 KiB rows 16 KiB apart (a column layout). Rounds alternate the kernels so
-// that a burst of load hits all of them.
-BlockKernel calibrateInCache(bool pack) {
-  struct Layout {
-    int64_t bytes, stride, typedAt, packedAt;
-  };
+struct Layout {
+  int64_t bytes, stride, typedAt, packedAt;
+};
+// Layouts whose speed differs by kernel: blocks at the page start, the same
+// 16 bytes past it (glibc malloc's large blocks), blocks whose page offsets
+// differ, and rows 16 KiB apart (a column layout).
+constexpr Layout kShortLayouts[] = {
+    {1024, 2048, 16, 16}, {1024, 4096, 0, 528}, {2048, 4096, 0, 1088}, {2048, 16384, 16, 16}};
+constexpr Layout kLongLayouts[] = {{4096, 8192, 0, 0}, {4096, 8192, 16, 16}, {8192, 16384, 16, 16}};
+
+// Fastest kernel on blocks in cache, in one direction, summed over layouts.
+// Rounds alternate the kernels so that a burst of load hits all of them.
+template <size_t kCount>
+BlockKernel calibrateInCache(bool pack, const Layout (&layouts)[kCount]) {
   constexpr int64_t kBlocks = 32, kSpan = kBlocks * 16384 + 8192;
-  constexpr Layout kLayouts[] = {
-      {4096, 8192, 0, 0}, {4096, 8192, 16, 16}, {2048, 4096, 0, 1088}, {8192, 16384, 16, 16}};
   std::vector<char> storage(static_cast<size_t>(2 * kSpan + 4096), 1);
   char* typedBase = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(storage.data()) + 4095) & ~uintptr_t{4095});
   char* packedBase = typedBase + kSpan;
-  double fastest[kBlockKernelCount][std::size(kLayouts)];
+  double fastest[kBlockKernelCount][kCount];
   for (auto& row : fastest) std::fill(std::begin(row), std::end(row), 1e300);
   for (int round = 0; round < 7; ++round) {
     for (int k = 0; k < kBlockKernelCount; ++k) {
       if (!blockKernelAvailable(static_cast<BlockKernel>(k))) continue;
-      for (size_t l = 0; l < std::size(kLayouts); ++l) {
-        const Layout& at = kLayouts[l];
+      for (size_t l = 0; l < kCount; ++l) {
+        const Layout& at = layouts[l];
         const double ns = fastestNs(1, [&] {
           copyBlocksWith(static_cast<BlockKernel>(k), pack, packedBase + at.packedAt,
                          reinterpret_cast<uintptr_t>(typedBase + at.typedAt), kBlocks, at.bytes, at.stride, nullptr);
@@ -162,8 +165,9 @@ PlanState& state() {
 DirectionPlan& direction(BlockCopyPlan& plan, bool pack) { return pack ? plan.pack : plan.unpack; }
 
 // Lock-free copy of the settled plan for the per-call path, per direction
-// ([packing]): bit 9 valid, bit 8 beyondDecided, bits 4-7 beyondCache, bits
-// 0-3 inCache; 0 = ask under the lock.
+// ([packing]): bits
+// 0-3 shortInCache, 4-7 longInCache, 8-11 beyondCache, bit 12 beyondDecided,
+// bit 13 valid; 0 = ask under the lock.
 std::atomic<uint32_t> settledPlan[2] = {0, 0};
 std::atomic<int64_t> settledStreamAbove{0};
 
@@ -171,22 +175,22 @@ void publishLocked(const PlanState& s) {
   settledStreamAbove.store(s.plan.streamAbove, std::memory_order_relaxed);
   for (bool pack : {false, true}) {
     const DirectionPlan& d = s.plan.of(pack);
-    const uint32_t word = 0x200u | (d.beyondDecided ? 0x100u : 0u) | (static_cast<uint32_t>(d.beyondCache) << 4) |
-                          static_cast<uint32_t>(d.inCache);
+    const uint32_t word = 0x2000u | (d.beyondDecided ? 0x1000u : 0u) | (static_cast<uint32_t>(d.beyondCache) << 8) |
+                          (static_cast<uint32_t>(d.longInCache) << 4) | static_cast<uint32_t>(d.shortInCache);
     settledPlan[pack].store(s.made ? word : 0u, std::memory_order_release);
   }
 }
 
 // The kernel from the settled plan, or false when the lock is needed (not yet made, or a trial is due).
-bool settledKernel(bool pack, int64_t total, BlockKernel& kernel) {
+bool settledKernel(bool pack, int64_t blockBytes, int64_t total, BlockKernel& kernel) {
   const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
-  if ((word & 0x200u) == 0) return false;
+  if ((word & 0x2000u) == 0) return false;
   if (total < settledStreamAbove.load(std::memory_order_relaxed)) {
-    kernel = static_cast<BlockKernel>(word & 0xFu);
+    kernel = static_cast<BlockKernel>((word >> (blockBytes < kLongBlockBytes ? 0 : 4)) & 0xFu);
     return true;
   }
-  if ((word & 0x100u) == 0) return false;
-  kernel = static_cast<BlockKernel>((word >> 4) & 0xFu);
+  if ((word & 0x1000u) == 0) return false;
+  kernel = static_cast<BlockKernel>((word >> 8) & 0xFu);
   return true;
 }
 
@@ -197,7 +201,7 @@ Result<int> forcedKernel() {
 void forceLocked(PlanState& s, BlockKernel kernel) {
   s.plan.forced = true;
   for (DirectionPlan* d : {&s.plan.pack, &s.plan.unpack}) {
-    d->inCache = d->beyondCache = kernel;
+    d->shortInCache = d->longInCache = d->beyondCache = kernel;
     d->beyondDecided = true;
   }
 }
@@ -214,10 +218,14 @@ void choosePlanLocked(PlanState& s) {
   if (*forced > 0 && blockKernelAvailable(static_cast<BlockKernel>(*forced - 1))) {
     return forceLocked(s, static_cast<BlockKernel>(*forced - 1));
   }
-  s.plan.pack.inCache = calibrateInCache(true);
-  s.plan.unpack.inCache = calibrateInCache(false);
-  IBDT_LOG(kDebug, "large-block pack copy in cache: ", blockKernelName(s.plan.pack.inCache), " packing, ",
-           blockKernelName(s.plan.unpack.inCache), " unpacking");
+  for (bool pack : {true, false}) {
+    DirectionPlan& d = direction(s.plan, pack);
+    d.shortInCache = calibrateInCache(pack, kShortLayouts);
+    d.longInCache = calibrateInCache(pack, kLongLayouts);
+    IBDT_LOG(kDebug, "large-block pack copy in cache, ", pack ? "packing" : "unpacking", ": ",
+             blockKernelName(d.shortInCache), " below ", kLongBlockBytes, " bytes, ", blockKernelName(d.longInCache),
+             " from there");
+  }
 }
 
 void makePlanLocked(PlanState& s) {
@@ -228,14 +236,14 @@ void makePlanLocked(PlanState& s) {
 }
 
 // The kernel for a copy beyond the cache in one direction; trial >= 0 when it is timed.
-BlockKernel beyondKernel(PlanState& s, bool pack, int& trial) {
+BlockKernel beyondKernel(PlanState& s, bool pack, int64_t blockBytes, int& trial) {
   trial = -1;
   const DirectionPlan& d = s.plan.of(pack);
   if (d.beyondDecided) return d.beyondCache;
   Trials& t = s.trials[pack];
   if (!t.warmedUp) {  // untimed: a fresh buffer's page faults would count against the first kernel
     t.warmedUp = true;
-    return d.inCache;
+    return s.plan.inCache(pack, blockBytes);
   }
   for (int k = t.done; k < kTrialCount; ++k) {
     const auto kernel = static_cast<BlockKernel>(k % kBlockKernelCount);
@@ -245,7 +253,7 @@ BlockKernel beyondKernel(PlanState& s, bool pack, int& trial) {
       return kernel;
     }
   }
-  return d.inCache;  // trials handed out, results not all in: in-cache choice meanwhile
+  return s.plan.inCache(pack, blockBytes);  // trials handed out, results not all in: in-cache choice meanwhile
 }
 
 void recordTrial(PlanState& s, bool pack, BlockKernel kernel, double nsPerByte) {
@@ -316,7 +324,7 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove) {
 void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs) {
   BlockKernel kernel = BlockKernel::kMemcpy;
-  if (settledKernel(pack, count * bytes, kernel)) {
+  if (settledKernel(pack, bytes, count * bytes, kernel)) {
     return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   }
   PlanState& s = state();
@@ -324,7 +332,7 @@ void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, in
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     makePlanLocked(s);
-    kernel = count * bytes >= s.plan.streamAbove ? beyondKernel(s, pack, trial) : s.plan.of(pack).inCache;
+    kernel = count * bytes >= s.plan.streamAbove ? beyondKernel(s, pack, bytes, trial) : s.plan.inCache(pack, bytes);
   }
   if (trial < 0) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   const double ns = fastestNs(1, [&] { copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs); });

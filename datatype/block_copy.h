@@ -8,10 +8,10 @@
 // beyond the last-level cache, non-temporal stores save the read for
 // ownership of the destination. Which is fastest depends on the CPU, so it is
 // measured, not assumed:
-//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~2 ms
+//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~4 ms
 //    calibration at the first large-block copy of the process times each
-//    kernel, packing and unpacking, on page-aliased and non-aliased 2-8 KiB
-//    blocks (fastest of 7);
+//    kernel, packing and unpacking, on page-aliased and non-aliased 1-2 KiB
+//    blocks and, separately, 4-8 KiB blocks (fastest of 7);
 //  * beyond it: the first large copies in each direction themselves are the
 //    trials — after one untimed copy (it takes the first-touch page faults of
 //    a fresh buffer) they rotate through the kernels, timed, and the fastest
@@ -28,6 +28,10 @@
 namespace ibdt::datatype {
 
 inline constexpr int64_t kLargeBlockBytes = 1024;
+// In cache, blocks below a page and from a page on choose separately: glibc's
+// memcpy is a 32-byte vector loop below 4 KiB and `rep movsb` from there on
+// this VM, and which wins against the other kernels differs between the two.
+inline constexpr int64_t kLongBlockBytes = 4096;
 
 enum class BlockKernel : uint8_t {
   kMemcpy,  // the C library's memcpy per block
@@ -44,7 +48,8 @@ bool blockKernelAvailable(BlockKernel kernel);
 // non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
 // against 7-8.5 for cached stores, fastest runs) and lost packing.
 struct DirectionPlan {
-  BlockKernel inCache = BlockKernel::kMemcpy;
+  BlockKernel shortInCache = BlockKernel::kMemcpy;  // kLargeBlockBytes <= block < kLongBlockBytes
+  BlockKernel longInCache = BlockKernel::kMemcpy;   // block >= kLongBlockBytes
   BlockKernel beyondCache = BlockKernel::kMemcpy;  // meaningful once beyondDecided
   bool beyondDecided = false;                      // false: still rotating trials
 };
@@ -54,6 +59,9 @@ struct BlockCopyPlan {
   int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
   bool forced = false;                      // IBDT_PACK_COPY named a kernel
   const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
+  BlockKernel inCache(bool packing, int64_t blockBytes) const {
+    return blockBytes < kLongBlockBytes ? of(packing).shortInCache : of(packing).longInCache;
+  }
 };
 
 // The process's plan, calibrated at the first call (thread-safe). A bad

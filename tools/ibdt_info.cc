@@ -84,9 +84,10 @@ void printPackCopy() {
   }
   for (bool packing : {true, false}) {
     const ibdt::datatype::DirectionPlan& d = plan->of(packing);
-    std::printf("%s copy (blocks >= 1 KiB): %s in cache (%s); beyond %lld MiB per copy: %s\n",
-                packing ? "pack" : "unpack", std::string(blockKernelName(d.inCache)).c_str(),
-                plan->forced ? "forced" : "measured", static_cast<long long>(plan->streamAbove >> 20),
+    std::printf("%s copy in cache (%s): %s for 1-4 KiB blocks, %s from 4 KiB; beyond %lld MiB per copy: %s\n",
+                packing ? "pack" : "unpack", plan->forced ? "forced" : "measured",
+                std::string(blockKernelName(d.shortInCache)).c_str(), std::string(blockKernelName(d.longInCache)).c_str(),
+                static_cast<long long>(plan->streamAbove >> 20),
                 d.beyondDecided ? std::string(blockKernelName(d.beyondCache)).c_str()
                                 : "decided by the process's first such copies");
   }

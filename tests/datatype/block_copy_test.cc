@@ -118,13 +118,14 @@ TEST_P(ForcedKernel, InCacheAndBeyondMatchTheReference) {
   const auto kernel = static_cast<BlockKernel>(GetParam());
   if (!blockKernelAvailable(kernel)) GTEST_SKIP() << blockKernelName(kernel) << " not built on this architecture";
   BlockCopyPlan plan;
-  plan.pack = {kernel, kernel, true};
+  plan.pack = {kernel, kernel, kernel, true};
   plan.unpack = plan.pack;
   plan.streamAbove = int64_t{1} << 40;  // every copy "in cache"
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(11);
   plan.streamAbove = kLargeBlockBytes;  // every copy "beyond the cache"
-  plan.pack.inCache = plan.unpack.inCache = BlockKernel::kMemcpy;
+  plan.pack.shortInCache = plan.pack.longInCache = BlockKernel::kMemcpy;
+  plan.unpack = plan.pack;
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(12);
 }
@@ -143,7 +144,8 @@ TEST(BlockCopy, AutomaticPlanCalibratesThenDecidesBeyondTheCacheByTrials) {
   EXPECT_FALSE(plan->forced);
   for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
     EXPECT_TRUE(d->beyondDecided) << "60 large copies each way are more than the trials";
-    EXPECT_TRUE(blockKernelAvailable(d->inCache));
+    EXPECT_TRUE(blockKernelAvailable(d->shortInCache));
+    EXPECT_TRUE(blockKernelAvailable(d->longInCache));
     EXPECT_TRUE(blockKernelAvailable(d->beyondCache));
   }
   resetBlockCopyPlanForTesting();
@@ -188,7 +190,8 @@ TEST(BlockCopy, ForcedByTheKnobAndABadValueIsAnErrorThatStillCopies) {
   EXPECT_TRUE(plan->forced);
   if (blockKernelAvailable(BlockKernel::kStream)) {
     EXPECT_EQ(plan->pack.beyondCache, BlockKernel::kStream);
-    EXPECT_EQ(plan->unpack.inCache, BlockKernel::kStream);
+    EXPECT_EQ(plan->unpack.shortInCache, BlockKernel::kStream);
+    EXPECT_EQ(plan->unpack.longInCache, BlockKernel::kStream);
   }
 
   ASSERT_EQ(setenv("IBDT_PACK_COPY", "fastest", 1), 0);
