@@ -90,61 +90,17 @@ int64_t streamThresholdBytes() {
   return l3 > 0 ? l3 / 2 : int64_t{16} << 20;
 }
 
-struct Layout {
-  int64_t bytes, stride, typedAt, packedAt;
-};
-// Layouts whose speed differs by kernel: blocks at the page start, the same
-// 16 bytes past it (glibc malloc's large blocks), blocks whose page offsets
-// differ, and rows 16 KiB apart (a column layout).
-constexpr Layout kShortLayouts[] = {
-    {1024, 2048, 16, 16}, {1024, 4096, 0, 528}, {2048, 4096, 0, 1088}, {2048, 16384, 16, 16}};
-constexpr Layout kLongLayouts[] = {{4096, 8192, 0, 0}, {4096, 8192, 16, 16}, {8192, 16384, 16, 16}};
-
-// Fastest kernel on blocks in cache, in one direction, summed over layouts.
-// Rounds alternate the kernels so that a burst of load hits all of them.
-template <size_t kCount>
-BlockKernel calibrateInCache(bool pack, const Layout (&layouts)[kCount]) {
-  constexpr int64_t kBlocks = 32, kSpan = kBlocks * 16384 + 8192;
-  std::vector<char> storage(static_cast<size_t>(2 * kSpan + 4096), 1);
-  char* typedBase = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(storage.data()) + 4095) & ~uintptr_t{4095});
-  char* packedBase = typedBase + kSpan;
-  double fastest[kBlockKernelCount][kCount];
-  for (auto& row : fastest) std::fill(std::begin(row), std::end(row), 1e300);
-  for (int round = 0; round < 7; ++round) {
-    for (int k = 0; k < kBlockKernelCount; ++k) {
-      if (!blockKernelAvailable(static_cast<BlockKernel>(k))) continue;
-      for (size_t l = 0; l < kCount; ++l) {
-        const Layout& at = layouts[l];
-        const double ns = fastestNs(1, [&] {
-          copyBlocksWith(static_cast<BlockKernel>(k), pack, packedBase + at.packedAt,
-                         reinterpret_cast<uintptr_t>(typedBase + at.typedAt), kBlocks, at.bytes, at.stride, nullptr);
-        });
-        fastest[k][l] = std::min(fastest[k][l], ns);
-      }
-    }
-  }
-  double best = 1e300;
-  BlockKernel chosen = BlockKernel::kMemcpy;
-  for (int k = 0; k < kBlockKernelCount; ++k) {
-    double total = 0;
-    for (double ns : fastest[k]) total += ns;
-    if (total < best * 0.97) {  // the earlier (simpler) kernel unless clearly faster
-      best = total;
-      chosen = static_cast<BlockKernel>(k);
-    }
-  }
-  return chosen;
+// Trials per kernel, per direction and regime, after one untimed copy. In
+// cache a copy takes microseconds, so more trials cost little and outvote a
+// preempted one; beyond it a copy takes milliseconds.
+constexpr int kTrialsInCache = 5, kTrialsBeyondCache = 3;
+constexpr int trialCount(int regime) {
+  return kBlockKernelCount * (regime == static_cast<int>(CopyRegime::kBeyondCache) ? kTrialsBeyondCache : kTrialsInCache);
 }
 
-// Online trials for the beyond-cache choice: kTrialsPerKernel timed calls per
-// kernel and direction, after one untimed copy.
-constexpr int kTrialsPerKernel = 3;
-constexpr int kTrialCount = kBlockKernelCount * kTrialsPerKernel;
-
-// The beyond-cache trials of one direction.
 struct Trials {
   bool warmedUp = false;  // the untimed first copy is done
-  int done = 0;
+  int handedOut = 0, recorded = 0;
   double bestNsPerByte[kBlockKernelCount] = {1e300, 1e300, 1e300};
 };
 
@@ -153,8 +109,8 @@ struct PlanState {
   bool made = false;
   BlockCopyPlan plan;
   Status error;
-  Trials trials[2];                 // [packing]
-  int64_t streamAboveOverride = 0;  // tests
+  Trials trials[2][kCopyRegimeCount];  // [packing][regime]
+  int64_t streamAboveOverride = 0;     // tests
 };
 
 PlanState& state() {
@@ -164,33 +120,36 @@ PlanState& state() {
 
 DirectionPlan& direction(BlockCopyPlan& plan, bool pack) { return pack ? plan.pack : plan.unpack; }
 
-// Lock-free copy of the settled plan for the per-call path, per direction
-// ([packing]): bits
-// 0-3 shortInCache, 4-7 longInCache, 8-11 beyondCache, bit 12 beyondDecided,
-// bit 13 valid; 0 = ask under the lock.
+// Lock-free copy of the decided kernels for the per-call path, per direction
+// ([packing]): regime r in bits 5r..5r+4 (kernel in the low 4, decided in
+// bit 4); 0 = not made yet, ask under the lock.
 std::atomic<uint32_t> settledPlan[2] = {0, 0};
 std::atomic<int64_t> settledStreamAbove{0};
+constexpr uint32_t kSettledValid = 1u << 15;
 
 void publishLocked(const PlanState& s) {
   settledStreamAbove.store(s.plan.streamAbove, std::memory_order_relaxed);
   for (bool pack : {false, true}) {
     const DirectionPlan& d = s.plan.of(pack);
-    const uint32_t word = 0x2000u | (d.beyondDecided ? 0x1000u : 0u) | (static_cast<uint32_t>(d.beyondCache) << 8) |
-                          (static_cast<uint32_t>(d.longInCache) << 4) | static_cast<uint32_t>(d.shortInCache);
+    uint32_t word = kSettledValid;
+    for (int r = 0; r < kCopyRegimeCount; ++r) {
+      word |= (static_cast<uint32_t>(d.kernel[r]) | (d.decided[r] ? 0x10u : 0u)) << (5 * r);
+    }
     settledPlan[pack].store(s.made ? word : 0u, std::memory_order_release);
   }
 }
 
-// The kernel from the settled plan, or false when the lock is needed (not yet made, or a trial is due).
+// The decided kernel, or false when the lock is needed (not made, or trials due).
 bool settledKernel(bool pack, int64_t blockBytes, int64_t total, BlockKernel& kernel) {
   const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
-  if ((word & 0x2000u) == 0) return false;
+  if ((word & kSettledValid) == 0) return false;
+  int regime = static_cast<int>(CopyRegime::kBeyondCache);
   if (total < settledStreamAbove.load(std::memory_order_relaxed)) {
-    kernel = static_cast<BlockKernel>((word >> (blockBytes < kLongBlockBytes ? 0 : 4)) & 0xFu);
-    return true;
+    regime = static_cast<int>(blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache);
   }
-  if ((word & 0x1000u) == 0) return false;
-  kernel = static_cast<BlockKernel>((word >> 8) & 0xFu);
+  const uint32_t field = (word >> (5 * regime)) & 0x1Fu;
+  if ((field & 0x10u) == 0) return false;
+  kernel = static_cast<BlockKernel>(field & 0xFu);
   return true;
 }
 
@@ -198,79 +157,68 @@ Result<int> forcedKernel() {
   return config::getChoice("IBDT_PACK_COPY", {"auto", "memcpy", "vector", "stream"});
 }
 
-void forceLocked(PlanState& s, BlockKernel kernel) {
-  s.plan.forced = true;
+void decideAllLocked(PlanState& s, BlockKernel kernel) {
   for (DirectionPlan* d : {&s.plan.pack, &s.plan.unpack}) {
-    d->shortInCache = d->longInCache = d->beyondCache = kernel;
-    d->beyondDecided = true;
+    for (int r = 0; r < kCopyRegimeCount; ++r) {
+      d->kernel[r] = kernel;
+      d->decided[r] = true;
+    }
   }
 }
 
-void choosePlanLocked(PlanState& s) {
+void forceLocked(PlanState& s, BlockKernel kernel) {
+  s.plan.forced = true;
+  decideAllLocked(s, kernel);
+}
+
+void makePlanLocked(PlanState& s) {
+  if (s.made) return;
+  s.made = true;
   s.plan = BlockCopyPlan{};
   s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
   Result<int> forced = forcedKernel();
   if (!forced.isOk()) {
     s.error = forced.status();
     IBDT_LOG(kError, "large-block pack copy: ", forced.status().toString(), "; using memcpy");
-    return forceLocked(s, BlockKernel::kMemcpy);
+    forceLocked(s, BlockKernel::kMemcpy);
+  } else if (*forced > 0 && blockKernelAvailable(static_cast<BlockKernel>(*forced - 1))) {
+    forceLocked(s, static_cast<BlockKernel>(*forced - 1));
+  } else if (!blockKernelAvailable(BlockKernel::kVector)) {
+    decideAllLocked(s, BlockKernel::kMemcpy);  // one kernel on this architecture: nothing to measure
   }
-  if (*forced > 0 && blockKernelAvailable(static_cast<BlockKernel>(*forced - 1))) {
-    return forceLocked(s, static_cast<BlockKernel>(*forced - 1));
-  }
-  for (bool pack : {true, false}) {
-    DirectionPlan& d = direction(s.plan, pack);
-    d.shortInCache = calibrateInCache(pack, kShortLayouts);
-    d.longInCache = calibrateInCache(pack, kLongLayouts);
-    IBDT_LOG(kDebug, "large-block pack copy in cache, ", pack ? "packing" : "unpacking", ": ",
-             blockKernelName(d.shortInCache), " below ", kLongBlockBytes, " bytes, ", blockKernelName(d.longInCache),
-             " from there");
-  }
-}
-
-void makePlanLocked(PlanState& s) {
-  if (s.made) return;
-  choosePlanLocked(s);
-  s.made = true;
   publishLocked(s);
 }
 
-// The kernel for a copy beyond the cache in one direction; trial >= 0 when it is timed.
-BlockKernel beyondKernel(PlanState& s, bool pack, int64_t blockBytes, int& trial) {
+// The kernel for an undecided regime's copy; trial >= 0 when it is timed.
+BlockKernel trialKernel(PlanState& s, bool pack, int regime, int& trial) {
   trial = -1;
-  const DirectionPlan& d = s.plan.of(pack);
-  if (d.beyondDecided) return d.beyondCache;
-  Trials& t = s.trials[pack];
-  if (!t.warmedUp) {  // untimed: a fresh buffer's page faults would count against the first kernel
+  Trials& t = s.trials[pack][regime];
+  if (!t.warmedUp) {
     t.warmedUp = true;
-    return s.plan.inCache(pack, blockBytes);
+    return BlockKernel::kMemcpy;
   }
-  for (int k = t.done; k < kTrialCount; ++k) {
-    const auto kernel = static_cast<BlockKernel>(k % kBlockKernelCount);
-    if (blockKernelAvailable(kernel)) {
-      trial = k;
-      t.done = k + 1;
-      return kernel;
-    }
+  if (t.handedOut < trialCount(regime)) {
+    trial = t.handedOut++;
+    return static_cast<BlockKernel>(trial % kBlockKernelCount);
   }
-  return s.plan.inCache(pack, blockBytes);  // trials handed out, results not all in: in-cache choice meanwhile
+  return BlockKernel::kMemcpy;  // trials handed out to other threads, results not all in
 }
 
-void recordTrial(PlanState& s, bool pack, BlockKernel kernel, double nsPerByte) {
-  Trials& t = s.trials[pack];
+void recordTrial(PlanState& s, bool pack, int regime, BlockKernel kernel, double nsPerByte) {
+  Trials& t = s.trials[pack][regime];
   DirectionPlan& d = direction(s.plan, pack);
   const int k = static_cast<int>(kernel);
-  if (nsPerByte < t.bestNsPerByte[k]) t.bestNsPerByte[k] = nsPerByte;
-  if (t.done < kTrialCount || d.beyondDecided) return;
+  t.bestNsPerByte[k] = std::min(t.bestNsPerByte[k], nsPerByte);
+  if (++t.recorded < trialCount(regime) || d.decided[regime]) return;
   int best = 0;
   for (int i = 1; i < kBlockKernelCount; ++i) {
-    if (t.bestNsPerByte[i] < t.bestNsPerByte[best] * 0.97) best = i;
+    if (t.bestNsPerByte[i] < t.bestNsPerByte[best] * 0.97) best = i;  // memcpy unless clearly slower
   }
-  d.beyondCache = static_cast<BlockKernel>(best);
-  d.beyondDecided = true;
+  d.kernel[regime] = static_cast<BlockKernel>(best);
+  d.decided[regime] = true;
   publishLocked(s);
-  IBDT_LOG(kDebug, "large-block pack copy beyond cache, ", pack ? "packing: " : "unpacking: ",
-           blockKernelName(d.beyondCache));
+  IBDT_LOG(kDebug, "large-block pack copy, ", pack ? "packing" : "unpacking", " ",
+           copyRegimeName(static_cast<CopyRegime>(regime)), ": ", blockKernelName(d.kernel[regime]));
 }
 
 }  // namespace
@@ -280,6 +228,15 @@ std::string_view blockKernelName(BlockKernel kernel) {
     case BlockKernel::kMemcpy: return "memcpy";
     case BlockKernel::kVector: return "vector";
     case BlockKernel::kStream: return "stream";
+  }
+  return "?";
+}
+
+std::string_view copyRegimeName(CopyRegime regime) {
+  switch (regime) {
+    case CopyRegime::kShortInCache: return "in cache, 1-4 KiB blocks";
+    case CopyRegime::kLongInCache: return "in cache, blocks from 4 KiB";
+    case CopyRegime::kBeyondCache: return "beyond the cache";
   }
   return "?";
 }
@@ -307,7 +264,8 @@ void setBlockCopyPlanForTesting(const BlockCopyPlan& plan) {
   s.made = true;
   s.error = Status();
   s.plan = plan;
-  s.plan.forced = s.plan.pack.beyondDecided = s.plan.unpack.beyondDecided = true;
+  s.plan.forced = true;
+  for (DirectionPlan* d : {&s.plan.pack, &s.plan.unpack}) std::fill(std::begin(d->decided), std::end(d->decided), true);
   publishLocked(s);
 }
 
@@ -317,7 +275,7 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove) {
   s.made = false;
   s.streamAboveOverride = streamAbove;
   s.error = Status();
-  s.trials[0] = s.trials[1] = Trials{};
+  for (auto& perDirection : s.trials) std::fill(std::begin(perDirection), std::end(perDirection), Trials{});
   publishLocked(s);
 }
 
@@ -328,16 +286,18 @@ void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, in
     return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   }
   PlanState& s = state();
-  int trial = -1;
+  int trial = -1, regime = 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     makePlanLocked(s);
-    kernel = count * bytes >= s.plan.streamAbove ? beyondKernel(s, pack, bytes, trial) : s.plan.inCache(pack, bytes);
+    regime = static_cast<int>(s.plan.regime(bytes, count * bytes));
+    const DirectionPlan& d = s.plan.of(pack);
+    kernel = d.decided[regime] ? d.kernel[regime] : trialKernel(s, pack, regime, trial);
   }
   if (trial < 0) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   const double ns = fastestNs(1, [&] { copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs); });
   std::lock_guard<std::mutex> lock(s.mutex);
-  recordTrial(s, pack, kernel, ns / static_cast<double>(count * bytes));
+  recordTrial(s, pack, regime, kernel, ns / static_cast<double>(count * bytes));
 }
 
 }  // namespace ibdt::datatype

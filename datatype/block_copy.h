@@ -7,16 +7,16 @@
 // page-aligned buffers), while a 16-byte load/store loop runs at ~18 GB/s;
 // beyond the last-level cache, non-temporal stores save the read for
 // ownership of the destination. Which is fastest depends on the CPU, so it is
-// measured, not assumed:
-//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~4 ms
-//    calibration at the first large-block copy of the process times each
-//    kernel, packing and unpacking, on page-aliased and non-aliased 1-2 KiB
-//    blocks and, separately, 4-8 KiB blocks (fastest of 7);
-//  * beyond it: the first large copies in each direction themselves are the
-//    trials — after one untimed copy (it takes the first-touch page faults of
-//    a fresh buffer) they rotate through the kernels, timed, and the fastest
-//    per byte is kept for that direction.
-// IBDT_PACK_COPY forces one kernel for both (memcpy restores the old code).
+// measured, not assumed, on the process's own first copies: for each
+// direction (pack, unpack) and regime (in cache with blocks under 4 KiB, in
+// cache with blocks from 4 KiB, beyond the cache) the first copies are the
+// trials — after one untimed copy (it takes the first-touch page faults of a
+// fresh buffer, and the cold misses) they rotate through the kernels, timed,
+// and the fastest per byte is kept. A synthetic calibration on buffers of its
+// own (the earlier design) flipped between memcpy and vector from one process
+// to the next on the loaded EPYC VM and then lost 2 KiB column rows to Open
+// MPI by 1.5-2x; the user's own copies are the layout that matters.
+// IBDT_PACK_COPY forces one kernel for all (memcpy restores the old code).
 #pragma once
 
 #include <cstddef>
@@ -43,15 +43,22 @@ std::string_view blockKernelName(BlockKernel kernel);
 // True when the kernel exists on this build's CPU architecture.
 bool blockKernelAvailable(BlockKernel kernel);
 
-// One direction's choice. Pack writes the contiguous buffer, unpack the
-// strided one, so the fastest kernel differs: on the loaded EPYC VM
-// non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
+enum class CopyRegime : uint8_t {
+  kShortInCache,  // kLargeBlockBytes <= block < kLongBlockBytes, the call moves < streamAbove bytes
+  kLongInCache,   // block >= kLongBlockBytes, the call moves < streamAbove bytes
+  kBeyondCache,   // the call moves >= streamAbove bytes
+};
+inline constexpr int kCopyRegimeCount = 3;
+std::string_view copyRegimeName(CopyRegime regime);
+
+// One direction's choice per regime. Pack writes the contiguous buffer,
+// unpack the strided one, so the fastest kernel differs: on the loaded EPYC
+// VM non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
 // against 7-8.5 for cached stores, fastest runs) and lost packing.
 struct DirectionPlan {
-  BlockKernel shortInCache = BlockKernel::kMemcpy;  // kLargeBlockBytes <= block < kLongBlockBytes
-  BlockKernel longInCache = BlockKernel::kMemcpy;   // block >= kLongBlockBytes
-  BlockKernel beyondCache = BlockKernel::kMemcpy;  // meaningful once beyondDecided
-  bool beyondDecided = false;                      // false: still rotating trials
+  BlockKernel kernel[kCopyRegimeCount] = {BlockKernel::kMemcpy, BlockKernel::kMemcpy, BlockKernel::kMemcpy};
+  bool decided[kCopyRegimeCount] = {false, false, false};  // false: still rotating trials
+  BlockKernel of(CopyRegime regime) const { return kernel[static_cast<int>(regime)]; }
 };
 
 struct BlockCopyPlan {
@@ -59,16 +66,18 @@ struct BlockCopyPlan {
   int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
   bool forced = false;                      // IBDT_PACK_COPY named a kernel
   const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
-  BlockKernel inCache(bool packing, int64_t blockBytes) const {
-    return blockBytes < kLongBlockBytes ? of(packing).shortInCache : of(packing).longInCache;
+  CopyRegime regime(int64_t blockBytes, int64_t totalBytes) const {
+    if (totalBytes >= streamAbove) return CopyRegime::kBeyondCache;
+    return blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache;
   }
 };
 
-// The process's plan, calibrated at the first call (thread-safe). A bad
-// IBDT_PACK_COPY is reported here and the plan falls back to memcpy.
+// The process's plan so far (thread-safe; regimes whose trials have not run
+// are not decided). A bad IBDT_PACK_COPY is reported here and the plan falls
+// back to memcpy.
 Result<BlockCopyPlan> blockCopyPlan();
-// For tests: replace the plan (forced = true, beyondDecided = true both ways); reset:
-// calibrate again at the next copy, with streamAbove replaced when > 0.
+// For tests: replace the plan (forced, every regime decided); reset: trials
+// again from the next copy, with streamAbove replaced when > 0.
 void setBlockCopyPlanForTesting(const BlockCopyPlan& plan);
 void resetBlockCopyPlanForTesting(int64_t streamAbove = 0);
 

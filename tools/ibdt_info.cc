@@ -74,23 +74,23 @@ void printProviders() {
   }
 }
 
-// The large-block pack copy this process measured (datatype/block_copy.h);
-// the beyond-cache choice is made by the first large copies, so not yet here.
+// The large-block pack copy (datatype/block_copy.h): forced, or decided by
+// each regime's first copies in the process — none have run here yet.
 void printPackCopy() {
   auto plan = ibdt::datatype::blockCopyPlan();
   if (!plan.isOk()) {
     std::printf("pack copy (blocks >= 1 KiB): %s\n", plan.status().toString().c_str());
     return;
   }
-  for (bool packing : {true, false}) {
-    const ibdt::datatype::DirectionPlan& d = plan->of(packing);
-    std::printf("%s copy in cache (%s): %s for 1-4 KiB blocks, %s from 4 KiB; beyond %lld MiB per copy: %s\n",
-                packing ? "pack" : "unpack", plan->forced ? "forced" : "measured",
-                std::string(blockKernelName(d.shortInCache)).c_str(), std::string(blockKernelName(d.longInCache)).c_str(),
-                static_cast<long long>(plan->streamAbove >> 20),
-                d.beyondDecided ? std::string(blockKernelName(d.beyondCache)).c_str()
-                                : "decided by the process's first such copies");
+  if (plan->forced) {
+    std::printf("pack copy (blocks >= 1 KiB): %s (forced)\n",
+                std::string(ibdt::datatype::blockKernelName(plan->pack.of(ibdt::datatype::CopyRegime::kShortInCache)))
+                    .c_str());
+    return;
   }
+  std::printf("pack copy (blocks >= 1 KiB): measured by each process's first copies, per direction, for 1-4 KiB "
+              "blocks, blocks from 4 KiB, and copies from %lld MiB (beyond the cache)\n",
+              static_cast<long long>(plan->streamAbove >> 20));
 }
 
 }  // namespace

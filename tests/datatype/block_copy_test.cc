@@ -118,14 +118,16 @@ TEST_P(ForcedKernel, InCacheAndBeyondMatchTheReference) {
   const auto kernel = static_cast<BlockKernel>(GetParam());
   if (!blockKernelAvailable(kernel)) GTEST_SKIP() << blockKernelName(kernel) << " not built on this architecture";
   BlockCopyPlan plan;
-  plan.pack = {kernel, kernel, kernel, true};
+  std::fill(std::begin(plan.pack.kernel), std::end(plan.pack.kernel), kernel);
   plan.unpack = plan.pack;
   plan.streamAbove = int64_t{1} << 40;  // every copy "in cache"
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(11);
   plan.streamAbove = kLargeBlockBytes;  // every copy "beyond the cache"
-  plan.pack.shortInCache = plan.pack.longInCache = BlockKernel::kMemcpy;
-  plan.unpack = plan.pack;
+  for (DirectionPlan* d : {&plan.pack, &plan.unpack}) {
+    d->kernel[static_cast<int>(CopyRegime::kShortInCache)] = BlockKernel::kMemcpy;
+    d->kernel[static_cast<int>(CopyRegime::kLongInCache)] = BlockKernel::kMemcpy;
+  }
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(12);
 }
@@ -135,18 +137,23 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForcedKernel, ::testing::Range(0, kBlockKernel
                            return std::string(blockKernelName(static_cast<BlockKernel>(param.param)));
                          });
 
-TEST(BlockCopy, AutomaticPlanCalibratesThenDecidesBeyondTheCacheByTrials) {
-  resetBlockCopyPlanForTesting(/*streamAbove=*/kLargeBlockBytes);
-  // Data first: every copy, during the trials and after the decision, is checked.
-  checkManyTypes(13);
-  auto plan = blockCopyPlan();
-  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-  EXPECT_FALSE(plan->forced);
-  for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
-    EXPECT_TRUE(d->beyondDecided) << "60 large copies each way are more than the trials";
-    EXPECT_TRUE(blockKernelAvailable(d->shortInCache));
-    EXPECT_TRUE(blockKernelAvailable(d->longInCache));
-    EXPECT_TRUE(blockKernelAvailable(d->beyondCache));
+// Every regime of both directions decides from its own trials, each copy
+// checked, in cache (short and long blocks) and beyond it.
+TEST(BlockCopy, AutomaticPlanDecidesEveryRegimeByTrials) {
+  for (int64_t streamAbove : {int64_t{1} << 40, kLargeBlockBytes}) {
+    resetBlockCopyPlanForTesting(streamAbove);
+    checkManyTypes(13);  // data first: copies during the trials and after the decisions
+    auto plan = blockCopyPlan();
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_FALSE(plan->forced);
+    std::vector<CopyRegime> regimes = {CopyRegime::kBeyondCache};
+    if (streamAbove > kLargeBlockBytes) regimes = {CopyRegime::kShortInCache, CopyRegime::kLongInCache};
+    for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
+      for (CopyRegime r : regimes) {
+        EXPECT_TRUE(d->decided[static_cast<int>(r)]) << copyRegimeName(r) << ": 72 types are more than the trials";
+        EXPECT_TRUE(blockKernelAvailable(d->of(r)));
+      }
+    }
   }
   resetBlockCopyPlanForTesting();
 }
@@ -169,8 +176,10 @@ TEST(BlockCopy, EachDirectionRunsItsOwnTrials) {
   }
   auto plan = blockCopyPlan();
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-  EXPECT_TRUE(plan->pack.beyondDecided);
-  EXPECT_FALSE(plan->unpack.beyondDecided) << "no unpack has run";
+  constexpr int kBeyond = static_cast<int>(CopyRegime::kBeyondCache);
+  EXPECT_TRUE(plan->pack.decided[kBeyond]);
+  EXPECT_FALSE(plan->unpack.decided[kBeyond]) << "no unpack has run";
+  EXPECT_FALSE(plan->pack.decided[static_cast<int>(CopyRegime::kLongInCache)]) << "no copy was in cache";
   std::vector<uint8_t> back(typed.size(), 0);
   for (int call = 0; call < 40; ++call) ASSERT_TRUE(seg->unpack(back.data(), 0, seg->size(), packed.data()).isOk());
   for (int64_t i = 0; i < kBlocks; ++i) {
@@ -178,7 +187,7 @@ TEST(BlockCopy, EachDirectionRunsItsOwnTrials) {
   }
   plan = blockCopyPlan();
   ASSERT_TRUE(plan.isOk());
-  EXPECT_TRUE(plan->unpack.beyondDecided);
+  EXPECT_TRUE(plan->unpack.decided[kBeyond]);
   resetBlockCopyPlanForTesting();
 }
 
@@ -189,9 +198,9 @@ TEST(BlockCopy, ForcedByTheKnobAndABadValueIsAnErrorThatStillCopies) {
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_TRUE(plan->forced);
   if (blockKernelAvailable(BlockKernel::kStream)) {
-    EXPECT_EQ(plan->pack.beyondCache, BlockKernel::kStream);
-    EXPECT_EQ(plan->unpack.shortInCache, BlockKernel::kStream);
-    EXPECT_EQ(plan->unpack.longInCache, BlockKernel::kStream);
+    for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
+      for (int r = 0; r < kCopyRegimeCount; ++r) EXPECT_EQ(d->kernel[r], BlockKernel::kStream);
+    }
   }
 
   ASSERT_EQ(setenv("IBDT_PACK_COPY", "fastest", 1), 0);
