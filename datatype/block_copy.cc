@@ -17,6 +17,7 @@
 #include "base/config.h"
 #include "base/fastest.h"
 #include "base/log.h"
+#include "datatype/kernel_trials.h"
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -90,25 +91,17 @@ int64_t streamThresholdBytes() {
   return l3 > 0 ? l3 / 2 : int64_t{16} << 20;
 }
 
-// Trials per kernel, per direction and regime, after one untimed copy. In
-// cache a copy takes microseconds, so more trials cost little and outvote a
-// preempted one; beyond it a copy takes milliseconds.
+// Trials per kernel, per direction and regime (kernel_trials.h). In cache a
+// copy takes microseconds, so more trials cost little and outvote a
+// preempted one; beyond it a copy takes milliseconds. Another kernel
+// replaces memcpy only when 15 % faster: Open MPI and MPICH copy each block
+// with memcpy, so memcpy is never behind them, and on the loaded EPYC VM
+// single trials of kernels within 10-20 % of each other picked a different
+// winner run to run (stream for 4 KiB rows in cache, then 20 against Open
+// MPI's 25 GB/s in the same run).
 constexpr int kTrialsInCache = 7, kTrialsBeyondCache = 3;
-// Another kernel replaces memcpy only when its fastest trial is this much
-// faster: Open MPI and MPICH copy each block with memcpy, so memcpy is never
-// behind them, and on the loaded EPYC VM single trials of kernels within
-// 10-20 % of each other picked a different winner run to run (stream for 4 KiB
-// rows in cache, then 20 against Open MPI's 25 GB/s in the same run).
-constexpr double kLeaveMemcpyBelow = 0.85;
-constexpr int trialCount(int regime) {
-  return kBlockKernelCount * (regime == static_cast<int>(CopyRegime::kBeyondCache) ? kTrialsBeyondCache : kTrialsInCache);
-}
-
-struct Trials {
-  bool warmedUp = false;  // the untimed first copy is done
-  int handedOut = 0, recorded = 0;
-  double bestNsPerByte[kBlockKernelCount] = {1e300, 1e300, 1e300};
-};
+using Trials = KernelTrials<kBlockKernelCount>;
+static_assert(static_cast<int>(BlockKernel::kMemcpy) == 0, "memcpy is the incumbent of the trials");
 
 struct PlanState {
   std::mutex mutex;
@@ -182,6 +175,11 @@ void makePlanLocked(PlanState& s) {
   s.made = true;
   s.plan = BlockCopyPlan{};
   s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
+  for (auto& perDirection : s.trials) {
+    for (int r = 0; r < kCopyRegimeCount; ++r) {
+      perDirection[r] = Trials(r == static_cast<int>(CopyRegime::kBeyondCache) ? kTrialsBeyondCache : kTrialsInCache);
+    }
+  }
   Result<int> forced = forcedKernel();
   if (!forced.isOk()) {
     s.error = forced.status();
@@ -195,32 +193,11 @@ void makePlanLocked(PlanState& s) {
   publishLocked(s);
 }
 
-// The kernel for an undecided regime's copy; trial >= 0 when it is timed.
-BlockKernel trialKernel(PlanState& s, bool pack, int regime, int& trial) {
-  trial = -1;
-  Trials& t = s.trials[pack][regime];
-  if (!t.warmedUp) {
-    t.warmedUp = true;
-    return BlockKernel::kMemcpy;
-  }
-  if (t.handedOut < trialCount(regime)) {
-    trial = t.handedOut++;
-    return static_cast<BlockKernel>(trial % kBlockKernelCount);
-  }
-  return BlockKernel::kMemcpy;  // trials handed out to other threads, results not all in
-}
-
 void recordTrial(PlanState& s, bool pack, int regime, BlockKernel kernel, double nsPerByte) {
-  Trials& t = s.trials[pack][regime];
   DirectionPlan& d = direction(s.plan, pack);
-  const int k = static_cast<int>(kernel);
-  t.bestNsPerByte[k] = std::min(t.bestNsPerByte[k], nsPerByte);
-  if (++t.recorded < trialCount(regime) || d.decided[regime]) return;
-  int best = 0;
-  for (int i = 1; i < kBlockKernelCount; ++i) {
-    if (t.bestNsPerByte[i] < t.bestNsPerByte[best] * (best == 0 ? kLeaveMemcpyBelow : 0.97)) best = i;
-  }
-  d.kernel[regime] = static_cast<BlockKernel>(best);
+  const int winner = s.trials[pack][regime].record(static_cast<int>(kernel), nsPerByte);
+  if (winner < 0 || d.decided[regime]) return;
+  d.kernel[regime] = static_cast<BlockKernel>(winner);
   d.decided[regime] = true;
   publishLocked(s);
   IBDT_LOG(kDebug, "large-block pack copy, ", pack ? "packing" : "unpacking", " ",
@@ -281,7 +258,6 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove) {
   s.made = false;
   s.streamAboveOverride = streamAbove;
   s.error = Status();
-  for (auto& perDirection : s.trials) std::fill(std::begin(perDirection), std::end(perDirection), Trials{});
   publishLocked(s);
 }
 
@@ -292,15 +268,16 @@ void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, in
     return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   }
   PlanState& s = state();
-  int trial = -1, regime = 0;
+  bool timed = false;
+  int regime = 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     makePlanLocked(s);
     regime = static_cast<int>(s.plan.regime(bytes, count * bytes));
     const DirectionPlan& d = s.plan.of(pack);
-    kernel = d.decided[regime] ? d.kernel[regime] : trialKernel(s, pack, regime, trial);
+    kernel = d.decided[regime] ? d.kernel[regime] : static_cast<BlockKernel>(s.trials[pack][regime].next(timed));
   }
-  if (trial < 0) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  if (!timed) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   const double ns = fastestNs(1, [&] { copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs); });
   std::lock_guard<std::mutex> lock(s.mutex);
   recordTrial(s, pack, regime, kernel, ns / static_cast<double>(count * bytes));
