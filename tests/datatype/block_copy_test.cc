@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "datatype/block_copy.h"
+#include "datatype/same_set_scatter.h"
 #include "ibdt/datatype.h"
 #include "reference.h"
 
@@ -213,6 +214,53 @@ TEST(BlockCopy, ForcedByTheKnobAndABadValueIsAnErrorThatStillCopies) {
   ASSERT_EQ(unsetenv("IBDT_PACK_COPY"), 0);
   resetBlockCopyPlanForTesting();
 }
+
+// Small runs at 4 KiB-multiple strides (the same-set scatter when
+// unpacking), with sizes on both sides of kSameSetMaxBytes and strides just
+// off a multiple (the ordinary loops), as a vector of bytes or of ints.
+Case makeSameSetCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const bool ints = pick(0, 1) == 1;
+  const int64_t elemBytes = ints ? 4 : 1;
+  const int64_t blocklen = pick(1, (kSameSetMaxBytes + 8) / elemBytes);
+  const int64_t stride = kSameSetStride * pick(1, 4) + (pick(0, 3) == 0 ? pick(-3, 3) * elemBytes : 0);
+  const int64_t blocks = pick(kSameSetMinRuns - 2, 80);
+  Case c;
+  c.count = pick(1, 2);
+  const Datatype elem = ints ? Datatype::of<int32_t>() : Datatype::of<uint8_t>();
+  c.type = Datatype::hvector(blocks, blocklen, stride, elem).value();
+  c.ref = testing::refHvector(blocks, blocklen, stride, testing::refBasic(ints ? BasicKind::kInt32 : BasicKind::kUint8));
+  EXPECT_TRUE(c.type.commit().isOk());
+  return c;
+}
+
+class SameSetScatter : public ::testing::TestWithParam<int> {
+ protected:
+  void TearDown() override { setSameSetScatterForTesting(-1); }
+};
+
+// Each scatter loop forced (and -1: the trials, then their choice) against
+// the reference interpreter.
+TEST_P(SameSetScatter, MatchesTheReference) {
+  const int kernel = GetParam();
+  if (kernel >= 0 && !scatterKernelAvailable(static_cast<ScatterKernel>(kernel))) GTEST_SKIP();
+  setSameSetScatterForTesting(kernel);
+  std::mt19937_64 rng(21 + static_cast<uint64_t>(kernel + 1));
+  for (int k = 0; k < 80; ++k) {
+    SCOPED_TRACE(::testing::Message() << "case " << k);
+    checkPackUnpack(makeSameSetCase(rng), rng);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  if (kernel < 0) {
+    EXPECT_GE(sameSetScatterDecision(), 0) << "80 unpacks are more than the trials";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, SameSetScatter, ::testing::Values(-1, 0, 1),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return param.param < 0 ? std::string("trials")
+                                                  : std::string(scatterKernelName(static_cast<ScatterKernel>(param.param)));
+                         });
 
 }  // namespace
 }  // namespace ibdt::datatype
