@@ -9,7 +9,8 @@
 namespace ibdt::datatype {
 
 // Trials of kKernels kernels, kPerKernel timed copies each, after one
-// untimed copy (it takes a fresh buffer's page faults and cold misses).
+// untimed copy (it takes a fresh buffer's page faults and cold misses). The
+// callers time a trial kernel's second copy of the same bytes.
 // Kernel 0 is the incumbent: another replaces it only when its fastest trial
 // per byte is below kLeaveIncumbentBelow of kernel 0's.
 template <int kKernels>
