@@ -68,7 +68,11 @@ ScatterState& state() {
 }
 
 // The decided kernel, or -1 while the trials run (read without the lock).
-std::atomic<int> decided{scatterKernelAvailable(ScatterKernel::kFenced) ? -1 : 0};
+#if IBDT_HAVE_STORE_FENCE
+constinit std::atomic<int> decided{-1};
+#else
+constinit std::atomic<int> decided{0};  // one loop on this architecture: nothing to measure
+#endif
 
 }  // namespace
 
