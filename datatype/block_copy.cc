@@ -17,6 +17,7 @@
 #include "base/config.h"
 #include "base/fastest.h"
 #include "base/log.h"
+#include "datatype/kernel_trials.h"
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -90,58 +91,25 @@ int64_t streamThresholdBytes() {
   return l3 > 0 ? l3 / 2 : int64_t{16} << 20;
 }
 
-// Fastest kernel on blocks in cache, over layouts whose speed differs by
-// kernel: page-aligned 4 KiB blocks, the same 16 bytes past the page (glibc
-// malloc's large blocks) and 2 KiB blocks whose offsets differ. Rounds
-// alternate the kernels so that a burst of load hits all of them.
-BlockKernel calibrateInCache() {
-  struct Layout {
-    int64_t bytes, stride, typedAt, packedAt;
-  };
-  constexpr int64_t kBlocks = 64, kSpan = 2 * kBlocks * 4096 + 4096;
-  constexpr Layout kLayouts[] = {{4096, 8192, 0, 0}, {4096, 8192, 16, 16}, {2048, 4096, 0, 1088}};
-  std::vector<char> storage(static_cast<size_t>(2 * kSpan + 4096), 1);
-  char* typedBase = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(storage.data()) + 4095) & ~uintptr_t{4095});
-  char* packedBase = typedBase + kSpan;
-  double fastest[kBlockKernelCount][std::size(kLayouts)];
-  for (auto& row : fastest) std::fill(std::begin(row), std::end(row), 1e300);
-  for (int round = 0; round < 7; ++round) {
-    for (int k = 0; k < kBlockKernelCount; ++k) {
-      if (!blockKernelAvailable(static_cast<BlockKernel>(k))) continue;
-      for (size_t l = 0; l < std::size(kLayouts); ++l) {
-        const Layout& at = kLayouts[l];
-        const double ns = fastestNs(1, [&] {
-          copyBlocksWith(static_cast<BlockKernel>(k), true, packedBase + at.packedAt,
-                         reinterpret_cast<uintptr_t>(typedBase + at.typedAt), kBlocks, at.bytes, at.stride, nullptr);
-        });
-        fastest[k][l] = std::min(fastest[k][l], ns);
-      }
-    }
-  }
-  double best = 1e300;
-  BlockKernel chosen = BlockKernel::kMemcpy;
-  for (int k = 0; k < kBlockKernelCount; ++k) {
-    double total = 0;
-    for (double ns : fastest[k]) total += ns;
-    if (total < best * 0.97) {  // the earlier (simpler) kernel unless clearly faster
-      best = total;
-      chosen = static_cast<BlockKernel>(k);
-    }
-  }
-  return chosen;
-}
-
-// Online trials for the beyond-cache choice: kTrialsPerKernel timed calls per kernel.
-constexpr int kTrialsPerKernel = 2;
+// Trials per kernel, per direction and regime (kernel_trials.h). In cache a
+// copy takes microseconds, so more trials cost little and outvote a
+// preempted one; beyond it a copy takes milliseconds. Another kernel
+// replaces memcpy only when 15 % faster: Open MPI and MPICH copy each block
+// with memcpy, so memcpy is never behind them, and on the loaded EPYC VM
+// single trials of kernels within 10-20 % of each other picked a different
+// winner run to run (stream for 4 KiB rows in cache, then 20 against Open
+// MPI's 25 GB/s in the same run).
+constexpr int kTrialsInCache = 7, kTrialsBeyondCache = 3;
+using Trials = KernelTrials<kBlockKernelCount>;
+static_assert(static_cast<int>(BlockKernel::kMemcpy) == 0, "memcpy is the incumbent of the trials");
 
 struct PlanState {
   std::mutex mutex;
   bool made = false;
   BlockCopyPlan plan;
   Status error;
-  int trialsDone = 0;
-  int64_t streamAboveOverride = 0;  // tests
-  double bestNsPerByte[kBlockKernelCount] = {1e300, 1e300, 1e300};
+  Trials trials[2][kCopyRegimeCount];  // [packing][regime]
+  int64_t streamAboveOverride = 0;     // tests
 };
 
 PlanState& state() {
@@ -149,28 +117,38 @@ PlanState& state() {
   return s;
 }
 
-// Lock-free copy of the settled plan for the per-call path: bit 9 valid, bit 8
-// beyondDecided, bits 4-7 beyondCache, bits 0-3 inCache; 0 = ask under the lock.
-std::atomic<uint32_t> settledPlan{0};
+DirectionPlan& direction(BlockCopyPlan& plan, bool pack) { return pack ? plan.pack : plan.unpack; }
+
+// Lock-free copy of the decided kernels for the per-call path, per direction
+// ([packing]): regime r in bits 5r..5r+4 (kernel in the low 4, decided in
+// bit 4); 0 = not made yet, ask under the lock.
+std::atomic<uint32_t> settledPlan[2] = {0, 0};
 std::atomic<int64_t> settledStreamAbove{0};
+constexpr uint32_t kSettledValid = 1u << 15;
 
 void publishLocked(const PlanState& s) {
   settledStreamAbove.store(s.plan.streamAbove, std::memory_order_relaxed);
-  const uint32_t word = 0x200u | (s.plan.beyondDecided ? 0x100u : 0u) |
-                        (static_cast<uint32_t>(s.plan.beyondCache) << 4) | static_cast<uint32_t>(s.plan.inCache);
-  settledPlan.store(s.made ? word : 0u, std::memory_order_release);
+  for (bool pack : {false, true}) {
+    const DirectionPlan& d = s.plan.of(pack);
+    uint32_t word = kSettledValid;
+    for (int r = 0; r < kCopyRegimeCount; ++r) {
+      word |= (static_cast<uint32_t>(d.kernel[r]) | (d.decided[r] ? 0x10u : 0u)) << (5 * r);
+    }
+    settledPlan[pack].store(s.made ? word : 0u, std::memory_order_release);
+  }
 }
 
-// The kernel from the settled plan, or false when the lock is needed (not yet made, or a trial is due).
-bool settledKernel(int64_t total, BlockKernel& kernel) {
-  const uint32_t word = settledPlan.load(std::memory_order_acquire);
-  if ((word & 0x200u) == 0) return false;
+// The decided kernel, or false when the lock is needed (not made, or trials due).
+bool settledKernel(bool pack, int64_t blockBytes, int64_t total, BlockKernel& kernel) {
+  const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
+  if ((word & kSettledValid) == 0) return false;
+  int regime = static_cast<int>(CopyRegime::kBeyondCache);
   if (total < settledStreamAbove.load(std::memory_order_relaxed)) {
-    kernel = static_cast<BlockKernel>(word & 0xFu);
-    return true;
+    regime = static_cast<int>(blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache);
   }
-  if ((word & 0x100u) == 0) return false;
-  kernel = static_cast<BlockKernel>((word >> 4) & 0xFu);
+  const uint32_t field = (word >> (5 * regime)) & 0x1Fu;
+  if ((field & 0x10u) == 0) return false;
+  kernel = static_cast<BlockKernel>(field & 0xFu);
   return true;
 }
 
@@ -178,60 +156,52 @@ Result<int> forcedKernel() {
   return config::getChoice("IBDT_PACK_COPY", {"auto", "memcpy", "vector", "stream"});
 }
 
-void choosePlanLocked(PlanState& s) {
-  s.plan = BlockCopyPlan{};
-  s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
-  Result<int> forced = forcedKernel();
-  if (!forced.isOk()) {
-    s.error = forced.status();
-    IBDT_LOG(kError, "large-block pack copy: ", forced.status().toString(), "; using memcpy");
-    s.plan.forced = true;
-    s.plan.beyondDecided = true;
-    return;
+void decideAllLocked(PlanState& s, BlockKernel kernel) {
+  for (DirectionPlan* d : {&s.plan.pack, &s.plan.unpack}) {
+    for (int r = 0; r < kCopyRegimeCount; ++r) {
+      d->kernel[r] = kernel;
+      d->decided[r] = true;
+    }
   }
-  if (*forced > 0 && blockKernelAvailable(static_cast<BlockKernel>(*forced - 1))) {
-    s.plan.inCache = s.plan.beyondCache = static_cast<BlockKernel>(*forced - 1);
-    s.plan.forced = s.plan.beyondDecided = true;
-    return;
-  }
-  s.plan.inCache = calibrateInCache();
-  IBDT_LOG(kDebug, "large-block pack copy in cache: ", blockKernelName(s.plan.inCache));
+}
+
+void forceLocked(PlanState& s, BlockKernel kernel) {
+  s.plan.forced = true;
+  decideAllLocked(s, kernel);
 }
 
 void makePlanLocked(PlanState& s) {
   if (s.made) return;
-  choosePlanLocked(s);
   s.made = true;
-  publishLocked(s);
-}
-
-// The kernel for a copy of `total` bytes beyond the cache; trial >= 0 when it is timed.
-BlockKernel beyondKernel(PlanState& s, int& trial) {
-  trial = -1;
-  if (s.plan.beyondDecided) return s.plan.beyondCache;
-  for (int k = s.trialsDone; k < kBlockKernelCount * kTrialsPerKernel; ++k) {
-    const auto kernel = static_cast<BlockKernel>(k % kBlockKernelCount);
-    if (blockKernelAvailable(kernel)) {
-      trial = k;
-      s.trialsDone = k + 1;
-      return kernel;
+  s.plan = BlockCopyPlan{};
+  s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
+  for (auto& perDirection : s.trials) {
+    for (int r = 0; r < kCopyRegimeCount; ++r) {
+      perDirection[r] = Trials(r == static_cast<int>(CopyRegime::kBeyondCache) ? kTrialsBeyondCache : kTrialsInCache);
     }
   }
-  return s.plan.beyondCache;
+  Result<int> forced = forcedKernel();
+  if (!forced.isOk()) {
+    s.error = forced.status();
+    IBDT_LOG(kError, "large-block pack copy: ", forced.status().toString(), "; using memcpy");
+    forceLocked(s, BlockKernel::kMemcpy);
+  } else if (*forced > 0 && blockKernelAvailable(static_cast<BlockKernel>(*forced - 1))) {
+    forceLocked(s, static_cast<BlockKernel>(*forced - 1));
+  } else if (!blockKernelAvailable(BlockKernel::kVector)) {
+    decideAllLocked(s, BlockKernel::kMemcpy);  // one kernel on this architecture: nothing to measure
+  }
+  publishLocked(s);
 }
 
-void recordTrial(PlanState& s, BlockKernel kernel, double nsPerByte) {
-  const int k = static_cast<int>(kernel);
-  if (nsPerByte < s.bestNsPerByte[k]) s.bestNsPerByte[k] = nsPerByte;
-  if (s.trialsDone < kBlockKernelCount * kTrialsPerKernel || s.plan.beyondDecided) return;
-  int best = 0;
-  for (int i = 1; i < kBlockKernelCount; ++i) {
-    if (s.bestNsPerByte[i] < s.bestNsPerByte[best] * 0.97) best = i;
-  }
-  s.plan.beyondCache = static_cast<BlockKernel>(best);
-  s.plan.beyondDecided = true;
+void recordTrial(PlanState& s, bool pack, int regime, BlockKernel kernel, double nsPerByte) {
+  DirectionPlan& d = direction(s.plan, pack);
+  const int winner = s.trials[pack][regime].record(static_cast<int>(kernel), nsPerByte);
+  if (winner < 0 || d.decided[regime]) return;
+  d.kernel[regime] = static_cast<BlockKernel>(winner);
+  d.decided[regime] = true;
   publishLocked(s);
-  IBDT_LOG(kDebug, "large-block pack copy beyond cache: ", blockKernelName(s.plan.beyondCache));
+  IBDT_LOG(kDebug, "large-block pack copy, ", pack ? "packing" : "unpacking", " ",
+           copyRegimeName(static_cast<CopyRegime>(regime)), ": ", blockKernelName(d.kernel[regime]));
 }
 
 }  // namespace
@@ -241,6 +211,15 @@ std::string_view blockKernelName(BlockKernel kernel) {
     case BlockKernel::kMemcpy: return "memcpy";
     case BlockKernel::kVector: return "vector";
     case BlockKernel::kStream: return "stream";
+  }
+  return "?";
+}
+
+std::string_view copyRegimeName(CopyRegime regime) {
+  switch (regime) {
+    case CopyRegime::kShortInCache: return "in cache, 1-4 KiB blocks";
+    case CopyRegime::kLongInCache: return "in cache, blocks from 4 KiB";
+    case CopyRegime::kBeyondCache: return "beyond the cache";
   }
   return "?";
 }
@@ -268,7 +247,8 @@ void setBlockCopyPlanForTesting(const BlockCopyPlan& plan) {
   s.made = true;
   s.error = Status();
   s.plan = plan;
-  s.plan.forced = s.plan.beyondDecided = true;
+  s.plan.forced = true;
+  for (DirectionPlan* d : {&s.plan.pack, &s.plan.unpack}) std::fill(std::begin(d->decided), std::end(d->decided), true);
   publishLocked(s);
 }
 
@@ -278,26 +258,35 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove) {
   s.made = false;
   s.streamAboveOverride = streamAbove;
   s.error = Status();
-  s.trialsDone = 0;
-  for (double& ns : s.bestNsPerByte) ns = 1e300;
   publishLocked(s);
 }
 
 void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs) {
   BlockKernel kernel = BlockKernel::kMemcpy;
-  if (settledKernel(count * bytes, kernel)) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  if (settledKernel(pack, bytes, count * bytes, kernel)) {
+    return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  }
   PlanState& s = state();
-  int trial = -1;
+  bool timed = false;
+  int regime = 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     makePlanLocked(s);
-    kernel = count * bytes >= s.plan.streamAbove ? beyondKernel(s, trial) : s.plan.inCache;
+    regime = static_cast<int>(s.plan.regime(bytes, count * bytes));
+    const DirectionPlan& d = s.plan.of(pack);
+    kernel = d.decided[regime] ? d.kernel[regime] : static_cast<BlockKernel>(s.trials[pack][regime].next(timed));
   }
-  if (trial < 0) return copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
+  if (!timed) return;
+  // A trial times the kernel's second copy of the same bytes (the copy is
+  // idempotent), so that it meets the cache as it left it, not as the
+  // previous kernel did: timed first copies put memcpy, which the rotation
+  // runs right after stream's non-temporal stores had evicted the
+  // destination, at a disadvantage it does not have when used alone.
   const double ns = fastestNs(1, [&] { copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs); });
   std::lock_guard<std::mutex> lock(s.mutex);
-  recordTrial(s, kernel, ns / static_cast<double>(count * bytes));
+  recordTrial(s, pack, regime, kernel, ns / static_cast<double>(count * bytes));
 }
 
 }  // namespace ibdt::datatype

@@ -7,13 +7,16 @@
 // page-aligned buffers), while a 16-byte load/store loop runs at ~18 GB/s;
 // beyond the last-level cache, non-temporal stores save the read for
 // ownership of the destination. Which is fastest depends on the CPU, so it is
-// measured, not assumed:
-//  * in cache (a runs call moving fewer than `streamAbove` bytes): a ~1 ms
-//    calibration at the first large-block copy of the process times each
-//    kernel on page-aliased and non-aliased 2-4 KiB blocks (fastest of 5);
-//  * beyond it: the first large copies themselves are the trials — they
-//    rotate through the kernels, timed, and the fastest per byte is kept.
-// IBDT_PACK_COPY forces one kernel for both (memcpy restores the old code).
+// measured, not assumed, on the process's own first copies: for each
+// direction (pack, unpack) and regime (in cache with blocks under 4 KiB, in
+// cache with blocks from 4 KiB, beyond the cache) the first copies are the
+// trials — after one untimed copy (it takes the first-touch page faults of a
+// fresh buffer, and the cold misses) they rotate through the kernels, timed,
+// and the fastest per byte is kept. A synthetic calibration on buffers of its
+// own (the earlier design) flipped between memcpy and vector from one process
+// to the next on the loaded EPYC VM and then lost 2 KiB column rows to Open
+// MPI by 1.5-2x; the user's own copies are the layout that matters.
+// IBDT_PACK_COPY forces one kernel for all (memcpy restores the old code).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +28,10 @@
 namespace ibdt::datatype {
 
 inline constexpr int64_t kLargeBlockBytes = 1024;
+// In cache, blocks below a page and from a page on choose separately: glibc's
+// memcpy is a 32-byte vector loop below 4 KiB and `rep movsb` from there on
+// this VM, and which wins against the other kernels differs between the two.
+inline constexpr int64_t kLongBlockBytes = 4096;
 
 enum class BlockKernel : uint8_t {
   kMemcpy,  // the C library's memcpy per block
@@ -36,19 +43,41 @@ std::string_view blockKernelName(BlockKernel kernel);
 // True when the kernel exists on this build's CPU architecture.
 bool blockKernelAvailable(BlockKernel kernel);
 
-struct BlockCopyPlan {
-  BlockKernel inCache = BlockKernel::kMemcpy;
-  BlockKernel beyondCache = BlockKernel::kMemcpy;  // meaningful once beyondDecided
-  bool beyondDecided = false;                      // false: still rotating trials
-  int64_t streamAbove = int64_t{16} << 20;         // bytes per runs call; half the last-level cache
-  bool forced = false;                             // IBDT_PACK_COPY named a kernel
+enum class CopyRegime : uint8_t {
+  kShortInCache,  // kLargeBlockBytes <= block < kLongBlockBytes, the call moves < streamAbove bytes
+  kLongInCache,   // block >= kLongBlockBytes, the call moves < streamAbove bytes
+  kBeyondCache,   // the call moves >= streamAbove bytes
+};
+inline constexpr int kCopyRegimeCount = 3;
+std::string_view copyRegimeName(CopyRegime regime);
+
+// One direction's choice per regime. Pack writes the contiguous buffer,
+// unpack the strided one, so the fastest kernel differs: on the loaded EPYC
+// VM non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
+// against 7-8.5 for cached stores, fastest runs) and lost packing.
+struct DirectionPlan {
+  BlockKernel kernel[kCopyRegimeCount] = {BlockKernel::kMemcpy, BlockKernel::kMemcpy, BlockKernel::kMemcpy};
+  bool decided[kCopyRegimeCount] = {false, false, false};  // false: still rotating trials
+  BlockKernel of(CopyRegime regime) const { return kernel[static_cast<int>(regime)]; }
 };
 
-// The process's plan, calibrated at the first call (thread-safe). A bad
-// IBDT_PACK_COPY is reported here and the plan falls back to memcpy.
+struct BlockCopyPlan {
+  DirectionPlan pack, unpack;
+  int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
+  bool forced = false;                      // IBDT_PACK_COPY named a kernel
+  const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
+  CopyRegime regime(int64_t blockBytes, int64_t totalBytes) const {
+    if (totalBytes >= streamAbove) return CopyRegime::kBeyondCache;
+    return blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache;
+  }
+};
+
+// The process's plan so far (thread-safe; regimes whose trials have not run
+// are not decided). A bad IBDT_PACK_COPY is reported here and the plan falls
+// back to memcpy.
 Result<BlockCopyPlan> blockCopyPlan();
-// For tests: replace the plan (forced = true, beyondDecided = true); reset:
-// calibrate again at the next copy, with streamAbove replaced when > 0.
+// For tests: replace the plan (forced, every regime decided); reset: trials
+// again from the next copy, with streamAbove replaced when > 0.
 void setBlockCopyPlanForTesting(const BlockCopyPlan& plan);
 void resetBlockCopyPlanForTesting(int64_t streamAbove = 0);
 

@@ -3,13 +3,16 @@
 // A memcpy call per 8-byte run reaches ~2 GB/s; with the size known at
 // compile time the copy is a register move and the loop runs at memory
 // speed. Runs of common small sizes get such a loop; large runs the kernel
-// measured fastest on this machine (block_copy.h); others call memcpy.
+// measured fastest on this machine (block_copy.h); small runs unpacked at
+// 4 KiB-multiple strides the scatter measured fastest (same_set_scatter.h);
+// others call memcpy.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "datatype/block_copy.h"
+#include "datatype/same_set_scatter.h"
 
 namespace ibdt::datatype {
 
@@ -47,6 +50,11 @@ inline void copyFixed(char* packed, uintptr_t typed, int64_t count, int64_t stri
 template <bool kPack>
 inline void copyRuns(char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs) {
+  if constexpr (!kPack) {
+    if (displs == nullptr && isSameSetScatter(count, bytes, stride)) {
+      return scatterSameSet(packed, typed, count, bytes, stride);
+    }
+  }
   switch (bytes) {
     case 1: return copyFixed<kPack, 1>(packed, typed, count, stride, displs);
     case 2: return copyFixed<kPack, 2>(packed, typed, count, stride, displs);

@@ -2,7 +2,9 @@
 // cases, built once per MPI library found (Open MPI, MPICH) and run by
 // ibdt-bench as a singleton process. Prints one JSON line per case:
 //   {"case": "<name>", "pack": <GB/s>, "unpack": <GB/s>}
-// Usage: ibdt-mpi-pack-<mpi> [--quick] [--reps N] [--warmup N]
+// Usage: ibdt-mpi-pack-<mpi> [--quick] [--reps N] [--warmup N] [--case NAME]
+// (--case: only the case of that exact name, so that ibdt-bench can measure
+// each case's baselines right beside ibdt's own, not minutes apart.)
 #include <mpi.h>
 
 #include <cstdio>
@@ -24,13 +26,16 @@ using ibdt::perf::PackCase;
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   ibdt::perf::CommonOptions options;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) options.quick = true;
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) options.reps = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--warmup") && i + 1 < argc) options.warmup = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
   }
   const int reps = options.quick ? 3 : options.reps, warmup = options.quick ? 1 : options.warmup;
   for (const PackCase& pc : ibdt::perf::packCases(options.quick)) {
+    if (!only.empty() && pc.name != only) continue;
     MpiCase c = ibdt::perf::buildMpiCase(pc);
     int packSize = 0;
     MPI_Pack_size(c.count, c.type, MPI_COMM_SELF, &packSize);

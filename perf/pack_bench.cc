@@ -172,9 +172,13 @@ struct Baseline {
   std::map<std::string, std::pair<double, double>> rates;  // case -> pack, unpack GB/s
 };
 
-std::vector<Baseline> runBaselines(const CommonOptions& common, Report& report) {
+// One case's baselines, measured just before ibdt's: on a loaded machine the
+// memory bandwidth a process gets changes within seconds, so rates measured
+// minutes apart compare the load, not the libraries.
+std::vector<Baseline> runBaselines(const CommonOptions& common, const std::string& caseName, Report& report) {
   std::vector<Baseline> out;
-  std::vector<std::string> args = {"--reps", std::to_string(common.reps), "--warmup", std::to_string(common.warmup)};
+  std::vector<std::string> args = {"--reps", std::to_string(common.reps), "--warmup", std::to_string(common.warmup),
+                                   "--case", caseName};
   if (common.quick) args.emplace_back("--quick");
   for (const MpiLibrary& library : mpiLibraries()) {
     auto lines = runMpiBaseline(library, library.packProgram, 1, args, std::chrono::seconds(600));
@@ -263,8 +267,7 @@ void runPack(const CommonOptions& common, const std::string& only) {
                 {"case", "bytes", "blocks", "pack GB/s", "hand pack", "memcpy", "ompi pack", "mpich pack",
                  "unpack GB/s", "hand unpack", "ompi unpack", "mpich unpack", "pack/memcpy", "pack/hand",
                  "unpack/hand"});
-  const std::vector<Baseline> baselines = runBaselines(common, report);
-  for (Case& c : cases) runCase(c, common, baselines, report);
+  for (Case& c : cases) runCase(c, common, runBaselines(common, c.name, report), report);
   report.note("note", "pack/memcpy and pack/hand are speed ratios (>1: ibdt faster)");
   report.setFileStem("pack");
   for (const char* what : {"pack", "unpack"}) {

@@ -74,19 +74,23 @@ void printProviders() {
   }
 }
 
-// The large-block pack copy this process measured (datatype/block_copy.h);
-// the beyond-cache choice is made by the first large copies, so not yet here.
+// The large-block pack copy (datatype/block_copy.h): forced, or decided by
+// each regime's first copies in the process — none have run here yet.
 void printPackCopy() {
   auto plan = ibdt::datatype::blockCopyPlan();
   if (!plan.isOk()) {
     std::printf("pack copy (blocks >= 1 KiB): %s\n", plan.status().toString().c_str());
     return;
   }
-  std::printf("pack copy (blocks >= 1 KiB): %s in cache (%s); beyond %lld MiB per copy: %s\n",
-              std::string(blockKernelName(plan->inCache)).c_str(), plan->forced ? "forced" : "measured",
-              static_cast<long long>(plan->streamAbove >> 20),
-              plan->beyondDecided ? std::string(blockKernelName(plan->beyondCache)).c_str()
-                                  : "decided by the process's first such copies");
+  if (plan->forced) {
+    std::printf("pack copy (blocks >= 1 KiB): %s (forced)\n",
+                std::string(ibdt::datatype::blockKernelName(plan->pack.of(ibdt::datatype::CopyRegime::kShortInCache)))
+                    .c_str());
+    return;
+  }
+  std::printf("pack copy (blocks >= 1 KiB): measured by each process's first copies, per direction, for 1-4 KiB "
+              "blocks, blocks from 4 KiB, and copies from %lld MiB (beyond the cache)\n",
+              static_cast<long long>(plan->streamAbove >> 20));
 }
 
 }  // namespace

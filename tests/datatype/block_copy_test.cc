@@ -2,13 +2,16 @@
 // (datatype/block_copy.h), in cache and beyond it, against the reference
 // type-map interpreter, byte for byte, with guard bytes on both buffers.
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
+#include <iterator>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "datatype/block_copy.h"
+#include "datatype/same_set_scatter.h"
 #include "ibdt/datatype.h"
 #include "reference.h"
 
@@ -26,15 +29,26 @@ struct Case {
   int64_t count;
 };
 
+// Block sizes on both sides of the thresholds: the large-block cut and the
+// kernels' 16-byte stores and 64-byte iterations.
+constexpr int64_t kStraddling[] = {kLargeBlockBytes - 1, kLargeBlockBytes,     kLargeBlockBytes + 1,
+                                   kLargeBlockBytes + 15, kLargeBlockBytes + 63, kLargeBlockBytes + 64,
+                                   kLargeBlockBytes + 65, 4095,                 4096,
+                                   4097};
+
 // Large blocks of bytes or doubles, as a vector (strided runs) or an
-// indexed-block type (runs at displacements), odd sizes included.
+// indexed-block type (runs at displacements), odd sizes included; shapes 4
+// and 5 take byte blocks of a kStraddling size.
 Case makeCase(std::mt19937_64& rng, int shape) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const bool doubles = shape % 2 == 0;
+  const bool straddling = shape >= 4;
+  shape %= 4;
+  const bool doubles = shape % 2 == 0 && !straddling;
   const Datatype elem = doubles ? Datatype::of<double>() : Datatype::of<uint8_t>();
   const Ref refElem = testing::refBasic(doubles ? BasicKind::kDouble : BasicKind::kUint8);
   const int64_t elemBytes = doubles ? 8 : 1;
-  const int64_t blocklen = pick(kLargeBlockBytes, 9000) / elemBytes;
+  const int64_t blocklen = straddling ? kStraddling[pick(0, std::size(kStraddling) - 1)]
+                                      : pick(kLargeBlockBytes, 9000) / elemBytes;
   const int64_t blockBytes = blocklen * elemBytes;
   const int64_t blocks = pick(1, 40);
   Case c;
@@ -89,9 +103,9 @@ void checkPackUnpack(const Case& c, std::mt19937_64& rng) {
 
 void checkManyTypes(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  for (int k = 0; k < 60; ++k) {
+  for (int k = 0; k < 72; ++k) {
     SCOPED_TRACE(::testing::Message() << "case " << k);
-    checkPackUnpack(makeCase(rng, k % 4), rng);
+    checkPackUnpack(makeCase(rng, k % 6), rng);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -105,12 +119,16 @@ TEST_P(ForcedKernel, InCacheAndBeyondMatchTheReference) {
   const auto kernel = static_cast<BlockKernel>(GetParam());
   if (!blockKernelAvailable(kernel)) GTEST_SKIP() << blockKernelName(kernel) << " not built on this architecture";
   BlockCopyPlan plan;
-  plan.inCache = plan.beyondCache = kernel;
+  std::fill(std::begin(plan.pack.kernel), std::end(plan.pack.kernel), kernel);
+  plan.unpack = plan.pack;
   plan.streamAbove = int64_t{1} << 40;  // every copy "in cache"
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(11);
   plan.streamAbove = kLargeBlockBytes;  // every copy "beyond the cache"
-  plan.inCache = BlockKernel::kMemcpy;
+  for (DirectionPlan* d : {&plan.pack, &plan.unpack}) {
+    d->kernel[static_cast<int>(CopyRegime::kShortInCache)] = BlockKernel::kMemcpy;
+    d->kernel[static_cast<int>(CopyRegime::kLongInCache)] = BlockKernel::kMemcpy;
+  }
   setBlockCopyPlanForTesting(plan);
   checkManyTypes(12);
 }
@@ -120,16 +138,57 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForcedKernel, ::testing::Range(0, kBlockKernel
                            return std::string(blockKernelName(static_cast<BlockKernel>(param.param)));
                          });
 
-TEST(BlockCopy, AutomaticPlanCalibratesThenDecidesBeyondTheCacheByTrials) {
+// Every regime of both directions decides from its own trials, each copy
+// checked, in cache (short and long blocks) and beyond it.
+TEST(BlockCopy, AutomaticPlanDecidesEveryRegimeByTrials) {
+  for (int64_t streamAbove : {int64_t{1} << 40, kLargeBlockBytes}) {
+    resetBlockCopyPlanForTesting(streamAbove);
+    checkManyTypes(13);  // data first: copies during the trials and after the decisions
+    auto plan = blockCopyPlan();
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_FALSE(plan->forced);
+    std::vector<CopyRegime> regimes = {CopyRegime::kBeyondCache};
+    if (streamAbove > kLargeBlockBytes) regimes = {CopyRegime::kShortInCache, CopyRegime::kLongInCache};
+    for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
+      for (CopyRegime r : regimes) {
+        EXPECT_TRUE(d->decided[static_cast<int>(r)]) << copyRegimeName(r) << ": 72 types are more than the trials";
+        EXPECT_TRUE(blockKernelAvailable(d->of(r)));
+      }
+    }
+  }
+  resetBlockCopyPlanForTesting();
+}
+
+// Packing and unpacking decide beyond the cache separately: copies in one
+// direction run (and end) that direction's trials only.
+TEST(BlockCopy, EachDirectionRunsItsOwnTrials) {
   resetBlockCopyPlanForTesting(/*streamAbove=*/kLargeBlockBytes);
-  // Data first: every copy, during the trials and after the decision, is checked.
-  checkManyTypes(13);
+  constexpr int64_t kBlocks = 8, kBytes = 4096 + 17, kStride = 3 * 4096;
+  Datatype type = Datatype::hvector(kBlocks, kBytes, kStride, Datatype::of<uint8_t>()).value();
+  ASSERT_TRUE(type.commit().isOk());
+  auto seg = Segment::create(type, 1);
+  ASSERT_TRUE(seg.isOk()) << seg.status().toString();
+  std::vector<uint8_t> typed(static_cast<size_t>(kBlocks * kStride)), packed(static_cast<size_t>(seg->size()));
+  std::mt19937_64 rng(15);
+  for (uint8_t& b : typed) b = static_cast<uint8_t>(rng());
+  for (int call = 0; call < 40; ++call) ASSERT_TRUE(seg->pack(typed.data(), 0, seg->size(), packed.data()).isOk());
+  for (int64_t i = 0; i < kBlocks; ++i) {
+    ASSERT_EQ(std::memcmp(packed.data() + i * kBytes, typed.data() + i * kStride, kBytes), 0) << "block " << i;
+  }
   auto plan = blockCopyPlan();
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-  EXPECT_FALSE(plan->forced);
-  EXPECT_TRUE(plan->beyondDecided) << "60 large copies are more than the trials";
-  EXPECT_TRUE(blockKernelAvailable(plan->inCache));
-  EXPECT_TRUE(blockKernelAvailable(plan->beyondCache));
+  constexpr int kBeyond = static_cast<int>(CopyRegime::kBeyondCache);
+  EXPECT_TRUE(plan->pack.decided[kBeyond]);
+  EXPECT_FALSE(plan->unpack.decided[kBeyond]) << "no unpack has run";
+  EXPECT_FALSE(plan->pack.decided[static_cast<int>(CopyRegime::kLongInCache)]) << "no copy was in cache";
+  std::vector<uint8_t> back(typed.size(), 0);
+  for (int call = 0; call < 40; ++call) ASSERT_TRUE(seg->unpack(back.data(), 0, seg->size(), packed.data()).isOk());
+  for (int64_t i = 0; i < kBlocks; ++i) {
+    ASSERT_EQ(std::memcmp(back.data() + i * kStride, typed.data() + i * kStride, kBytes), 0) << "block " << i;
+  }
+  plan = blockCopyPlan();
+  ASSERT_TRUE(plan.isOk());
+  EXPECT_TRUE(plan->unpack.decided[kBeyond]);
   resetBlockCopyPlanForTesting();
 }
 
@@ -140,7 +199,9 @@ TEST(BlockCopy, ForcedByTheKnobAndABadValueIsAnErrorThatStillCopies) {
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_TRUE(plan->forced);
   if (blockKernelAvailable(BlockKernel::kStream)) {
-    EXPECT_EQ(plan->beyondCache, BlockKernel::kStream);
+    for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
+      for (int r = 0; r < kCopyRegimeCount; ++r) EXPECT_EQ(d->kernel[r], BlockKernel::kStream);
+    }
   }
 
   ASSERT_EQ(setenv("IBDT_PACK_COPY", "fastest", 1), 0);
@@ -153,6 +214,53 @@ TEST(BlockCopy, ForcedByTheKnobAndABadValueIsAnErrorThatStillCopies) {
   ASSERT_EQ(unsetenv("IBDT_PACK_COPY"), 0);
   resetBlockCopyPlanForTesting();
 }
+
+// Small runs at 4 KiB-multiple strides (the same-set scatter when
+// unpacking), with sizes on both sides of kSameSetMaxBytes and strides just
+// off a multiple (the ordinary loops), as a vector of bytes or of ints.
+Case makeSameSetCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const bool ints = pick(0, 1) == 1;
+  const int64_t elemBytes = ints ? 4 : 1;
+  const int64_t blocklen = pick(1, (kSameSetMaxBytes + 8) / elemBytes);
+  const int64_t stride = kSameSetStride * pick(1, 4) + (pick(0, 3) == 0 ? pick(-3, 3) * elemBytes : 0);
+  const int64_t blocks = pick(kSameSetMinRuns - 2, 80);
+  Case c;
+  c.count = pick(1, 2);
+  const Datatype elem = ints ? Datatype::of<int32_t>() : Datatype::of<uint8_t>();
+  c.type = Datatype::hvector(blocks, blocklen, stride, elem).value();
+  c.ref = testing::refHvector(blocks, blocklen, stride, testing::refBasic(ints ? BasicKind::kInt32 : BasicKind::kUint8));
+  EXPECT_TRUE(c.type.commit().isOk());
+  return c;
+}
+
+class SameSetScatter : public ::testing::TestWithParam<int> {
+ protected:
+  void TearDown() override { setSameSetScatterForTesting(-1); }
+};
+
+// Each scatter loop forced (and -1: the trials, then their choice) against
+// the reference interpreter.
+TEST_P(SameSetScatter, MatchesTheReference) {
+  const int kernel = GetParam();
+  if (kernel >= 0 && !scatterKernelAvailable(static_cast<ScatterKernel>(kernel))) GTEST_SKIP();
+  setSameSetScatterForTesting(kernel);
+  std::mt19937_64 rng(21 + static_cast<uint64_t>(kernel + 1));
+  for (int k = 0; k < 80; ++k) {
+    SCOPED_TRACE(::testing::Message() << "case " << k);
+    checkPackUnpack(makeSameSetCase(rng), rng);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  if (kernel < 0) {
+    EXPECT_GE(sameSetScatterDecision(), 0) << "80 unpacks are more than the trials";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, SameSetScatter, ::testing::Values(-1, 0, 1),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return param.param < 0 ? std::string("trials")
+                                                  : std::string(scatterKernelName(static_cast<ScatterKernel>(param.param)));
+                         });
 
 }  // namespace
 }  // namespace ibdt::datatype

@@ -1,0 +1,57 @@
+// datatype/kernel_trials.h — choosing among copy kernels by timing the
+// process's own first copies (why: datatype/block_copy.h). Not thread-safe:
+// the caller holds its lock around next() and record().
+#pragma once
+
+#include <algorithm>
+#include <iterator>
+
+namespace ibdt::datatype {
+
+// Trials of kKernels kernels, kPerKernel timed copies each, after one
+// untimed copy (it takes a fresh buffer's page faults and cold misses). The
+// callers time a trial kernel's second copy of the same bytes.
+// Kernel 0 is the incumbent: another replaces it only when its fastest trial
+// per byte is below kLeaveIncumbentBelow of kernel 0's.
+template <int kKernels>
+class KernelTrials {
+ public:
+  static constexpr double kLeaveIncumbentBelow = 0.85;
+
+  explicit KernelTrials(int perKernel = 1) : total_(kKernels * perKernel) {
+    std::fill(std::begin(best_), std::end(best_), 1e300);
+  }
+
+  // The kernel for the next copy; timed = false for the untimed first copy
+  // and once every trial is handed out (kernel 0 then, until decided).
+  int next(bool& timed) {
+    timed = false;
+    if (!warmedUp_) {
+      warmedUp_ = true;
+      return 0;
+    }
+    if (handedOut_ == total_) return 0;
+    timed = true;
+    return handedOut_++ % kKernels;
+  }
+
+  // Records a timed copy; returns the winner once the last trial is in, else -1.
+  int record(int kernel, double nsPerByte) {
+    best_[kernel] = std::min(best_[kernel], nsPerByte);
+    if (++recorded_ != total_) return -1;
+    int winner = 0;
+    for (int k = 1; k < kKernels; ++k) {
+      if (best_[k] < best_[winner] * (winner == 0 ? kLeaveIncumbentBelow : 0.97)) winner = k;
+    }
+    return winner;
+  }
+
+ private:
+  int total_;
+  bool warmedUp_ = false;
+  int handedOut_ = 0, recorded_ = 0;
+  double best_[kKernels] = {};
+
+};
+
+}  // namespace ibdt::datatype
