@@ -128,13 +128,14 @@ constexpr uint32_t kSettledValid = 1u << 15;
 
 void publishLocked(const PlanState& s) {
   settledStreamAbove.store(s.plan.streamAbove, std::memory_order_relaxed);
-  for (bool pack : {false, true}) {
-    const DirectionPlan& d = s.plan.of(pack);
+  for (int packing = 0; packing < 2; ++packing) {
+    const DirectionPlan& d = s.plan.of(packing == 1);
     uint32_t word = kSettledValid;
     for (int r = 0; r < kCopyRegimeCount; ++r) {
-      word |= (static_cast<uint32_t>(d.kernel[r]) | (d.decided[r] ? 0x10u : 0u)) << (5 * r);
+      const uint32_t field = static_cast<uint32_t>(d.kernel[r]) | (d.decided[r] ? 0x10u : 0u);
+      word |= field << (5 * r);
     }
-    settledPlan[pack].store(s.made ? word : 0u, std::memory_order_release);
+    settledPlan[packing].store(s.made ? word : 0u, std::memory_order_release);
   }
 }
 
