@@ -152,7 +152,7 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
   const int64_t bytes = checked.isOk() ? checked->bytes : failedBytes;
   // In place is refused by direct-write (a peer's write would land on a block not yet sent).
   const bool inPlace = checked.isOk() && checked->inPlace;
-  AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit && !inPlace);
+  AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit && !inPlace, comm.nodeCount());
   if (!checked.isOk() && choice.algorithm != AlltoallAlgorithm::kDirectWrite) choice = AlltoallChoice{};
   if (comm.nodeCount() > 1) {
     int64_t code = choice.code();

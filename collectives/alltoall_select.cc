@@ -40,10 +40,14 @@ AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p,
   shape.blockBytes = blockBytes;
   shape.radix = radix;
   shape.ranksPerNode = shape.ranks;  // kHierarchical on one node (it is not priced)
+  shape.throttle = AlltoallOptions{}.throttle;
   Result<AlltoallSchedule> schedule = alltoallSchedule(algorithm, shape);
   if (!schedule.isOk()) return {};
   const ScheduleTotals totals = scheduleTotals(*schedule);
-  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes)};
+  const auto rounds = static_cast<int64_t>(schedule->rounds.size());
+  const int64_t window = schedule->window > 0 ? schedule->window : std::max<int64_t>(rounds, 1);
+  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes),
+          static_cast<double>((rounds + window - 1) / window)};
 }
 
 std::string alltoallFitName(AlltoallAlgorithm algorithm) {
@@ -87,22 +91,25 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
   return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
 }
 
-double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
+double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                    int nodes) const {
   if (!has(algorithm)) return std::numeric_limits<double>::infinity();
   const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
-  return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes));
+  const double network = nodes > 1 ? networkRoundNs_ * volume.rounds : 0;
+  return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
 }
 
 AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
   return {static_cast<AlltoallAlgorithm>(code / 4096), code % 4096, 0};
 }
 
-AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit) {
+AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit,
+                              int nodes) {
   AlltoallChoice best;
-  best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
+  best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes, nodes);
   if (p <= 1 || blockBytes == 0) return best;
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
-    const double ns = model.predictNs(algorithm, radix, p, blockBytes);
+    const double ns = model.predictNs(algorithm, radix, p, blockBytes, nodes);
     if (ns < best.predictedNs) best = {algorithm, radix, ns};
   };
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {

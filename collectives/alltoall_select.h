@@ -26,11 +26,24 @@ namespace ibdt::collectives {
 // round of p - 1 messages, pairwise's schedule).
 inline constexpr std::array<int64_t, 3> kAutoRadixes = {3, 4, 8};
 
-// What one rank sends in one alltoall.
+// What one rank sends in one alltoall, and in how many steps that must
+// follow one another (Bruck's rounds; pairwise's windows of the default
+// throttle; 1 when every message is in flight at once).
 struct AlltoallVolume {
   double messages = 0;
   double bytes = 0;
+  double rounds = 0;
 };
+
+// Between nodes, a round costs a network latency once, however many of its
+// messages overlap (radix-r Bruck's r - 1, pairwise's window): the fits'
+// per-message term is the rank's own work, measured on one node where the
+// latency is ~0, and it stays per message. The built-in value is the
+// one-way latency of a small message on ibdt-sim's default fat tree
+// (docs/simulator.md: 250 ns per hop, 2 to 4 hops, SimGrid's LV08 factor
+// 13.01), with which the model reproduces the simulator's choice at 64 to
+// 1024 ranks (docs/alltoall-selection.md, "Across nodes").
+inline constexpr double kBuiltInNetworkRoundNs = 7000;
 // Bruck forms with radix 2 share one volume; `radix` only matters for kBruckRadix.
 AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes);
 
@@ -63,15 +76,19 @@ class AlltoallCostModel {
   const messaging::CollectiveCost* cost(AlltoallAlgorithm algorithm) const {
     return has(algorithm) ? &costs_[slot(algorithm)] : nullptr;
   }
-  // +infinity for an algorithm the model lacks.
-  double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  // +infinity for an algorithm the model lacks. `nodes` > 1: every round
+  // also pays networkRoundNs().
+  double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
+  double networkRoundNs() const { return networkRoundNs_; }
+  void setNetworkRoundNs(double ns) { networkRoundNs_ = ns; }
 
  private:
   static size_t slot(AlltoallAlgorithm algorithm);
   std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> costs_{};
   std::array<bool, kPricedAlltoalls.size()> present_{};
   bool fromFile_ = false;
+  double networkRoundNs_ = kBuiltInNetworkRoundNs;
 };
 
 struct AlltoallChoice {
@@ -88,6 +105,9 @@ struct AlltoallChoice {
 // Bruck form is pairwise's single exchange plus copies).
 // `collectiveInit`: direct-write is a candidate too (only where every rank
 // builds the plan together: a persistent init, not a per-call plan).
-AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true);
+// `nodes`: how many nodes the p ranks span (rounds between nodes cost a
+// network latency each).
+AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true,
+                              int nodes = 1);
 
 }  // namespace ibdt::collectives

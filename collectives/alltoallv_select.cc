@@ -57,13 +57,13 @@ Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvA
   return agreed;
 }
 
-AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const AlltoallvAgreement& agreed) {
+AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const AlltoallvAgreement& agreed, int nodes) {
   const int64_t meanBlock = p > 1 ? (agreed.maxRankBytes + p - 2) / (p - 1) : 0;
   AlltoallvChoice best{AlltoallvAlgorithm::kPairwise,
-                       model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, meanBlock)};
+                       model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, meanBlock, nodes)};
   if (p <= 1 || agreed.maxBlockBytes == 0) return best;
   auto consider = [&](AlltoallvAlgorithm algorithm, AlltoallAlgorithm priced, int64_t blockBytes) {
-    const double ns = model.predictNs(priced, 2, p, blockBytes);
+    const double ns = model.predictNs(priced, 2, p, blockBytes, nodes);
     if (ns < best.predictedNs) best = {algorithm, ns};
   };
   if (agreed.kind && p > 2) consider(AlltoallvAlgorithm::kBruckZeroCopy, AlltoallAlgorithm::kBruckZeroCopy, agreed.maxBlockBytes);
@@ -80,7 +80,7 @@ Result<std::unique_ptr<PlanImpl>> makeAutoAlltoallv(Communicator& comm, Result<A
     return makeError(Code::kInvalidArgument, "alltoallv: another rank's arguments were refused");
   }
   const AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
-  const AlltoallvChoice choice = selectAlltoallv(model, comm.size(), agreed);
+  const AlltoallvChoice choice = selectAlltoallv(model, comm.size(), agreed, comm.nodeCount());
   IBDT_LOG(kDebug, "alltoallv auto: p = ", comm.size(), ", blocks ", agreed.minBlockBytes, "..",
            agreed.maxBlockBytes, " B, busiest rank ", agreed.maxRankBytes, " B: ",
            choice.algorithm == AlltoallvAlgorithm::kBruckZeroCopy ? "bruck-zero-copy"

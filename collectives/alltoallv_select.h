@@ -47,7 +47,8 @@ struct AlltoallvChoice {
 // direct-write (at the mean block), those allowed by `agreed`. Pairwise for
 // p = 1 or when no block has a byte, never Bruck at p = 2 (as alltoall). A
 // pure function: the same on every rank.
-AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const AlltoallvAgreement& agreed);
+AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const AlltoallvAgreement& agreed,
+                                int nodes = 1);
 
 // kAuto's collective init: agree, choose, build the choice (a rank whose
 // arguments failed makes every rank fail).

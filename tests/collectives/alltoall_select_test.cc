@@ -120,6 +120,36 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
   EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 64).algorithm, AlltoallAlgorithm::kDirectWrite);
 }
 
+// Across nodes a round costs one network latency however many of its
+// messages overlap, so the model's choice is ibdt-sim's (docs/simulator.md,
+// fat tree of 16-rank nodes): radix-8 Bruck for small blocks at 64, 256 and
+// 1024 ranks, where the per-message pricing alone chose zero-copy Bruck
+// (1.5-1.8x slower there); pairwise for 4 KiB at 64 and 256 ranks; on one
+// node (no network rounds) the choice is as before.
+TEST(AlltoallSelection, AcrossNodesRoundsOverlapAsInTheSimulator) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  for (int p : {64, 256, 1024}) {
+    for (int64_t bytes : {8, 64}) {
+      const AlltoallChoice choice = selectAlltoall(builtIn, p, bytes, false, p / 16);
+      EXPECT_EQ(choice.algorithm, AlltoallAlgorithm::kBruckRadix) << p << " ranks, " << bytes << " B";
+      EXPECT_EQ(choice.radix, 8) << p << " ranks, " << bytes << " B";
+    }
+    // One node: per-message pricing alone, zero-copy Bruck for 8 B (as before).
+    EXPECT_EQ(selectAlltoall(builtIn, p, 8, false, 1).algorithm, AlltoallAlgorithm::kBruckZeroCopy) << p;
+  }
+  EXPECT_EQ(selectAlltoall(builtIn, 64, 4096, false, 4).algorithm, AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(builtIn, 256, 4096, false, 16).algorithm, AlltoallAlgorithm::kPairwise);
+  // The rounds: pairwise's windows of 8, Bruck's ceil(log_r p).
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 64, 8).rounds, 8);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kBruckZeroCopy, 2, 1024, 8).rounds, 10);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kBruckRadix, 8, 1024, 8).rounds, 4);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kDirectWrite, 2, 64, 8).rounds, 1);
+  // Without the network term (a latency of 0) the old, per-message answer.
+  AlltoallCostModel flat = builtIn;
+  flat.setNetworkRoundNs(0);
+  EXPECT_EQ(selectAlltoall(flat, 1024, 8, false, 64).algorithm, AlltoallAlgorithm::kBruckZeroCopy);
+}
+
 // alltoallv (docs/alltoallv.md, "Automatic choice"): pairwise priced at the
 // busiest rank's mean block, zero-copy Bruck at the largest block (so a
 // very irregular problem does not choose it), direct-write at the mean.
