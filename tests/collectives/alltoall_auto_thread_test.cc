@@ -7,7 +7,7 @@
 //   agreed problem, also when the ranks' own counts differ wildly;
 // - alltoall picks direct-write for large blocks, every byte checked;
 // - per-call (blocking) and pinned-tag builds stay local (pairwise);
-// - the choices are counted per communicator (IBDT_STATS).
+// - the choices are counted per communicator and printed (IBDT_STATS).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "collectives/alltoallv_data.h"
 #include "collectives/alltoallv_select.h"
 #include "ibdt/collectives.h"
+#include "support/scoped_env.h"
 #include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
@@ -282,6 +283,23 @@ TEST(AutoAlltoall, SmallBlocksAndInPlaceStayOffDirectWrite) {
                   comm->algorithmCounts().at("alltoall").at("pairwise").chosenByAuto,
               1u);
   });
+}
+
+// IBDT_STATS=1: each communicator prints its counts when it goes away.
+TEST(AlgorithmCounts, PrintedWhenTheCommunicatorGoesAwayUnderIbdtStats) {
+  test::ScopedEnv stats("IBDT_STATS", "1");
+  ::testing::internal::CaptureStderr();
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side side = testing::byteSide(65536);
+    AlltoallBuffers buffers(side, side, 2, env.rank);
+    ASSERT_TRUE(
+        alltoallInit(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count, side.type).isOk());
+  });
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("rank 0 of 2): alltoall: direct-write 1 (auto 1)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("rank 1 of 2): alltoall: direct-write 1 (auto 1)"), std::string::npos) << printed;
 }
 
 }  // namespace
