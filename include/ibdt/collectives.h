@@ -341,7 +341,7 @@ struct AlltoallvOptions {
   int64_t inplaceBuffers = 0;
 };
 // Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README):
-// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise or bruck-zero-copy.
+// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise, bruck-zero-copy or direct-write.
 Result<AlltoallvOptions> alltoallvOptionsFromEnvironment();
 
 // MPI_Alltoallv_init. The buffers, the count and displacement arrays' values
