@@ -128,22 +128,39 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
 
 namespace {
 
+// The bytes per block a rank whose arguments failed votes with: its receive
+// side as given, so that where the others' choice is direct-write (whose
+// init is collective) it most likely chooses it too and fails them all
+// instead of leaving them waiting.
+int64_t bytesOfFailedCall(int64_t recvcount, const datatype::Datatype& recvtype) {
+  if (!recvtype.valid() || recvtype.freed() || recvcount < 0) return 0;
+  Checked checked;
+  const int64_t bytes = checked.mul(recvcount, recvtype.size());
+  return checked.overflow ? 0 : bytes;
+}
+
 // kAuto: the cheapest algorithm by the cost model of the Context's tuning
 // file (alltoall_select.h). Ranks of one node load the same file; across
 // nodes the files may differ, so there the ranks agree on the smallest
 // choice in one allreduce. A rank whose arguments failed still takes part
-// (its vote is pairwise), so no rank waits for it.
-Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArgs>& checked, AlltoallOptions options) {
+// (its vote is pairwise), so no rank waits for it. `collectiveInit`: every
+// rank builds this plan together (not a per-call plan, no pinned tag), so
+// direct-write, whose init exchanges keys, is a candidate.
+Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArgs>& checked, int64_t failedBytes,
+                                    AlltoallOptions options, bool collectiveInit) {
   const AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
-  AlltoallChoice choice;
-  if (checked.isOk()) choice = selectAlltoall(model, comm.size(), checked->bytes);
+  const int64_t bytes = checked.isOk() ? checked->bytes : failedBytes;
+  // In place is refused by direct-write (a peer's write would land on a block not yet sent).
+  const bool inPlace = checked.isOk() && checked->inPlace;
+  AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit && !inPlace, comm.nodeCount());
+  if (!checked.isOk() && choice.algorithm != AlltoallAlgorithm::kDirectWrite) choice = AlltoallChoice{};
   if (comm.nodeCount() > 1) {
     int64_t code = choice.code();
     IBDT_RETURN_IF_ERROR(allreduce(comm, &code, &code, 1, ReduceOp::kMin));
     choice = AlltoallChoice::fromCode(code);
   }
-  IBDT_LOG(kDebug, "alltoall auto: p = ", comm.size(), ", ", checked.isOk() ? checked->bytes : 0,
-           " B per block: ", alltoallAlgorithmName(choice.algorithm), " (radix ", choice.radix, ", model ",
+  IBDT_LOG(kDebug, "alltoall auto: p = ", comm.size(), ", ", bytes, " B per block: ",
+           alltoallAlgorithmName(choice.algorithm), " (radix ", choice.radix, ", model ",
            model.fromFile() ? "from the tuning file" : "built in", ", predicted ", choice.predictedNs / 1e3, " us)");
   options.algorithm = choice.algorithm;
   options.radix = choice.radix;
@@ -158,14 +175,10 @@ bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& o
          (options.algorithm == AlltoallAlgorithm::kAuto && comm.nodeCount() > 1);
 }
 
-Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
-                          const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
-                          const datatype::Datatype& recvtype, const AlltoallOptions& requested) {
-  Result<AlltoallArgs> checked = checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
-  AlltoallOptions options = requested;
-  if (options.algorithm == AlltoallAlgorithm::kAuto) {
-    IBDT_ASSIGN_OR_RETURN(options, resolveAuto(comm, checked, requested));
-  }
+namespace {
+
+// The algorithm's plan for the resolved `options`.
+Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, const AlltoallOptions& options) {
   if (options.algorithm == AlltoallAlgorithm::kHierarchical) {
     // Its init is collective: a rank with bad arguments still takes part,
     // so every rank fails instead of waiting for it.
@@ -201,11 +214,38 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
   return Plan(std::move(impl).value());
 }
 
+// alltoallInit and the blocking call; `perCall`: the plan runs once, so
+// kAuto leaves out algorithms whose init communicates (it would cost more
+// than it saves, docs/alltoall-selection.md).
+Result<Plan> buildAlltoall(Communicator& comm, const void* sendbuf, int64_t sendcount,
+                           const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                           const datatype::Datatype& recvtype, const AlltoallOptions& requested, bool perCall) {
+  Result<AlltoallArgs> checked = checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  AlltoallOptions options = requested;
+  const bool automatic = options.algorithm == AlltoallAlgorithm::kAuto;
+  if (automatic) {
+    const bool collectiveInit = !perCall && !comm.planTagPinned();
+    IBDT_ASSIGN_OR_RETURN(options, resolveAuto(comm, checked, bytesOfFailedCall(recvcount, recvtype), requested,
+                                               collectiveInit));
+  }
+  IBDT_ASSIGN_OR_RETURN(Plan plan, buildResolved(comm, std::move(checked), options));
+  comm.countAlgorithm("alltoall", plan.algorithm(), automatic);
+  return plan;
+}
+
+}  // namespace
+
+Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendcount,
+                          const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
+                          const datatype::Datatype& recvtype, const AlltoallOptions& options) {
+  return buildAlltoall(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, options, false);
+}
+
 Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype,
                 void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype, const AlltoallOptions& options,
                 Deadline deadline) {
-  IBDT_ASSIGN_OR_RETURN(Plan plan,
-                        alltoallInit(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, options));
+  IBDT_ASSIGN_OR_RETURN(Plan plan, buildAlltoall(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                                 options, true));
   IBDT_RETURN_IF_ERROR(plan.start());
   return plan.wait(deadline);
 }

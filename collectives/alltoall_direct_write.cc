@@ -22,11 +22,6 @@ namespace {
 
 using messaging::Request;
 
-// One dense run of count x type bytes starting at the block's address.
-bool denseBlocks(const datatype::Datatype& type) {
-  return type.contiguous() && type.lb() == 0 && type.trueLb() == 0 && type.extent() == type.size();
-}
-
 class DirectWriteAlltoall final : public PlanImpl {
  public:
   DirectWriteAlltoall(Communicator& comm, std::vector<DirectBlock> blocks)
@@ -209,6 +204,10 @@ void DirectWriteAlltoall::abandon() {
 }
 
 }  // namespace
+
+bool denseBlocks(const datatype::Datatype& type) {
+  return type.contiguous() && type.lb() == 0 && type.trueLb() == 0 && type.extent() == type.size();
+}
 
 Result<int64_t> agreeOnDirectWrite(Communicator& comm, bool argsOk, bool inPlace, const datatype::Datatype& sendtype,
                                    const datatype::Datatype& recvtype) {

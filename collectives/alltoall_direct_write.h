@@ -24,6 +24,9 @@ struct DirectBlock {
   int64_t recvBytes = 0;
 };
 
+// One dense run of count x type bytes starting at the block's address.
+bool denseBlocks(const datatype::Datatype& type);
+
 // Collective: 0 when some rank's arguments failed (or it runs in place), 1
 // when some rank's types are not dense (every rank then runs pairwise), 2
 // direct writes; one allreduce.

@@ -133,6 +133,13 @@ Result<AlltoallSchedule> alltoallSchedule(AlltoallAlgorithm algorithm, const Sch
     case AlltoallAlgorithm::kBruckZeroCopy: return bruckModified(shape, 2);
     case AlltoallAlgorithm::kBruckRadix: return bruckModified(shape, shape.radix);
     case AlltoallAlgorithm::kHierarchical: return hierarchical(shape);
+    case AlltoallAlgorithm::kDirectWrite: {
+      // One write per peer, all in flight (its zero-byte ready and
+      // notification messages are priced in the fit's per-message term).
+      ScheduleShape all = shape;
+      all.throttle = 0;
+      return pairwise(all);
+    }
     default: break;
   }
   return makeError(Code::kInvalidArgument, "alltoall schedule: \"", alltoallAlgorithmName(algorithm),

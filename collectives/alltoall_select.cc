@@ -17,13 +17,18 @@ namespace {
 // cores and cost 10-20 us per message. Pairwise's messages overlap (a
 // throttle of 8 in flight), Bruck's rounds do not; the per-byte terms order
 // zero-copy < modified < basic by their local copies (the γ term).
-// {fixedNs, perMessageNs, perByteNs}, in kModelledAlltoalls' order.
+// {fixedNs, perMessageNs, perByteNs}, in kPricedAlltoalls' order.
 constexpr messaging::CollectiveCost kBuiltIn[] = {
     {500, 1000, 0.35},   // pairwise
     {1500, 1500, 0.50},  // bruck-modified
     {1500, 1500, 0.35},  // bruck-zero-copy
     {1500, 1500, 0.60},  // bruck-basic
     {1500, 1200, 0.50},  // bruck-radix
+    // direct-write: per peer a write plus a zero-byte ready and notification
+    // (2.5 us); per byte 0.24, pairwise's 0.35 scaled by the two's measured
+    // ratio at 64 KiB - 1 MiB, p = 2 (docs/alltoall-direct-writes.md: 0.16
+    // against 0.24 ns/B), so that it wins from ~16-23 KiB blocks.
+    {1500, 2500, 0.24},
 };
 }  // namespace
 
@@ -35,10 +40,14 @@ AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p,
   shape.blockBytes = blockBytes;
   shape.radix = radix;
   shape.ranksPerNode = shape.ranks;  // kHierarchical on one node (it is not priced)
+  shape.throttle = AlltoallOptions{}.throttle;
   Result<AlltoallSchedule> schedule = alltoallSchedule(algorithm, shape);
   if (!schedule.isOk()) return {};
   const ScheduleTotals totals = scheduleTotals(*schedule);
-  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes)};
+  const auto rounds = static_cast<int64_t>(schedule->rounds.size());
+  const int64_t window = schedule->window > 0 ? schedule->window : std::max<int64_t>(rounds, 1);
+  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes),
+          static_cast<double>((rounds + window - 1) / window)};
 }
 
 std::string alltoallFitName(AlltoallAlgorithm algorithm) {
@@ -46,10 +55,10 @@ std::string alltoallFitName(AlltoallAlgorithm algorithm) {
 }
 
 size_t AlltoallCostModel::slot(AlltoallAlgorithm algorithm) {
-  for (size_t i = 0; i < kModelledAlltoalls.size(); ++i) {
-    if (kModelledAlltoalls[i] == algorithm) return i;
+  for (size_t i = 0; i < kPricedAlltoalls.size(); ++i) {
+    if (kPricedAlltoalls[i] == algorithm) return i;
   }
-  return kModelledAlltoalls.size();
+  return kPricedAlltoalls.size();
 }
 
 bool AlltoallCostModel::has(AlltoallAlgorithm algorithm) const {
@@ -66,7 +75,7 @@ void AlltoallCostModel::set(AlltoallAlgorithm algorithm, const messaging::Collec
 
 AlltoallCostModel AlltoallCostModel::builtIn() {
   AlltoallCostModel model;
-  for (size_t i = 0; i < kModelledAlltoalls.size(); ++i) model.set(kModelledAlltoalls[i], kBuiltIn[i]);
+  for (size_t i = 0; i < kPricedAlltoalls.size(); ++i) model.set(kPricedAlltoalls[i], kBuiltIn[i]);
   return model;
 }
 
@@ -74,7 +83,7 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
   if (tuning == nullptr) return builtIn();
   AlltoallCostModel model;
   model.fromFile_ = true;
-  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
+  for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     for (const messaging::CollectiveFit& fit : tuning->collectives) {
       if (fit.name == alltoallFitName(algorithm)) model.set(algorithm, fit.cost);
     }
@@ -82,28 +91,36 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
   return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
 }
 
-double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
+double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                    int nodes) const {
   if (!has(algorithm)) return std::numeric_limits<double>::infinity();
   const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
-  return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes));
+  const double network = nodes > 1 ? networkRoundNs_ * volume.rounds : 0;
+  return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
 }
 
 AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
   return {static_cast<AlltoallAlgorithm>(code / 4096), code % 4096, 0};
 }
 
-AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes) {
+AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit,
+                              int nodes) {
   AlltoallChoice best;
-  best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
-  // p = 2: every form is the same single exchange of one block, and
-  // pairwise is the one without copies; a fit that says otherwise is noise.
-  if (p <= 2 || blockBytes == 0) return best;
+  best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes, nodes);
+  if (p <= 1 || blockBytes == 0) return best;
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
-    const double ns = model.predictNs(algorithm, radix, p, blockBytes);
+    const double ns = model.predictNs(algorithm, radix, p, blockBytes, nodes);
     if (ns < best.predictedNs) best = {algorithm, radix, ns};
   };
-  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
-    if (algorithm == AlltoallAlgorithm::kBruckRadix) {
+  for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
+    if (algorithm == AlltoallAlgorithm::kDirectWrite) {
+      if (collectiveInit) consider(algorithm, 2);
+    } else if (p == 2) {
+      // Every Bruck form is then the same single exchange as pairwise, which
+      // has no copies; a fit that says otherwise is noise. (Direct-write is
+      // another mechanism: no staging, no handshake per message.)
+      continue;
+    } else if (algorithm == AlltoallAlgorithm::kBruckRadix) {
       for (int64_t radix : kAutoRadixes) {
         if (radix < p) consider(algorithm, radix);
       }

@@ -26,21 +26,41 @@ namespace ibdt::collectives {
 // round of p - 1 messages, pairwise's schedule).
 inline constexpr std::array<int64_t, 3> kAutoRadixes = {3, 4, 8};
 
-// What one rank sends in one alltoall.
+// What one rank sends in one alltoall, and in how many steps that must
+// follow one another (Bruck's rounds; pairwise's windows of the default
+// throttle; 1 when every message is in flight at once).
 struct AlltoallVolume {
   double messages = 0;
   double bytes = 0;
+  double rounds = 0;
 };
+
+// Between nodes, a round costs a network latency once, however many of its
+// messages overlap (radix-r Bruck's r - 1, pairwise's window): the fits'
+// per-message term is the rank's own work, measured on one node where the
+// latency is ~0, and it stays per message. The built-in value is the
+// one-way latency of a small message on ibdt-sim's default fat tree
+// (docs/simulator.md: 250 ns per hop, 2 to 4 hops, SimGrid's LV08 factor
+// 13.01), with which the model reproduces the simulator's choice at 64 to
+// 1024 ranks (docs/alltoall-selection.md, "Across nodes").
+inline constexpr double kBuiltInNetworkRoundNs = 7000;
 // Bruck forms with radix 2 share one volume; `radix` only matters for kBruckRadix.
 AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes);
 
 // The tuning file's name of an algorithm's fit, e.g. "alltoall/bruck-modified".
 std::string alltoallFitName(AlltoallAlgorithm algorithm);
 
-// The algorithms the model prices, in tie-break order.
+// The algorithms ibdt-tune times, in tie-break order.
 inline constexpr std::array<AlltoallAlgorithm, 5> kModelledAlltoalls = {
     AlltoallAlgorithm::kPairwise, AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
     AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix};
+// The algorithms the model prices: those, then direct-write, whose init is
+// collective (a candidate only where every rank builds the plan together,
+// see selectAlltoall) and which ibdt-tune does not time yet (a file without
+// its fit leaves it out; the built-in model has one).
+inline constexpr std::array<AlltoallAlgorithm, 6> kPricedAlltoalls = {
+    AlltoallAlgorithm::kPairwise,   AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
+    AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite};
 
 class AlltoallCostModel {
  public:
@@ -56,15 +76,19 @@ class AlltoallCostModel {
   const messaging::CollectiveCost* cost(AlltoallAlgorithm algorithm) const {
     return has(algorithm) ? &costs_[slot(algorithm)] : nullptr;
   }
-  // +infinity for an algorithm the model lacks.
-  double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  // +infinity for an algorithm the model lacks. `nodes` > 1: every round
+  // also pays networkRoundNs().
+  double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
+  double networkRoundNs() const { return networkRoundNs_; }
+  void setNetworkRoundNs(double ns) { networkRoundNs_ = ns; }
 
  private:
   static size_t slot(AlltoallAlgorithm algorithm);
-  std::array<messaging::CollectiveCost, kModelledAlltoalls.size()> costs_{};
-  std::array<bool, kModelledAlltoalls.size()> present_{};
+  std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> costs_{};
+  std::array<bool, kPricedAlltoalls.size()> present_{};
   bool fromFile_ = false;
+  double networkRoundNs_ = kBuiltInNetworkRoundNs;
 };
 
 struct AlltoallChoice {
@@ -77,7 +101,13 @@ struct AlltoallChoice {
 };
 
 // The cheapest candidate for p ranks and blocks of `blockBytes` (pairwise
-// for p <= 2 or empty blocks, where every algorithm is one exchange or none).
-AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes);
+// for p = 1 or empty blocks; at p = 2 pairwise or direct-write, as every
+// Bruck form is pairwise's single exchange plus copies).
+// `collectiveInit`: direct-write is a candidate too (only where every rank
+// builds the plan together: a persistent init, not a per-call plan).
+// `nodes`: how many nodes the p ranks span (rounds between nodes cost a
+// network latency each).
+AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true,
+                              int nodes = 1);
 
 }  // namespace ibdt::collectives

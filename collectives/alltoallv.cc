@@ -2,6 +2,7 @@
 #include "base/config.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/alltoallv_args.h"
+#include "collectives/alltoallv_select.h"
 
 namespace ibdt::collectives {
 
@@ -22,27 +23,23 @@ Result<AlltoallvOptions> alltoallvOptionsFromEnvironment() {
   return options;
 }
 
-Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
-                           std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
-                           std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
-                           const datatype::Datatype& recvtype, const AlltoallvOptions& options) {
-  if (options.throttle < 0) {
-    return makeError(Code::kInvalidArgument, "alltoallv: throttle ", options.throttle, " (0: unlimited, else >= 1)");
-  }
-  if (options.inplaceBytes <= 0 || options.inplaceBuffers < 0) {
-    return makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
-                     " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
-  }
-  Result<AlltoallvArgs> checked =
-      checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype);
+namespace {
+
+std::string_view planName(const Result<std::unique_ptr<PlanImpl>>& impl) {
+  return impl.isOk() ? (*impl)->algorithm() : std::string_view();
+}
+
+// The plan of the algorithm `options` names (kAuto already resolved or
+// left to pairwise / in place).
+Result<std::unique_ptr<PlanImpl>> buildNamed(Communicator& comm, Result<AlltoallvArgs> checked,
+                                             const AlltoallvOptions& options) {
   // Collective inits: a rank whose arguments failed still takes part.
   if (options.algorithm == AlltoallvAlgorithm::kDirectWrite) {
-    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoallv(comm, std::move(checked), options.throttle));
-    return Plan(std::move(direct));
+    return makeDirectWriteAlltoallv(comm, std::move(checked), options.throttle);
   }
-  if (options.algorithm == AlltoallvAlgorithm::kBruckZeroCopy && sendbuf != kInPlace) {
-    IBDT_ASSIGN_OR_RETURN(auto bruck, makeZeroCopyBruckAlltoallv(comm, std::move(checked)));
-    return Plan(std::move(bruck));
+  const bool inPlace = checked.isOk() && checked->inPlace;
+  if (options.algorithm == AlltoallvAlgorithm::kBruckZeroCopy && !inPlace) {
+    return makeZeroCopyBruckAlltoallv(comm, std::move(checked));
   }
   IBDT_ASSIGN_OR_RETURN(AlltoallvArgs args, std::move(checked));
   // In place is used whenever the caller passes in place.
@@ -52,31 +49,56 @@ Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<co
   if ((algorithm == AlltoallvAlgorithm::kInPlaceLimited) != args.inPlace) {
     return makeError(Code::kInvalidArgument, "alltoallv: the in-place algorithm runs exactly when sendbuf is kInPlace");
   }
-  switch (algorithm) {
-    case AlltoallvAlgorithm::kPairwise: {
-      IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectAlltoallv(comm, std::move(args), options.throttle));
-      return Plan(std::move(direct));
-    }
-    case AlltoallvAlgorithm::kInPlaceLimited: {
-      const int64_t buffers = options.inplaceBuffers > 0 ? options.inplaceBuffers : std::max(1, comm.size() / 8);
-      IBDT_ASSIGN_OR_RETURN(auto inPlace, makeInPlaceAlltoallv(comm, std::move(args), options.throttle,
-                                                               options.inplaceBytes, buffers));
-      return Plan(std::move(inPlace));
-    }
-    case AlltoallvAlgorithm::kAuto:
-    case AlltoallvAlgorithm::kBruckZeroCopy:  // above
-    case AlltoallvAlgorithm::kDirectWrite:
-      break;
+  if (algorithm == AlltoallvAlgorithm::kPairwise) return makeDirectAlltoallv(comm, std::move(args), options.throttle);
+  const int64_t buffers = options.inplaceBuffers > 0 ? options.inplaceBuffers : std::max(1, comm.size() / 8);
+  return makeInPlaceAlltoallv(comm, std::move(args), options.throttle, options.inplaceBytes, buffers);
+}
+
+// alltoallvInit and the blocking call. kAuto is collective (the agreement
+// of alltoallv_select.h) only where every rank builds the plan together and
+// keeps it: not `perCall` (measured: the allreduce costs more than it saves
+// for one run, docs/alltoallv.md) nor under a pinned tag, and not in place.
+Result<Plan> buildAlltoallv(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
+                            std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
+                            std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
+                            const datatype::Datatype& recvtype, const AlltoallvOptions& options, bool perCall) {
+  const bool automatic = options.algorithm == AlltoallvAlgorithm::kAuto && sendbuf != kInPlace;
+  const bool agree = automatic && !perCall && !comm.planTagPinned();
+  Status bad;
+  if (options.throttle < 0) {
+    bad = makeError(Code::kInvalidArgument, "alltoallv: throttle ", options.throttle, " (0: unlimited, else >= 1)");
+  } else if (options.inplaceBytes <= 0 || options.inplaceBuffers < 0) {
+    bad = makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
+                    " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
   }
-  return makeError(Code::kInvalidArgument, "alltoallv: unknown algorithm ", static_cast<int>(options.algorithm));
+  if (!bad.isOk() && !agree) return bad;
+  Result<AlltoallvArgs> checked =
+      bad.isOk() ? checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                      recvtype)
+                 : Result<AlltoallvArgs>(bad);
+  Result<std::unique_ptr<PlanImpl>> impl = agree ? makeAutoAlltoallv(comm, std::move(checked), options.throttle)
+                                                 : buildNamed(comm, std::move(checked), options);
+  if (!impl.isOk()) return std::move(impl).takeStatus();
+  comm.countAlgorithm("alltoallv", planName(impl), options.algorithm == AlltoallvAlgorithm::kAuto);
+  return Plan(std::move(impl).value());
+}
+
+}  // namespace
+
+Result<Plan> alltoallvInit(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
+                           std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
+                           std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
+                           const datatype::Datatype& recvtype, const AlltoallvOptions& options) {
+  return buildAlltoallv(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, options,
+                        false);
 }
 
 Status alltoallv(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
                  std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
                  std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
                  const datatype::Datatype& recvtype, const AlltoallvOptions& options, Deadline deadline) {
-  IBDT_ASSIGN_OR_RETURN(Plan plan, alltoallvInit(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                                 rdispls, recvtype, options));
+  IBDT_ASSIGN_OR_RETURN(Plan plan, buildAlltoallv(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                                  rdispls, recvtype, options, true));
   IBDT_RETURN_IF_ERROR(plan.start());
   return plan.wait(deadline);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "collectives/alltoallv_args.h"
 #include "collectives/plan_impl.h"
@@ -27,5 +28,15 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
 // Zero-copy Bruck (alltoallv_bruck.cc): collective init, one basic kind;
 // a rank whose `args` failed still takes part, so every rank fails.
 Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm, Result<AlltoallvArgs> args);
+// The same once the ranks agreed that every type consists of `kind` (the
+// auto selection's allreduce did): the count rounds and the plan.
+Result<std::unique_ptr<PlanImpl>> buildZeroCopyBruckAlltoallv(Communicator& comm, const AlltoallvArgs& args,
+                                                              datatype::BasicKind kind);
+// The one basic kind every element of `type` consists of, if there is one.
+std::optional<datatype::BasicKind> uniformKind(const datatype::Datatype& type);
+
+// Direct writes once the ranks agreed that every rank's types are dense
+// blocks (collective: the key exchange and the lengths' agreement).
+Result<std::unique_ptr<PlanImpl>> buildDirectWriteAlltoallv(Communicator& comm, const AlltoallvArgs& args);
 
 }  // namespace ibdt::collectives

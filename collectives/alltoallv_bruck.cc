@@ -31,12 +31,10 @@
 #include "collectives/bruck_zero_copy_placement.h"
 
 namespace ibdt::collectives {
-namespace {
 
 using datatype::BasicKind;
 using datatype::Datatype;
 
-// The one basic kind every element of `type` consists of, if there is one.
 std::optional<BasicKind> uniformKind(const Datatype& type) {
   auto whole = datatype::signature(type, 1);
   if (!whole.isOk()) return std::nullopt;
@@ -49,6 +47,8 @@ std::optional<BasicKind> uniformKind(const Datatype& type) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 int roundsFor(int size) {
   int rounds = 0;
@@ -162,7 +162,11 @@ Result<std::unique_ptr<PlanImpl>> makeZeroCopyBruckAlltoallv(Communicator& comm,
   Result<BasicKind> agreed = agreeOnKind(comm, checked.isOk() ? &*checked : nullptr);
   IBDT_RETURN_IF_ERROR(checked.status());
   IBDT_ASSIGN_OR_RETURN(const BasicKind kind, std::move(agreed));
-  const AlltoallvArgs& args = *checked;
+  return buildZeroCopyBruckAlltoallv(comm, *checked, kind);
+}
+
+Result<std::unique_ptr<PlanImpl>> buildZeroCopyBruckAlltoallv(Communicator& comm, const AlltoallvArgs& args,
+                                                              BasicKind kind) {
   const int size = comm.size(), rank = comm.rank();
   IBDT_ASSIGN_OR_RETURN(const HopCounts elements, exchangeCounts(comm, args));
   const Datatype element = Datatype::basic(kind);

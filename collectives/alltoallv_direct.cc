@@ -96,6 +96,10 @@ Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoallv(Communicator& comm, R
     IBDT_LOG(kDebug, "alltoallv direct-write: a rank's types are not dense blocks; every rank runs pairwise");
     return makeDirectAlltoallv(comm, std::move(args), throttle);
   }
+  return buildDirectWriteAlltoallv(comm, args);
+}
+
+Result<std::unique_ptr<PlanImpl>> buildDirectWriteAlltoallv(Communicator& comm, const AlltoallvArgs& args) {
   std::vector<DirectBlock> blocks;
   for (int peer = 0; peer < comm.size(); ++peer) {
     const auto index = static_cast<size_t>(peer);

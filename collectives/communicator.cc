@@ -7,6 +7,8 @@
 #include <numeric>
 #include <set>
 
+#include "base/config.h"
+#include "base/log.h"
 #include "ibdt/collectives.h"
 #include "ibdt/store.h"
 
@@ -32,6 +34,38 @@ Communicator::Communicator(messaging::Context& context, std::vector<int> context
   const int mine = nodes_[static_cast<size_t>(rank_)].nodeId;
   localSize_ = static_cast<int>(
       std::count_if(nodes_.begin(), nodes_.end(), [mine](const NodeInfo& node) { return node.nodeId == mine; }));
+  // A garbage IBDT_STATS already failed the Context's creation (its pools
+  // read it first), so here it is 0 or 1.
+  const Result<bool> stats = config::getBool("IBDT_STATS");
+  printStats_ = stats.isOk() && *stats;
+}
+
+Communicator::~Communicator() {
+  if (printStats_ && !counts_.empty()) {
+    log::write(log::Level::kInfo, strCat("collectives (communicator ", contextId_, ", rank ", rank_, " of ", size(),
+                                         "): ", describe(counts_)));
+  }
+}
+
+void Communicator::countAlgorithm(std::string_view collective, std::string_view algorithm, bool chosenByAuto) {
+  auto byCollective = counts_.try_emplace(std::string(collective)).first;
+  AlgorithmCount& count = byCollective->second.try_emplace(std::string(algorithm)).first->second;
+  ++count.plans;
+  if (chosenByAuto) ++count.chosenByAuto;
+}
+
+std::string describe(const AlgorithmCounts& counts) {
+  std::string text;
+  for (const auto& [collective, algorithms] : counts) {
+    text += text.empty() ? "" : "; ";
+    text += collective + ":";
+    const char* separator = " ";
+    for (const auto& [algorithm, count] : algorithms) {
+      text += strCat(separator, algorithm, " ", count.plans, " (auto ", count.chosenByAuto, ")");
+      separator = ", ";
+    }
+  }
+  return text;
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::create(messaging::Context& context, std::vector<NodeInfo> nodeMap,

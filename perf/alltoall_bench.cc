@@ -56,7 +56,7 @@ struct BenchOptions {
 // --compare-auto: the forced rows auto is compared with (persistent).
 const std::vector<std::string> kForcedAlgorithms = {"pairwise",        "bruck-basic",   "bruck-modified",
                                                     "bruck-zero-copy", "bruck-radix-3", "bruck-radix-4",
-                                                    "bruck-radix-8"};
+                                                    "bruck-radix-8",   "direct-write"};
 
 // An --algorithm value: a name of parseAlltoallAlgorithm, or bruck-radix-<r>.
 Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOptions options) {
@@ -442,7 +442,8 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--mode", options->modes, "persistent and/or blocking, repeatable (default persistent)")
       ->check(CLI::IsMember({"persistent", "blocking"}));
   sub->add_flag("--compare-auto", options->compareAuto,
-               "run auto and every forced algorithm (pairwise, bruck-basic/modified/zero-copy, bruck-radix-3/4/8), "
+               "run auto and every forced algorithm (pairwise, bruck-basic/modified/zero-copy, bruck-radix-3/4/8, "
+               "direct-write), "
                "persistent, and note auto's median over the best forced one's");
   sub->add_option("--nodes", options->nodes,
                   "simulate K nodes (ranks in blocks); without --algorithm, runs auto and hierarchical")

@@ -115,20 +115,45 @@ Status runIbdtCase(messaging::Bootstrap& bootstrap, Communicator& comm, const Se
                                                  checkRecv, [&] { return plan.peakExtraBytes(); }));
     record("ibdt alltoall", m, true);
   }
-  IBDT_ASSIGN_OR_RETURN(Plan direct, collectives::alltoallvInit(comm, send.data(), layout.sendcounts, layout.sdispls, byte,
-                                                                recv.data(), layout.recvcounts, layout.rdispls, byte));
-  IBDT_ASSIGN_OR_RETURN(Measured m, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv", [&] { return runPlan(direct); },
-                                               checkRecv, [&] { return direct.peakExtraBytes(); }));
+  // "ibdt alltoallv": kAuto (the row names what it chose); then each
+  // algorithm forced, persistent, and per call (init + run each call) on
+  // regular problems: whether a per-call agreement could pay
+  // (docs/alltoallv.md, "Automatic choice").
+  IBDT_ASSIGN_OR_RETURN(Plan automatic, collectives::alltoallvInit(comm, send.data(), layout.sendcounts, layout.sdispls,
+                                                                   byte, recv.data(), layout.recvcounts, layout.rdispls,
+                                                                   byte));
+  IBDT_ASSIGN_OR_RETURN(Measured m, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv",
+                                               [&] { return runPlan(automatic); }, checkRecv,
+                                               [&] { return automatic.peakExtraBytes(); }));
   record("ibdt alltoallv", m, true);
-  collectives::AlltoallvOptions bruckOptions;
-  bruckOptions.algorithm = collectives::AlltoallvAlgorithm::kBruckZeroCopy;
-  IBDT_ASSIGN_OR_RETURN(Plan bruck, collectives::alltoallvInit(comm, send.data(), layout.sendcounts, layout.sdispls,
-                                                               byte, recv.data(), layout.recvcounts, layout.rdispls,
-                                                               byte, bruckOptions));
-  IBDT_ASSIGN_OR_RETURN(Measured z, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv bruck-zero-copy",
-                                               [&] { return runPlan(bruck); }, checkRecv,
-                                               [&] { return bruck.peakExtraBytes(); }));
-  record("ibdt alltoallv bruck-zero-copy", z, true);
+  if (rank == 0) {
+    report.note("auto " + dist + " " + std::to_string(mean) + " B at " + std::to_string(size),
+                std::string(automatic.algorithm()));
+  }
+  using collectives::AlltoallvAlgorithm;
+  const std::pair<AlltoallvAlgorithm, std::string> forced[] = {{AlltoallvAlgorithm::kPairwise, "pairwise"},
+                                                               {AlltoallvAlgorithm::kBruckZeroCopy, "bruck-zero-copy"},
+                                                               {AlltoallvAlgorithm::kDirectWrite, "direct-write"}};
+  for (const auto& [algorithm, name] : forced) {
+    collectives::AlltoallvOptions options;
+    options.algorithm = algorithm;
+    IBDT_ASSIGN_OR_RETURN(Plan plan, collectives::alltoallvInit(comm, send.data(), layout.sendcounts, layout.sdispls,
+                                                                byte, recv.data(), layout.recvcounts, layout.rdispls,
+                                                                byte, options));
+    IBDT_ASSIGN_OR_RETURN(Measured z, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv " + name,
+                                                 [&] { return runPlan(plan); }, checkRecv,
+                                                 [&] { return plan.peakExtraBytes(); }));
+    record("ibdt alltoallv " + name, z, true);
+    if (dist != "regular") continue;
+    auto blocking = [&] {
+      return collectives::alltoallv(comm, send.data(), layout.sendcounts, layout.sdispls, byte, recv.data(),
+                                    layout.recvcounts, layout.rdispls, byte, options,
+                                    Deadline::after(std::chrono::seconds(60)));
+    };
+    IBDT_ASSIGN_OR_RETURN(Measured b, measureRow(bootstrap, comm, setup, mean, "ibdt alltoallv init+run " + name,
+                                                 blocking, checkRecv, [] { return int64_t{0}; }));
+    record("ibdt alltoallv init+run " + name, b, false);
+  }
   if (dist == "regular") {
     auto blocking = [&] {
       return collectives::alltoallv(comm, send.data(), layout.sendcounts, layout.sdispls, byte, recv.data(),

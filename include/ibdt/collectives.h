@@ -37,10 +37,10 @@
 // blocks are replaced by the incoming ones (Hofmann/Rünger's algorithm with
 // auxiliary memory of a fixed size), or zero-copy Bruck for small blocks.
 //
-// One-sided writes (docs/alltoall-direct-writes.md): the forced alltoall
-// and alltoallv algorithm direct-write. What is missing (see
-// docs/design.md): the automatic choice of Bruck or direct-write for
-// alltoallv, and algorithm counters (IBDT_STATS).
+// One-sided writes (docs/alltoall-direct-writes.md): the alltoall and
+// alltoallv algorithm direct-write, forced or chosen by kAuto in a
+// collective init. Communicator::algorithmCounts() counts the choices
+// (printed with IBDT_STATS=1).
 //
 // Threads: a Communicator and its Plans are used by one thread at a time,
 // like their Context.
@@ -48,8 +48,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -75,6 +77,20 @@ struct NodeInfo {
 };
 
 class Communicator;
+
+// How often each algorithm was built on a communicator (IBDT_STATS=1
+// prints them when the communicator goes away): plans per collective
+// ("alltoall", "alltoallv") and algorithm (Plan::algorithm(), the one that
+// runs: a direct-write that fell back runs pairwise), and how many of those
+// kAuto chose.
+struct AlgorithmCount {
+  uint64_t plans = 0;
+  uint64_t chosenByAuto = 0;
+  bool operator==(const AlgorithmCount&) const = default;
+};
+using AlgorithmCounts = std::map<std::string, std::map<std::string, AlgorithmCount, std::less<>>, std::less<>>;
+// "alltoall: pairwise 3 (auto 3), direct-write 1 (auto 1); alltoallv: ..."
+std::string describe(const AlgorithmCounts& counts);
 
 // split(): the colour of a rank that joins no communicator (MPI_UNDEFINED).
 inline constexpr int kUndefinedColour = -1;
@@ -144,6 +160,15 @@ class Communicator {
   static constexpr int32_t kFirstReservedPlanTag = INT32_MAX - 15;
   void pinPlanTag(int32_t tag) { pinnedTag_ = tag; }
   void unpinPlanTag() { pinnedTag_ = -1; }
+  // A pinned tag means plans may be built on one rank and not another, so
+  // kAuto then chooses only algorithms whose init is local.
+  bool planTagPinned() const { return pinnedTag_ >= 0; }
+
+  // The algorithms plans were built with (see AlgorithmCounts); counted by
+  // the collectives at init.
+  const AlgorithmCounts& algorithmCounts() const { return counts_; }
+  void countAlgorithm(std::string_view collective, std::string_view algorithm, bool chosenByAuto);
+  ~Communicator();  // IBDT_STATS=1: prints algorithmCounts()
 
  private:
   struct IdFamily;  // the ids this rank's communicators split from one root use
@@ -159,6 +184,8 @@ class Communicator {
   int localSize_ = 1;
   int32_t nextTag_ = 0;
   int32_t pinnedTag_ = -1;
+  AlgorithmCounts counts_;
+  bool printStats_ = false;  // IBDT_STATS, read at creation
 };
 
 class PlanImpl;  // collectives/plan_impl.h: one subclass per algorithm
@@ -210,7 +237,8 @@ enum class AlltoallAlgorithm : uint8_t {
   kHierarchical,
   // One-sided writes straight into the peers' receive buffers, their keys
   // exchanged at init (docs/alltoall-direct-writes.md); dense blocks only
-  // (else every rank runs pairwise), not in place. Forced only.
+  // (else every rank runs pairwise), not in place. kAuto picks it for
+  // large blocks in a collective init (see alltoallInitIsCollective).
   kDirectWrite,
 };
 // "auto", "pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy",
@@ -232,7 +260,11 @@ struct AlltoallOptions {
 // Whether alltoallInit with these options communicates, so every rank must
 // call it together (as MPI_Alltoall_init): hierarchical (it splits the
 // communicator), direct-write (it exchanges keys), and kAuto across nodes (the ranks agree on the choice,
-// their tuning files may differ). Otherwise init is local.
+// their tuning files may differ). kAuto on one node chooses direct-write
+// only where its init is collective anyway: an alltoallInit while no plan
+// tag is pinned (MPI_Alltoall_init: every rank calls it together), never
+// the blocking alltoall() nor a build under a pinned tag, whose inits stay
+// local (docs/alltoall-selection.md). Otherwise init is local.
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options);
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();
@@ -287,11 +319,19 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
 // kDirectWrite: every pair by one-sided writes into the peers' receive
 // blocks (docs/alltoall-direct-writes.md); init is collective, dense types
 // only (else every rank runs pairwise), not in place; pairs are checked by
-// length only, a mismatch fails every rank's init. Forced only.
+// length only, a mismatch fails every rank's init.
+// kAuto (docs/alltoallv.md, "Automatic choice"): alltoallvInit, not in place
+// and with no plan tag pinned, is collective: one allreduce of the smallest
+// and largest block, the largest bytes a rank moves, whether the types
+// consist of one basic kind and whether they are dense, then the alltoall
+// cost model picks pairwise, bruck-zero-copy or direct-write, the same on
+// every rank. The blocking alltoallv() (a plan per call, where that
+// allreduce would cost more than it saves) and a build under a pinned tag
+// run pairwise; in place runs the in-place algorithm.
 enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited, kBruckZeroCopy, kDirectWrite };
 
 struct AlltoallvOptions {
-  // kAuto: pairwise, or in place when sendbuf is kInPlace.
+  // kAuto: see above; in place when sendbuf is kInPlace.
   AlltoallvAlgorithm algorithm = AlltoallvAlgorithm::kAuto;
   // Pairwise: at most this many rounds in flight (0: all at once).
   int64_t throttle = 8;
@@ -301,7 +341,7 @@ struct AlltoallvOptions {
   int64_t inplaceBuffers = 0;
 };
 // Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README):
-// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise or bruck-zero-copy.
+// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise, bruck-zero-copy or direct-write.
 Result<AlltoallvOptions> alltoallvOptionsFromEnvironment();
 
 // MPI_Alltoallv_init. The buffers, the count and displacement arrays' values

@@ -1,5 +1,6 @@
 // kAuto's selection (docs/alltoall-selection.md, collectives/alltoall_select.h):
-// the α-β volumes per algorithm, a deterministic choice, the tuning file's
+// the α-β volumes per algorithm, a deterministic choice, direct-write in
+// collective inits, alltoallv's choice from its agreement, the tuning file's
 // collective fits (format_version 2) parsed strictly and followed by every
 // rank of a Context that loads the file, with every received byte checked.
 #include "collectives/alltoall_select.h"
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "collectives/alltoall_data.h"
+#include "collectives/alltoallv_select.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 
@@ -66,15 +68,23 @@ TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
       AlltoallChoice first = selectAlltoall(builtIn, p, bytes), second = selectAlltoall(builtIn, p, bytes);
       EXPECT_EQ(first.code(), second.code()) << p << " ranks, " << bytes << " B";
       EXPECT_EQ(AlltoallChoice::fromCode(first.code()).code(), first.code());
-      if (p <= 2 || bytes == 0) {
+      if (p == 1 || bytes == 0) {
         EXPECT_EQ(first.algorithm, AlltoallAlgorithm::kPairwise);
+      }
+      // At p = 2 every Bruck form is pairwise's exchange plus copies.
+      if (p == 2) {
+        EXPECT_TRUE(first.algorithm == AlltoallAlgorithm::kPairwise ||
+                    first.algorithm == AlltoallAlgorithm::kDirectWrite);
+      }
+      if (p <= 2) {
+        EXPECT_EQ(selectAlltoall(builtIn, p, bytes, false).algorithm, AlltoallAlgorithm::kPairwise);
       }
     }
   }
   // The built-in model: Bruck's log p messages win for small blocks at many
   // ranks, pairwise's smaller volume for large blocks.
   EXPECT_NE(selectAlltoall(builtIn, 64, 8).algorithm, AlltoallAlgorithm::kPairwise);
-  EXPECT_EQ(selectAlltoall(builtIn, 64, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(builtIn, 64, 1 << 20, false).algorithm, AlltoallAlgorithm::kPairwise);
 
   for (AlltoallAlgorithm cheap : kModelledAlltoalls) {
     Tuning tuning = tuningFavouring(cheap);
@@ -87,6 +97,92 @@ TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
   partial.collectives.erase(partial.collectives.begin());
   EXPECT_FALSE(AlltoallCostModel::fromTuning(&partial).fromFile());
   EXPECT_FALSE(AlltoallCostModel::fromTuning(nullptr).fromFile());
+}
+
+// Direct-write (docs/alltoall-direct-writes.md): a candidate only in a
+// collective init; the built-in model picks it for large blocks (from
+// ~16-23 KiB), never for small ones; a file without its fit leaves it out.
+TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  for (int p : {2, 3, 4, 8, 64, 1024}) {
+    for (int64_t bytes : {int64_t{65536}, int64_t{1} << 20}) {
+      EXPECT_EQ(selectAlltoall(builtIn, p, bytes).algorithm, AlltoallAlgorithm::kDirectWrite) << p << ", " << bytes;
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes, false).algorithm, AlltoallAlgorithm::kDirectWrite);
+    }
+    for (int64_t bytes : {1, 64, 4096}) {
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes).algorithm, AlltoallAlgorithm::kDirectWrite) << p << ", " << bytes;
+    }
+  }
+  Tuning tuning = tuningFavouring(AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
+            AlltoallAlgorithm::kPairwise);
+  tuning.collectives.push_back({alltoallFitName(AlltoallAlgorithm::kDirectWrite), CollectiveCost{1000, 5.0, 0.1}});
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 64).algorithm, AlltoallAlgorithm::kDirectWrite);
+}
+
+// Across nodes a round costs one network latency however many of its
+// messages overlap, so the model's choice is ibdt-sim's (docs/simulator.md,
+// fat tree of 16-rank nodes): radix-8 Bruck for small blocks at 64, 256 and
+// 1024 ranks, where the per-message pricing alone chose zero-copy Bruck
+// (1.5-1.8x slower there); pairwise for 4 KiB at 64 and 256 ranks; on one
+// node (no network rounds) the choice is as before.
+TEST(AlltoallSelection, AcrossNodesRoundsOverlapAsInTheSimulator) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  for (int p : {64, 256, 1024}) {
+    for (int64_t bytes : {8, 64}) {
+      const AlltoallChoice choice = selectAlltoall(builtIn, p, bytes, false, p / 16);
+      EXPECT_EQ(choice.algorithm, AlltoallAlgorithm::kBruckRadix) << p << " ranks, " << bytes << " B";
+      EXPECT_EQ(choice.radix, 8) << p << " ranks, " << bytes << " B";
+    }
+    // One node: per-message pricing alone, zero-copy Bruck for 8 B (as before).
+    EXPECT_EQ(selectAlltoall(builtIn, p, 8, false, 1).algorithm, AlltoallAlgorithm::kBruckZeroCopy) << p;
+  }
+  EXPECT_EQ(selectAlltoall(builtIn, 64, 4096, false, 4).algorithm, AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(builtIn, 256, 4096, false, 16).algorithm, AlltoallAlgorithm::kPairwise);
+  // The rounds: pairwise's windows of 8, Bruck's ceil(log_r p).
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 64, 8).rounds, 8);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kBruckZeroCopy, 2, 1024, 8).rounds, 10);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kBruckRadix, 8, 1024, 8).rounds, 4);
+  EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kDirectWrite, 2, 64, 8).rounds, 1);
+  // Without the network term (a latency of 0) the old, per-message answer.
+  AlltoallCostModel flat = builtIn;
+  flat.setNetworkRoundNs(0);
+  EXPECT_EQ(selectAlltoall(flat, 1024, 8, false, 64).algorithm, AlltoallAlgorithm::kBruckZeroCopy);
+}
+
+// alltoallv (docs/alltoallv.md, "Automatic choice"): pairwise priced at the
+// busiest rank's mean block, zero-copy Bruck at the largest block (so a
+// very irregular problem does not choose it), direct-write at the mean.
+TEST(AlltoallvSelection, TheAgreementDecides) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  auto regular = [](int p, int64_t block) {
+    AlltoallvAgreement agreed;
+    agreed.minBlockBytes = agreed.maxBlockBytes = block;
+    agreed.maxRankBytes = block * (p - 1);
+    agreed.kind = datatype::BasicKind::kByte;
+    agreed.dense = true;
+    return agreed;
+  };
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 16)).algorithm, AlltoallvAlgorithm::kBruckZeroCopy);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 65536)).algorithm, AlltoallvAlgorithm::kDirectWrite);
+  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 65536)).algorithm, AlltoallvAlgorithm::kDirectWrite);
+  // Not too irregular: one 20 KB block among 100-byte ones keeps pairwise.
+  AlltoallvAgreement skewed = regular(8, 100);
+  skewed.maxBlockBytes = 20000;
+  skewed.minBlockBytes = 0;
+  skewed.maxRankBytes = 20600;
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, skewed).algorithm, AlltoallvAlgorithm::kPairwise);
+  // Without one kind on every rank no Bruck; without dense types no direct-write.
+  AlltoallvAgreement mixed = regular(8, 16);
+  mixed.kind.reset();
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, mixed).algorithm, AlltoallvAlgorithm::kPairwise);
+  AlltoallvAgreement strided = regular(8, 65536);
+  strided.dense = false;
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, strided).algorithm, AlltoallvAlgorithm::kPairwise);
+  // Nothing to move, one rank, or Bruck at p = 2: pairwise.
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 0)).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 1, regular(1, 0)).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 1)).algorithm, AlltoallvAlgorithm::kPairwise);
 }
 
 TEST(AlltoallSelectionFile, RoundTripsAndRefusesBadCollectiveFits) {

@@ -133,7 +133,10 @@ int report(const Options& options, const std::vector<Variant>& list, const Grid&
     const auto best = std::min_element(byPoint[point].begin(), byPoint[point].end(), [](const auto& a, const auto& z) {
       return std::isnan(z.second) || a.second < z.second;  // NaN (not simulated) last
     });
-    const std::string pick = choiceName(ibdt::collectives::selectAlltoall(model, p, b));
+    // kAuto as a persistent init on this platform's nodes (direct-write, not
+    // among the simulated algorithms by default, left out).
+    const int nodes = options.platform == "one-node" ? 1 : (p + options.ranksPerNode - 1) / options.ranksPerNode;
+    const std::string pick = choiceName(ibdt::collectives::selectAlltoall(model, p, b, false, nodes));
     const auto picked = byPoint[point].find(pick);
     const double pickUs = picked == byPoint[point].end() ? std::numeric_limits<double>::quiet_NaN() : picked->second;
     choice.add({{"ranks", p}, {"block", b}, {"best", best->first}, {"best us", best->second}, {"auto", pick},
