@@ -54,12 +54,10 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
   SendPath path = selector_.sendPath(*op, types_);
   if (path == SendPath::kEager) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
-    peer.controlQueue.push_back(PendingControl{{}, op});
+    peer.control.push(EagerSend(op));
   } else if (path == SendPath::kPipelined) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
-    PendingControl message{{}, op};
-    message.pipelined = true;
-    peer.controlQueue.push_back(std::move(message));
+    peer.control.push(std::make_shared<PipelinedSend>(op));
   } else {
     IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
     auto transfer = std::make_unique<SendTransfer>();
@@ -67,7 +65,7 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     transfer->op = op;
     transfer->wantsPack = selector_.rendezvousPacks(op->stats);
     IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
-    peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
+    peer.control.push(ControlMessage(std::move(rts)));
     sendTransfers_[transfer->id] = std::move(transfer);
   }
   activePeers_.mark(peer.rank);
@@ -110,7 +108,7 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
     adoptInbound(op, *owned);  // its remaining fragments go straight to this receive
   } else if (owned->kind != wire::Kind::kRts) {
     Scheme scheme = owned->kind == wire::Kind::kEager ? Scheme::kEager : Scheme::kPipelined;
-    deliverEager(*op, owned->peer, owned->wireEnvelope, owned->payload, scheme);
+    deliverEager(*op, types_, owned->peer, owned->wireEnvelope, owned->payload, scheme);
   } else {
     Status status = acceptRts(op, owned->peer, owned->wireEnvelope, owned->rts);
     if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);
@@ -132,8 +130,6 @@ Result<std::shared_ptr<Operation>> ContextImpl::rearm(std::shared_ptr<Operation>
   op->status = Status();
   op->info = RecvInfo{};
   if (!op->isSend) op->peer = 0;
-  op->fragmentsInFlight = 0;
-  op->fragmentsPosted = false;
   IBDT_RETURN_IF_ERROR(op->segment->seek(0));
   return op;
 }

@@ -49,13 +49,6 @@ Status ContextImpl::repostSlot(Peer& peer, uint32_t slot) {
   return peer.recvEndpoint->postRecv(request);
 }
 
-Result<uint32_t> ContextImpl::takeSendSlot() {
-  if (freeSendSlots_.empty()) return makeError(Code::kAgain, "no free eager send buffer");
-  uint32_t slot = freeSendSlots_.back();
-  freeSendSlots_.pop_back();
-  return slot;
-}
-
 Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests) {
   if (requests.empty()) return Status::ok();
   for (size_t i = 0; i + 1 < requests.size(); ++i) requests[i].next = &requests[i + 1];
@@ -70,12 +63,6 @@ Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests)
   return Status::ok();
 }
 
-void ContextImpl::complete(Operation& op, Status status) {
-  op.done = true;
-  op.status = std::move(status);
-  op.gathered = UserRegistration();  // a pipelined send's pin on its buffer
-}
-
 ContextImpl::~ContextImpl() {
   while (Unexpected* left = unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
   // Receives still posted own themselves: break that cycle.
@@ -83,13 +70,9 @@ ContextImpl::~ContextImpl() {
     std::shared_ptr<Operation> owner = std::move(left->postedSelf);
   }
   // Sends still going hold registrations of the cache that dies with us.
-  for (Peer& peer : peers_) {
-    for (PendingControl& message : peer.controlQueue) {
-      if (message.eager) message.eager->gathered = UserRegistration();
-    }
-  }
-  for (auto& owner : slotOwner_) {
-    if (owner) owner->gathered = UserRegistration();
+  for (Peer& peer : peers_) peer.control.releaseRegistrations();
+  for (auto& reader : slotOwner_) {
+    if (reader) reader->releaseRegistration();
   }
 }
 
@@ -103,11 +86,8 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
     peer.failure = status;
   }
   connections_.peerFailed(peer.rank);
-  for (auto& message : peer.controlQueue) {
-    if (message.eager) complete(*message.eager, peer.failure);
-  }
+  peer.control.fail(peer.failure);
   dropInbound(peer);
-  peer.controlQueue.clear();
   peer.activeSends.clear();
   peer.activeReads.clear();
   std::erase_if(sendTransfers_, [&](auto& entry) {
@@ -257,7 +237,7 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
       auto slot = static_cast<uint32_t>(value);
       freeSendSlots_.push_back(slot);
       Status status = ok ? Status::ok() : completionFailure(completion, peer, "control send");
-      if (slotOwner_[slot]) fragmentSent(slot, status);
+      if (std::shared_ptr<PipelinedSend> reader = std::move(slotOwner_[slot])) reader->fragmentSent(status);
       if (!ok) failPeer(peer, std::move(status));
       return Status::ok();
     }

@@ -31,6 +31,8 @@
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/transfers.h"
 #include "transport/messaging/credit_flow.h"
+#include "transport/messaging/eager_receive.h"
+#include "transport/messaging/eager_services.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
 #include "transport/messaging/one_sided.h"
@@ -43,8 +45,11 @@
 
 namespace ibdt::messaging {
 
-class ContextImpl : private CreditFlow::Host, private Connections::Host, private ProtocolServices {
-  friend class OneSided;  // one_sided.cc posts its writes through this context
+class ContextImpl : private CreditFlow::Host,
+                    private Connections::Host,
+                    private ProtocolServices,
+                    private EagerServices,
+                    private OneSided::Host {
 
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
@@ -84,10 +89,10 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
     counters_.peersVisited = activePeers_.visits();
     return counters_;
   }
-  void complete(Operation& op, Status status);
+  void complete(Operation& op, Status status) { completeOperation(op, std::move(status)); }
   // Persistent one-sided puts (one_sided.h), set up on first use.
   OneSided& oneSided() {
-    if (!oneSided_) oneSided_ = std::make_unique<OneSided>(*this);
+    if (!oneSided_) oneSided_ = std::make_unique<OneSided>(*this, static_cast<OneSided::Host&>(*this));
     return *oneSided_;
   }
 
@@ -103,39 +108,38 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   // Which protocol each message takes (protocol_select.h).
   ProtocolSelector selector_{options_};
 
-  // eager_protocol.cc
+  // eager_arrivals.cc: eager and pipelined messages arriving (eager_receive.h, pipelined_inbound.h)
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
-  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload,
-                    Scheme scheme);
-  // The steps of deliverEager, for messages that arrive in fragments:
-  // beginEager checks the signature, finishEager completes the receive.
-  Status beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme);
-  Status unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload);
-  void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
-  // pipelined_eager.cc
-  Status postFragment(Peer& peer, PendingControl& message);
-  bool beginPipelined(Peer& peer, PendingControl& message, wire::Envelope& envelope);
-  // A fragment whose SGEs point at the user blocks of [message.next, q);
-  // cuts q to what max_sge entries cover. false: listing failed (`failed`).
-  Result<bool> postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
-                                    const wire::Envelope& envelope, int64_t& q, Status& failed);
   Status handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
   Status handleFragment(Peer& peer, const wire::Fragment& fragment, std::span<const uint8_t> payload);
   void adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected);
-  void fragmentSent(uint32_t slot, Status status);
   void dropInbound(Peer& peer);
-  int64_t fragmentSize(int64_t bytes) const;  // of a pipelined message of `bytes`
+  // control_flush.cc: each peer's control queue (control_queue.h) out within its credits
   Status flushControl(Peer& peer);
   Status sendCreditIfOwed(Peer& peer);
-  Status postControl(Peer& peer, PendingControl& message, bool useReserve);
-  // Sends the `length` bytes write(context, out) produces: in place in the
-  // peer's receive buffer where the provider allows it, else through a send
-  // slot. false: the write failed (its error in `writeError`), nothing left.
-  using WriteFunction = Status (*)(void* context, uint8_t* out);
-  Result<bool> sendWritten(Peer& peer, uint32_t length, WriteFunction write, void* context, Status& writeError);
   // Posts a signaled SEND of `sges` (SGE 0 in send slot `slot`); the slot
   // goes back if the post fails.
   Status postSlot(Peer& peer, uint32_t slot, std::span<const fabric::Sge> sges, std::string_view what);
+  // EagerServices
+  int selfRank() const override { return rank_; }
+  TypeCache& types() override { return types_; }
+  const ProtocolSelector& selector() const override { return selector_; }
+  uint32_t creditsOwedTo(int rank) const override { return credits_.owedTo(rank); }
+  void messageSent(int rank, bool spendsCredit) override { credits_.sent(rank, spendsCredit); }
+  Result<bool> sendWritten(int rank, uint32_t length, WriteFunction write, void* context, Status& writeError) override;
+  Result<SendSlot> takeSendSlot() override;
+  void returnSendSlot(uint32_t index) override { freeSendSlots_.push_back(index); }
+  SgeOut gatherScratch() override;
+  Status postGathered(int rank, const SendSlot& slot, std::span<const fabric::Sge> sges,
+                      std::shared_ptr<PipelinedSend> reader) override;
+  // OneSided::Host
+  Result<memory::RegionRef> acquireRegion(const void* buf, size_t bytes, uint32_t access) override {
+    return cache_->acquire(buf, bytes, access);
+  }
+  const Status& peerFailure(int rank) const override { return peers_[static_cast<size_t>(rank)].failure; }
+  Result<bool> postAllOrNone(int rank, std::vector<fabric::SendRequest>& requests) override;
+  uint64_t maxWriteBytes() const override { return maxWrBytes_; }
+  uint32_t sendQueueDepth() const override { return sendQueueDepth_; }
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
@@ -220,7 +224,6 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   bool receivePostedFrom(int rank) const;
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
-  Result<uint32_t> takeSendSlot();
   Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
 
   std::unique_ptr<fabric::CompletionQueue> sendQueue_;
@@ -230,12 +233,11 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   std::vector<Peer> peers_;
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
-    return !peer.controlQueue.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() ||
-           credits_.due(peer.rank);
+    return !peer.control.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() || credits_.due(peer.rank);
   }
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
-  std::vector<std::shared_ptr<Operation>> slotOwner_;  // pipelined sends gathering from user blocks
+  std::vector<std::shared_ptr<PipelinedSend>> slotOwner_;  // pipelined sends gathering from user blocks
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
   memory::GroupPlanOptions groupPlan_;
@@ -254,7 +256,7 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
   uint64_t unexpectedBytes_ = 0;
-  struct PostScratch {  // advanceSend's lists, reused rather than reallocated
+  struct PostScratch {  // advanceSend's and gathered fragments' lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;
     std::vector<datatype::Iovec> iovecs;
