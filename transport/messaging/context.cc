@@ -95,13 +95,11 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
   if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
     return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
   }
-  Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
-  if (arrived == nullptr) {
-    postReceive(op);
+  std::unique_ptr<Unexpected> owned(matching_.takeUnexpected(op->spec));
+  if (!owned) {
+    matching_.post(op);
     return Status::ok();
   }
-  std::unique_ptr<Unexpected> owned(arrived);
-  releaseUnexpected(*owned);  // its bytes go to the receive (or away with `owned`)
   bool arriving = owned->kind == wire::Kind::kPipelined &&
                   static_cast<int64_t>(owned->payload.size()) < owned->wireEnvelope.bytes;
   if (arriving) {
@@ -136,7 +134,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::rearm(std::shared_ptr<Operation>
 
 Status ContextImpl::cancel(Operation& op) {
   if (op.isSend) return makeError(Code::kState, "cancel: sends are not cancelled");
-  std::shared_ptr<Operation> owner = unpostReceive(op);
+  std::shared_ptr<Operation> owner = matching_.unpost(op);
   if (!owner) return makeError(Code::kState, "cancel: the receive is already matched");
   complete(op, makeError(Code::kCancelled, "receive cancelled"));
   return Status::ok();

@@ -94,11 +94,8 @@ Status ContextImpl::close(Deadline deadline) {
     else backoff.pause();
   }
   // Receives no message will match any more.
-  std::vector<Operation*> left;
-  posted_.forEach([&](Operation& op) { left.push_back(&op); });
-  for (Operation* op : left) {
-    std::shared_ptr<Operation> owner = unpostReceive(*op);  // keeps it alive while it completes
-    complete(*op, makeError(Code::kCancelled, "receive still posted when the context closed"));
+  for (auto& left : matching_.unpostAll([](const Operation&) { return true; })) {
+    complete(*left, makeError(Code::kCancelled, "receive still posted when the context closed"));
   }
   closed_ = true;
   return Status::ok();

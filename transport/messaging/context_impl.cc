@@ -64,11 +64,6 @@ Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests)
 }
 
 ContextImpl::~ContextImpl() {
-  while (Unexpected* left = unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
-  // Receives still posted own themselves: break that cycle.
-  while (Operation* left = posted_.takeFirst([](const Operation&) { return true; })) {
-    std::shared_ptr<Operation> owner = std::move(left->postedSelf);
-  }
   // Sends still going hold registrations of the cache that dies with us.
   for (Peer& peer : peers_) peer.control.releaseRegistrations();
   for (auto& reader : slotOwner_) {
@@ -101,24 +96,9 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
     return true;
   });
   // Receives that can only match this rank would wait forever.
-  std::vector<Operation*> dead;
-  posted_.forEach([&](Operation& op) {
-    if (op.spec.source == peer.rank) dead.push_back(&op);
-  });
-  for (Operation* op : dead) {
-    std::shared_ptr<Operation> owner = unpostReceive(*op);
-    complete(*op, peer.failure);
+  for (auto& dead : matching_.unpostAll([&](const Operation& op) { return op.spec.source == peer.rank; })) {
+    complete(*dead, peer.failure);
   }
-}
-
-void ContextImpl::postReceive(std::shared_ptr<Operation> op) {
-  posted_.pushBack(op.get());
-  op->postedSelf = std::move(op);
-}
-
-std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
-  if (!posted_.remove(&op)) return nullptr;
-  return std::move(op.postedSelf);
 }
 
 Status ContextImpl::progress() {
@@ -198,24 +178,6 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   }
   credits_.consumed(*this, peer.rank, slot, countsCredit);
   return Status::ok();
-}
-
-bool ContextImpl::receivePostedFrom(int rank) const {
-  bool found = false;
-  posted_.forEach(
-      [&](const Operation& op) { found = found || op.spec.source == kAnySource || op.spec.source == rank; });
-  return found;
-}
-
-void ContextImpl::holdUnexpected(Unexpected& unexpected, size_t bytes) {
-  unexpected.heldBytes += bytes;
-  unexpectedBytes_ += bytes;
-  counters_.unexpectedBytesPeak = std::max(counters_.unexpectedBytesPeak, unexpectedBytes_);
-}
-
-void ContextImpl::releaseUnexpected(Unexpected& unexpected) {
-  unexpectedBytes_ -= unexpected.heldBytes;
-  unexpected.heldBytes = 0;
 }
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
@@ -298,30 +260,6 @@ Result<UserRegistration> ContextImpl::registerUser(const Operation& op, int64_t 
         .withContext(strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));
   }
   return registration;
-}
-
-Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& envelope,
-                                              std::shared_ptr<Operation>* op) {
-  if (envelope.source != peer.rank) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message claiming source ", envelope.source);
-  }
-  if (envelope.tag < 0) {  // no send has one; kAnyTag would then match as a tag
-    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message with negative tag ", envelope.tag);
-  }
-  Envelope match{envelope.source, envelope.tag, envelope.communicator};
-  Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });
-  if (found != nullptr) {
-    *op = std::move(found->postedSelf);
-    return nullptr;
-  }
-  auto* unexpected = new Unexpected;
-  unexpected->envelope = match;
-  unexpected->peer = peer.rank;
-  unexpected->wireEnvelope = envelope;
-  unexpected_.pushBack(unexpected);
-  ++counters_.unexpected;
-  holdUnexpected(*unexpected, sizeof(Unexpected));
-  return unexpected;
 }
 
 }  // namespace ibdt::messaging

@@ -1,8 +1,11 @@
 // transport/messaging/context_impl.h — the core behind a messaging Context:
-// peers, completion handling, send slots, matching, post and complete.
+// peers, completion handling, send slots, post and complete. Matching is
+// Matching's (matching.h), each peer's outgoing queue ControlQueue's
+// (control_queue.h), and every protocol an object of its own.
 //
 // Data flow: isend asks ProtocolSelector (protocol_select.h) for its path
-// and packs eagerly or queues an RTS on its peer's control queue;
+// and queues an EagerSend, a PipelinedSend or an RTS on its peer's control
+// queue;
 // progress() polls the two completion queues, dispatches control messages
 // (control_dispatch.cc) to the eager, pipelined and rendezvous code,
 // flushes each peer's control queue within its credits (CreditFlow) once
@@ -35,6 +38,7 @@
 #include "transport/messaging/eager_services.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
+#include "transport/messaging/matching.h"
 #include "transport/messaging/one_sided.h"
 #include "transport/messaging/scheme_select.h"
 #include "transport/messaging/staging.h"
@@ -50,7 +54,6 @@ class ContextImpl : private CreditFlow::Host,
                     private ProtocolServices,
                     private EagerServices,
                     private OneSided::Host {
-
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
   ~ContextImpl() override;
@@ -85,7 +88,7 @@ class ContextImpl : private CreditFlow::Host,
   // The counters, with the figures kept elsewhere brought up to date.
   const Counters& counters() {
     counters_.poolGrowths = pool_->counters().growths;
-    counters_.unexpectedBytes = unexpectedBytes_;
+    counters_.unexpectedBytes = matching_.heldBytes();
     counters_.peersVisited = activePeers_.visits();
     return counters_;
   }
@@ -193,7 +196,7 @@ class ContextImpl : private CreditFlow::Host,
   Status repostSlot(int rank, uint32_t slot) override { return repostSlot(peers_[static_cast<size_t>(rank)], slot); }
   bool peerFailed(int rank) const override { return !peers_[static_cast<size_t>(rank)].failure.isOk(); }
   void failPeer(int rank, Status status) override { failPeer(peers_[static_cast<size_t>(rank)], std::move(status)); }
-  bool mayWithhold(int rank) const override { return overUnexpectedBudget() && !receivePostedFrom(rank); }
+  bool mayWithhold(int rank) const override { return matching_.overBudget() && !matching_.receivePostedFrom(rank); }
   // Connections::Host (peerFailed and failPeer serve both)
   Result<fabric::Endpoint*> endpointTo(int rank) override;
   Status linkReady(int rank) override { return flushControl(peers_[static_cast<size_t>(rank)]); }
@@ -209,19 +212,6 @@ class ContextImpl : private CreditFlow::Host,
   void layoutSent(int rank, const datatype::Datatype& type) override;
   size_t controlCapacity() const override { return slotSize(); }
   void failPeer(Peer& peer, Status status);
-  void postReceive(std::shared_ptr<Operation> op);
-  // Takes `op` off the posted list; returns its owner, null if it was not posted.
-  std::shared_ptr<Operation> unpostReceive(Operation& op);
-  Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
-  // The unexpected-message budget (Options::unexpectedMaxBytes): bytes held
-  // are counted as they arrive and given back when a receive (or a failure)
-  // takes the message; over the budget, CreditFlow withholds buffers
-  // consumed from other ranks (not reposted, so no credit returns) until it
-  // is met again.
-  void holdUnexpected(Unexpected& unexpected, size_t bytes);
-  void releaseUnexpected(Unexpected& unexpected);
-  bool overUnexpectedBudget() const { return unexpectedBytes_ > static_cast<uint64_t>(options_.unexpectedMaxBytes); }
-  bool receivePostedFrom(int rank) const;
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
   Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
@@ -241,9 +231,8 @@ class ContextImpl : private CreditFlow::Host,
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
   memory::GroupPlanOptions groupPlan_;
-  MatchList<Operation> posted_;
   TypeCache types_;
-  MatchList<Unexpected> unexpected_;
+  Matching matching_{options_, counters_};  // posted receives, unexpected messages and their budget
   std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
   uint32_t nextTransfer_ = 1;
@@ -255,7 +244,6 @@ class ContextImpl : private CreditFlow::Host,
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
-  uint64_t unexpectedBytes_ = 0;
   struct PostScratch {  // advanceSend's and gathered fragments' lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;

@@ -8,7 +8,7 @@ namespace ibdt::messaging {
 
 void ContextImpl::handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload) {
   std::shared_ptr<Operation> op;
-  auto unexpected = matchOrQueue(peer, envelope, &op);
+  auto unexpected = matching_.match(peer.rank, envelope, &op);
   if (!unexpected.isOk()) {
     failPeer(peer, unexpected.status());
     return;
@@ -20,15 +20,15 @@ void ContextImpl::handleEager(Peer& peer, const wire::Envelope& envelope, std::s
   // Unexpected: keep a copy, the receive buffer goes back to the peer.
   (*unexpected)->kind = wire::Kind::kEager;
   (*unexpected)->payload.assign(payload.begin(), payload.end());
-  holdUnexpected(**unexpected, payload.size());
+  matching_.hold(**unexpected, payload.size());
 }
 
 Status ContextImpl::handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload) {
   std::shared_ptr<Operation> op;
-  IBDT_ASSIGN_OR_RETURN(Unexpected * unexpected, matchOrQueue(peer, envelope, &op));
+  IBDT_ASSIGN_OR_RETURN(Unexpected * unexpected, matching_.match(peer.rank, envelope, &op));
   if (unexpected != nullptr) {
     // Kept as it arrives; a receive posted meanwhile takes it over (adoptInbound).
-    holdUnexpected(*unexpected, peer.inbound.startUnexpected(*unexpected, envelope, payload, options_.pipelineLimit));
+    matching_.hold(*unexpected, peer.inbound.startUnexpected(*unexpected, envelope, payload, options_.pipelineLimit));
     return Status::ok();
   }
   peer.inbound.startMatched(std::move(op), types_, peer.rank, envelope, payload);
@@ -39,7 +39,7 @@ Status ContextImpl::handleFragment(Peer& peer, const wire::Fragment& fragment, s
   Unexpected* unexpected = peer.inbound.unexpected();
   size_t held = 0;
   IBDT_RETURN_IF_ERROR(peer.inbound.onFragment(peer.rank, fragment, payload, held));
-  if (held > 0) holdUnexpected(*unexpected, held);
+  if (held > 0) matching_.hold(*unexpected, held);
   return Status::ok();
 }
 
@@ -47,12 +47,6 @@ void ContextImpl::adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpe
   peers_[static_cast<size_t>(unexpected.peer)].inbound.adopt(std::move(op), types_, unexpected);
 }
 
-void ContextImpl::dropInbound(Peer& peer) {
-  Unexpected* left = peer.inbound.drop(peer.failure);
-  if (left != nullptr && unexpected_.remove(left)) {
-    releaseUnexpected(*left);
-    delete left;  // part of a message from a failed peer: no receive may take it
-  }
-}
+void ContextImpl::dropInbound(Peer& peer) { matching_.discard(peer.inbound.drop(peer.failure)); }
 
 }  // namespace ibdt::messaging

@@ -65,7 +65,7 @@ struct Unexpected : MatchListHook {
   wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
   std::vector<uint8_t> payload;          // eager; a pipelined one may still be arriving
   wire::Rts rts{};                       // rendezvous
-  size_t heldBytes = 0;                  // counted in ContextImpl::unexpectedBytes_
+  size_t heldBytes = 0;                  // counted in Matching (matching.h)
 };
 
 }  // namespace ibdt::messaging

@@ -19,7 +19,7 @@ Status truncation(const Operation& op, int source, int64_t messageBytes) {
 
 void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts) {
   std::shared_ptr<Operation> op;
-  auto unexpected = matchOrQueue(peer, envelope, &op);
+  auto unexpected = matching_.match(peer.rank, envelope, &op);
   if (!unexpected.isOk()) {
     failPeer(peer, unexpected.status());
     return;
