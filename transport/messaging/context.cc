@@ -54,12 +54,10 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
   SendPath path = selector_.sendPath(*op, types_);
   if (path == SendPath::kEager) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
-    peer.controlQueue.push_back(PendingControl{{}, op});
+    peer.control.push(EagerSend(op));
   } else if (path == SendPath::kPipelined) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
-    PendingControl message{{}, op};
-    message.pipelined = true;
-    peer.controlQueue.push_back(std::move(message));
+    peer.control.push(std::make_shared<PipelinedSend>(op));
   } else {
     IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
     auto transfer = std::make_unique<SendTransfer>();
@@ -67,7 +65,7 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     transfer->op = op;
     transfer->wantsPack = selector_.rendezvousPacks(op->stats);
     IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
-    peer.controlQueue.push_back(PendingControl{std::move(rts), nullptr});
+    peer.control.push(ControlMessage(std::move(rts)));
     sendTransfers_[transfer->id] = std::move(transfer);
   }
   activePeers_.mark(peer.rank);
@@ -97,20 +95,18 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
   if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
     return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
   }
-  Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return op->spec.accepts(u.envelope); });
-  if (arrived == nullptr) {
-    postReceive(op);
+  std::unique_ptr<Unexpected> owned(matching_.takeUnexpected(op->spec));
+  if (!owned) {
+    matching_.post(op);
     return Status::ok();
   }
-  std::unique_ptr<Unexpected> owned(arrived);
-  releaseUnexpected(*owned);  // its bytes go to the receive (or away with `owned`)
   bool arriving = owned->kind == wire::Kind::kPipelined &&
                   static_cast<int64_t>(owned->payload.size()) < owned->wireEnvelope.bytes;
   if (arriving) {
     adoptInbound(op, *owned);  // its remaining fragments go straight to this receive
   } else if (owned->kind != wire::Kind::kRts) {
     Scheme scheme = owned->kind == wire::Kind::kEager ? Scheme::kEager : Scheme::kPipelined;
-    deliverEager(*op, owned->peer, owned->wireEnvelope, owned->payload, scheme);
+    deliverEager(*op, types_, owned->peer, owned->wireEnvelope, owned->payload, scheme);
   } else {
     Status status = acceptRts(op, owned->peer, owned->wireEnvelope, owned->rts);
     if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);
@@ -132,15 +128,13 @@ Result<std::shared_ptr<Operation>> ContextImpl::rearm(std::shared_ptr<Operation>
   op->status = Status();
   op->info = RecvInfo{};
   if (!op->isSend) op->peer = 0;
-  op->fragmentsInFlight = 0;
-  op->fragmentsPosted = false;
   IBDT_RETURN_IF_ERROR(op->segment->seek(0));
   return op;
 }
 
 Status ContextImpl::cancel(Operation& op) {
   if (op.isSend) return makeError(Code::kState, "cancel: sends are not cancelled");
-  std::shared_ptr<Operation> owner = unpostReceive(op);
+  std::shared_ptr<Operation> owner = matching_.unpost(op);
   if (!owner) return makeError(Code::kState, "cancel: the receive is already matched");
   complete(op, makeError(Code::kCancelled, "receive cancelled"));
   return Status::ok();

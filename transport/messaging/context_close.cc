@@ -6,8 +6,7 @@
 namespace ibdt::messaging {
 
 bool ContextImpl::quietToward(const Peer& peer) const {
-  if (!peer.controlQueue.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() ||
-      peer.sendOutstanding != 0) {
+  if (!peer.control.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() || peer.sendOutstanding != 0) {
     return false;
   }
   for (const auto& entry : sendTransfers_) {
@@ -21,10 +20,7 @@ bool ContextImpl::quietToward(const Peer& peer) const {
 
 Status ContextImpl::sendClose(Peer& peer) {
   if (freeSendSlots_.empty()) return Status::ok();  // next round
-  PendingControl message;
-  message.bytes.resize(sizeof(wire::Header));
-  wire::write(message.bytes.data(), 0, wire::Header{wire::Kind::kClose, {}, 0});
-  IBDT_RETURN_IF_ERROR(postControl(peer, message, /*useReserve=*/true));
+  IBDT_RETURN_IF_ERROR(ControlMessage::headerOnly(wire::Kind::kClose).post(*this, peer.rank, /*useReserve=*/true));
   connections_.markCloseSent(peer.rank);
   return Status::ok();
 }
@@ -33,9 +29,9 @@ Status ContextImpl::handleClose(Peer& peer) {
   // A peer closes once quiet toward us (quietToward): no part of a message
   // or of a transfer it takes part in may still be owed. (A send of ours it
   // never answered is its application's error, not the protocol's.)
-  if (peer.inbound.active) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " closed at byte ", peer.inbound.received, " of its ",
-                     peer.inbound.envelope.bytes, "-byte pipelined message");
+  if (peer.inbound.active()) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " closed at byte ", peer.inbound.received(), " of its ",
+                     peer.inbound.bytes(), "-byte pipelined message");
   }
   for (const auto& [id, transfer] : recvTransfers_) {
     if (transfer->op->peer == peer.rank) {
@@ -98,11 +94,8 @@ Status ContextImpl::close(Deadline deadline) {
     else backoff.pause();
   }
   // Receives no message will match any more.
-  std::vector<Operation*> left;
-  posted_.forEach([&](Operation& op) { left.push_back(&op); });
-  for (Operation* op : left) {
-    std::shared_ptr<Operation> owner = unpostReceive(*op);  // keeps it alive while it completes
-    complete(*op, makeError(Code::kCancelled, "receive still posted when the context closed"));
+  for (auto& left : matching_.unpostAll([](const Operation&) { return true; })) {
+    complete(*left, makeError(Code::kCancelled, "receive still posted when the context closed"));
   }
   closed_ = true;
   return Status::ok();

@@ -49,13 +49,6 @@ Status ContextImpl::repostSlot(Peer& peer, uint32_t slot) {
   return peer.recvEndpoint->postRecv(request);
 }
 
-Result<uint32_t> ContextImpl::takeSendSlot() {
-  if (freeSendSlots_.empty()) return makeError(Code::kAgain, "no free eager send buffer");
-  uint32_t slot = freeSendSlots_.back();
-  freeSendSlots_.pop_back();
-  return slot;
-}
-
 Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests) {
   if (requests.empty()) return Status::ok();
   for (size_t i = 0; i + 1 < requests.size(); ++i) requests[i].next = &requests[i + 1];
@@ -70,26 +63,11 @@ Status ContextImpl::post(Peer& peer, std::vector<fabric::SendRequest>& requests)
   return Status::ok();
 }
 
-void ContextImpl::complete(Operation& op, Status status) {
-  op.done = true;
-  op.status = std::move(status);
-  op.gathered = UserRegistration();  // a pipelined send's pin on its buffer
-}
-
 ContextImpl::~ContextImpl() {
-  while (Unexpected* left = unexpected_.takeFirst([](const Unexpected&) { return true; })) delete left;
-  // Receives still posted own themselves: break that cycle.
-  while (Operation* left = posted_.takeFirst([](const Operation&) { return true; })) {
-    std::shared_ptr<Operation> owner = std::move(left->postedSelf);
-  }
   // Sends still going hold registrations of the cache that dies with us.
-  for (Peer& peer : peers_) {
-    for (PendingControl& message : peer.controlQueue) {
-      if (message.eager) message.eager->gathered = UserRegistration();
-    }
-  }
-  for (auto& owner : slotOwner_) {
-    if (owner) owner->gathered = UserRegistration();
+  for (Peer& peer : peers_) peer.control.releaseRegistrations();
+  for (auto& reader : slotOwner_) {
+    if (reader) reader->releaseRegistration();
   }
 }
 
@@ -103,11 +81,8 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
     peer.failure = status;
   }
   connections_.peerFailed(peer.rank);
-  for (auto& message : peer.controlQueue) {
-    if (message.eager) complete(*message.eager, peer.failure);
-  }
+  peer.control.fail(peer.failure);
   dropInbound(peer);
-  peer.controlQueue.clear();
   peer.activeSends.clear();
   peer.activeReads.clear();
   std::erase_if(sendTransfers_, [&](auto& entry) {
@@ -121,24 +96,9 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
     return true;
   });
   // Receives that can only match this rank would wait forever.
-  std::vector<Operation*> dead;
-  posted_.forEach([&](Operation& op) {
-    if (op.spec.source == peer.rank) dead.push_back(&op);
-  });
-  for (Operation* op : dead) {
-    std::shared_ptr<Operation> owner = unpostReceive(*op);
-    complete(*op, peer.failure);
+  for (auto& dead : matching_.unpostAll([&](const Operation& op) { return op.spec.source == peer.rank; })) {
+    complete(*dead, peer.failure);
   }
-}
-
-void ContextImpl::postReceive(std::shared_ptr<Operation> op) {
-  posted_.pushBack(op.get());
-  op->postedSelf = std::move(op);
-}
-
-std::shared_ptr<Operation> ContextImpl::unpostReceive(Operation& op) {
-  if (!posted_.remove(&op)) return nullptr;
-  return std::move(op.postedSelf);
 }
 
 Status ContextImpl::progress() {
@@ -220,24 +180,6 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   return Status::ok();
 }
 
-bool ContextImpl::receivePostedFrom(int rank) const {
-  bool found = false;
-  posted_.forEach(
-      [&](const Operation& op) { found = found || op.spec.source == kAnySource || op.spec.source == rank; });
-  return found;
-}
-
-void ContextImpl::holdUnexpected(Unexpected& unexpected, size_t bytes) {
-  unexpected.heldBytes += bytes;
-  unexpectedBytes_ += bytes;
-  counters_.unexpectedBytesPeak = std::max(counters_.unexpectedBytesPeak, unexpectedBytes_);
-}
-
-void ContextImpl::releaseUnexpected(Unexpected& unexpected) {
-  unexpectedBytes_ -= unexpected.heldBytes;
-  unexpected.heldBytes = 0;
-}
-
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
   ++events_;
   const int* rank = endpointRank_.find(completion.endpointId);
@@ -257,7 +199,7 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
       auto slot = static_cast<uint32_t>(value);
       freeSendSlots_.push_back(slot);
       Status status = ok ? Status::ok() : completionFailure(completion, peer, "control send");
-      if (slotOwner_[slot]) fragmentSent(slot, status);
+      if (std::shared_ptr<PipelinedSend> reader = std::move(slotOwner_[slot])) reader->fragmentSent(status);
       if (!ok) failPeer(peer, std::move(status));
       return Status::ok();
     }
@@ -318,30 +260,6 @@ Result<UserRegistration> ContextImpl::registerUser(const Operation& op, int64_t 
         .withContext(strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));
   }
   return registration;
-}
-
-Result<Unexpected*> ContextImpl::matchOrQueue(Peer& peer, const wire::Envelope& envelope,
-                                              std::shared_ptr<Operation>* op) {
-  if (envelope.source != peer.rank) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message claiming source ", envelope.source);
-  }
-  if (envelope.tag < 0) {  // no send has one; kAnyTag would then match as a tag
-    return makeError(Code::kProtocol, "rank ", peer.rank, " sent a message with negative tag ", envelope.tag);
-  }
-  Envelope match{envelope.source, envelope.tag, envelope.communicator};
-  Operation* found = posted_.takeFirst([&](const Operation& candidate) { return candidate.spec.accepts(match); });
-  if (found != nullptr) {
-    *op = std::move(found->postedSelf);
-    return nullptr;
-  }
-  auto* unexpected = new Unexpected;
-  unexpected->envelope = match;
-  unexpected->peer = peer.rank;
-  unexpected->wireEnvelope = envelope;
-  unexpected_.pushBack(unexpected);
-  ++counters_.unexpected;
-  holdUnexpected(*unexpected, sizeof(Unexpected));
-  return unexpected;
 }
 
 }  // namespace ibdt::messaging

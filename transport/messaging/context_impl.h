@@ -1,8 +1,11 @@
 // transport/messaging/context_impl.h — the core behind a messaging Context:
-// peers, completion handling, send slots, matching, post and complete.
+// peers, completion handling, send slots, post and complete. Matching is
+// Matching's (matching.h), each peer's outgoing queue ControlQueue's
+// (control_queue.h), and every protocol an object of its own.
 //
 // Data flow: isend asks ProtocolSelector (protocol_select.h) for its path
-// and packs eagerly or queues an RTS on its peer's control queue;
+// and queues an EagerSend, a PipelinedSend or an RTS on its peer's control
+// queue;
 // progress() polls the two completion queues, dispatches control messages
 // (control_dispatch.cc) to the eager, pipelined and rendezvous code,
 // flushes each peer's control queue within its credits (CreditFlow) once
@@ -31,8 +34,11 @@
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/transfers.h"
 #include "transport/messaging/credit_flow.h"
+#include "transport/messaging/eager_receive.h"
+#include "transport/messaging/eager_services.h"
 #include "transport/messaging/endpoint_ranks.h"
 #include "transport/messaging/match_list.h"
+#include "transport/messaging/matching.h"
 #include "transport/messaging/one_sided.h"
 #include "transport/messaging/scheme_select.h"
 #include "transport/messaging/staging.h"
@@ -43,9 +49,11 @@
 
 namespace ibdt::messaging {
 
-class ContextImpl : private CreditFlow::Host, private Connections::Host, private ProtocolServices {
-  friend class OneSided;  // one_sided.cc posts its writes through this context
-
+class ContextImpl : private CreditFlow::Host,
+                    private Connections::Host,
+                    private ProtocolServices,
+                    private EagerServices,
+                    private OneSided::Host {
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
   ~ContextImpl() override;
@@ -80,14 +88,14 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   // The counters, with the figures kept elsewhere brought up to date.
   const Counters& counters() {
     counters_.poolGrowths = pool_->counters().growths;
-    counters_.unexpectedBytes = unexpectedBytes_;
+    counters_.unexpectedBytes = matching_.heldBytes();
     counters_.peersVisited = activePeers_.visits();
     return counters_;
   }
-  void complete(Operation& op, Status status);
+  void complete(Operation& op, Status status) { completeOperation(op, std::move(status)); }
   // Persistent one-sided puts (one_sided.h), set up on first use.
   OneSided& oneSided() {
-    if (!oneSided_) oneSided_ = std::make_unique<OneSided>(*this);
+    if (!oneSided_) oneSided_ = std::make_unique<OneSided>(*this, static_cast<OneSided::Host&>(*this));
     return *oneSided_;
   }
 
@@ -103,39 +111,38 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   // Which protocol each message takes (protocol_select.h).
   ProtocolSelector selector_{options_};
 
-  // eager_protocol.cc
+  // eager_arrivals.cc: eager and pipelined messages arriving (eager_receive.h, pipelined_inbound.h)
   void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
-  void deliverEager(Operation& op, int source, const wire::Envelope& envelope, std::span<const uint8_t> payload,
-                    Scheme scheme);
-  // The steps of deliverEager, for messages that arrive in fragments:
-  // beginEager checks the signature, finishEager completes the receive.
-  Status beginEager(Operation& op, int source, const wire::Envelope& envelope, Scheme scheme);
-  Status unpackEager(Operation& op, int64_t offset, std::span<const uint8_t> payload);
-  void finishEager(Operation& op, const wire::Envelope& envelope, Status status);
-  // pipelined_eager.cc
-  Status postFragment(Peer& peer, PendingControl& message);
-  bool beginPipelined(Peer& peer, PendingControl& message, wire::Envelope& envelope);
-  // A fragment whose SGEs point at the user blocks of [message.next, q);
-  // cuts q to what max_sge entries cover. false: listing failed (`failed`).
-  Result<bool> postGatheredFragment(Peer& peer, PendingControl& message, const wire::Header& header,
-                                    const wire::Envelope& envelope, int64_t& q, Status& failed);
   Status handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
   Status handleFragment(Peer& peer, const wire::Fragment& fragment, std::span<const uint8_t> payload);
   void adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected);
-  void fragmentSent(uint32_t slot, Status status);
   void dropInbound(Peer& peer);
-  int64_t fragmentSize(int64_t bytes) const;  // of a pipelined message of `bytes`
+  // control_flush.cc: each peer's control queue (control_queue.h) out within its credits
   Status flushControl(Peer& peer);
   Status sendCreditIfOwed(Peer& peer);
-  Status postControl(Peer& peer, PendingControl& message, bool useReserve);
-  // Sends the `length` bytes write(context, out) produces: in place in the
-  // peer's receive buffer where the provider allows it, else through a send
-  // slot. false: the write failed (its error in `writeError`), nothing left.
-  using WriteFunction = Status (*)(void* context, uint8_t* out);
-  Result<bool> sendWritten(Peer& peer, uint32_t length, WriteFunction write, void* context, Status& writeError);
   // Posts a signaled SEND of `sges` (SGE 0 in send slot `slot`); the slot
   // goes back if the post fails.
   Status postSlot(Peer& peer, uint32_t slot, std::span<const fabric::Sge> sges, std::string_view what);
+  // EagerServices
+  int selfRank() const override { return rank_; }
+  TypeCache& types() override { return types_; }
+  const ProtocolSelector& selector() const override { return selector_; }
+  uint32_t creditsOwedTo(int rank) const override { return credits_.owedTo(rank); }
+  void messageSent(int rank, bool spendsCredit) override { credits_.sent(rank, spendsCredit); }
+  Result<bool> sendWritten(int rank, uint32_t length, WriteFunction write, void* context, Status& writeError) override;
+  Result<SendSlot> takeSendSlot() override;
+  void returnSendSlot(uint32_t index) override { freeSendSlots_.push_back(index); }
+  SgeOut gatherScratch() override;
+  Status postGathered(int rank, const SendSlot& slot, std::span<const fabric::Sge> sges,
+                      std::shared_ptr<PipelinedSend> reader) override;
+  // OneSided::Host
+  Result<memory::RegionRef> acquireRegion(const void* buf, size_t bytes, uint32_t access) override {
+    return cache_->acquire(buf, bytes, access);
+  }
+  const Status& peerFailure(int rank) const override { return peers_[static_cast<size_t>(rank)].failure; }
+  Result<bool> postAllOrNone(int rank, std::vector<fabric::SendRequest>& requests) override;
+  uint64_t maxWriteBytes() const override { return maxWrBytes_; }
+  uint32_t sendQueueDepth() const override { return sendQueueDepth_; }
   // rendezvous_receiver.cc
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
   Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
@@ -189,7 +196,7 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   Status repostSlot(int rank, uint32_t slot) override { return repostSlot(peers_[static_cast<size_t>(rank)], slot); }
   bool peerFailed(int rank) const override { return !peers_[static_cast<size_t>(rank)].failure.isOk(); }
   void failPeer(int rank, Status status) override { failPeer(peers_[static_cast<size_t>(rank)], std::move(status)); }
-  bool mayWithhold(int rank) const override { return overUnexpectedBudget() && !receivePostedFrom(rank); }
+  bool mayWithhold(int rank) const override { return matching_.overBudget() && !matching_.receivePostedFrom(rank); }
   // Connections::Host (peerFailed and failPeer serve both)
   Result<fabric::Endpoint*> endpointTo(int rank) override;
   Status linkReady(int rank) override { return flushControl(peers_[static_cast<size_t>(rank)]); }
@@ -205,22 +212,8 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   void layoutSent(int rank, const datatype::Datatype& type) override;
   size_t controlCapacity() const override { return slotSize(); }
   void failPeer(Peer& peer, Status status);
-  void postReceive(std::shared_ptr<Operation> op);
-  // Takes `op` off the posted list; returns its owner, null if it was not posted.
-  std::shared_ptr<Operation> unpostReceive(Operation& op);
-  Result<Unexpected*> matchOrQueue(Peer& peer, const wire::Envelope& envelope, std::shared_ptr<Operation>* op);
-  // The unexpected-message budget (Options::unexpectedMaxBytes): bytes held
-  // are counted as they arrive and given back when a receive (or a failure)
-  // takes the message; over the budget, CreditFlow withholds buffers
-  // consumed from other ranks (not reposted, so no credit returns) until it
-  // is met again.
-  void holdUnexpected(Unexpected& unexpected, size_t bytes);
-  void releaseUnexpected(Unexpected& unexpected);
-  bool overUnexpectedBudget() const { return unexpectedBytes_ > static_cast<uint64_t>(options_.unexpectedMaxBytes); }
-  bool receivePostedFrom(int rank) const;
   Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
-  Result<uint32_t> takeSendSlot();
   Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
 
   std::unique_ptr<fabric::CompletionQueue> sendQueue_;
@@ -230,18 +223,16 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   std::vector<Peer> peers_;
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
-    return !peer.controlQueue.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() ||
-           credits_.due(peer.rank);
+    return !peer.control.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() || credits_.due(peer.rank);
   }
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
-  std::vector<std::shared_ptr<Operation>> slotOwner_;  // pipelined sends gathering from user blocks
+  std::vector<std::shared_ptr<PipelinedSend>> slotOwner_;  // pipelined sends gathering from user blocks
   std::unique_ptr<memory::BufferPool> pool_;
   std::unique_ptr<memory::RegistrationCache> cache_;
   memory::GroupPlanOptions groupPlan_;
-  MatchList<Operation> posted_;
   TypeCache types_;
-  MatchList<Unexpected> unexpected_;
+  Matching matching_{options_, counters_};  // posted receives, unexpected messages and their budget
   std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
   uint32_t nextTransfer_ = 1;
@@ -253,8 +244,7 @@ class ContextImpl : private CreditFlow::Host, private Connections::Host, private
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
-  uint64_t unexpectedBytes_ = 0;
-  struct PostScratch {  // advanceSend's lists, reused rather than reallocated
+  struct PostScratch {  // advanceSend's and gathered fragments' lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;
     std::vector<datatype::Iovec> iovecs;

@@ -22,9 +22,9 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
   size_t offset = sizeof(header);
   bool startsMessage =
       header.kind == wire::Kind::kEager || header.kind == wire::Kind::kRts || header.kind == wire::Kind::kPipelined;
-  if (startsMessage && peer.inbound.active) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " started a message at byte ", peer.inbound.received,
-                     " of its ", peer.inbound.envelope.bytes, "-byte pipelined message");
+  if (startsMessage && peer.inbound.active()) {
+    return makeError(Code::kProtocol, "rank ", peer.rank, " started a message at byte ", peer.inbound.received(),
+                     " of its ", peer.inbound.bytes(), "-byte pipelined message");
   }
   switch (header.kind) {
     case wire::Kind::kEager:

@@ -44,7 +44,7 @@ Result<std::shared_ptr<OneSidedChannel>> OneSided::newChannel(const void* buf, i
   channel->bytes = bytes;
   channel->peer = peer;
   if (bytes > 0) {
-    IBDT_ASSIGN_OR_RETURN(channel->region, context_.cache_->acquire(buf, static_cast<size_t>(bytes), access));
+    IBDT_ASSIGN_OR_RETURN(channel->region, host_.acquireRegion(buf, static_cast<size_t>(bytes), access));
   }
   // Channels of requests the caller dropped leave the map here, not on the hot path.
   std::erase_if(channels_, [](const auto& entry) { return entry.second.expired(); });
@@ -54,7 +54,7 @@ Result<std::shared_ptr<OneSidedChannel>> OneSided::newChannel(const void* buf, i
 
 Result<std::shared_ptr<Operation>> OneSided::expose(void* buf, int64_t bytes, int origin, int tag,
                                                     uint32_t communicator) {
-  IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, origin, context_.size_, "exposeInit"));
+  IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, origin, context_.size(), "exposeInit"));
   IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, origin, fabric::kLocalWrite | fabric::kRemoteWrite));
   fabric::RemoteKey key;
   if (channel->region) {
@@ -73,7 +73,7 @@ Result<std::shared_ptr<Operation>> OneSided::expose(void* buf, int64_t bytes, in
 
 Result<std::shared_ptr<Operation>> OneSided::put(const void* buf, int64_t bytes, int target, int tag,
                                                  uint32_t communicator, Deadline deadline) {
-  IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, target, context_.size_, "putInit"));
+  IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, target, context_.size(), "putInit"));
   IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, target, fabric::kLocalWrite));
   std::array<uint8_t, fabric::RemoteKey::kWireSize> wire{};
   IBDT_ASSIGN_OR_RETURN(auto keyRecv, context_.prepareRecv(wire.data(), static_cast<int64_t>(wire.size()), byteType(),
@@ -108,8 +108,8 @@ Result<std::shared_ptr<Operation>> OneSided::put(const void* buf, int64_t bytes,
 
 Status OneSided::start(const std::shared_ptr<Operation>& op) {
   OneSidedChannel& channel = *op->oneSided;
-  Peer& peer = context_.peers_[static_cast<size_t>(channel.peer)];
-  if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("put to rank ", channel.peer));
+  const Status& failure = host_.peerFailure(channel.peer);
+  if (!failure.isOk()) return Status(failure).withContext(strCat("put to rank ", channel.peer));
   channel.failure = Status();
   if (channel.bytes == 0) {
     channel.running = op;
@@ -123,38 +123,34 @@ Status OneSided::start(const std::shared_ptr<Operation>& op) {
 }
 
 Result<bool> OneSided::postWrites(OneSidedChannel& channel) {
-  Peer& peer = context_.peers_[static_cast<size_t>(channel.peer)];
-  uint64_t most = std::min<uint64_t>(context_.maxWrBytes_ > 0 ? context_.maxWrBytes_ : UINT32_MAX, UINT32_MAX);
+  uint64_t most = std::min<uint64_t>(host_.maxWriteBytes() > 0 ? host_.maxWriteBytes() : UINT32_MAX, UINT32_MAX);
   auto bytes = static_cast<uint64_t>(channel.bytes);
   auto writes = static_cast<uint32_t>((bytes + most - 1) / most);
-  uint32_t depth = context_.sendQueueDepth_;
+  uint32_t depth = host_.sendQueueDepth();
   if (writes > depth) {
     // Beyond the whole queue: such a put is not worth a second, split path.
     return makeError(Code::kResource, "put of ", bytes, " bytes needs ", writes, " writes, the send queue holds ",
                      depth);
   }
-  if (!context_.connections_.ready(peer.rank) || peer.sendOutstanding + writes > depth) return false;
-  auto& requests = context_.scratch_.requests;
-  auto& sges = context_.scratch_.sges;
-  requests.clear();
-  sges.clear();
-  sges.reserve(writes);  // the requests point into it
+  requests_.clear();
+  sges_.clear();
+  sges_.reserve(writes);  // the requests point into it
   for (uint64_t offset = 0; offset < bytes; offset += most) {
     uint64_t length = std::min(most, bytes - offset);
-    sges.push_back(
+    sges_.push_back(
         {reinterpret_cast<uint64_t>(channel.local) + offset, static_cast<uint32_t>(length), channel.region.lkey()});
     fabric::SendRequest request;
     request.id = wrId(WrKind::kOneSided, channel.id);
     request.opcode = fabric::Opcode::kWrite;
-    request.sgList = &sges.back();
+    request.sgList = &sges_.back();
     request.numSge = 1;
     request.remoteAddress = channel.remote.address + offset;
     request.rkey = channel.remote.rkey;
-    requests.push_back(request);
+    requests_.push_back(request);
   }
-  channel.writesLeft = writes;
-  IBDT_RETURN_IF_ERROR(context_.post(peer, requests));
-  return true;
+  IBDT_ASSIGN_OR_RETURN(bool posted, host_.postAllOrNone(channel.peer, requests_));
+  if (posted) channel.writesLeft = writes;
+  return posted;
 }
 
 void OneSided::writeCompleted(uint32_t id, Status status) {
@@ -183,10 +179,10 @@ Status OneSided::advance() {
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }
-    Peer& peer = context_.peers_[static_cast<size_t>(channel->peer)];
+    const Status& failure = host_.peerFailure(channel->peer);
     bool done = false;
-    if (!peer.failure.isOk()) {
-      channel->failure = Status(peer.failure).withContext(strCat("put to rank ", channel->peer));
+    if (!failure.isOk()) {
+      channel->failure = Status(failure).withContext(strCat("put to rank ", channel->peer));
       finishWrites(*channel);
       done = true;
     } else {

@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
@@ -50,7 +51,24 @@ struct OneSidedChannel {
 
 class OneSided {
  public:
-  explicit OneSided(ContextImpl& context) : context_(context) {}
+  // What a put needs of the core beyond its public operations: memory
+  // registered through the pin-down cache, a peer's state, and its send
+  // queue for the writes.
+  class Host {
+   public:
+    virtual ~Host() = default;
+    virtual Result<memory::RegionRef> acquireRegion(const void* buf, size_t bytes, uint32_t access) = 0;
+    // Why `rank` failed; ok while it has not.
+    virtual const Status& peerFailure(int rank) const = 0;
+    // Posts all of `requests` to `rank` as one chain, or nothing (false)
+    // while its link is not up or its send queue lacks room for them.
+    virtual Result<bool> postAllOrNone(int rank, std::vector<fabric::SendRequest>& requests) = 0;
+    virtual uint64_t maxWriteBytes() const = 0;
+    virtual uint32_t sendQueueDepth() const = 0;
+  };
+
+  // `context`'s public operations send and receive the keys and the notifications.
+  OneSided(ContextImpl& context, Host& host) : context_(context), host_(host) {}
   ~OneSided();  // releases the registrations of channels still alive (the cache dies with the context)
   OneSided(const OneSided&) = delete;
   OneSided& operator=(const OneSided&) = delete;
@@ -79,6 +97,9 @@ class OneSided {
   void finishWrites(OneSidedChannel& channel);
 
   ContextImpl& context_;
+  Host& host_;
+  std::vector<fabric::SendRequest> requests_;  // postWrites' lists, reused
+  std::vector<fabric::Sge> sges_;
   uint32_t nextId_ = 1;
   std::unordered_map<uint32_t, std::weak_ptr<OneSidedChannel>> channels_;
   std::deque<std::weak_ptr<OneSidedChannel>> waiting_;  // runs whose writes wait for send-queue room

@@ -38,11 +38,6 @@ struct Operation : MatchListHook {
   // A posted receive owns itself (the caller may drop its Request) until it
   // is matched, cancelled or failed.
   std::shared_ptr<Operation> postedSelf;
-  // Pipelined eager send: the registration its fragments gather the user
-  // blocks through, fragments the provider still reads, whether all left.
-  UserRegistration gathered;
-  uint32_t fragmentsInFlight = 0;
-  bool fragmentsPosted = false;
   // A one-sided put or exposure (one_sided.h): its registration and keys.
   std::shared_ptr<OneSidedChannel> oneSided;
 
@@ -56,6 +51,12 @@ struct Operation : MatchListHook {
   }
 };
 
+// Marks `op` complete with `status` (what wait/test report).
+inline void completeOperation(Operation& op, Status status) {
+  op.done = true;
+  op.status = std::move(status);
+}
+
 // A message that arrived before its receive was posted.
 struct Unexpected : MatchListHook {
   Envelope envelope;
@@ -64,7 +65,7 @@ struct Unexpected : MatchListHook {
   wire::Kind kind = wire::Kind::kEager;  // kEager, kPipelined or kRts
   std::vector<uint8_t> payload;          // eager; a pipelined one may still be arriving
   wire::Rts rts{};                       // rendezvous
-  size_t heldBytes = 0;                  // counted in ContextImpl::unexpectedBytes_
+  size_t heldBytes = 0;                  // counted in Matching (matching.h)
 };
 
 }  // namespace ibdt::messaging

@@ -41,6 +41,8 @@ class ProtocolSelector {
   bool rendezvousPacks(const datatype::Stats& stats) const;
   // A pipelined eager sender gathers its fragments from the user blocks.
   bool fragmentsGather(const datatype::Stats& stats) const { return !senderWantsPack(stats, packBelow_); }
+  // The fragments of a pipelined eager message of `bytes`.
+  int64_t fragmentSize(int64_t bytes) const;
   // The receiver's reply to an RTS: unpack buffer (true) or zero-copy.
   // `segmentSize`: of an unpack reply; `bytes`: what the receive takes.
   bool replyUnpacks(const wire::Envelope& envelope, const wire::Rts& rts, const datatype::Stats& receiver,

@@ -19,7 +19,7 @@ Status truncation(const Operation& op, int source, int64_t messageBytes) {
 
 void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts) {
   std::shared_ptr<Operation> op;
-  auto unexpected = matchOrQueue(peer, envelope, &op);
+  auto unexpected = matching_.match(peer.rank, envelope, &op);
   if (!unexpected.isOk()) {
     failPeer(peer, unexpected.status());
     return;
@@ -93,11 +93,11 @@ void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uin
   std::array<uint8_t, sizeof(wire::Header) + sizeof(wire::Cts)> head;
   size_t at = wire::write(head.data(), 0, wire::Header{wire::Kind::kCts, {}, 0});
   wire::write(head.data(), at, cts);
-  PendingControl reply;
-  reply.bytes.reserve(head.size() + layout.size());
-  reply.bytes.insert(reply.bytes.end(), head.begin(), head.end());
-  reply.bytes.insert(reply.bytes.end(), layout.begin(), layout.end());
-  peer.controlQueue.push_back(std::move(reply));
+  std::vector<uint8_t> reply;
+  reply.reserve(head.size() + layout.size());
+  reply.insert(reply.end(), head.begin(), head.end());
+  reply.insert(reply.end(), layout.begin(), layout.end());
+  peer.control.push(ControlMessage(std::move(reply)));
   activePeers_.mark(peer.rank);
 }
 
@@ -200,11 +200,10 @@ Status ContextImpl::onReadCompleted(uint32_t transferId) {
   ++transfer.readsCompleted;
   if (transfer.readNext < transfer.bytes || transfer.readsCompleted < transfer.readsPosted) return Status::ok();
   Peer& peer = peers_[static_cast<size_t>(transfer.op->peer)];
-  PendingControl fin;
-  fin.bytes.resize(sizeof(wire::Header) + sizeof(wire::Fin));
-  size_t at = wire::write(fin.bytes.data(), 0, wire::Header{wire::Kind::kFin, {}, 0});
-  wire::write(fin.bytes.data(), at, wire::Fin{transfer.senderTransfer, 0});
-  peer.controlQueue.push_back(std::move(fin));
+  std::vector<uint8_t> fin(sizeof(wire::Header) + sizeof(wire::Fin));
+  size_t at = wire::write(fin.data(), 0, wire::Header{wire::Kind::kFin, {}, 0});
+  wire::write(fin.data(), at, wire::Fin{transfer.senderTransfer, 0});
+  peer.control.push(ControlMessage(std::move(fin)));
   activePeers_.mark(peer.rank);
   Operation& op = *transfer.op;
   op.info.bytes = transfer.bytes;

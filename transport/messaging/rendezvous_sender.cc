@@ -79,7 +79,7 @@ Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts&
 }
 
 void ContextImpl::queueControl(int rank, std::vector<uint8_t> bytes) {
-  peers_[static_cast<size_t>(rank)].controlQueue.push_back(PendingControl{std::move(bytes), nullptr});
+  peers_[static_cast<size_t>(rank)].control.push(ControlMessage(std::move(bytes)));
   activePeers_.mark(rank);
 }
 
