@@ -17,6 +17,7 @@
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/alltoallv_data.h"
 #include "collectives/alltoallv_select.h"
+#include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/scoped_env.h"
 #include "support/thread_ranks.h"
@@ -34,11 +35,7 @@ using testing::CountMatrix;
 using testing::Side;
 using testing::Spread;
 
-std::unique_ptr<Communicator> world(RankEnv& env) {
-  auto comm = Communicator::create(env.context);
-  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
-  return comm.isOk() ? std::move(*comm) : nullptr;
-}
+using testing::world;
 
 // The alltoallv algorithms' names, as a number every rank can allgather.
 int64_t algorithmCode(std::string_view name) {

@@ -11,6 +11,7 @@
 
 #include "collectives/alltoall_data.h"
 #include "collectives/plan_checks.h"
+#include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 #include "support/scoped_env.h"
@@ -45,11 +46,7 @@ AlltoallOptions optionsOf(const Algorithm& algorithm) {
   return options;
 }
 
-std::unique_ptr<Communicator> world(RankEnv& env) {
-  auto comm = Communicator::create(env.context);
-  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
-  return comm.isOk() ? std::move(*comm) : nullptr;
-}
+using testing::world;
 
 // Blocks of `bytes` bytes as pieces of 8 bytes (1 when 8 does not divide
 // `bytes`; few large pieces keep the big cases fast).

@@ -13,6 +13,7 @@
 
 #include "collectives/alltoall_data.h"
 #include "collectives/alltoallv_data.h"
+#include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 
@@ -32,11 +33,7 @@ AlltoallOptions directWrite() {
   return options;
 }
 
-std::unique_ptr<Communicator> world(RankEnv& env) {
-  auto comm = Communicator::create(env.context);
-  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
-  return comm.isOk() ? std::move(*comm) : nullptr;
-}
+using testing::world;
 
 // A persistent plan run `runs` times, the send data changing every run;
 // no barrier between runs: a peer writes into this rank's buffer only

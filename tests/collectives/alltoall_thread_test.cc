@@ -10,6 +10,7 @@
 
 #include "collectives/alltoall_data.h"
 #include "collectives/plan_checks.h"
+#include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 #include "support/scoped_env.h"
@@ -24,11 +25,7 @@ using testing::AlltoallBuffers;
 using testing::Side;
 
 
-std::unique_ptr<Communicator> world(RankEnv& env) {
-  auto comm = Communicator::create(env.context);
-  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
-  return comm.isOk() ? std::move(*comm) : nullptr;
-}
+using testing::world;
 
 // One alltoall of `send` -> `recv` sides on every rank, checked.
 void exchangeAndCheck(RankEnv& env, Communicator& comm, const Side& send, const Side& recv, int64_t throttle) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "collectives/alltoallv_data.h"
+#include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 #include "support/scoped_env.h"
@@ -32,11 +33,7 @@ using testing::InPlaceBuffer;
 using testing::Side;
 using testing::Spread;
 
-std::unique_ptr<Communicator> world(messaging::Context& context) {
-  auto comm = Communicator::create(context);
-  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
-  return comm.isOk() ? std::move(*comm) : nullptr;
-}
+using testing::world;
 
 // Bookkeeping of the in-place algorithm beyond its auxiliary buffers: O(p),
 // whatever the counts (docs/alltoallv.md).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 
@@ -24,11 +25,7 @@ int64_t valueOf(int run, int rank, int64_t i) {
   return (rank + i + run) % 3 == 0 ? -v : v;
 }
 
-std::unique_ptr<Communicator> world(RankEnv& env) {
-  auto comm = Communicator::create(env.context);
-  EXPECT_TRUE(comm.isOk()) << comm.status().toString();
-  return comm.isOk() ? std::move(*comm) : nullptr;
-}
+using testing::world;
 
 class SmallCollectives : public ::testing::TestWithParam<int> {};
 
