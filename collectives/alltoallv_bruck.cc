@@ -28,6 +28,7 @@
 
 #include "collectives/alltoall_bruck.h"
 #include "collectives/alltoallv_algorithms.h"
+#include "collectives/bruck_rounds.h"
 #include "collectives/bruck_zero_copy_placement.h"
 
 namespace ibdt::collectives {
@@ -50,12 +51,6 @@ std::optional<BasicKind> uniformKind(const Datatype& type) {
 
 namespace {
 
-int roundsFor(int size) {
-  int rounds = 0;
-  while ((1 << rounds) < size) ++rounds;
-  return rounds;
-}
-
 // The round whose receive brought block j to this rank before round k (its
 // highest set bit below k), or -1 when it still sits in the send buffer.
 int heldSince(int j, int k) {
@@ -70,13 +65,13 @@ int heldSince(int j, int k) {
 // receive of round k brings.
 class HopCounts {
  public:
-  explicit HopCounts(int size) : size_(size), counts_(static_cast<size_t>((roundsFor(size) + 1) * size), 0) {}
+  explicit HopCounts(int size) : size_(size), counts_(static_cast<size_t>((bruckRounds(size) + 1) * size), 0) {}
   int64_t& at(int round, int j) { return counts_[static_cast<size_t>((round + 1) * size_ + j)]; }
   int64_t at(int round, int j) const { return counts_[static_cast<size_t>((round + 1) * size_ + j)]; }
   // What block j weighs when round k sends it.
   int64_t sent(int round, int j) const { return at(heldSince(j, round), j); }
   // What block j weighs at its destination (its last hop).
-  int64_t delivered(int j) const { return at(heldSince(j, roundsFor(size_)), j); }
+  int64_t delivered(int j) const { return at(heldSince(j, bruckRounds(size_)), j); }
   int64_t* data() { return counts_.data(); }
 
  private:
@@ -178,7 +173,7 @@ Result<std::unique_ptr<PlanImpl>> buildZeroCopyBruckAlltoallv(Communicator& comm
   auto capacity = [&](int64_t receiveBlock) {
     return args.recvcounts[static_cast<size_t>((rank + receiveBlock) % size)] * perRecvElement;
   };
-  const int rounds = roundsFor(size);
+  const int rounds = bruckRounds(size);
   const BruckPlacement placement = placeZeroCopyBruck(size, [&](int j, int arrive, int64_t receiveBlock) {
     return denseReceive && elements.at(arrive, j) <= capacity(receiveBlock);
   });

@@ -20,6 +20,8 @@
 #include <map>
 #include <utility>
 
+#include "collectives/bruck_rounds.h"
+
 namespace ibdt::collectives {
 namespace {
 
@@ -64,8 +66,7 @@ BruckPlacement placeZeroCopyBruck(int size) {
 }
 
 BruckPlacement placeZeroCopyBruck(int size, const BlockFits& fits) {
-  int rounds = 0;
-  while ((int64_t{1} << rounds) < size) ++rounds;
+  const int rounds = bruckRounds(size);
   BruckPlacement placement;
   placement.receiveInto.assign(static_cast<size_t>(rounds), std::vector<BruckPlace>(static_cast<size_t>(size)));
   placement.sendFrom = placement.receiveInto;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/bruck_rounds.h"
 #include "collectives/staged_plan.h"
 #include "base/checked_math.h"
 
@@ -36,12 +37,6 @@ Status checkCount(const Communicator& comm, const char* what, int64_t count, con
   return Status::ok();
 }
 
-int rounds(int size) {
-  int count = 0;
-  for (int n = 1; n < size; n *= 2) ++count;
-  return count;
-}
-
 // Bruck's allgather of `count` values into the plan's scratch; stage 0
 // copies the input there, stages 1 .. rounds exchange, and the last stage
 // (rounds + 1) runs `finish(gathered)` with block i = rank + i's values.
@@ -49,7 +44,7 @@ Result<std::unique_ptr<StagedPlan>> bruckAllgather(Communicator& comm, const cha
                                                    int64_t count, std::function<Status(const int64_t*)> finish) {
   const int size = comm.size(), rank = comm.rank();
   const int32_t tag = comm.takePlanTag();
-  auto plan = std::make_unique<StagedPlan>(comm, name, static_cast<size_t>(rounds(size) + 2));
+  auto plan = std::make_unique<StagedPlan>(comm, name, static_cast<size_t>(bruckRounds(size) + 2));
   auto* gathered = reinterpret_cast<int64_t*>(plan->scratch(static_cast<size_t>(size * count) * sizeof(int64_t)));
   const size_t bytes = static_cast<size_t>(count) * sizeof(int64_t);
   plan->setBefore(0, [=] {

@@ -243,11 +243,7 @@ TEST(AutoAlltoall, PicksDirectWriteForLargeBlocksInACollectiveInit) {
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       EXPECT_EQ(plan->algorithm(), "direct-write");
       for (int run = 0; run < 3; ++run) {
-        buffers.refill(run);
-        buffers.clearReceive();
-        ASSERT_TRUE(plan->start().isOk());
-        ASSERT_TRUE(plan->wait(soon()).isOk());
-        EXPECT_EQ(buffers.check(), "") << "rank " << env.rank << " run " << run;
+        ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << " run " << run;
       }
       buffers.clearReceive();
       ASSERT_TRUE(

@@ -63,12 +63,7 @@ TEST_P(BruckMp, EverySizePersistentAndMismatched) {
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     EXPECT_EQ(plan->algorithm(), GetParam().name);
     for (int run = 0; run < 3; ++run) {
-      buffers.refill(run);
-      buffers.clearReceive();
-      ASSERT_TRUE(plan->start().isOk());
-      Status status = plan->wait(mpDeadline());
-      ASSERT_TRUE(status.isOk()) << status.toString();
-      EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes, run " << run;
+      ASSERT_EQ(testing::runChecked(*plan, buffers, run, mpDeadline()), "") << send.bytes() << " bytes, run " << run;
       ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());  // peers' runs end before the buffers change
     }
   }

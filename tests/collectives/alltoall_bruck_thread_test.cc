@@ -173,6 +173,7 @@ TEST(PairwiseInPlaceThreads, EveryThrottleAndSize) {
         options.algorithm = AlltoallAlgorithm::kPairwise;
         options.throttle = throttle;
         for (int64_t bytes : {0, 13, 80000}) {
+          if (ranks == 8 && bytes > 13) continue;  // 80 KB blocks up to 5 ranks: 8 threads take a minute under ASan
           exchangeInPlaceAndCheck(env, *comm, options, spacedBytes(bytes, 0), "pairwise");
           exchangeInPlaceAndCheck(env, *comm, options, spacedBytes(bytes, 3), "pairwise");
         }

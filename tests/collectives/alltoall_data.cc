@@ -117,4 +117,12 @@ std::string AlltoallBuffers::check(const std::vector<int>& skip) const {
   return "";
 }
 
+std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline) {
+  buffers.refill(run);
+  buffers.clearReceive();
+  if (Status status = plan.start(); !status.isOk()) return "start: " + status.toString();
+  if (Status status = plan.wait(deadline); !status.isOk()) return "wait: " + status.toString();
+  return buffers.check();
+}
+
 }  // namespace ibdt::collectives::testing

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "datatype/reference.h"
+#include "ibdt/collectives.h"
 #include "ibdt/datatype.h"
 
 namespace ibdt::collectives::testing {
@@ -75,5 +76,11 @@ class AlltoallBuffers {
   std::vector<uint8_t> send_, sendExpected_, recv_;
   int64_t sendBase_ = 0, recvBase_ = 0;
 };
+
+// One run of a persistent plan over `buffers` with the data of run `run`:
+// refills the send buffer, clears the receive buffer, starts, waits and
+// checks every byte. "" on success, else what failed (status or first
+// wrong byte).
+std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);
 
 }  // namespace ibdt::collectives::testing

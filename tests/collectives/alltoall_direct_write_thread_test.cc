@@ -47,12 +47,8 @@ void runPersistent(RankEnv& env, const Side& side, int runs, std::string_view ex
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_EQ(plan->algorithm(), expected);
   for (int run = 0; run < runs; ++run) {
-    buffers.refill(run);
-    buffers.clearReceive();
-    ASSERT_TRUE(plan->start().isOk());
-    Status status = plan->wait(soon());
-    ASSERT_TRUE(status.isOk()) << "rank " << env.rank << " run " << run << ": " << status.toString();
-    EXPECT_EQ(buffers.check(), "") << "rank " << env.rank << " run " << run << " of " << side.bytes() << " B";
+    ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "")
+        << "rank " << env.rank << " run " << run << " of " << side.bytes() << " B";
   }
 }
 

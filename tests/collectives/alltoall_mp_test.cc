@@ -101,12 +101,7 @@ TEST_F(AlltoallMp, DirectWritePersistentWithChangingData) {
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     EXPECT_EQ(plan->algorithm(), "direct-write");
     for (int run = 0; run < 3; ++run) {
-      buffers.refill(run);
-      buffers.clearReceive();
-      ASSERT_TRUE(plan->start().isOk());
-      Status status = plan->wait(mpDeadline());
-      ASSERT_TRUE(status.isOk()) << status.toString();
-      EXPECT_EQ(buffers.check(), "") << bytes << " B, run " << run;
+      ASSERT_EQ(testing::runChecked(*plan, buffers, run, mpDeadline()), "") << bytes << " B, run " << run;
     }
     ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());  // no peer still writes before the buffers go
   }
