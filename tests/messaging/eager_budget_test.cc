@@ -29,7 +29,7 @@ TEST(EagerBudget, CreditsPerPeerFollowTheBudget) {
   EXPECT_EQ(eagerCreditsWithin(budget, slot, 16, 32), budget / slot / 16 - kReserve);
   EXPECT_EQ(eagerCreditsWithin(budget, slot, 64, 32), budget / slot / 64 - kReserve);
   EXPECT_EQ(eagerCreditsWithin(budget, slot, 128, 32), kMinEagerCredits);  // the floor, not the budget
-  EXPECT_EQ(eagerCreditsWithin(0, slot, 128, 32), 32u);                   // 0: no bound
+  EXPECT_EQ(eagerCreditsWithin(0, slot, 128, 32), 32u);                    // 0: no bound
   EXPECT_EQ(eagerCreditsWithin(uint64_t{1} << 40, slot, 128, 4096), 4096u);
   // Exactly enough for 10 credits and the reserve at each of 4 endpoints.
   EXPECT_EQ(eagerCreditsWithin(4 * (10 + kReserve) * 1000, 1000, 4, 32), 10u);
