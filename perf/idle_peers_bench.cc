@@ -23,6 +23,8 @@
 #include "perf/benchmarks.h"
 #include "perf/forked_ranks.h"
 #include "perf/idle_peers.h"
+#include "transport/messaging/eager_budget.h"
+#include "transport/messaging/wire.h"
 
 namespace ibdt::perf {
 namespace {
@@ -34,6 +36,16 @@ constexpr int kRoundTrips = 200;    // per timed repetition
 constexpr int kIdleProgressCalls = 500;     // per batch
 constexpr int kIdleProgressBatches = 40;   // per timed repetition
 constexpr int64_t kBlock = 32768;   // all-to-all block: the default eager limit
+
+// The eager credits per peer a Context of `ranks` gets with the default
+// eager limit and IBDT_MSG_EAGER_MEMORY as set (the same rule, eager_budget.h).
+uint32_t creditsPerPeer(int ranks) {
+  messaging::Options defaults;
+  auto budget = messaging::eagerBudgetFromEnvironment();
+  uint64_t slot = sizeof(messaging::wire::Header) + sizeof(messaging::wire::Envelope) +
+                  static_cast<uint64_t>(defaults.eagerLimit);
+  return messaging::eagerCreditsWithin(budget.isOk() ? *budget : 0, slot, ranks, defaults.eagerCredits);
+}
 
 struct Smaps {
   double rssKiB = 0;
@@ -154,7 +166,8 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
   Report idle("idle peers progress: Context::progress() with nothing to do on rank 0, all N - 1 peers connected (ns)",
               {"ranks", "median", "min", "max"});
   Report memory("idle peers memory: resident growth per rank over an all-to-all of 32 KiB blocks (KiB)",
-                {"ranks", "connected peers", "Pss median", "Pss min", "Pss max", "Rss median", "Rss max"});
+                {"ranks", "connected peers", "credits per peer", "Pss median", "Pss min", "Pss max", "Rss median",
+                 "Rss max"});
   double baseline = 0;
   for (int ranks : options.ranks) {
     RankResult result;
@@ -174,7 +187,8 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
     idle.add({{"ranks", ranks}, {"median", progress.median * 1e9}, {"min", progress.min * 1e9},
               {"max", progress.max * 1e9}});
     Summary pss = summarize(result.pssGrowth), rss = summarize(result.rssGrowth);
-    memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"Pss median", pss.median}, {"Pss min", pss.min},
+    memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"credits per peer", creditsPerPeer(ranks)},
+                {"Pss median", pss.median}, {"Pss min", pss.min},
                 {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max}});
   }
   for (Report* report : {&latency, &idle, &memory}) {

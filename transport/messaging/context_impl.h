@@ -106,7 +106,7 @@ class ContextImpl : private CreditFlow::Host,
   Options options_;
   uint32_t spins_ = Backoff::kSpins;  // Backoff budget of this Context's waits
   Counters counters_;
-  CreditFlow credits_{options_.eagerCredits, counters_};
+  CreditFlow credits_{counters_};
   Connections connections_{*this, counters_};
   // Which protocol each message takes (protocol_select.h).
   ProtocolSelector selector_{options_};
@@ -177,6 +177,7 @@ class ContextImpl : private CreditFlow::Host,
   // context_setup.cc: the steps of init, in order
   Status checkSetup(const Bootstrap& bootstrap) const;
   void chooseSpins(const Bootstrap& bootstrap);
+  Status applyEagerBudget();  // eager credits per peer within IBDT_MSG_EAGER_MEMORY
   Status readProviderLimits();  // queue depths, SGEs, message size
   Status measureCosts();        // the cost model and the tuning file
   Status createQueues();

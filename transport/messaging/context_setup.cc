@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "transport/messaging/context_impl.h"
+#include "transport/messaging/eager_budget.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -22,6 +23,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   size_ = bootstrap.size;
   IBDT_RETURN_IF_ERROR(checkSetup(bootstrap));
   chooseSpins(bootstrap);
+  IBDT_RETURN_IF_ERROR(applyEagerBudget());
   IBDT_RETURN_IF_ERROR(readProviderLimits());
   IBDT_RETURN_IF_ERROR(measureCosts());
   IBDT_RETURN_IF_ERROR(createQueues());
@@ -58,6 +60,18 @@ void ContextImpl::chooseSpins(const Bootstrap& bootstrap) {
     spins_ = static_cast<uint32_t>(options_.spins);
   else
     spins_ = cores > 0 && local <= cores ? 4096 : 0;
+}
+
+Status ContextImpl::applyEagerBudget() {
+  // From here on options_.eagerCredits is the per-peer count every part of
+  // the Context uses (buffers posted, credits granted, the tuned pipeline
+  // window): every rank derives it from the same job size and knobs.
+  IBDT_ASSIGN_OR_RETURN(uint64_t budget, eagerBudgetFromEnvironment());
+  uint32_t credits = eagerCreditsWithin(budget, slotSize(), size_, options_.eagerCredits);
+  IBDT_LOG(kDebug, "messaging: rank ", rank_, ": ", credits, " eager credits per peer (IBDT_MSG_CREDITS ",
+           options_.eagerCredits, ", IBDT_MSG_EAGER_MEMORY ", budget, " over ", size_, " ranks)");
+  options_.eagerCredits = credits;
+  return Status::ok();
 }
 
 Status ContextImpl::readProviderLimits() {
@@ -105,7 +119,7 @@ Status ContextImpl::createQueues() {
 Status ContextImpl::connectSelf() {
   // To reach itself a rank connects a pair of its own endpoints.
   peers_.resize(static_cast<size_t>(size_));
-  credits_.init(size_, rank_);
+  credits_.init(size_, rank_, options_.eagerCredits);
   activePeers_.init(size_);
   connections_.init(rank_, size_, options_.connectTimeoutMs);
   for (int p = 0; p < size_; ++p) {

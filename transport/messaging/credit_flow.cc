@@ -4,7 +4,8 @@
 
 namespace ibdt::messaging {
 
-void CreditFlow::init(int ranks, int self) {
+void CreditFlow::init(int ranks, int self, uint32_t eagerCredits) {
+  eagerCredits_ = eagerCredits;
   self_ = self;
   peers_.assign(static_cast<size_t>(ranks), PeerCredits{});
 }

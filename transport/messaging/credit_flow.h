@@ -34,8 +34,10 @@ class CreditFlow {
     virtual bool mayWithhold(int rank) const = 0;
   };
 
-  CreditFlow(uint32_t eagerCredits, Counters& counters) : eagerCredits_(eagerCredits), counters_(counters) {}
-  void init(int ranks, int self);
+  explicit CreditFlow(Counters& counters) : counters_(counters) {}
+  // `eagerCredits` per peer: IBDT_MSG_CREDITS within the eager memory budget
+  // (eager_budget.h), the same on every rank.
+  void init(int ranks, int self, uint32_t eagerCredits);
 
   // The link to `rank` is up: all its buffers for us are free, we owe none.
   void reset(int rank);
@@ -91,7 +93,7 @@ class CreditFlow {
   PeerCredits& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
   const PeerCredits& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
 
-  uint32_t eagerCredits_;
+  uint32_t eagerCredits_ = 0;
   Counters& counters_;
   int self_ = 0;
   std::vector<PeerCredits> peers_;

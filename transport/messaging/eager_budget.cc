@@ -1,0 +1,25 @@
+// Eager credits per peer within a rank's eager memory budget (eager_budget.h).
+#include "transport/messaging/eager_budget.h"
+
+#include <algorithm>
+
+#include "base/config.h"
+#include "transport/messaging/credit_flow.h"
+
+namespace ibdt::messaging {
+
+uint32_t eagerCreditsWithin(uint64_t budgetBytes, uint64_t slotBytes, int ranks, uint32_t maxCredits) {
+  uint32_t ceiling = std::max(kMinEagerCredits, maxCredits);
+  if (budgetBytes == 0 || slotBytes == 0 || ranks < 1) return ceiling;
+  uint64_t slotsPerPeer = budgetBytes / slotBytes / static_cast<uint64_t>(ranks);
+  uint64_t credits = slotsPerPeer > CreditFlow::kReserveSlots ? slotsPerPeer - CreditFlow::kReserveSlots : 0;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(credits, kMinEagerCredits, ceiling));
+}
+
+Result<uint64_t> eagerBudgetFromEnvironment() {
+  IBDT_ASSIGN_OR_RETURN(uint64_t budget, config::getSize("IBDT_MSG_EAGER_MEMORY"));
+  if (budget > (uint64_t{1} << 40)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_MEMORY above 1T");
+  return budget;
+}
+
+}  // namespace ibdt::messaging

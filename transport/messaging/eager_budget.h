@@ -1,0 +1,35 @@
+// transport/messaging/eager_budget.h — how many eager credits each peer gets
+// so that a rank's eager receive buffers stay within IBDT_MSG_EAGER_MEMORY.
+//
+// Every endpoint of a Context (one per rank of the job, itself included)
+// holds credits + CreditFlow::kReserveSlots posted receive buffers of one
+// slot each. Without a bound that is IBDT_MSG_CREDITS x slot per peer, 1.1
+// MiB at the defaults, so a rank's eager memory grew with the job (143 MiB
+// at 128 ranks). The budget is divided evenly over the job's possible peers
+// at init: every rank computes the same count from the same job size and
+// knobs, as it already must for IBDT_MSG_CREDITS and IBDT_MSG_EAGER_LIMIT, so
+// no handshake is needed. This is the per-peer step towards a shared eager
+// pool (docs/many-ranks.md).
+#pragma once
+
+#include <cstdint>
+
+#include "ibdt/status.h"
+
+namespace ibdt::messaging {
+
+// The fewest credits a peer may have: pipelined eager (and every protocol
+// whose messages need a credit each) makes progress with two, one in flight
+// while the other is reposted and returned (tests run that way).
+inline constexpr uint32_t kMinEagerCredits = 2;
+
+// Credits per peer for `ranks` endpoints of `slotBytes` buffers each, within
+// `budgetBytes` (0: no bound), at most `maxCredits` (IBDT_MSG_CREDITS), at
+// least kMinEagerCredits (then the floor, not the budget, bounds memory).
+uint32_t eagerCreditsWithin(uint64_t budgetBytes, uint64_t slotBytes, int ranks, uint32_t maxCredits);
+
+// IBDT_MSG_EAGER_MEMORY in bytes (0: no bound); read where the job size is
+// known (ContextImpl::init), so Options built in code honour it too.
+Result<uint64_t> eagerBudgetFromEnvironment();
+
+}  // namespace ibdt::messaging
