@@ -231,7 +231,7 @@ class ContextImpl : private CreditFlow::Host,
   Matching matching_{options_, counters_};  // posted receives, unexpected messages and their budget
   TransferIds transferIds_;
   RendezvousSender sender_{*this, selector_, options_, counters_, transferIds_};
-  RendezvousReceiver receiver_{*this, selector_, options_, types_, transferIds_};
+  RendezvousReceiver receiver_{*this, selector_, types_, transferIds_};
   uint32_t sendQueueDepth_ = 0;
   bool inPlaceSends_ = true;  // until the provider says it has no postSendPacked
   uint32_t maxSge_ = 1;

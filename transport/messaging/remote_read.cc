@@ -14,8 +14,8 @@ Status RemoteRead::advance(RendezvousServices& services, int rank, const Operati
   std::vector<fabric::Sge> sges(maxSge);
   while (next_ < bytes_ && services.readRoom(rank)) {
     int64_t last = std::min<int64_t>(bytes_, next_ + maxBytes);
-    IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(op.recvBuffer), next_, last,
-                                                        iovecs.data(), maxSge));
+    IBDT_ASSIGN_OR_RETURN(
+        auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(op.recvBuffer), next_, last, iovecs.data(), maxSge));
     for (size_t i = 0; i < fill.entries; ++i) {
       sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
                  registration.lkey(iovecs[i].address, iovecs[i].length)};

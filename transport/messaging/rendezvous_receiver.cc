@@ -58,8 +58,8 @@ Status RendezvousReceiver::reply(std::shared_ptr<Operation> op, int source, cons
   transfer->messageBytes = envelope.bytes;
   draft.cts.receiverTransfer = transfer->id;
   draft.cts.receiverContiguous = op->stats.contiguous;
-  draft.forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme : static_cast<Scheme>(rts.forcedScheme);
-  draft.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
+  draft.forced = selector_.forcedReply(rts);
+  draft.segmentSize = selector_.replySegmentSize(draft.cts.bytes);
   bool unpack = selector_.replyUnpacks(envelope, rts, op->stats, draft.forced, draft.cts.bytes, draft.segmentSize);
   IBDT_ASSIGN_OR_RETURN(transfer->protocol, startReceive(*op, unpack, draft));
   unpack = transfer->protocol->unpacks();
@@ -68,8 +68,8 @@ Status RendezvousReceiver::reply(std::shared_ptr<Operation> op, int source, cons
       selector_.finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
                             unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous);
   IBDT_LOG(kDebug, "messaging: receive of ", draft.cts.bytes, " B from rank ", source, ": ",
-           unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
-           rts.meanBlock, " B; ", schemeName(op->info.scheme), ")");
+           unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ", rts.meanBlock,
+           " B; ", schemeName(op->info.scheme), ")");
   transfers_[transfer->id] = std::move(transfer);
   queueCts(source, draft.cts, draft.layout);
   return Status::ok();
@@ -92,7 +92,7 @@ void RendezvousReceiver::queueCts(int rank, const wire::Cts& cts, std::span<cons
 Result<std::unique_ptr<RecvProtocol>> RendezvousReceiver::startReceive(const Operation& op, bool unpack,
                                                                        CtsDraft& draft) {
   if (!unpack) {
-    auto zeroCopy = makeZeroCopyReceive();
+    auto zeroCopy = selector_.zeroCopyReply();
     std::string why;
     IBDT_ASSIGN_OR_RETURN(bool started, zeroCopy->start(services_, op, draft, why));
     if (started) return zeroCopy;
@@ -100,7 +100,7 @@ Result<std::unique_ptr<RecvProtocol>> RendezvousReceiver::startReceive(const Ope
     draft.layout.clear();
     if (draft.forced == Scheme::kMultiW || draft.forced == Scheme::kPRrs) draft.forced = Scheme::kAuto;
   }
-  auto unpacking = makeUnpackReceive(options_.ringSegments);
+  auto unpacking = selector_.unpackReply();
   std::string why;
   IBDT_RETURN_IF_ERROR(unpacking->start(services_, op, draft, why).status());
   return unpacking;
@@ -167,8 +167,8 @@ void RendezvousReceiver::finish(uint32_t transferId) {
   RecvTransfer& transfer = *found->second;
   Operation& op = *transfer.op;
   op.info.bytes = transfer.bytes;
-  completeOperation(op, transfer.bytes < transfer.messageBytes ? truncation(op, op.peer, transfer.messageBytes)
-                                                               : Status::ok());
+  completeOperation(
+      op, transfer.bytes < transfer.messageBytes ? truncation(op, op.peer, transfer.messageBytes) : Status::ok());
   transfers_.erase(found);
 }
 

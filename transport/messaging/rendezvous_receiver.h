@@ -19,9 +19,8 @@ namespace ibdt::messaging {
 
 class RendezvousReceiver {
  public:
-  RendezvousReceiver(RendezvousServices& services, const ProtocolSelector& selector, const Options& options,
-                     TypeCache& types, TransferIds& ids)
-      : services_(services), selector_(selector), options_(options), types_(types), ids_(ids) {}
+  RendezvousReceiver(RendezvousServices& services, const ProtocolSelector& selector, TypeCache& types, TransferIds& ids)
+      : services_(services), selector_(selector), types_(types), ids_(ids) {}
 
   // The RTS from `source` matched the receive `op`: reply to it.
   Status accept(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
@@ -32,7 +31,9 @@ class RendezvousReceiver {
   Status onReadCompleted(uint32_t transferId);
   // Posts what the send queue allows of the reads from `rank`.
   Status advance(int rank);
-  bool hasWork(int rank) const { return static_cast<size_t>(rank) < active_.size() && !active_[static_cast<size_t>(rank)].empty(); }
+  bool hasWork(int rank) const {
+    return static_cast<size_t>(rank) < active_.size() && !active_[static_cast<size_t>(rank)].empty();
+  }
   // Whether a transfer with `rank` is still going.
   bool involves(int rank) const;
   // `rank` said "nothing more": an error when a transfer from it is unfinished.
@@ -49,7 +50,6 @@ class RendezvousReceiver {
 
   RendezvousServices& services_;
   const ProtocolSelector& selector_;
-  const Options& options_;
   TypeCache& types_;
   TransferIds& ids_;
   std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> transfers_;

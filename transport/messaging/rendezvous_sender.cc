@@ -86,13 +86,13 @@ Status RendezvousSender::startData(int rank, SendTransfer& transfer, std::span<c
   const wire::Cts& cts = transfer.cts;
   const Operation& op = *transfer.op;
   const bool unpack = cts.mode == wire::ReplyMode::kUnpack;
-  Scheme scheme = selector_.finalScheme(options_.forcedScheme, transfer.wantsPack, op.stats.contiguous, unpack,
-                                        static_cast<Scheme>(cts.scheme), cts.receiverContiguous != 0);
+  SendChoice choice = selector_.sendProtocol(transfer.wantsPack, op.stats, cts);
+  const Scheme scheme = choice.scheme;
   ++counters_.schemeCount[static_cast<int>(scheme)];
   IBDT_LOG(kDebug, "messaging: send of ", cts.bytes, " B to rank ", rank, ": ", schemeName(scheme), " (sender ",
            transfer.wantsPack ? "packs" : "zero-copy", ", mean block ", op.stats.meanBlock, " B; receiver ",
            unpack ? "unpacks" : "zero-copy", ")");
-  transfer.protocol = makeSendProtocol(scheme);
+  transfer.protocol = std::move(choice.protocol);
   IBDT_ASSIGN_OR_RETURN(bool writes, transfer.protocol->start(services_, op, cts, layout));
   if (!writes) {  // the receiver reads (P-RRS)
     transfer.waitingForFin = true;
@@ -143,9 +143,10 @@ fabric::SendRequest RendezvousSender::writeRequest(const SendTransfer& transfer,
 
 Status RendezvousSender::advance(int rank) {
   if (!hasWork(rank)) return Status::ok();
-  return advanceListed(active_[static_cast<size_t>(rank)], transfers_,
-                       [&](SendTransfer& transfer) { return advanceTransfer(rank, transfer); },
-                       [](const SendTransfer& transfer) { return transfer.next == transfer.cts.bytes; });
+  return advanceListed(
+      active_[static_cast<size_t>(rank)], transfers_,
+      [&](SendTransfer& transfer) { return advanceTransfer(rank, transfer); },
+      [](const SendTransfer& transfer) { return transfer.next == transfer.cts.bytes; });
 }
 
 Status RendezvousSender::advanceTransfer(int rank, SendTransfer& transfer) {
@@ -207,15 +208,14 @@ Status RendezvousSender::onWriteCompleted(uint32_t transferId) {
 Status RendezvousSender::onRelease(int rank, const wire::Release& release) {
   auto found = transfers_.find(release.senderTransfer);
   if (found == transfers_.end() || found->second->op->peer != rank || !found->second->replied) {
-    return makeError(Code::kProtocol, "rank ", rank, " released staging of unknown transfer ",
-                     release.senderTransfer);
+    return makeError(Code::kProtocol, "rank ", rank, " released staging of unknown transfer ", release.senderTransfer);
   }
   SendTransfer& transfer = *found->second;
   const wire::Cts& cts = transfer.cts;
   uint64_t segments = wire::segmentCount(cts.bytes, cts.segmentSize);
   if (cts.ringSegments == 0 || release.segments < transfer.released || release.segments > segments) {
-    return makeError(Code::kProtocol, "rank ", rank, " released ", release.segments, " of ", segments,
-                     " segments (", transfer.released, " already) of transfer ", release.senderTransfer);
+    return makeError(Code::kProtocol, "rank ", rank, " released ", release.segments, " of ", segments, " segments (",
+                     transfer.released, " already) of transfer ", release.senderTransfer);
   }
   transfer.released = release.segments;
   return Status::ok();

@@ -37,7 +37,9 @@ class RendezvousSender {
   Status onWriteCompleted(uint32_t transferId);
   // Posts what the send queue and the credits allow of the writes toward `rank`.
   Status advance(int rank);
-  bool hasWork(int rank) const { return static_cast<size_t>(rank) < active_.size() && !active_[static_cast<size_t>(rank)].empty(); }
+  bool hasWork(int rank) const {
+    return static_cast<size_t>(rank) < active_.size() && !active_[static_cast<size_t>(rank)].empty();
+  }
   // Whether a transfer with `rank` is still going.
   bool involves(int rank) const;
   // `rank` said "nothing more": an error when it still owes us part of a transfer.
@@ -61,7 +63,7 @@ class RendezvousSender {
   TransferIds& ids_;
   std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> transfers_;
   std::vector<std::deque<uint32_t>> active_;  // per rank: transfers with writes left to post
-  struct PostScratch {  // advanceTransfer's lists, reused rather than reallocated
+  struct PostScratch {                        // advanceTransfer's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;
     std::vector<datatype::Iovec> iovecs;

@@ -10,8 +10,8 @@ namespace {
 // A receiver layout (or count) from the peer that does not decode: its
 // fault whatever the datatype layer calls it.
 Status unusableLayout(int rank, const wire::Cts& cts, const Status& why) {
-  return makeError(Code::kProtocol, "rank ", rank, " sent an unusable layout (count ", cts.count,
-                   ") for transfer ", cts.senderTransfer, ": ", why.toString());
+  return makeError(Code::kProtocol, "rank ", rank, " sent an unusable layout (count ", cts.count, ") for transfer ",
+                   cts.senderTransfer, ": ", why.toString());
 }
 
 }  // namespace
@@ -23,8 +23,7 @@ void ContextImpl::queueControl(int rank, std::vector<uint8_t> bytes) {
 
 // Multi-W to a noncontiguous receiver: its layout sent with this reply or
 // cached from an earlier one.
-Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts& cts,
-                                                      std::span<const uint8_t> layout) {
+Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) {
   LayoutCache& layouts = peers_[static_cast<size_t>(rank)].layouts;
   const datatype::Datatype* receiverType = layouts.received(cts.typeId, cts.typeVersion);
   if (!layout.empty()) {
