@@ -60,13 +60,8 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
     peer.control.push(std::make_shared<PipelinedSend>(op));
   } else {
     IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
-    auto transfer = std::make_unique<SendTransfer>();
-    transfer->id = nextTransfer_++;
-    transfer->op = op;
-    transfer->wantsPack = selector_.rendezvousPacks(op->stats);
-    IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
+    IBDT_ASSIGN_OR_RETURN(auto rts, sender_.start(op));
     peer.control.push(ControlMessage(std::move(rts)));
-    sendTransfers_[transfer->id] = std::move(transfer);
   }
   activePeers_.mark(peer.rank);
   return connectAndFlush(peer);
@@ -108,7 +103,7 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
     Scheme scheme = owned->kind == wire::Kind::kEager ? Scheme::kEager : Scheme::kPipelined;
     deliverEager(*op, types_, owned->peer, owned->wireEnvelope, owned->payload, scheme);
   } else {
-    Status status = acceptRts(op, owned->peer, owned->wireEnvelope, owned->rts);
+    Status status = receiver_.accept(op, owned->peer, owned->wireEnvelope, owned->rts);
     if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);
   }
   return Status::ok();

@@ -6,16 +6,8 @@
 namespace ibdt::messaging {
 
 bool ContextImpl::quietToward(const Peer& peer) const {
-  if (!peer.control.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() || peer.sendOutstanding != 0) {
-    return false;
-  }
-  for (const auto& entry : sendTransfers_) {
-    if (entry.second->op->peer == peer.rank) return false;
-  }
-  for (const auto& entry : recvTransfers_) {
-    if (entry.second->op->peer == peer.rank) return false;
-  }
-  return true;
+  return peer.control.empty() && peer.sendOutstanding == 0 && !sender_.involves(peer.rank) &&
+         !receiver_.involves(peer.rank);
 }
 
 Status ContextImpl::sendClose(Peer& peer) {
@@ -33,18 +25,8 @@ Status ContextImpl::handleClose(Peer& peer) {
     return makeError(Code::kProtocol, "rank ", peer.rank, " closed at byte ", peer.inbound.received(), " of its ",
                      peer.inbound.bytes(), "-byte pipelined message");
   }
-  for (const auto& [id, transfer] : recvTransfers_) {
-    if (transfer->op->peer == peer.rank) {
-      return makeError(Code::kProtocol, "rank ", peer.rank, " closed before finishing transfer ", id, " to us");
-    }
-  }
-  for (const auto& [id, transfer] : sendTransfers_) {
-    // Writes all posted may have reached it before their completions reach us.
-    bool owed = transfer->waitingForFin || (transfer->replied && transfer->next < transfer->cts.bytes);
-    if (transfer->op->peer == peer.rank && owed) {
-      return makeError(Code::kProtocol, "rank ", peer.rank, " closed before finishing transfer ", id, " from us");
-    }
-  }
+  IBDT_RETURN_IF_ERROR(receiver_.checkPeerClosed(peer.rank));
+  IBDT_RETURN_IF_ERROR(sender_.checkPeerClosed(peer.rank));
   connections_.markCloseReceived(peer.rank);
   return Status::ok();
 }

@@ -16,26 +16,6 @@ Status completionFailure(const fabric::Completion& completion, const Peer& peer,
   return fabric::completionError(completion, strCat("rank ", peer.rank)).withContext(what);
 }
 
-// Advances each transfer listed in `ids` once; drops the ids whose requests
-// are all posted (or whose transfer is gone).
-template <typename Transfers, typename Advance, typename AllPosted>
-Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& advance, AllPosted&& allPosted) {
-  Status status;
-  for (size_t i = 0; status.isOk() && i < ids.size();) {
-    auto found = transfers.find(ids[i]);
-    bool drop = found == transfers.end();
-    if (!drop) {
-      status = advance(*found->second);
-      drop = allPosted(*found->second);
-    }
-    if (drop)
-      ids.erase(ids.begin() + static_cast<long>(i));
-    else
-      ++i;
-  }
-  return status;
-}
-
 }  // namespace
 
 Status ContextImpl::repostSlot(Peer& peer, uint32_t slot) {
@@ -83,18 +63,8 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
   connections_.peerFailed(peer.rank);
   peer.control.fail(peer.failure);
   dropInbound(peer);
-  peer.activeSends.clear();
-  peer.activeReads.clear();
-  std::erase_if(sendTransfers_, [&](auto& entry) {
-    if (entry.second->op->peer != peer.rank) return false;
-    complete(*entry.second->op, peer.failure);
-    return true;
-  });
-  std::erase_if(recvTransfers_, [&](auto& entry) {
-    if (entry.second->op->peer != peer.rank) return false;
-    complete(*entry.second->op, peer.failure);
-    return true;
-  });
+  sender_.failPeer(peer.rank, peer.failure);
+  receiver_.failPeer(peer.rank, peer.failure);
   // Receives that can only match this rank would wait forever.
   for (auto& dead : matching_.unpostAll([&](const Operation& op) { return op.spec.source == peer.rank; })) {
     complete(*dead, peer.failure);
@@ -123,16 +93,8 @@ Status ContextImpl::progress() {
       continue;
     }
     Status status = flushControl(peer);
-    if (status.isOk()) {
-      status = advanceListed(
-          peer.activeSends, sendTransfers_, [&](SendTransfer& t) { return advanceSend(peer, t); },
-          [](const SendTransfer& t) { return t.next == t.cts.bytes; });
-    }
-    if (status.isOk()) {
-      status = advanceListed(
-          peer.activeReads, recvTransfers_, [&](RecvTransfer& t) { return advanceReads(peer, t); },
-          [](const RecvTransfer& t) { return t.readNext == t.bytes; });
-    }
+    if (status.isOk()) status = sender_.advance(rank);
+    if (status.isOk()) status = receiver_.advance(rank);
     if (status.isOk()) status = sendCreditIfOwed(peer);
     if (!status.isOk()) {
       failPeer(peer, status);
@@ -164,7 +126,7 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   bool countsCredit = true;
   Status status;
   if (completion.opcode == fabric::Opcode::kRecvWriteWithImm) {
-    status = handleDataImm(peer, completion.immData);
+    status = receiver_.onWriteImm(peer.rank, completion.immData);
   } else {
     const uint8_t* data = static_cast<const uint8_t*>(peer.recvSlots->address()) + slot * slotSize();
     std::span<const uint8_t> message(data, std::min<size_t>(completion.byteLength, slotSize()));
@@ -204,14 +166,14 @@ Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
       return Status::ok();
     }
     case WrKind::kSendData: {
-      Status status = ok ? onSendDataCompleted(static_cast<uint32_t>(value))
+      Status status = ok ? sender_.onWriteCompleted(static_cast<uint32_t>(value))
                          : completionFailure(completion, peer, strCat("rendezvous write of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();
     }
     case WrKind::kRead: {
       if (peer.readsOutstanding > 0) --peer.readsOutstanding;
-      Status status = ok ? onReadCompleted(static_cast<uint32_t>(value))
+      Status status = ok ? receiver_.onReadCompleted(static_cast<uint32_t>(value))
                          : completionFailure(completion, peer, strCat("P-RRS read of transfer ", value));
       if (!status.isOk()) failPeer(peer, status);
       return Status::ok();

@@ -10,7 +10,9 @@
 // (control_dispatch.cc) to the eager, pipelined and rendezvous code,
 // flushes each peer's control queue within its credits (CreditFlow) once
 // its link is up (Connections) and advances the data phase of every
-// rendezvous, whose scheme-specific work is a protocol object's
+// rendezvous, which the RendezvousSender and RendezvousReceiver own
+// (rendezvous_sender.h, rendezvous_receiver.h) through the core's
+// RendezvousServices, each scheme's work a protocol object's
 // (send_protocol.h, recv_protocol.h).
 #pragma once
 
@@ -32,7 +34,9 @@
 #include "transport/messaging/operation.h"
 #include "transport/messaging/peer.h"
 #include "transport/messaging/protocol_select.h"
-#include "transport/messaging/transfers.h"
+#include "transport/messaging/rendezvous_receiver.h"
+#include "transport/messaging/rendezvous_sender.h"
+#include "transport/messaging/rendezvous_services.h"
 #include "transport/messaging/credit_flow.h"
 #include "transport/messaging/eager_receive.h"
 #include "transport/messaging/eager_services.h"
@@ -51,7 +55,7 @@ namespace ibdt::messaging {
 
 class ContextImpl : private CreditFlow::Host,
                     private Connections::Host,
-                    private ProtocolServices,
+                    private RendezvousServices,
                     private EagerServices,
                     private OneSided::Host {
  public:
@@ -143,26 +147,8 @@ class ContextImpl : private CreditFlow::Host,
   Result<bool> postAllOrNone(int rank, std::vector<fabric::SendRequest>& requests) override;
   uint64_t maxWriteBytes() const override { return maxWrBytes_; }
   uint32_t sendQueueDepth() const override { return sendQueueDepth_; }
-  // rendezvous_receiver.cc
+  // control_dispatch.cc: an RTS matched to a posted receive goes to the receiver, else waits
   void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
-  Status acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope, const wire::Rts& rts);
-  // The steps of acceptRts: the signature check, the reply's protocol, the CTS.
-  Status checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) const;
-  Result<std::unique_ptr<RecvProtocol>> startReceive(const Operation& op, bool unpack, CtsDraft& draft);
-  void queueCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
-  Status handleDataImm(Peer& peer, uint32_t transferId);
-  Status handlePacked(Peer& peer, const wire::Packed& packed);
-  Status advanceReads(Peer& peer, RecvTransfer& transfer);
-  Status onReadCompleted(uint32_t transferId);
-  // rendezvous_sender.cc
-  Status handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout);
-  std::optional<WriteSlice> nextSlice(const SendTransfer& transfer) const;
-  fabric::SendRequest writeRequest(const SendTransfer& transfer, const WriteSlice& slice,
-                                   std::span<fabric::Sge> sges) const;
-  Status handleFin(Peer& peer, const wire::Fin& fin);
-  Status handleRelease(Peer& peer, const wire::Release& release);
-  Status advanceSend(Peer& peer, SendTransfer& transfer);
-  Status onSendDataCompleted(uint32_t transferId);
   // context_setup.cc: the endpoints (links in connections.h)
   Status connectEager(const Bootstrap& bootstrap);
   Status preparePeer(Peer& peer, fabric::Endpoint& endpoint);
@@ -201,8 +187,7 @@ class ContextImpl : private CreditFlow::Host,
   // Connections::Host (peerFailed and failPeer serve both)
   Result<fabric::Endpoint*> endpointTo(int rank) override;
   Status linkReady(int rank) override { return flushControl(peers_[static_cast<size_t>(rank)]); }
-  // The user buffer of `op` for in-place use; `single`: one region (for a peer).
-  // ProtocolServices (also used by the receiver and the pipelined sender)
+  // RendezvousServices (rendezvous_services.cc); registerUser also serves the pipelined sender.
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
   Result<Staging> pooledBuffer(size_t bytes) override;
   Result<Staging> dedicatedBuffer(size_t bytes) override;
@@ -212,8 +197,18 @@ class ContextImpl : private CreditFlow::Host,
   bool layoutCached(int rank, const datatype::Datatype& type) const override;
   void layoutSent(int rank, const datatype::Datatype& type) override;
   size_t controlCapacity() const override { return slotSize(); }
+  uint32_t maxSgePerRequest() const override { return maxSge_; }
+  uint32_t sendRoom(int rank) const override {
+    return sendQueueDepth_ - std::min(sendQueueDepth_, peers_[static_cast<size_t>(rank)].sendOutstanding);
+  }
+  bool readRoom(int rank) const override;
+  Status postWrites(int rank, std::vector<fabric::SendRequest>& requests) override {
+    return post(peers_[static_cast<size_t>(rank)], requests);
+  }
+  Status postRead(int rank, const fabric::SendRequest& request) override;
+  void spendCredit(int rank) override { credits_.spend(rank); }
+  void wake(int rank) override { activePeers_.mark(rank); }
   void failPeer(Peer& peer, Status status);
-  Result<std::vector<uint8_t>> buildRts(SendTransfer& transfer);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
   Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
 
@@ -224,7 +219,8 @@ class ContextImpl : private CreditFlow::Host,
   std::vector<Peer> peers_;
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
-    return !peer.control.empty() || !peer.activeSends.empty() || !peer.activeReads.empty() || credits_.due(peer.rank);
+    return !peer.control.empty() || sender_.hasWork(peer.rank) || receiver_.hasWork(peer.rank) ||
+           credits_.due(peer.rank);
   }
   std::unique_ptr<fabric::MemoryRegion> sendSlots_;
   std::vector<uint32_t> freeSendSlots_;
@@ -234,9 +230,9 @@ class ContextImpl : private CreditFlow::Host,
   memory::GroupPlanOptions groupPlan_;
   TypeCache types_;
   Matching matching_{options_, counters_};  // posted receives, unexpected messages and their budget
-  std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> sendTransfers_;
-  std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> recvTransfers_;
-  uint32_t nextTransfer_ = 1;
+  TransferIds transferIds_;
+  RendezvousSender sender_{*this, selector_, options_, counters_, transferIds_};
+  RendezvousReceiver receiver_{*this, selector_, types_, transferIds_};
   uint32_t sendQueueDepth_ = 0;
   bool inPlaceSends_ = true;  // until the provider says it has no postSendPacked
   uint32_t maxSge_ = 1;
@@ -245,7 +241,7 @@ class ContextImpl : private CreditFlow::Host,
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
-  struct PostScratch {  // advanceSend's and gathered fragments' lists, reused rather than reallocated
+  struct PostScratch {  // gathered fragments' lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
     std::vector<fabric::Sge> sges;
     std::vector<datatype::Iovec> iovecs;
@@ -255,11 +251,5 @@ class ContextImpl : private CreditFlow::Host,
   bool closed_ = false;
   std::unique_ptr<OneSided> oneSided_;  // last: goes before the cache its channels hold regions of
 };
-
-// Work request ids: the kind in the top byte, the rest identifies the object.
-enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace, kOneSided };
-inline uint64_t wrId(WrKind kind, uint64_t value) { return (uint64_t{static_cast<uint8_t>(kind)} << 56) | value; }
-inline WrKind wrKind(uint64_t id) { return static_cast<WrKind>(id >> 56); }
-inline uint64_t wrValue(uint64_t id) { return id & ((uint64_t{1} << 56) - 1); }
 
 }  // namespace ibdt::messaging

@@ -41,15 +41,15 @@ Status ContextImpl::dispatchControl(Peer& peer, std::span<const uint8_t> message
       return dispatchCts(peer, message, offset);
     case wire::Kind::kPacked: {
       IBDT_ASSIGN_OR_RETURN(auto packed, readFrom<wire::Packed>(peer, message, offset));
-      return handlePacked(peer, packed);
+      return receiver_.onPacked(peer.rank, packed);
     }
     case wire::Kind::kFin: {
       IBDT_ASSIGN_OR_RETURN(auto fin, readFrom<wire::Fin>(peer, message, offset));
-      return handleFin(peer, fin);
+      return sender_.onFin(peer.rank, fin);
     }
     case wire::Kind::kRelease: {
       IBDT_ASSIGN_OR_RETURN(auto release, readFrom<wire::Release>(peer, message, offset));
-      return handleRelease(peer, release);
+      return sender_.onRelease(peer.rank, release);
     }
     case wire::Kind::kCredit:
       return Status::ok();
@@ -97,7 +97,23 @@ Status ContextImpl::dispatchCts(Peer& peer, std::span<const uint8_t> message, si
     return makeError(Code::kProtocol, "CTS from rank ", peer.rank, " for transfer ", cts.senderTransfer,
                      " announces a ", cts.layoutBytes, "-byte layout and carries ", layout.size());
   }
-  return handleCts(peer, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
+  return sender_.onCts(peer.rank, cts, cts.hasLayout ? layout : std::span<const uint8_t>());
+}
+
+void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts) {
+  std::shared_ptr<Operation> op;
+  auto unexpected = matching_.match(peer.rank, envelope, &op);
+  if (!unexpected.isOk()) {
+    failPeer(peer, unexpected.status());
+    return;
+  }
+  if (!op) {
+    (*unexpected)->kind = wire::Kind::kRts;
+    (*unexpected)->rts = rts;
+    return;
+  }
+  Status status = receiver_.accept(std::move(op), peer.rank, envelope, rts);
+  if (!status.isOk()) failPeer(peer, status);
 }
 
 }  // namespace ibdt::messaging

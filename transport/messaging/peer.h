@@ -1,7 +1,6 @@
 // transport/messaging/peer.h — what the core keeps per peer: its endpoints
-// and receive buffers, the queue of what waits to go to it, the transfers
-// with work left, the pipelined message arriving from it and its layout
-// caches.
+// and receive buffers, the queue of what waits to go to it, the pipelined
+// message arriving from it and its layout caches.
 #pragma once
 
 #include <deque>
@@ -22,10 +21,8 @@ struct Peer {
   fabric::Endpoint* recvEndpoint = nullptr;
   std::unique_ptr<fabric::MemoryRegion> recvSlots;
   uint32_t sendOutstanding = 0;
-  uint32_t readsOutstanding = 0;
+  uint32_t readsOutstanding = 0;  // P-RRS reads, within the provider's reads in flight
   ControlQueue control;              // control messages and eager sends, in order
-  std::deque<uint32_t> activeSends;  // transfers with data left to post
-  std::deque<uint32_t> activeReads;  // P-RRS receives with reads left to post
   Status failure;                    // set once the endpoint broke
   PipelinedInbound inbound;          // pipelined eager message arriving
   LayoutCache layouts;               // Section 4.4.2, both halves

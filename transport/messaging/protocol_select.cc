@@ -87,6 +87,32 @@ bool ProtocolSelector::replyUnpacks(const wire::Envelope& envelope, const wire::
   return receiverUsesUnpack(inputs, cost_);
 }
 
+SendChoice ProtocolSelector::sendProtocol(bool senderWantsPack, const datatype::Stats& sender,
+                                          const wire::Cts& cts) const {
+  SendChoice choice;
+  choice.scheme = finalScheme(options_.forcedScheme, senderWantsPack, sender.contiguous,
+                              cts.mode == wire::ReplyMode::kUnpack, static_cast<Scheme>(cts.scheme),
+                              cts.receiverContiguous != 0);
+  switch (choice.scheme) {
+    case Scheme::kGeneric:
+      choice.protocol = makePackedCopySend();
+      break;
+    case Scheme::kBcSpup:
+      choice.protocol = makeSegmentPackSend();
+      break;
+    case Scheme::kMultiW:
+      choice.protocol = makeMultiWriteSend();
+      break;
+    case Scheme::kPRrs:
+      choice.protocol = makeOfferReadSend();
+      break;
+    default:  // kRwgUp, kContiguous
+      choice.protocol = makeGatherSend();
+      break;
+  }
+  return choice;
+}
+
 // Both sides copy at about the same rate, so the message takes one side's
 // copy plus a fragment. Each fragment costs a request, a completion and a
 // receive repost on top of its bytes: measured on shm, four fragments of

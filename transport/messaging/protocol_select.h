@@ -4,25 +4,36 @@
 //     tuning file in force, by the file's fits (tuned_select.h);
 //   * rendezvous sender: pack (BC-SPUP) or gather (RWG-UP), its wish in the RTS;
 //   * receiver: an unpack-buffer or zero-copy reply (scheme_select.h, Table 1
-//     costed by cost_model.h or by the tuning file);
-//   * both: the final scheme by Table 1 once the reply is known.
+//     costed by cost_model.h or by the tuning file), and its protocol object
+//     (recv_protocol.h);
+//   * both: the final scheme by Table 1 once the reply is known; the sender
+//     gets that scheme's protocol object (send_protocol.h).
 // It owns what those decisions read: the measured cost model, the tuning
 // file, the per-block thresholds, and the options they override.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
 #include "transport/messaging/cost_model.h"
 #include "transport/messaging/operation.h"
+#include "transport/messaging/recv_protocol.h"
 #include "transport/messaging/scheme_select.h"
+#include "transport/messaging/send_protocol.h"
 #include "transport/messaging/tuning.h"
 
 namespace ibdt::messaging {
 
 enum class SendPath : uint8_t { kEager, kPipelined, kRendezvous };
+
+// A rendezvous sender's scheme and the protocol object that carries it out.
+struct SendChoice {
+  Scheme scheme = Scheme::kAuto;
+  std::unique_ptr<SendProtocol> protocol;
+};
 
 class ProtocolSelector {
  public:
@@ -41,6 +52,8 @@ class ProtocolSelector {
   bool rendezvousPacks(const datatype::Stats& stats) const;
   // A pipelined eager sender gathers its fragments from the user blocks.
   bool fragmentsGather(const datatype::Stats& stats) const { return !senderWantsPack(stats, packBelow_); }
+  // The segments of an unpack reply to a rendezvous of `bytes`.
+  int64_t replySegmentSize(int64_t bytes) const { return segmentSizeFor(bytes, options_.segmentSize); }
   // The fragments of a pipelined eager message of `bytes`.
   int64_t fragmentSize(int64_t bytes) const;
   // The receiver's reply to an RTS: unpack buffer (true) or zero-copy.
@@ -53,6 +66,17 @@ class ProtocolSelector {
     return messaging::finalScheme(forced, senderWantsPack, senderContiguous, receiverUnpacks, receiverHint,
                                   receiverContiguous, cost_.rdmaRead);
   }
+  // The rendezvous sender's scheme once the reply `cts` arrived, and its
+  // protocol object. `senderWantsPack`: what its RTS said.
+  SendChoice sendProtocol(bool senderWantsPack, const datatype::Stats& sender, const wire::Cts& cts) const;
+  // The scheme forced on a reply: this side's, else the one the sender was told to use.
+  Scheme forcedReply(const wire::Rts& rts) const {
+    return options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme : static_cast<Scheme>(rts.forcedScheme);
+  }
+  // The reply's protocol objects: zero-copy, and unpacking (also what a
+  // zero-copy reply that cannot be made falls back to).
+  std::unique_ptr<RecvProtocol> zeroCopyReply() const { return makeZeroCopyReceive(); }
+  std::unique_ptr<RecvProtocol> unpackReply() const { return makeUnpackReceive(options_.ringSegments); }
   // Exchange traffic large enough for the single-copy path when both sides
   // are contiguous (messaging.h, kFirstExchangeCommunicator).
   bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {

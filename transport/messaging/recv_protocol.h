@@ -7,7 +7,8 @@
 //   ZeroCopyReceive  the user buffer registered as one region and, for a
 //                    noncontiguous type, its layout sent once per (type id,
 //                    version) (Multi-W, contiguous; P-RRS reads into it).
-// Which mode a reply takes is ProtocolSelector::replyUnpacks; a zero-copy
+// Which mode a reply takes is ProtocolSelector::replyUnpacks (the objects
+// come from ProtocolSelector::zeroCopyReply and unpackReply); a zero-copy
 // reply that cannot be made (a layout too large for a control message, a
 // buffer that does not register as one region) falls back to unpacking.
 #pragma once

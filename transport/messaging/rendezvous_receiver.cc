@@ -1,11 +1,11 @@
-// Rendezvous, receiver side: match the RTS, decide unpack buffer or zero-copy
-// (paper Section 5.2, third step), reply, then unpack per segment as the
-// immediates arrive, or READ with scatter for P-RRS.
+// Rendezvous, receiver side (rendezvous_receiver.h).
+#include "transport/messaging/rendezvous_receiver.h"
+
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "base/log.h"
-#include "transport/messaging/context_impl.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -15,68 +15,7 @@ Status truncation(const Operation& op, int source, int64_t messageBytes) {
                    " bytes, the receive buffer takes ", op.bytes, "; those were delivered");
 }
 
-}  // namespace
-
-void ContextImpl::handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts) {
-  std::shared_ptr<Operation> op;
-  auto unexpected = matching_.match(peer.rank, envelope, &op);
-  if (!unexpected.isOk()) {
-    failPeer(peer, unexpected.status());
-    return;
-  }
-  if (!op) {
-    (*unexpected)->kind = wire::Kind::kRts;
-    (*unexpected)->rts = rts;
-    return;
-  }
-  Status status = acceptRts(std::move(op), peer.rank, envelope, rts);
-  if (!status.isOk()) failPeer(peer, status);
-}
-
-Status ContextImpl::acceptRts(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope,
-                              const wire::Rts& rts) {
-  IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
-  Peer& peer = peers_[static_cast<size_t>(source)];
-  op->peer = source;
-  op->info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kAuto};
-
-  CtsDraft draft;
-  draft.cts.senderTransfer = rts.senderTransfer;
-  draft.cts.bytes = std::min(envelope.bytes, op->bytes);
-  Status refusal = checkRtsSignature(*op, source, envelope);
-  if (!refusal.isOk()) draft.cts.bytes = 0;
-  if (draft.cts.bytes == 0) {
-    queueCts(peer, draft.cts, {});
-    complete(*op, !refusal.isOk() ? std::move(refusal) : truncation(*op, source, envelope.bytes));
-    return Status::ok();
-  }
-
-  auto transfer = std::make_unique<RecvTransfer>();
-  transfer->id = nextTransfer_++;
-  transfer->op = op;
-  transfer->senderTransfer = rts.senderTransfer;
-  transfer->bytes = draft.cts.bytes;
-  transfer->messageBytes = envelope.bytes;
-  draft.cts.receiverTransfer = transfer->id;
-  draft.cts.receiverContiguous = op->stats.contiguous;
-  draft.forced = options_.forcedScheme != Scheme::kAuto ? options_.forcedScheme : static_cast<Scheme>(rts.forcedScheme);
-  draft.segmentSize = segmentSizeFor(draft.cts.bytes, options_.segmentSize);
-  bool unpack = selector_.replyUnpacks(envelope, rts, op->stats, draft.forced, draft.cts.bytes, draft.segmentSize);
-  IBDT_ASSIGN_OR_RETURN(transfer->protocol, startReceive(*op, unpack, draft));
-  unpack = transfer->protocol->unpacks();
-  // The sender finalises by the same deterministic rule; record its outcome.
-  op->info.scheme =
-      selector_.finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
-                            unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous);
-  IBDT_LOG(kDebug, "messaging: receive of ", draft.cts.bytes, " B from rank ", source, ": ",
-           unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ",
-           rts.meanBlock, " B; ", schemeName(op->info.scheme), ")");
-  recvTransfers_[transfer->id] = std::move(transfer);
-  queueCts(peer, draft.cts, draft.layout);
-  return Status::ok();
-}
-
-Status ContextImpl::checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) const {
+Status checkRtsSignature(const Operation& op, int source, const wire::Envelope& envelope) {
   // A shorter or longer message is a truncation, reported as such.
   if (envelope.bytes != op.bytes) return Status::ok();
   auto mine = datatype::signature(op.type, op.count);
@@ -87,7 +26,56 @@ Status ContextImpl::checkRtsSignature(const Operation& op, int source, const wir
                    ": the sender's type signature does not match the receive type");
 }
 
-void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout) {
+}  // namespace
+
+Status RendezvousReceiver::accept(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope,
+                                  const wire::Rts& rts) {
+  IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
+  op->peer = source;
+  op->info = RecvInfo{source, envelope.tag, 0, envelope.bytes, Scheme::kAuto};
+
+  CtsDraft draft;
+  draft.cts.senderTransfer = rts.senderTransfer;
+  draft.cts.bytes = std::min(envelope.bytes, op->bytes);
+  Status refusal = checkRtsSignature(*op, source, envelope);
+  if (!refusal.isOk()) draft.cts.bytes = 0;
+  if (draft.cts.bytes == 0) {
+    queueCts(source, draft.cts, {});
+    completeOperation(*op, !refusal.isOk() ? std::move(refusal) : truncation(*op, source, envelope.bytes));
+    return Status::ok();
+  }
+  return reply(std::move(op), source, envelope, rts, draft);
+}
+
+// A transfer for the receive, its reply's protocol and the CTS.
+Status RendezvousReceiver::reply(std::shared_ptr<Operation> op, int source, const wire::Envelope& envelope,
+                                 const wire::Rts& rts, CtsDraft& draft) {
+  auto transfer = std::make_unique<RecvTransfer>();
+  transfer->id = ids_.next();
+  transfer->op = op;
+  transfer->senderTransfer = rts.senderTransfer;
+  transfer->bytes = draft.cts.bytes;
+  transfer->messageBytes = envelope.bytes;
+  draft.cts.receiverTransfer = transfer->id;
+  draft.cts.receiverContiguous = op->stats.contiguous;
+  draft.forced = selector_.forcedReply(rts);
+  draft.segmentSize = selector_.replySegmentSize(draft.cts.bytes);
+  bool unpack = selector_.replyUnpacks(envelope, rts, op->stats, draft.forced, draft.cts.bytes, draft.segmentSize);
+  IBDT_ASSIGN_OR_RETURN(transfer->protocol, startReceive(*op, unpack, draft));
+  unpack = transfer->protocol->unpacks();
+  // The sender finalises by the same deterministic rule; record its outcome.
+  op->info.scheme =
+      selector_.finalScheme(static_cast<Scheme>(rts.forcedScheme), rts.senderWantsPack != 0, rts.senderContiguous != 0,
+                            unpack, static_cast<Scheme>(draft.cts.scheme), op->stats.contiguous);
+  IBDT_LOG(kDebug, "messaging: receive of ", draft.cts.bytes, " B from rank ", source, ": ",
+           unpack ? "unpack buffer" : "zero-copy", " (mean block ", op->stats.meanBlock, " B, sender's ", rts.meanBlock,
+           " B; ", schemeName(op->info.scheme), ")");
+  transfers_[transfer->id] = std::move(transfer);
+  queueCts(source, draft.cts, draft.layout);
+  return Status::ok();
+}
+
+void RendezvousReceiver::queueCts(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) {
   // Header and CTS are written into a fixed array first: written straight
   // into the freshly sized vector, GCC cannot see its size and warns.
   std::array<uint8_t, sizeof(wire::Header) + sizeof(wire::Cts)> head;
@@ -97,120 +85,114 @@ void ContextImpl::queueCts(Peer& peer, const wire::Cts& cts, std::span<const uin
   reply.reserve(head.size() + layout.size());
   reply.insert(reply.end(), head.begin(), head.end());
   reply.insert(reply.end(), layout.begin(), layout.end());
-  peer.control.push(ControlMessage(std::move(reply)));
-  activePeers_.mark(peer.rank);
+  services_.queueControl(rank, std::move(reply));
 }
 
 // The reply's protocol: zero-copy when chosen and possible, else unpacking.
-Result<std::unique_ptr<RecvProtocol>> ContextImpl::startReceive(const Operation& op, bool unpack, CtsDraft& draft) {
+Result<std::unique_ptr<RecvProtocol>> RendezvousReceiver::startReceive(const Operation& op, bool unpack,
+                                                                       CtsDraft& draft) {
   if (!unpack) {
-    auto zeroCopy = makeZeroCopyReceive();
+    auto zeroCopy = selector_.zeroCopyReply();
     std::string why;
-    IBDT_ASSIGN_OR_RETURN(bool started, zeroCopy->start(*this, op, draft, why));
+    IBDT_ASSIGN_OR_RETURN(bool started, zeroCopy->start(services_, op, draft, why));
     if (started) return zeroCopy;
     IBDT_LOG(kDebug, "messaging: ", why, "; unpacking");
     draft.layout.clear();
     if (draft.forced == Scheme::kMultiW || draft.forced == Scheme::kPRrs) draft.forced = Scheme::kAuto;
   }
-  auto unpacking = makeUnpackReceive(options_.ringSegments);
+  auto unpacking = selector_.unpackReply();
   std::string why;
-  IBDT_RETURN_IF_ERROR(unpacking->start(*this, op, draft, why).status());
+  IBDT_RETURN_IF_ERROR(unpacking->start(services_, op, draft, why).status());
   return unpacking;
 }
 
-bool ContextImpl::layoutCached(int rank, const datatype::Datatype& type) const {
-  return peers_[static_cast<size_t>(rank)].layouts.peerHolds(type);
-}
-
-void ContextImpl::layoutSent(int rank, const datatype::Datatype& type) {
-  peers_[static_cast<size_t>(rank)].layouts.sentToPeer(type);
-  ++counters_.layoutsSent;
-}
-
-Status ContextImpl::handleDataImm(Peer& peer, uint32_t transferId) {
-  auto found = recvTransfers_.find(transferId);
-  if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->reading) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " wrote to unknown transfer ", transferId);
+Status RendezvousReceiver::onWriteImm(int rank, uint32_t transferId) {
+  auto found = transfers_.find(transferId);
+  if (found == transfers_.end() || found->second->op->peer != rank || found->second->read) {
+    return makeError(Code::kProtocol, "rank ", rank, " wrote to unknown transfer ", transferId);
   }
   RecvTransfer& transfer = *found->second;
-  Operation& op = *transfer.op;
-  IBDT_ASSIGN_OR_RETURN(bool all, transfer.protocol->onWrite(*this, op, transfer.senderTransfer, transfer.bytes));
-  if (!all) return Status::ok();
-  op.info.bytes = transfer.bytes;
-  complete(op,
-           transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes) : Status::ok());
-  recvTransfers_.erase(found);
+  IBDT_ASSIGN_OR_RETURN(bool all,
+                        transfer.protocol->onWrite(services_, *transfer.op, transfer.senderTransfer, transfer.bytes));
+  if (all) finish(transferId);
   return Status::ok();
 }
 
-Status ContextImpl::handlePacked(Peer& peer, const wire::Packed& packed) {
-  auto found = recvTransfers_.find(packed.receiverTransfer);
-  if (found == recvTransfers_.end() || found->second->op->peer != peer.rank || found->second->protocol->unpacks() ||
-      found->second->reading) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " offered packed data for unknown transfer ",
+Status RendezvousReceiver::onPacked(int rank, const wire::Packed& packed) {
+  auto found = transfers_.find(packed.receiverTransfer);
+  if (found == transfers_.end() || found->second->op->peer != rank || found->second->protocol->unpacks() ||
+      found->second->read) {
+    return makeError(Code::kProtocol, "rank ", rank, " offered packed data for unknown transfer ",
                      packed.receiverTransfer);
   }
-  if (packed.length < static_cast<uint64_t>(found->second->bytes)) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", packed.length, " packed bytes for transfer ",
-                     packed.receiverTransfer, " of ", found->second->bytes);
-  }
-  found->second->reading = true;
-  found->second->packed = packed;
-  found->second->op->info.scheme = Scheme::kPRrs;
-  peer.activeReads.push_back(packed.receiverTransfer);
-  activePeers_.mark(peer.rank);
-  return advanceReads(peer, *found->second);
-}
-
-Status ContextImpl::advanceReads(Peer& peer, RecvTransfer& transfer) {
-  uint32_t maxReads = std::max<uint32_t>(1, domain_.caps().maxReadsInFlight);
-  Operation& op = *transfer.op;
-  const UserRegistration& registration = *transfer.protocol->registration();
-  std::vector<datatype::Iovec> iovecs(maxSge_);
-  std::vector<fabric::Sge> sges(maxSge_);
-  while (transfer.readNext < transfer.bytes && peer.sendOutstanding < sendQueueDepth_ &&
-         peer.readsOutstanding < maxReads) {
-    int64_t last = std::min<int64_t>(transfer.bytes, transfer.readNext + static_cast<int64_t>(maxWrBytes_));
-    IBDT_ASSIGN_OR_RETURN(auto fill, op.segment->iovecs(reinterpret_cast<uint64_t>(op.recvBuffer), transfer.readNext,
-                                                        last, iovecs.data(), maxSge_));
-    for (size_t i = 0; i < fill.entries; ++i) {
-      sges[i] = {iovecs[i].address, static_cast<uint32_t>(iovecs[i].length),
-                 registration.lkey(iovecs[i].address, iovecs[i].length)};
-    }
-    fabric::SendRequest request;
-    request.id = wrId(WrKind::kRead, transfer.id);
-    request.opcode = fabric::Opcode::kRead;
-    request.sgList = sges.data();
-    request.numSge = static_cast<uint32_t>(fill.entries);
-    request.remoteAddress = transfer.packed.address + static_cast<uint64_t>(transfer.readNext);
-    request.rkey = transfer.packed.rkey;
-    IBDT_RETURN_IF_ERROR(peer.sendEndpoint->postSend(request));
-    ++peer.sendOutstanding;
-    ++peer.readsOutstanding;
-    ++transfer.readsPosted;
-    transfer.readNext += fill.bytes;
-  }
-  return Status::ok();
-}
-
-Status ContextImpl::onReadCompleted(uint32_t transferId) {
-  auto found = recvTransfers_.find(transferId);
-  if (found == recvTransfers_.end()) return makeError(Code::kInternal, "read for unknown transfer ", transferId);
   RecvTransfer& transfer = *found->second;
-  ++transfer.readsCompleted;
-  if (transfer.readNext < transfer.bytes || transfer.readsCompleted < transfer.readsPosted) return Status::ok();
-  Peer& peer = peers_[static_cast<size_t>(transfer.op->peer)];
+  if (packed.length < static_cast<uint64_t>(transfer.bytes)) {
+    return makeError(Code::kProtocol, "rank ", rank, " offered ", packed.length, " packed bytes for transfer ",
+                     packed.receiverTransfer, " of ", transfer.bytes);
+  }
+  transfer.read.emplace(transfer.id, packed, transfer.bytes);
+  transfer.op->info.scheme = Scheme::kPRrs;
+  if (active_.size() <= static_cast<size_t>(rank)) active_.resize(static_cast<size_t>(rank) + 1);
+  active_[static_cast<size_t>(rank)].push_back(transfer.id);
+  services_.wake(rank);
+  return transfer.read->advance(services_, rank, *transfer.op, *transfer.protocol->registration());
+}
+
+Status RendezvousReceiver::advance(int rank) {
+  if (!hasWork(rank)) return Status::ok();
+  return advanceListed(
+      active_[static_cast<size_t>(rank)], transfers_,
+      [&](RecvTransfer& t) { return t.read->advance(services_, rank, *t.op, *t.protocol->registration()); },
+      [](const RecvTransfer& t) { return t.read->allPosted(); });
+}
+
+Status RendezvousReceiver::onReadCompleted(uint32_t transferId) {
+  auto found = transfers_.find(transferId);
+  if (found == transfers_.end() || !found->second->read) {
+    return makeError(Code::kInternal, "read for unknown transfer ", transferId);
+  }
+  RecvTransfer& transfer = *found->second;
+  if (!transfer.read->readCompleted()) return Status::ok();
   std::vector<uint8_t> fin(sizeof(wire::Header) + sizeof(wire::Fin));
   size_t at = wire::write(fin.data(), 0, wire::Header{wire::Kind::kFin, {}, 0});
   wire::write(fin.data(), at, wire::Fin{transfer.senderTransfer, 0});
-  peer.control.push(ControlMessage(std::move(fin)));
-  activePeers_.mark(peer.rank);
+  services_.queueControl(transfer.op->peer, std::move(fin));
+  finish(transferId);
+  return Status::ok();
+}
+
+// All bytes are in the receive: it completes (truncated if the message was longer).
+void RendezvousReceiver::finish(uint32_t transferId) {
+  auto found = transfers_.find(transferId);
+  RecvTransfer& transfer = *found->second;
   Operation& op = *transfer.op;
   op.info.bytes = transfer.bytes;
-  complete(op,
-           transfer.bytes < transfer.messageBytes ? truncation(op, peer.rank, transfer.messageBytes) : Status::ok());
-  recvTransfers_.erase(found);
+  completeOperation(
+      op, transfer.bytes < transfer.messageBytes ? truncation(op, op.peer, transfer.messageBytes) : Status::ok());
+  transfers_.erase(found);
+}
+
+bool RendezvousReceiver::involves(int rank) const {
+  return std::any_of(transfers_.begin(), transfers_.end(),
+                     [rank](const auto& entry) { return entry.second->op->peer == rank; });
+}
+
+Status RendezvousReceiver::checkPeerClosed(int rank) const {
+  for (const auto& [id, transfer] : transfers_) {
+    if (transfer->op->peer == rank) {
+      return makeError(Code::kProtocol, "rank ", rank, " closed before finishing transfer ", id, " to us");
+    }
+  }
   return Status::ok();
+}
+
+void RendezvousReceiver::failPeer(int rank, const Status& failure) {
+  if (static_cast<size_t>(rank) < active_.size()) active_[static_cast<size_t>(rank)].clear();
+  std::erase_if(transfers_, [&](auto& entry) {
+    if (entry.second->op->peer != rank) return false;
+    completeOperation(*entry.second->op, failure);
+    return true;
+  });
 }
 
 }  // namespace ibdt::messaging

@@ -1,13 +1,10 @@
-// Rendezvous, sender side: RTS with the datatype statistics, the final
-// decision by Table 1 when the CTS arrives, then the data phase: a walk over
-// the packed byte stream [0, bytes) whose writes the scheme's protocol
-// object describes (send_protocol.h). Writes go out as chained lists (or
-// one by one with listPost off) within the send queue depth; every
-// immediate consumes one of the peer's credits.
+// Rendezvous, sender side (rendezvous_sender.h).
+#include "transport/messaging/rendezvous_sender.h"
+
 #include <algorithm>
+#include <string>
 
 #include "base/log.h"
-#include "transport/messaging/context_impl.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -24,19 +21,32 @@ bool offersEnough(const wire::Cts& cts) {
   return cts.remoteLength / cts.ringSegments >= static_cast<uint64_t>(cts.segmentSize);
 }
 
-// A receiver layout (or count) from the peer that does not decode: its
-// fault whatever the datatype layer calls it.
-Status unusableLayout(const Peer& peer, const wire::Cts& cts, const Status& why) {
-  return makeError(Code::kProtocol, "rank ", peer.rank, " sent an unusable layout (count ", cts.count,
-                   ") for transfer ", cts.senderTransfer, ": ", why.toString());
+Status offersTooLittle(int rank, const wire::Cts& cts) {
+  const bool unpack = cts.mode == wire::ReplyMode::kUnpack;
+  return makeError(Code::kProtocol, "rank ", rank, " offered ", cts.remoteLength, " bytes for transfer ",
+                   cts.senderTransfer, " of ", cts.bytes, " bytes (",
+                   unpack ? strCat(cts.ringSegments, " segments of ", cts.segmentSize, " bytes of staging")
+                          : std::string("contiguous receive buffer"),
+                   ")");
 }
 
 }  // namespace
 
-Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
-  Operation& op = *transfer.op;
+Result<std::vector<uint8_t>> RendezvousSender::start(std::shared_ptr<Operation> op) {
+  auto transfer = std::make_unique<SendTransfer>();
+  transfer->id = ids_.next();
+  transfer->op = std::move(op);
+  transfer->wantsPack = selector_.rendezvousPacks(transfer->op->stats);
+  IBDT_ASSIGN_OR_RETURN(auto rts, buildRts(*transfer));
+  transfers_[transfer->id] = std::move(transfer);
+  return rts;
+}
+
+Result<std::vector<uint8_t>> RendezvousSender::buildRts(const SendTransfer& transfer) const {
+  const Operation& op = *transfer.op;
   IBDT_ASSIGN_OR_RETURN(auto signature, datatype::signature(op.type, op.count));
-  wire::Envelope envelope{rank_, op.tag, op.communicator, 0, op.bytes, signature.hash, signature.elements};
+  wire::Envelope envelope{services_.selfRank(), op.tag, op.communicator, 0, op.bytes, signature.hash,
+                          signature.elements};
   wire::Rts rts{};
   rts.senderTransfer = transfer.id;
   rts.senderContiguous = op.stats.contiguous;
@@ -53,89 +63,59 @@ Result<std::vector<uint8_t>> ContextImpl::buildRts(SendTransfer& transfer) {
   return bytes;
 }
 
-// ProtocolServices: Multi-W to a noncontiguous receiver, its layout sent with
-// this reply or cached from an earlier one (Section 4.4.2).
-Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts& cts,
-                                                      std::span<const uint8_t> layout) {
-  Peer& peer = peers_[static_cast<size_t>(rank)];
-  const datatype::Datatype* receiverType = peer.layouts.received(cts.typeId, cts.typeVersion);
-  if (!layout.empty()) {
-    auto type = datatype::deserialize(layout);
-    if (!type.isOk()) return unusableLayout(peer, cts, type.status());
-    receiverType = &peer.layouts.store(cts.typeId, cts.typeVersion, std::move(type).value());
-  } else if (receiverType == nullptr) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " refers to layout (", cts.typeId, ", ", cts.typeVersion,
-                     ") it never sent, for transfer ", cts.senderTransfer);
-  } else {
-    ++counters_.layoutCacheHits;
-  }
-  auto segment = datatype::Segment::create(*receiverType, cts.count);
-  if (!segment.isOk()) return unusableLayout(peer, cts, segment.status());
-  if (segment->size() < cts.bytes) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, "'s layout holds ", segment->size(), " bytes, it accepted ",
-                     cts.bytes, " for transfer ", cts.senderTransfer);
-  }
-  return segment;
-}
-
-void ContextImpl::queueControl(int rank, std::vector<uint8_t> bytes) {
-  peers_[static_cast<size_t>(rank)].control.push(ControlMessage(std::move(bytes)));
-  activePeers_.mark(rank);
-}
-
-Status ContextImpl::handleCts(Peer& peer, const wire::Cts& cts, std::span<const uint8_t> layout) {
-  auto found = sendTransfers_.find(cts.senderTransfer);
-  if (found == sendTransfers_.end() || found->second->op->peer != peer.rank || found->second->replied ||
-      cts.bytes < 0 || cts.bytes > found->second->op->bytes ||
+Status RendezvousSender::onCts(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) {
+  auto found = transfers_.find(cts.senderTransfer);
+  if (found == transfers_.end() || found->second->op->peer != rank || found->second->replied || cts.bytes < 0 ||
+      cts.bytes > found->second->op->bytes ||
       (cts.bytes > 0 && cts.mode != wire::ReplyMode::kUnpack && cts.mode != wire::ReplyMode::kZeroCopy)) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " sent an invalid reply for transfer ", cts.senderTransfer);
+    return makeError(Code::kProtocol, "rank ", rank, " sent an invalid reply for transfer ", cts.senderTransfer);
   }
   SendTransfer& transfer = *found->second;
-  Operation& op = *transfer.op;
   transfer.replied = true;
   transfer.cts = cts;
   if (cts.bytes == 0) {  // the receiver takes nothing (truncated to zero or refused)
-    complete(op, Status::ok());
-    sendTransfers_.erase(found);
+    finish(transfer.id);
     return Status::ok();
   }
-  bool unpack = cts.mode == wire::ReplyMode::kUnpack;
-  if (!offersEnough(cts)) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " offered ", cts.remoteLength, " bytes for transfer ",
-                     cts.senderTransfer, " of ", cts.bytes, " bytes (",
-                     unpack ? strCat(cts.ringSegments, " segments of ", cts.segmentSize, " bytes of staging")
-                            : std::string("contiguous receive buffer"),
-                     ")");
-  }
-  Scheme scheme = selector_.finalScheme(options_.forcedScheme, transfer.wantsPack, op.stats.contiguous, unpack,
-                                        static_cast<Scheme>(cts.scheme), cts.receiverContiguous != 0);
+  if (!offersEnough(cts)) return offersTooLittle(rank, cts);
+  return startData(rank, transfer, layout);
+}
+
+// The final scheme by Table 1, its protocol object, and the first writes.
+Status RendezvousSender::startData(int rank, SendTransfer& transfer, std::span<const uint8_t> layout) {
+  const wire::Cts& cts = transfer.cts;
+  const Operation& op = *transfer.op;
+  const bool unpack = cts.mode == wire::ReplyMode::kUnpack;
+  SendChoice choice = selector_.sendProtocol(transfer.wantsPack, op.stats, cts);
+  const Scheme scheme = choice.scheme;
   ++counters_.schemeCount[static_cast<int>(scheme)];
-  IBDT_LOG(kDebug, "messaging: send of ", cts.bytes, " B to rank ", peer.rank, ": ", schemeName(scheme), " (sender ",
+  IBDT_LOG(kDebug, "messaging: send of ", cts.bytes, " B to rank ", rank, ": ", schemeName(scheme), " (sender ",
            transfer.wantsPack ? "packs" : "zero-copy", ", mean block ", op.stats.meanBlock, " B; receiver ",
            unpack ? "unpacks" : "zero-copy", ")");
-  transfer.protocol = makeSendProtocol(scheme);
-  IBDT_ASSIGN_OR_RETURN(bool writes, transfer.protocol->start(*this, op, cts, layout));
+  transfer.protocol = std::move(choice.protocol);
+  IBDT_ASSIGN_OR_RETURN(bool writes, transfer.protocol->start(services_, op, cts, layout));
   if (!writes) {  // the receiver reads (P-RRS)
     transfer.waitingForFin = true;
     transfer.next = cts.bytes;
     return Status::ok();
   }
-  peer.activeSends.push_back(transfer.id);
-  activePeers_.mark(peer.rank);
-  return advanceSend(peer, transfer);
+  if (active_.size() <= static_cast<size_t>(rank)) active_.resize(static_cast<size_t>(rank) + 1);
+  active_[static_cast<size_t>(rank)].push_back(transfer.id);
+  services_.wake(rank);
+  return advanceTransfer(rank, transfer);
 }
 
 // The next write of `transfer`, from packed byte `next` to the end of its
 // segment (unpack replies signal each segment, zero-copy ones only the
 // end) or the largest write; none while the ring slot it needs is in use.
-std::optional<WriteSlice> ContextImpl::nextSlice(const SendTransfer& transfer) const {
+std::optional<WriteSlice> RendezvousSender::nextSlice(const SendTransfer& transfer) const {
   const wire::Cts& cts = transfer.cts;
   const bool unpack = cts.mode == wire::ReplyMode::kUnpack;
   WriteSlice slice;
   slice.begin = transfer.next;
   slice.signalAt = cts.bytes;
   if (unpack) slice.signalAt = std::min(cts.bytes, (slice.begin / cts.segmentSize + 1) * cts.segmentSize);
-  slice.end = std::min(slice.signalAt, slice.begin + static_cast<int64_t>(maxWrBytes_));
+  slice.end = std::min(slice.signalAt, slice.begin + static_cast<int64_t>(services_.maxWriteBytes()));
   slice.remote = cts.remoteAddress + static_cast<uint64_t>(slice.begin);
   if (unpack && cts.ringSegments != 0) {
     // Segment s goes to ring slot s mod ringSegments once the receiver freed it.
@@ -147,8 +127,8 @@ std::optional<WriteSlice> ContextImpl::nextSlice(const SendTransfer& transfer) c
   return slice;
 }
 
-fabric::SendRequest ContextImpl::writeRequest(const SendTransfer& transfer, const WriteSlice& slice,
-                                              std::span<fabric::Sge> sges) const {
+fabric::SendRequest RendezvousSender::writeRequest(const SendTransfer& transfer, const WriteSlice& slice,
+                                                   std::span<fabric::Sge> sges) const {
   fabric::SendRequest request;
   request.id = wrId(WrKind::kSendData, transfer.id);
   request.opcode = slice.signals() ? fabric::Opcode::kWriteWithImm : fabric::Opcode::kWrite;
@@ -161,23 +141,33 @@ fabric::SendRequest ContextImpl::writeRequest(const SendTransfer& transfer, cons
   return request;
 }
 
-Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
+Status RendezvousSender::advance(int rank) {
+  if (!hasWork(rank)) return Status::ok();
+  return advanceListed(
+      active_[static_cast<size_t>(rank)], transfers_,
+      [&](SendTransfer& transfer) { return advanceTransfer(rank, transfer); },
+      [](const SendTransfer& transfer) { return transfer.next == transfer.cts.bytes; });
+}
+
+Status RendezvousSender::advanceTransfer(int rank, SendTransfer& transfer) {
   const Operation& op = *transfer.op;
-  uint32_t room = sendQueueDepth_ - std::min(sendQueueDepth_, peer.sendOutstanding);
+  const uint32_t depth = services_.sendQueueDepth();
+  const uint32_t maxSge = services_.maxSgePerRequest();
+  uint32_t room = services_.sendRoom(rank);
   // Scratch kept across calls; sized once so requests may point into sges.
   std::vector<fabric::SendRequest>& requests = scratch_.requests;
   std::vector<fabric::Sge>& sges = scratch_.sges;
   requests.clear();
   sges.clear();
-  requests.reserve(sendQueueDepth_);
-  sges.reserve(static_cast<size_t>(sendQueueDepth_) * maxSge_);
-  scratch_.iovecs.resize(maxSge_);
+  requests.reserve(depth);
+  sges.reserve(static_cast<size_t>(depth) * maxSge);
+  scratch_.iovecs.resize(maxSge);
 
   while (transfer.next < transfer.cts.bytes) {
     // listPost off: one post per write (the paper's "single post many times").
     if (requests.size() == room || (!options_.listPost && !requests.empty())) {
-      IBDT_RETURN_IF_ERROR(post(peer, requests));
-      room = sendQueueDepth_ - std::min(sendQueueDepth_, peer.sendOutstanding);
+      IBDT_RETURN_IF_ERROR(services_.postWrites(rank, requests));
+      room = services_.sendRoom(rank);
       sges.clear();
       if (room == 0) break;
     }
@@ -185,24 +175,24 @@ Status ContextImpl::advanceSend(Peer& peer, SendTransfer& transfer) {
     if (!slice) break;
     size_t sgeStart = sges.size();
     IBDT_ASSIGN_OR_RETURN(bool described,
-                          transfer.protocol->describe(*this, op, transfer.cts, *slice, {sges, scratch_.iovecs}));
+                          transfer.protocol->describe(services_, op, transfer.cts, *slice, {sges, scratch_.iovecs}));
     if (!described) break;
-    if (slice->signals() && credits_.available(peer.rank) == 0) {
+    if (slice->signals() && !services_.creditFree(rank)) {
       sges.resize(sgeStart);
       break;
     }
     requests.push_back(writeRequest(transfer, *slice, std::span(sges).subspan(sgeStart)));
-    if (slice->signals()) credits_.spend(peer.rank);
+    if (slice->signals()) services_.spendCredit(rank);
     ++transfer.posted;
     if (slice->staging) transfer.inFlight.emplace_back(transfer.posted, std::move(slice->staging));
     transfer.next = slice->end;
   }
-  return post(peer, requests);
+  return services_.postWrites(rank, requests);
 }
 
-Status ContextImpl::onSendDataCompleted(uint32_t transferId) {
-  auto found = sendTransfers_.find(transferId);
-  if (found == sendTransfers_.end()) return makeError(Code::kInternal, "write for unknown transfer ", transferId);
+Status RendezvousSender::onWriteCompleted(uint32_t transferId) {
+  auto found = transfers_.find(transferId);
+  if (found == transfers_.end()) return makeError(Code::kInternal, "write for unknown transfer ", transferId);
   SendTransfer& transfer = *found->second;
   ++transfer.completed;
   // Requests of one endpoint complete in order: staging up to here is free.
@@ -210,37 +200,65 @@ Status ContextImpl::onSendDataCompleted(uint32_t transferId) {
     transfer.inFlight.pop_front();
   }
   if (transfer.next == transfer.cts.bytes && transfer.completed == transfer.posted && !transfer.waitingForFin) {
-    complete(*transfer.op, Status::ok());
-    sendTransfers_.erase(found);
+    finish(transferId);
   }
   return Status::ok();
 }
 
-Status ContextImpl::handleRelease(Peer& peer, const wire::Release& release) {
-  auto found = sendTransfers_.find(release.senderTransfer);
-  if (found == sendTransfers_.end() || found->second->op->peer != peer.rank || !found->second->replied) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " released staging of unknown transfer ",
-                     release.senderTransfer);
+Status RendezvousSender::onRelease(int rank, const wire::Release& release) {
+  auto found = transfers_.find(release.senderTransfer);
+  if (found == transfers_.end() || found->second->op->peer != rank || !found->second->replied) {
+    return makeError(Code::kProtocol, "rank ", rank, " released staging of unknown transfer ", release.senderTransfer);
   }
   SendTransfer& transfer = *found->second;
   const wire::Cts& cts = transfer.cts;
   uint64_t segments = wire::segmentCount(cts.bytes, cts.segmentSize);
   if (cts.ringSegments == 0 || release.segments < transfer.released || release.segments > segments) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " released ", release.segments, " of ", segments,
-                     " segments (", transfer.released, " already) of transfer ", release.senderTransfer);
+    return makeError(Code::kProtocol, "rank ", rank, " released ", release.segments, " of ", segments, " segments (",
+                     transfer.released, " already) of transfer ", release.senderTransfer);
   }
   transfer.released = release.segments;
   return Status::ok();
 }
 
-Status ContextImpl::handleFin(Peer& peer, const wire::Fin& fin) {
-  auto found = sendTransfers_.find(fin.senderTransfer);
-  if (found == sendTransfers_.end() || found->second->op->peer != peer.rank || !found->second->waitingForFin) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " finished unknown transfer ", fin.senderTransfer);
+Status RendezvousSender::onFin(int rank, const wire::Fin& fin) {
+  auto found = transfers_.find(fin.senderTransfer);
+  if (found == transfers_.end() || found->second->op->peer != rank || !found->second->waitingForFin) {
+    return makeError(Code::kProtocol, "rank ", rank, " finished unknown transfer ", fin.senderTransfer);
   }
-  complete(*found->second->op, Status::ok());
-  sendTransfers_.erase(found);
+  finish(fin.senderTransfer);
   return Status::ok();
+}
+
+void RendezvousSender::finish(uint32_t transferId) {
+  auto found = transfers_.find(transferId);
+  completeOperation(*found->second->op, Status::ok());
+  transfers_.erase(found);
+}
+
+bool RendezvousSender::involves(int rank) const {
+  return std::any_of(transfers_.begin(), transfers_.end(),
+                     [rank](const auto& entry) { return entry.second->op->peer == rank; });
+}
+
+Status RendezvousSender::checkPeerClosed(int rank) const {
+  for (const auto& [id, transfer] : transfers_) {
+    // Writes all posted may have reached it before their completions reach us.
+    bool owed = transfer->waitingForFin || (transfer->replied && transfer->next < transfer->cts.bytes);
+    if (transfer->op->peer == rank && owed) {
+      return makeError(Code::kProtocol, "rank ", rank, " closed before finishing transfer ", id, " from us");
+    }
+  }
+  return Status::ok();
+}
+
+void RendezvousSender::failPeer(int rank, const Status& failure) {
+  if (static_cast<size_t>(rank) < active_.size()) active_[static_cast<size_t>(rank)].clear();
+  std::erase_if(transfers_, [&](auto& entry) {
+    if (entry.second->op->peer != rank) return false;
+    completeOperation(*entry.second->op, failure);
+    return true;
+  });
 }
 
 }  // namespace ibdt::messaging

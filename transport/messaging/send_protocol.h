@@ -11,7 +11,8 @@
 //            cover it;
 //   P-RRS    pack (or expose a contiguous buffer) and let the receiver READ:
 //            no writes from this side.
-// Which protocol a send takes is ProtocolSelector's choice (protocol_select.h).
+// Which protocol a send takes is ProtocolSelector::sendProtocol's choice
+// (protocol_select.h).
 #pragma once
 
 #include <memory>
@@ -53,7 +54,11 @@ class SendProtocol {
                                 WriteSlice& slice, SgeOut out) = 0;
 };
 
-// The protocol of a rendezvous send whose final scheme is `scheme`.
-std::unique_ptr<SendProtocol> makeSendProtocol(Scheme scheme);
+// The protocols, by scheme (ProtocolSelector::sendProtocol chooses).
+std::unique_ptr<SendProtocol> makePackedCopySend();  // Generic
+std::unique_ptr<SendProtocol> makeSegmentPackSend();  // BC-SPUP
+std::unique_ptr<SendProtocol> makeGatherSend();       // RWG-UP, contiguous
+std::unique_ptr<SendProtocol> makeMultiWriteSend();   // Multi-W
+std::unique_ptr<SendProtocol> makeOfferReadSend();    // P-RRS
 
 }  // namespace ibdt::messaging

@@ -132,19 +132,10 @@ class OfferReadSend : public SendProtocol {
 
 }  // namespace
 
-std::unique_ptr<SendProtocol> makeSendProtocol(Scheme scheme) {
-  switch (scheme) {
-    case Scheme::kGeneric:
-      return std::make_unique<PackedCopySend>();
-    case Scheme::kBcSpup:
-      return std::make_unique<SegmentPackSend>();
-    case Scheme::kMultiW:
-      return std::make_unique<MultiWriteSend>();
-    case Scheme::kPRrs:
-      return std::make_unique<OfferReadSend>();
-    default:  // kRwgUp, kContiguous
-      return std::make_unique<GatherSend>();
-  }
-}
+std::unique_ptr<SendProtocol> makePackedCopySend() { return std::make_unique<PackedCopySend>(); }
+std::unique_ptr<SendProtocol> makeSegmentPackSend() { return std::make_unique<SegmentPackSend>(); }
+std::unique_ptr<SendProtocol> makeGatherSend() { return std::make_unique<GatherSend>(); }
+std::unique_ptr<SendProtocol> makeMultiWriteSend() { return std::make_unique<MultiWriteSend>(); }
+std::unique_ptr<SendProtocol> makeOfferReadSend() { return std::make_unique<OfferReadSend>(); }
 
 }  // namespace ibdt::messaging

@@ -1,4 +1,5 @@
-// transport/messaging/transfers.h — the state of one rendezvous, on each side.
+// transport/messaging/transfers.h — the state of one rendezvous, on each
+// side, and the walk over a peer's transfers with work left.
 #pragma once
 
 #include <deque>
@@ -8,6 +9,7 @@
 
 #include "transport/messaging/operation.h"
 #include "transport/messaging/recv_protocol.h"
+#include "transport/messaging/remote_read.h"
 #include "transport/messaging/send_protocol.h"
 #include "transport/messaging/staging.h"
 
@@ -38,11 +40,27 @@ struct RecvTransfer {
   int64_t messageBytes = 0;
   std::unique_ptr<RecvProtocol> protocol;  // unpack or zero-copy, by the reply
   // P-RRS: the sender offered its packed data; we read it into the zero-copy receive.
-  bool reading = false;
-  wire::Packed packed{};
-  int64_t readNext = 0;
-  uint64_t readsPosted = 0;
-  uint64_t readsCompleted = 0;
+  std::optional<RemoteRead> read;
 };
+
+// Advances each transfer listed in `ids` once; drops the ids whose requests
+// are all posted (or whose transfer is gone).
+template <typename Transfers, typename Advance, typename AllPosted>
+Status advanceListed(std::deque<uint32_t>& ids, Transfers& transfers, Advance&& advance, AllPosted&& allPosted) {
+  Status status;
+  for (size_t i = 0; status.isOk() && i < ids.size();) {
+    auto found = transfers.find(ids[i]);
+    bool drop = found == transfers.end();
+    if (!drop) {
+      status = advance(*found->second);
+      drop = allPosted(*found->second);
+    }
+    if (drop)
+      ids.erase(ids.begin() + static_cast<long>(i));
+    else
+      ++i;
+  }
+  return status;
+}
 
 }  // namespace ibdt::messaging
