@@ -14,6 +14,8 @@ PairSignatureCheck::PairSignatureCheck(const Communicator& comm, const Alltoallv
   const size_t size = static_cast<size_t>(comm.size());
   mine_.resize(size * kWords);
   theirs_.assign(size * kWords, kNothing);
+  skipped_.assign(size, 0);
+  silent_.resize(size);
   for (size_t peer = 0; peer < size; ++peer) {
     mine_[peer * kWords + 0] = static_cast<int64_t>(args.sendSignatures[peer].hash);
     mine_[peer * kWords + 1] = args.sendSignatures[peer].elements;
@@ -40,19 +42,28 @@ Result<std::unique_ptr<PairSignatureCheck>> PairSignatureCheck::create(Communica
   return check;
 }
 
+void PairSignatureCheck::skipPeer(int peer) {
+  skipped_[static_cast<size_t>(peer)] = 1;
+  rounds_->skipPeer(peer, true, true);
+}
+
+void PairSignatureCheck::noteSilent(int peer, Status why) { silent_[static_cast<size_t>(peer)] = std::move(why); }
+
 Status PairSignatureCheck::verdict(std::vector<uint8_t>& sendOk, std::vector<uint8_t>& recvOk) const {
   const size_t size = args_.sendcounts.size();
   sendOk.assign(size, 1);
   recvOk.assign(size, 1);
   Status first = rounds_->outcome();
   for (size_t peer = 0; peer < size; ++peer) {
-    if (static_cast<int>(peer) == rank_) continue;
+    if (static_cast<int>(peer) == rank_ || skipped_[peer]) continue;
     const int64_t* theirs = theirs_.data() + peer * kWords;
     const int64_t* mine = mine_.data() + peer * kWords;
     if (theirs[1] == kNothing) {  // no header from the peer: it failed, or the header did
       sendOk[peer] = recvOk[peer] = 0;
       if (first.isOk()) {
-        first = makeError(Code::kPeerFailed, "alltoallv rank ", rank_, ": no signatures from rank ", peer);
+        first = !silent_[peer].isOk()
+                    ? silent_[peer]
+                    : makeError(Code::kPeerFailed, "alltoallv rank ", rank_, ": no signatures from rank ", peer);
       }
       continue;
     }
@@ -73,7 +84,9 @@ Status PairSignatureCheck::verdict(std::vector<uint8_t>& sendOk, std::vector<uin
       first = makeError(Code::kInvalidArgument, "alltoallv rank ", rank_, ": the signatures with rank ", peer,
                         " differ (it sends ", theirs[1], " basic elements, this rank expects ", mine[3],
                         "; it expects ", theirs[3], ", this rank sends ", mine[1],
-                        "; equal numbers: the basic types differ); neither direction is exchanged");
+                        "; equal numbers: the basic types differ); ",
+                        dataStillExchanged_ ? "the blocks were exchanged and checked on arrival"
+                                            : "neither direction is exchanged");
     }
     if (!recvOk[peer] || !sendOk[peer]) sendOk[peer] = recvOk[peer] = 0;  // both ways: the pair is out
   }

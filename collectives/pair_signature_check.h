@@ -22,6 +22,15 @@ class PairSignatureCheck {
                                                             int64_t throttle);
   // The exchange, run as a plan phase.
   PairwiseRounds& rounds() { return *rounds_; }
+  // Leaves `peer` out of the exchange and of the verdict (a caller that
+  // knows the pair is unchanged since its last check).
+  void skipPeer(int peer);
+  // `peer` will send no signatures (a caller found that out): the verdict
+  // names it with `why` instead of "no signatures".
+  void noteSilent(int peer, Status why);
+  // The caller exchanges the data of a failed pair anyway (checked on
+  // arrival by messaging): the verdict says so.
+  void dataStillExchanged() { dataStillExchanged_ = true; }
   // After the rounds completed: which peers this rank may send to and
   // receive from, and the first problem found (ok when every pair matches).
   Status verdict(std::vector<uint8_t>& sendOk, std::vector<uint8_t>& recvOk) const;
@@ -33,6 +42,9 @@ class PairSignatureCheck {
   int rank_;
   const AlltoallvArgs& args_;
   std::vector<int64_t> mine_, theirs_;  // six words per peer (see the .cc)
+  std::vector<uint8_t> skipped_;
+  bool dataStillExchanged_ = false;
+  std::vector<Status> silent_;  // by peer: ok unless noteSilent
   std::unique_ptr<PairwiseRounds> rounds_;
 };
 

@@ -73,6 +73,20 @@ void PairwiseRounds::skipPeer(int peer, bool send, bool receive) {
   }
 }
 
+std::vector<int> PairwiseRounds::cancelUnmatchedReceives() {
+  std::vector<int> unmatched;
+  for (Slot& slot : slots_) {
+    if (slot.round == nullptr || !slot.recvPending) continue;
+    bool pending = false;
+    if (!complete(slot, /*receive=*/true, pending).isOk() || !pending) continue;  // it arrived meanwhile
+    if (!ctx_.cancel(slot.round->recv).isOk()) continue;  // matched, still moving: completes as usual
+    (void)ctx_.wait(slot.round->recv);                    // kCancelled: not this run's error
+    slot.recvPending = false;
+    unmatched.push_back(slot.round->from);
+  }
+  return unmatched;
+}
+
 Status PairwiseRounds::start() {
   outcome_ = Status::ok();
   nextRound_ = 0;

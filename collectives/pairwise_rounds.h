@@ -62,6 +62,11 @@ class PairwiseRounds final : public PlanImpl {
   // Leaves the send to / receive from `peer` out of later runs (a pair that
   // cannot match); the caller reports why.
   void skipPeer(int peer, bool send, bool receive);
+  // Cancels the receives of the run that no message has matched yet and
+  // returns their peers (sends stay pending, to complete as usual): for a
+  // caller that knows those messages will not come (checked_alltoallv.cc).
+  // Needs every round posted (throttle 0).
+  std::vector<int> cancelUnmatchedReceives();
 
   Status start() override;
   Result<PollResult> poll() override;

@@ -13,25 +13,6 @@ namespace {
 
 using datatype::Datatype;
 
-constexpr int32_t kBlockingAlltoallTag = collectives::Communicator::kFirstReservedPlanTag;
-
-// Every plan built while this lives takes the bridge tag.
-class PinnedTag {
- public:
-  explicit PinnedTag(collectives::Communicator& comm) : comm_(comm) { comm_.pinPlanTag(kBlockingAlltoallTag); }
-  ~PinnedTag() { comm_.unpinPlanTag(); }
-  PinnedTag(const PinnedTag&) = delete;
-  PinnedTag& operator=(const PinnedTag&) = delete;
-
- private:
-  collectives::Communicator& comm_;
-};
-
-Status runPlan(collectives::Plan& plan) {
-  IBDT_RETURN_IF_ERROR(plan.start());
-  return plan.wait();
-}
-
 Result<collectives::Plan> buildPinned(CommState& state, const void* sendbuf, int64_t sendcount, const Datatype& send,
                                       void* recvbuf, int64_t recvcount, const Datatype& recv) {
   PinnedTag pinned(*state.comm);
@@ -110,6 +91,11 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
 }
 
 }  // namespace
+
+Status runPlan(collectives::Plan& plan) {
+  IBDT_RETURN_IF_ERROR(plan.start());
+  return plan.wait();
+}
 
 collectives::Plan* AlltoallCache::find(const Key& key) {
   for (Entry& entry : entries) {

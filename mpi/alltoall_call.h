@@ -33,6 +33,25 @@ namespace ibdt::mpi {
 
 struct CommState;
 
+// The reserved tag of every blocking call's data (alltoall and alltoallv:
+// they run one at a time, each to completion, so they pair up in call order).
+inline constexpr int32_t kBlockingAlltoallTag = collectives::Communicator::kFirstReservedPlanTag;
+
+// Every plan built while this lives takes the blocking calls' tag.
+class PinnedTag {
+ public:
+  explicit PinnedTag(collectives::Communicator& comm) : comm_(comm) { comm_.pinPlanTag(kBlockingAlltoallTag); }
+  ~PinnedTag() { comm_.unpinPlanTag(); }
+  PinnedTag(const PinnedTag&) = delete;
+  PinnedTag& operator=(const PinnedTag&) = delete;
+
+ private:
+  collectives::Communicator& comm_;
+};
+
+// Starts `plan` and waits for it.
+Status runPlan(collectives::Plan& plan);
+
 struct AlltoallArgs {
   const void* sendbuf;
   int sendcount;

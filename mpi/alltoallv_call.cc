@@ -1,11 +1,15 @@
-// MPI_Alltoallv on ibdt: a vote, then a plan per call (see the header).
+// MPI_Alltoallv on ibdt: cached checked plans without a vote, a vote in
+// place (see the header).
 #include "mpi/alltoallv_call.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "collectives/checked_alltoallv.h"
+#include "mpi/alltoall_call.h"
 #include "mpi/comm_state.h"
+#include "mpi/staging.h"
 #include "mpi/type_convert.h"
 
 namespace ibdt::mpi {
@@ -13,11 +17,15 @@ namespace {
 
 using datatype::Datatype;
 
+// The pair checks' own tag: the reserved tags below it are the blocking
+// calls' and the non-blocking calls' (mpi/nonblocking.h).
+constexpr int32_t kAlltoallvCheckTag = collectives::Communicator::kFirstReservedPlanTag + 15;
+
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
-AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, const Datatype& send, const Datatype& recv) {
+AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  AlltoallvCache::Key key{args.sendbuf, args.recvbuf, send.id(), send.version(), recv.id(), recv.version(),
+  AlltoallvCache::Key key{args.sendbuf, args.recvbuf, args.sendtype, args.recvtype, typesFreed,
                           {}, {}, widened(args.recvcounts, p), widened(args.rdispls, p)};
   key.sendcounts = inPlace ? key.recvcounts : widened(args.sendcounts, p);
   key.sdispls = inPlace ? key.rdispls : widened(args.sdispls, p);
@@ -29,23 +37,85 @@ bool sameValues(const std::vector<int64_t>& kept, const int* values, int p) {
   return kept.size() == static_cast<size_t>(p) && std::equal(kept.begin(), kept.end(), values);
 }
 
-// keyOf(args, p, send, recv) == key, without building the key (four
-// vectors of p values: allocations on every call).
-bool repeats(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, const Datatype& send,
-             const Datatype& recv) {
+// keyOf(args, p, typesFreed) == key, without building the key (four
+// vectors of p values: allocations on every call) or converting the types.
+bool repeats(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;  // the send side is the receive side's
-  return key.sendbuf == args.sendbuf && key.recvbuf == args.recvbuf && key.sendId == send.id() &&
-         key.sendVersion == send.version() && key.recvId == recv.id() && key.recvVersion == recv.version() &&
+  return key.sendbuf == args.sendbuf && key.recvbuf == args.recvbuf && key.typesFreed == typesFreed &&
+         key.recvtype == args.recvtype && (inPlace || key.sendtype == args.sendtype) &&
          sameValues(key.recvcounts, args.recvcounts, p) && sameValues(key.rdispls, args.rdispls, p) &&
          (inPlace || (sameValues(key.sendcounts, args.sendcounts, p) && sameValues(key.sdispls, args.sdispls, p)));
 }
 
-Result<collectives::Plan> buildPlan(CommState& state, const AlltoallvCache::Key& key, const Datatype& send,
-                                    const Datatype& recv) {
-  const bool inPlace = key.sendbuf == MPI_IN_PLACE;
-  return collectives::alltoallvInit(*state.comm, inPlace ? collectives::kInPlace : key.sendbuf, key.sendcounts,
-                                    key.sdispls, send, key.recvbuf, key.recvcounts, key.rdispls, recv,
-                                    state.alltoallv);
+// Not in place: a new checked plan on the blocking calls' tag.
+Result<collectives::Plan> buildChecked(CommState& state, const StagedAlltoallv& call) {
+  PinnedTag pinned(*state.comm);
+  return collectives::checkedAlltoallvInit(*state.comm, kAlltoallvCheckTag, state.alltoallvPairs, call.sendbuf,
+                                           call.sendcounts, call.sdispls, call.sendtype, call.recvbuf,
+                                           call.recvcounts, call.rdispls, call.recvtype, state.alltoallv.throttle);
+}
+
+bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status, std::string& why) {
+  const int p = state.comm->size();
+  const uint64_t typesFreed = convertedTypesFreed();
+  AlltoallvCache& last = state.lastAlltoallv;
+  if (last.plan.valid() && repeats(last.key, args, p, typesFreed)) {
+    status = runPlan(last.plan);
+    return true;
+  }
+  Result<StagedAlltoallv> call = stageAlltoallv(args, p, false);
+  if (!call.isOk()) {  // no signature in ibdt: alike on every rank of a correct program
+    why = call.status().toString();
+    return false;
+  }
+  last = AlltoallvCache{};  // releases the old plan first
+  Result<collectives::Plan> plan = buildChecked(state, *call);
+  if (!plan.isOk()) {
+    status = plan.status();
+    return true;
+  }
+  if (call->staged()) {  // not cached: the staging buffers live for the call
+    status = call->before(comm);
+    if (status.isOk()) status = runPlan(*plan);
+    if (status.isOk()) status = call->after(comm);
+    return true;
+  }
+  last = AlltoallvCache{keyOf(args, p, typesFreed), std::move(*plan)};
+  status = runPlan(last.plan);
+  return true;
+}
+
+bool runVotedInPlace(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status, std::string& why) {
+  // MPI_IN_PLACE ignores sendcounts, sdispls and sendtype: the outgoing
+  // blocks are the incoming ones' (recvcounts, rdispls, recvtype).
+  const Result<Datatype> recv = convertType(args.recvtype);
+  why = alltoallvObstacle(recv, recv, true);
+  const int p = state.comm->size();
+  const uint64_t typesFreed = convertedTypesFreed();
+  int vote = kCannot;
+  if (why.empty()) {
+    const AlltoallvCache& last = state.lastAlltoallv;
+    vote = last.plan.valid() && repeats(last.key, args, p, typesFreed) ? kSamePlan : kNewPlan;
+  }
+  int agreed = kCannot;
+  PMPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, comm);
+  if (agreed == kCannot) {
+    if (why.empty()) why = "another rank cannot take it (a datatype that does not convert there)";
+    return false;
+  }
+  if (agreed == kNewPlan) {
+    state.lastAlltoallv = AlltoallvCache{};  // releases the old plan first
+    AlltoallvCache::Key key = keyOf(args, p, typesFreed);
+    auto plan = collectives::alltoallvInit(*state.comm, collectives::kInPlace, key.sendcounts, key.sdispls, *recv,
+                                           key.recvbuf, key.recvcounts, key.rdispls, *recv, state.alltoallv);
+    if (!plan.isOk()) {
+      status = plan.status();
+      return true;
+    }
+    state.lastAlltoallv = AlltoallvCache{std::move(key), std::move(*plan)};
+  }
+  status = runPlan(state.lastAlltoallv.plan);
+  return true;
 }
 
 }  // namespace
@@ -61,37 +131,8 @@ std::string alltoallvObstacle(const Result<Datatype>& send, const Result<Datatyp
 
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
                         std::string& why) {
-  // MPI_IN_PLACE ignores sendcounts, sdispls and sendtype: the outgoing
-  // blocks are the incoming ones' (recvcounts, rdispls, recvtype).
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  const Result<Datatype> recv = convertType(args.recvtype);
-  const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
-  why = alltoallvObstacle(send, recv, inPlace);
-  const int p = state.comm->size();
-  int vote = kCannot;
-  if (why.empty()) {
-    const AlltoallvCache& last = state.lastAlltoallv;
-    vote = last.plan.valid() && repeats(last.key, args, p, *send, *recv) ? kSamePlan : kNewPlan;
-  }
-  int agreed = kCannot;
-  PMPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, comm);
-  if (agreed == kCannot) {
-    if (why.empty()) why = "another rank cannot take it (a datatype that does not convert there)";
-    return false;
-  }
-  if (agreed == kNewPlan) {
-    state.lastAlltoallv = AlltoallvCache{};  // releases the old plan first
-    AlltoallvCache::Key key = keyOf(args, p, *send, *recv);
-    auto plan = buildPlan(state, key, *send, *recv);
-    if (!plan.isOk()) {
-      status = plan.status();
-      return true;
-    }
-    state.lastAlltoallv = AlltoallvCache{std::move(key), std::move(*plan)};
-  }
-  status = state.lastAlltoallv.plan.start();
-  if (status.isOk()) status = state.lastAlltoallv.plan.wait();
-  return true;
+  if (args.sendbuf == MPI_IN_PLACE) return runVotedInPlace(state, args, comm, status, why);
+  return runUnvoted(state, args, comm, status, why);
 }
 
 }  // namespace ibdt::mpi

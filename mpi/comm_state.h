@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "collectives/checked_alltoallv.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "ibdt/status.h"
@@ -28,6 +29,8 @@ struct CommState {
   collectives::AlltoallvOptions alltoallv;
   AlltoallCache alltoallPlans;  // destroyed before the Context they run on
   AlltoallvCache lastAlltoallv;
+  // The blocking alltoallv's pairs last checked (collectives/checked_alltoallv.h).
+  std::shared_ptr<collectives::PairCheckHistory> alltoallvPairs = std::make_shared<collectives::PairCheckHistory>();
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };

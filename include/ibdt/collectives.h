@@ -163,6 +163,7 @@ class Communicator {
   // A pinned tag means plans may be built on one rank and not another, so
   // kAuto then chooses only algorithms whose init is local.
   bool planTagPinned() const { return pinnedTag_ >= 0; }
+  int32_t pinnedPlanTag() const { return pinnedTag_; }
 
   // The algorithms plans were built with (see AlgorithmCounts); counted by
   // the collectives at init.

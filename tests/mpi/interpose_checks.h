@@ -45,5 +45,10 @@ void ialltoall(MPI_Comm comm, int how);
 // whose types ibdt takes directly on some ranks only; `bridged`: the
 // library is loaded (a case the MPI library's own call fails).
 void mixedTypes(MPI_Comm comm, bool bridged);
+// tests/mpi/interpose_alltoallv_reuse.cc: blocking MPI_Alltoallv with
+// repeated arguments, arguments changed on some ranks only, and (bridge
+// only: MPI's own behaviour differs) counts that do not match.
+void alltoallvReuse(MPI_Comm comm);
+void alltoallvMismatch(MPI_Comm world);
 
 }  // namespace interpose_test
