@@ -150,7 +150,10 @@ int run(const TuneOptions& options) {
   if (!tuning.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", tuning.status().toString().c_str()), 1;
   printTuning(*tuning, measured, rdmaRead);
   if (options.alltoallRanks >= 2) {
-    auto alltoalls = tune::measureAlltoalls({options.provider, options.alltoallRanks, options.reps});
+    // The point-to-point fits first, in force while the alltoalls are timed.
+    Status pointToPoint = messaging::writeTuningFile(path, *tuning);
+    if (!pointToPoint.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", pointToPoint.toString().c_str()), 1;
+    auto alltoalls = tune::measureAlltoalls({options.provider, options.alltoallRanks, options.reps, path});
     Status fitted = alltoalls.isOk() ? tune::fitAlltoalls(*alltoalls, *tuning) : alltoalls.status();
     if (!fitted.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", fitted.toString().c_str()), 1;
     printAlltoalls(*tuning, *alltoalls);

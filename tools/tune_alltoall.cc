@@ -78,8 +78,8 @@ Result<Timed> timeOne(messaging::Bootstrap& bootstrap, collectives::Communicator
 Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOptions& options, const std::string& jobTag,
                     AlltoallMeasured& measured) {
   IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
-  messaging::Options messagingOptions;  // no tuning file: the timings must not depend on an earlier one
-  messagingOptions.tuneFile = std::string(messaging::kTuneFileOff);
+  messaging::Options messagingOptions;  // the point-to-point part of the file being written, never an earlier one
+  messagingOptions.tuneFile = options.tuneFile;
   IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
   IBDT_ASSIGN_OR_RETURN(auto comm, collectives::Communicator::create(*context));
   Status status;

@@ -32,6 +32,10 @@ struct AlltoallMeasureOptions {
   std::string provider = "shm";
   int maxRanks = 4;
   int reps = 15;
+  // The tuning file the timed ranks' Contexts load: the point-to-point fits
+  // just written, so that the alltoalls are timed under the message paths
+  // programs will take with the finished file, never an earlier file's.
+  std::string tuneFile = "off";
 };
 
 // Forks 2..maxRanks ranks in turn (every rank count a job of its own).
