@@ -144,15 +144,17 @@ int64_t bytesOfFailedCall(int64_t recvcount, const datatype::Datatype& recvtype)
 // nodes the files may differ, so there the ranks agree on the smallest
 // choice in one allreduce. A rank whose arguments failed still takes part
 // (its vote is pairwise), so no rank waits for it. `collectiveInit`: every
-// rank builds this plan together (not a per-call plan, no pinned tag), so
-// direct-write, whose init exchanges keys, is a candidate.
+// rank builds this plan together (no pinned tag), so direct-write, whose
+// init exchanges keys, is a candidate. `perCall`: the blocking call, whose
+// plan runs once, so each candidate's measured init is priced too.
 Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArgs>& checked, int64_t failedBytes,
-                                    AlltoallOptions options, bool collectiveInit) {
+                                    AlltoallOptions options, bool collectiveInit, bool perCall) {
   const AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
   const int64_t bytes = checked.isOk() ? checked->bytes : failedBytes;
   // In place is refused by direct-write (a peer's write would land on a block not yet sent).
   const bool inPlace = checked.isOk() && checked->inPlace;
-  AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit && !inPlace, comm.nodeCount());
+  AlltoallChoice choice =
+      selectAlltoall(model, comm.size(), bytes, collectiveInit && !inPlace, comm.nodeCount(), perCall);
   if (!checked.isOk() && choice.algorithm != AlltoallAlgorithm::kDirectWrite) choice = AlltoallChoice{};
   if (comm.nodeCount() > 1) {
     int64_t code = choice.code();
@@ -215,8 +217,8 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
 }
 
 // alltoallInit and the blocking call; `perCall`: the plan runs once, so
-// kAuto leaves out algorithms whose init communicates (it would cost more
-// than it saves, docs/alltoall-selection.md).
+// kAuto prices each candidate's init as well (direct-write's key exchange
+// only where ibdt-tune measured it, docs/alltoall-selection.md).
 Result<Plan> buildAlltoall(Communicator& comm, const void* sendbuf, int64_t sendcount,
                            const datatype::Datatype& sendtype, void* recvbuf, int64_t recvcount,
                            const datatype::Datatype& recvtype, const AlltoallOptions& requested, bool perCall) {
@@ -224,9 +226,11 @@ Result<Plan> buildAlltoall(Communicator& comm, const void* sendbuf, int64_t send
   AlltoallOptions options = requested;
   const bool automatic = options.algorithm == AlltoallAlgorithm::kAuto;
   if (automatic) {
-    const bool collectiveInit = !perCall && !comm.planTagPinned();
+    // Every rank calls the blocking alltoall together, as it calls init; a
+    // build under a pinned tag may happen on one rank alone.
+    const bool collectiveInit = !comm.planTagPinned();
     IBDT_ASSIGN_OR_RETURN(options, resolveAuto(comm, checked, bytesOfFailedCall(recvcount, recvtype), requested,
-                                               collectiveInit));
+                                               collectiveInit, perCall));
   }
   IBDT_ASSIGN_OR_RETURN(Plan plan, buildResolved(comm, std::move(checked), options));
   comm.countAlgorithm("alltoall", plan.algorithm(), automatic);

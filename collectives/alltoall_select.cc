@@ -54,6 +54,10 @@ std::string alltoallFitName(AlltoallAlgorithm algorithm) {
   return "alltoall/" + std::string(alltoallAlgorithmName(algorithm));
 }
 
+std::string alltoallInitFitName(AlltoallAlgorithm algorithm) {
+  return "alltoall-init/" + std::string(alltoallAlgorithmName(algorithm));
+}
+
 size_t AlltoallCostModel::slot(AlltoallAlgorithm algorithm) {
   for (size_t i = 0; i < kPricedAlltoalls.size(); ++i) {
     if (kPricedAlltoalls[i] == algorithm) return i;
@@ -73,6 +77,24 @@ void AlltoallCostModel::set(AlltoallAlgorithm algorithm, const messaging::Collec
   present_[i] = true;
 }
 
+bool AlltoallCostModel::hasInit(AlltoallAlgorithm algorithm) const {
+  const size_t i = slot(algorithm);
+  return i < initPresent_.size() && initPresent_[i];
+}
+
+void AlltoallCostModel::setInit(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost) {
+  const size_t i = slot(algorithm);
+  if (i >= initCosts_.size()) return;
+  initCosts_[i] = cost;
+  initPresent_[i] = true;
+}
+
+double AlltoallCostModel::predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
+  if (!hasInit(algorithm)) return 0;
+  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
+  return std::max(0.0, initCosts_[slot(algorithm)].ns(volume.messages, volume.bytes));
+}
+
 AlltoallCostModel AlltoallCostModel::builtIn() {
   AlltoallCostModel model;
   for (size_t i = 0; i < kPricedAlltoalls.size(); ++i) model.set(kPricedAlltoalls[i], kBuiltIn[i]);
@@ -86,6 +108,7 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     for (const messaging::CollectiveFit& fit : tuning->collectives) {
       if (fit.name == alltoallFitName(algorithm)) model.set(algorithm, fit.cost);
+      if (fit.name == alltoallInitFitName(algorithm)) model.setInit(algorithm, fit.cost);
     }
   }
   return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
@@ -104,17 +127,22 @@ AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
 }
 
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit,
-                              int nodes) {
+                              int nodes, bool perCall) {
+  auto price = [&](AlltoallAlgorithm algorithm, int64_t radix) {
+    const double run = model.predictNs(algorithm, radix, p, blockBytes, nodes);
+    return perCall ? run + model.predictInitNs(algorithm, radix, p, blockBytes) : run;
+  };
   AlltoallChoice best;
-  best.predictedNs = model.predictNs(AlltoallAlgorithm::kPairwise, 2, p, blockBytes, nodes);
+  best.predictedNs = price(AlltoallAlgorithm::kPairwise, 2);
   if (p <= 1 || blockBytes == 0) return best;
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
-    const double ns = model.predictNs(algorithm, radix, p, blockBytes, nodes);
+    const double ns = price(algorithm, radix);
     if (ns < best.predictedNs) best = {algorithm, radix, ns};
   };
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     if (algorithm == AlltoallAlgorithm::kDirectWrite) {
-      if (collectiveInit) consider(algorithm, 2);
+      // Per call its key exchange comes every call: only a measured init prices that.
+      if (collectiveInit && (!perCall || model.hasInit(algorithm))) consider(algorithm, 2);
     } else if (p == 2) {
       // Every Bruck form is then the same single exchange as pairwise, which
       // has no copies; a fit that says otherwise is noise. (Direct-write is

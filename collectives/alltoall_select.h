@@ -50,17 +50,18 @@ AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p,
 // The tuning file's name of an algorithm's fit, e.g. "alltoall/bruck-modified".
 std::string alltoallFitName(AlltoallAlgorithm algorithm);
 
-// The algorithms ibdt-tune times, in tie-break order.
-inline constexpr std::array<AlltoallAlgorithm, 5> kModelledAlltoalls = {
-    AlltoallAlgorithm::kPairwise, AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
-    AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix};
-// The algorithms the model prices: those, then direct-write, whose init is
-// collective (a candidate only where every rank builds the plan together,
-// see selectAlltoall) and which ibdt-tune does not time yet (a file without
-// its fit leaves it out; the built-in model has one).
+// The algorithms the model prices and ibdt-tune times, in tie-break order.
+// Direct-write's init is collective (the keys): a candidate only where every
+// rank builds the plan together (see selectAlltoall).
 inline constexpr std::array<AlltoallAlgorithm, 6> kPricedAlltoalls = {
     AlltoallAlgorithm::kPairwise,   AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
     AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite};
+inline constexpr const auto& kModelledAlltoalls = kPricedAlltoalls;
+
+// The tuning file's name of an algorithm's plan-creation fit (init and
+// destroy, no run), e.g. "alltoall-init/direct-write": what a plan per call
+// pays on top of its run.
+std::string alltoallInitFitName(AlltoallAlgorithm algorithm);
 
 class AlltoallCostModel {
  public:
@@ -80,6 +81,12 @@ class AlltoallCostModel {
   // also pays networkRoundNs().
   double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
+  // Plan creation (init + destroy) by the same expression; measured by
+  // ibdt-tune, absent from the built-in model.
+  bool hasInit(AlltoallAlgorithm algorithm) const;
+  // 0 for an algorithm without an init fit.
+  double predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  void setInit(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
   double networkRoundNs() const { return networkRoundNs_; }
   void setNetworkRoundNs(double ns) { networkRoundNs_ = ns; }
 
@@ -87,6 +94,8 @@ class AlltoallCostModel {
   static size_t slot(AlltoallAlgorithm algorithm);
   std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> costs_{};
   std::array<bool, kPricedAlltoalls.size()> present_{};
+  std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> initCosts_{};
+  std::array<bool, kPricedAlltoalls.size()> initPresent_{};
   bool fromFile_ = false;
   double networkRoundNs_ = kBuiltInNetworkRoundNs;
 };
@@ -103,11 +112,15 @@ struct AlltoallChoice {
 // The cheapest candidate for p ranks and blocks of `blockBytes` (pairwise
 // for p = 1 or empty blocks; at p = 2 pairwise or direct-write, as every
 // Bruck form is pairwise's single exchange plus copies).
-// `collectiveInit`: direct-write is a candidate too (only where every rank
-// builds the plan together: a persistent init, not a per-call plan).
+// `collectiveInit`: every rank builds this plan together (a persistent init
+// or the blocking call, not a build under a pinned tag), so direct-write,
+// whose init exchanges keys, is a candidate.
 // `nodes`: how many nodes the p ranks span (rounds between nodes cost a
 // network latency each).
+// `perCall`: the plan runs once (the blocking call): every candidate is
+// priced at its run plus its measured init, and direct-write, whose init
+// is the most costly, is a candidate only when the model measured that init.
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true,
-                              int nodes = 1);
+                              int nodes = 1, bool perCall = false);
 
 }  // namespace ibdt::collectives

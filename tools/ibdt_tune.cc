@@ -87,30 +87,40 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
   std::printf("\n");
 }
 
-// The alltoall fits, their samples, and what kAuto chooses with them.
-void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasured& measured) {
-  std::printf("\n%-26s %10s %15s %12s   measured / fitted per call (us), p = %d..%d\n", "alltoall algorithm",
-              "fixed ns", "per message ns", "per byte ns", measured.minRanks, measured.maxRanks);
-  for (size_t a = 0; a < tuning.collectives.size(); ++a) {
-    const messaging::CollectiveCost& cost = tuning.collectives[a].cost;
-    std::printf("%-26s %10.0f %15.0f %12.4f  ", tuning.collectives[a].name.c_str(), cost.fixedNs, cost.perMessageNs,
-                cost.perByteNs);
-    for (const auto& s : measured.algorithms[a].samples) {
-      std::printf(" %.1f/%.1f", s.ns / 1e3, cost.ns(s.blocks, s.bytes) / 1e3);
-    }
+// One fit and its samples: measured / fitted.
+void printCollectiveFit(const messaging::Tuning& tuning, const std::string& name,
+                        const std::vector<messaging::TuningSample>& samples) {
+  for (const messaging::CollectiveFit& fit : tuning.collectives) {
+    if (fit.name != name) continue;
+    std::printf("%-30s %10.0f %15.0f %12.4f  ", name.c_str(), fit.cost.fixedNs, fit.cost.perMessageNs,
+                fit.cost.perByteNs);
+    for (const auto& s : samples) std::printf(" %.1f/%.1f", s.ns / 1e3, fit.cost.ns(s.blocks, s.bytes) / 1e3);
     std::printf("\n");
   }
+}
+
+// The alltoall fits, their samples, and what kAuto chooses with them.
+void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasured& measured) {
+  std::printf("\n%-30s %10s %15s %12s   measured / fitted (us), p = %d..%d\n", "alltoall algorithm", "fixed ns",
+              "per message ns", "per byte ns", measured.minRanks, measured.maxRanks);
+  for (const tune::AlltoallSamples& algorithm : measured.algorithms) {
+    printCollectiveFit(tuning, algorithm.fitName, algorithm.samples);
+    printCollectiveFit(tuning, algorithm.initFitName, algorithm.initSamples);
+  }
   const auto model = collectives::AlltoallCostModel::fromTuning(&tuning);
-  std::printf("\nalltoall auto (beyond 4 ranks: the model's extrapolation):\n");
-  for (int p : {2, 3, 4, 8, 16, 64, 256}) {
-    std::printf("  p=%-4d", p);
-    for (int64_t bytes : {8, 64, 512, 4096, 65536}) {
-      const auto choice = collectives::selectAlltoall(model, p, bytes);
-      std::string name(collectives::alltoallAlgorithmName(choice.algorithm));
-      if (choice.algorithm == collectives::AlltoallAlgorithm::kBruckRadix) name += "-" + std::to_string(choice.radix);
-      std::printf(" %lldB:%s", static_cast<long long>(bytes), name.c_str());
+  for (bool perCall : {false, true}) {
+    std::printf("\nalltoall auto, %s (beyond %d ranks: the model's extrapolation):\n",
+                perCall ? "blocking (run + init)" : "persistent", measured.maxRanks);
+    for (int p : {2, 3, 4, 8, 16, 64, 256}) {
+      std::printf("  p=%-4d", p);
+      for (int64_t bytes : {8, 64, 512, 4096, 65536}) {
+        const auto choice = collectives::selectAlltoall(model, p, bytes, true, 1, perCall);
+        std::string name(collectives::alltoallAlgorithmName(choice.algorithm));
+        if (choice.algorithm == collectives::AlltoallAlgorithm::kBruckRadix) name += "-" + std::to_string(choice.radix);
+        std::printf(" %lldB:%s", static_cast<long long>(bytes), name.c_str());
+      }
+      std::printf("\n");
     }
-    std::printf("\n");
   }
 }
 
@@ -140,7 +150,10 @@ int run(const TuneOptions& options) {
   if (!tuning.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", tuning.status().toString().c_str()), 1;
   printTuning(*tuning, measured, rdmaRead);
   if (options.alltoallRanks >= 2) {
-    auto alltoalls = tune::measureAlltoalls({options.provider, options.alltoallRanks, options.reps});
+    // The point-to-point fits first, in force while the alltoalls are timed.
+    Status pointToPoint = messaging::writeTuningFile(path, *tuning);
+    if (!pointToPoint.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", pointToPoint.toString().c_str()), 1;
+    auto alltoalls = tune::measureAlltoalls({options.provider, options.alltoallRanks, options.reps, path});
     Status fitted = alltoalls.isOk() ? tune::fitAlltoalls(*alltoalls, *tuning) : alltoalls.status();
     if (!fitted.isOk()) return std::fprintf(stderr, "ibdt-tune: %s\n", fitted.toString().c_str()), 1;
     printAlltoalls(*tuning, *alltoalls);

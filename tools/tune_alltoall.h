@@ -1,7 +1,8 @@
 // tools/tune_alltoall.h — the alltoall timings ibdt-tune fits for kAuto's
-// selection (docs/alltoall-selection.md): every modelled algorithm at 2..4
-// forked ranks and a few block sizes, each sample the slowest rank's median
-// time per call with the messages and bytes one rank sends.
+// selection (docs/alltoall-selection.md): every modelled algorithm
+// (direct-write included) at 2..4 forked ranks and a few block sizes, each
+// sample the slowest rank's median time per call, and per plan creation,
+// with the messages and bytes one rank sends.
 #pragma once
 
 #include <string>
@@ -13,9 +14,12 @@
 namespace ibdt::tune {
 
 struct AlltoallSamples {
-  std::string fitName;  // "alltoall/<algorithm>"
-  // bytes: what one rank sends per call, blocks: its messages, ns: per call.
+  std::string fitName;      // "alltoall/<algorithm>"
+  std::string initFitName;  // "alltoall-init/<algorithm>"
+  // bytes: what one rank sends per call, blocks: its messages, ns: per call
+  // (samples) or per plan creation, init + destroy (initSamples).
   std::vector<messaging::TuningSample> samples;
+  std::vector<messaging::TuningSample> initSamples;
 };
 
 struct AlltoallMeasured {
@@ -28,12 +32,17 @@ struct AlltoallMeasureOptions {
   std::string provider = "shm";
   int maxRanks = 4;
   int reps = 15;
+  // The tuning file the timed ranks' Contexts load: the point-to-point fits
+  // just written, so that the alltoalls are timed under the message paths
+  // programs will take with the finished file, never an earlier file's.
+  std::string tuneFile = "off";
 };
 
 // Forks 2..maxRanks ranks in turn (every rank count a job of its own).
 Result<AlltoallMeasured> measureAlltoalls(const AlltoallMeasureOptions& options);
 
-// The fits (fixed, per message, per byte) into `tuning`'s collectives.
+// The fits (fixed, per message, per byte) of the runs and of the inits into
+// `tuning`'s collectives.
 Status fitAlltoalls(const AlltoallMeasured& measured, messaging::Tuning& tuning);
 
 }  // namespace ibdt::tune

@@ -263,9 +263,11 @@ struct AlltoallOptions {
 // communicator), direct-write (it exchanges keys), and kAuto across nodes (the ranks agree on the choice,
 // their tuning files may differ). kAuto on one node chooses direct-write
 // only where its init is collective anyway: an alltoallInit while no plan
-// tag is pinned (MPI_Alltoall_init: every rank calls it together), never
-// the blocking alltoall() nor a build under a pinned tag, whose inits stay
-// local (docs/alltoall-selection.md). Otherwise init is local.
+// tag is pinned (MPI_Alltoall_init: every rank calls it together), or the
+// blocking alltoall() (every rank calls it together; only when the tuning
+// file measured direct-write's init, which it then pays per call), never a
+// build under a pinned tag, whose init stays local
+// (docs/alltoall-selection.md). Otherwise init is local.
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options);
 // Options from IBDT_ALLTOALL_* (see README).
 Result<AlltoallOptions> alltoallOptionsFromEnvironment();

@@ -116,8 +116,51 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
   Tuning tuning = tuningFavouring(AlltoallAlgorithm::kPairwise);
   EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
             AlltoallAlgorithm::kPairwise);
-  tuning.collectives.push_back({alltoallFitName(AlltoallAlgorithm::kDirectWrite), CollectiveCost{1000, 5.0, 0.1}});
+  for (messaging::CollectiveFit& fit : tuning.collectives) {
+    if (fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite)) fit.cost = CollectiveCost{1000, 5.0, 0.1};
+  }
   EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 64).algorithm, AlltoallAlgorithm::kDirectWrite);
+  // Without its fit it is not a candidate.
+  std::erase_if(tuning.collectives, [](const messaging::CollectiveFit& fit) {
+    return fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite);
+  });
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
+            AlltoallAlgorithm::kPairwise);
+}
+
+// The blocking call builds a plan per call, so its choice prices each
+// candidate's init as well: direct-write (whose init exchanges keys) only
+// where the file measured that init, and then only if run + init is
+// cheapest; a persistent init ignores the init terms; a build under a pinned
+// tag (collectiveInit false) never takes direct-write.
+TEST(AlltoallSelection, PerCallPricesTheMeasuredInit) {
+  Tuning tuning = tuningFavouring(AlltoallAlgorithm::kDirectWrite);
+  auto choose = [&](bool perCall, bool collectiveInit = true) {
+    return selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 4096, collectiveInit, 1, perCall).algorithm;
+  };
+  EXPECT_FALSE(AlltoallCostModel::fromTuning(&tuning).hasInit(AlltoallAlgorithm::kDirectWrite));
+  EXPECT_EQ(choose(false), AlltoallAlgorithm::kDirectWrite);
+  EXPECT_NE(choose(true), AlltoallAlgorithm::kDirectWrite);  // no measured init
+  tuning.collectives.push_back({alltoallInitFitName(AlltoallAlgorithm::kDirectWrite), CollectiveCost{500, 20, 0}});
+  const AlltoallCostModel cheapInit = AlltoallCostModel::fromTuning(&tuning);
+  ASSERT_TRUE(cheapInit.hasInit(AlltoallAlgorithm::kDirectWrite));
+  EXPECT_EQ(cheapInit.predictInitNs(AlltoallAlgorithm::kDirectWrite, 2, 4, 4096), 500 + 20 * 3);
+  EXPECT_EQ(cheapInit.predictInitNs(AlltoallAlgorithm::kPairwise, 2, 4, 4096), 0);
+  EXPECT_EQ(choose(true), AlltoallAlgorithm::kDirectWrite);
+  EXPECT_NE(choose(true, false), AlltoallAlgorithm::kDirectWrite);
+  // An init dearer than the other candidates' runs: per call they win, persistent it still does.
+  tuning.collectives.back().cost = CollectiveCost{1e9, 0, 0};
+  EXPECT_NE(choose(true), AlltoallAlgorithm::kDirectWrite);
+  EXPECT_EQ(choose(false), AlltoallAlgorithm::kDirectWrite);
+  // A local init is priced too: pairwise's costly init hands the call to the next cheapest run.
+  Tuning bruck = tuningFavouring(AlltoallAlgorithm::kPairwise);
+  for (messaging::CollectiveFit& fit : bruck.collectives) {
+    if (fit.name == alltoallFitName(AlltoallAlgorithm::kBruckModified)) fit.cost.perMessageNs = 20;
+  }
+  bruck.collectives.push_back({alltoallInitFitName(AlltoallAlgorithm::kPairwise), CollectiveCost{1e6, 0, 0}});
+  const AlltoallCostModel model = AlltoallCostModel::fromTuning(&bruck);
+  EXPECT_EQ(selectAlltoall(model, 4, 8, true, 1, false).algorithm, AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(model, 4, 8, true, 1, true).algorithm, AlltoallAlgorithm::kBruckModified);
 }
 
 // Across nodes a round costs one network latency however many of its
@@ -255,6 +298,43 @@ TEST(AlltoallSelectionThreads, EveryRankFollowsTheFile) {
         EXPECT_EQ(buffers.check(), "") << "rank " << env.rank;
       });
     }
+  }
+  std::remove(path.c_str());
+}
+
+// The blocking alltoall with a file that measured direct-write's init as
+// cheap runs direct-write per call on every rank (counted as auto's choice)
+// and delivers every byte; a file without that init fit keeps it out.
+TEST(AlltoallSelectionThreads, BlockingCallTakesDirectWriteOnlyWithItsMeasuredInit) {
+  const std::string path = ::testing::TempDir() + "ibdt-alltoall-percall-" + std::to_string(getpid()) + ".json";
+  for (bool measuredInit : {true, false}) {
+    Tuning tuning = tuningFavouring(AlltoallAlgorithm::kDirectWrite);
+    if (measuredInit) {
+      tuning.collectives.push_back({alltoallInitFitName(AlltoallAlgorithm::kDirectWrite), CollectiveCost{500, 20, 0}});
+    }
+    ASSERT_TRUE(messaging::writeTuningFile(path, tuning).isOk());
+    messaging::Options options;
+    options.tuneFile = path;
+    runRanks(4, options, [&](RankEnv& env) {
+      auto comm = Communicator::create(env.context);
+      ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+      Side send = testing::byteSide(1000), recv = testing::byteSide(1000);
+      for (int call = 0; call < 2; ++call) {
+        AlltoallBuffers buffers(send, recv, (*comm)->size(), (*comm)->rank());
+        Status status = alltoall(**comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count,
+                                 recv.type, AlltoallOptions{}, messaging::testing::soon());
+        ASSERT_TRUE(status.isOk()) << status.toString();
+        EXPECT_EQ(buffers.check(), "") << "rank " << env.rank << ", call " << call;
+      }
+      const auto& counts = (*comm)->algorithmCounts().at("alltoall");
+      const auto directWrite = counts.find("direct-write");
+      if (measuredInit) {
+        ASSERT_NE(directWrite, counts.end()) << "rank " << env.rank;
+        EXPECT_EQ(directWrite->second, (AlgorithmCount{2, 2})) << "rank " << env.rank;
+      } else {
+        EXPECT_EQ(directWrite, counts.end()) << "rank " << env.rank;
+      }
+    });
   }
   std::remove(path.c_str());
 }
