@@ -164,7 +164,7 @@ Result<Layout> layoutOf(bool vector, int64_t bytes) {
 // started): `reps` alltoallInit + destroy, the slowest rank's median. Auto's
 // plans include the selection (and, across nodes, its agreement).
 Result<double> timePlanCreation(messaging::Bootstrap& bootstrap, Communicator& comm, const AlltoallOptions& alltoall,
-                                const Layout& layout, std::vector<uint8_t>& send, std::vector<uint8_t>& recv,
+                                const Layout& layout, AlltoallBuffer& send, AlltoallBuffer& recv,
                                 int reps) {
   std::vector<double> mine;
   for (int rep = 0; rep < reps; ++rep) {
@@ -186,7 +186,7 @@ Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const
   const int size = comm.size(), rank = comm.rank();
   for (int64_t bytes : setup.bytes) {
     IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
-    std::vector<uint8_t> send, recv(static_cast<size_t>(bytes * size), 0);
+    AlltoallBuffer send, recv(static_cast<size_t>(bytes * size), 0);
     fillAlltoallSend(send, vector, bytes, size, rank);
     IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
                           collectives::alltoallInit(comm, send.data(), layout.sendCount, layout.sendType, recv.data(),
@@ -272,7 +272,7 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
 // process: what the exchange would cost with no transport at all.
 void runMemcpy(int ranks, const Setup& setup, Report& report) {
   for (int64_t bytes : setup.bytes) {
-    std::vector<uint8_t> send(static_cast<size_t>(bytes * ranks), 1), recv(send.size(), 0);
+    AlltoallBuffer send(static_cast<size_t>(bytes * ranks), 1), recv(send.size(), 0);
     auto seconds = measure(setup.warmup, alltoallRepsFor(bytes, setup.reps), alltoallCallsPerRep(bytes), [&] {
       for (int peer = 0; peer < ranks; ++peer) {
         std::memcpy(recv.data() + peer * bytes, send.data() + ((peer + 1) % ranks) * bytes, static_cast<size_t>(bytes));

@@ -11,10 +11,30 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
 namespace ibdt::perf {
+
+// Benchmark buffers start on a page, as OSU's do, so that the distance
+// between a send block and its peer's receive block modulo 4 KiB does not
+// depend on what the process allocated before: on AMD EPYC a 64 KiB
+// cross-process copy between buffers 16 bytes apart modulo 4 KiB took 3x
+// longer, and merely reading a tuning file moved the heap there
+// (docs/tuning.md).
+template <class T>
+struct PageAlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kPage{4096};
+  PageAlignedAllocator() = default;
+  template <class U>
+  PageAlignedAllocator(const PageAlignedAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kPage)); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kPage); }
+  friend bool operator==(const PageAlignedAllocator&, const PageAlignedAllocator&) { return true; }
+};
+using AlltoallBuffer = std::vector<uint8_t, PageAlignedAllocator<uint8_t>>;
 
 inline constexpr int64_t kAlltoallPiece = 8;    // vector row: data bytes per piece
 inline constexpr int64_t kAlltoallGap = 16;     // ... and bytes from one piece to the next
@@ -51,7 +71,7 @@ inline uint8_t alltoallPattern(int from, int to, int64_t k) {
 }
 
 // Fills a send buffer of `ranks` blocks (gaps of the vector row are 0xEE).
-inline void fillAlltoallSend(std::vector<uint8_t>& send, bool vector, int64_t bytes, int ranks, int rank) {
+inline void fillAlltoallSend(AlltoallBuffer& send, bool vector, int64_t bytes, int ranks, int rank) {
   const int64_t extent = alltoallSendExtent(vector, bytes);
   send.assign(static_cast<size_t>(extent * ranks), 0xEE);
   for (int to = 0; to < ranks; ++to) {
@@ -63,7 +83,7 @@ inline void fillAlltoallSend(std::vector<uint8_t>& send, bool vector, int64_t by
 
 // "" when recv (ranks * bytes, contiguous) holds every peer's block for
 // `rank`, else the first wrong byte.
-inline std::string checkAlltoallReceive(const std::vector<uint8_t>& recv, int64_t bytes, int ranks, int rank) {
+inline std::string checkAlltoallReceive(const AlltoallBuffer& recv, int64_t bytes, int ranks, int rank) {
   if (static_cast<int64_t>(recv.size()) != bytes * ranks) return "receive buffer of the wrong size";
   for (int from = 0; from < ranks; ++from) {
     for (int64_t k = 0; k < bytes; ++k) {

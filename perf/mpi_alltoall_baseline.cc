@@ -152,7 +152,7 @@ bool runRow(int rank, int size, int64_t bytes, bool vector, const Options& optio
     recvType = MPI_INT;
     recvCount = static_cast<int>(bytes / 4);
   }
-  std::vector<uint8_t> send, recv(static_cast<size_t>(bytes * size), 0);
+  ibdt::perf::AlltoallBuffer send, recv(static_cast<size_t>(bytes * size), 0);
   fillAlltoallSend(send, vector, bytes, size, rank);
   MPI_Alltoall(send.data(), sendCount, sendType, recv.data(), recvCount, recvType, MPI_COMM_WORLD);
   const std::string wrong = checkAlltoallReceive(recv, bytes, size, rank);

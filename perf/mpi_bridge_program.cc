@@ -105,7 +105,7 @@ struct AlltoallCase {
   int64_t bytes = 0;
   bool vector = false;
   int commSize = 0, commRank = 0;  // of the communicator the calls run on
-  std::vector<uint8_t> send, recv;
+  AlltoallBuffer send, recv;
   std::function<void()> mpi, ibdt;
 };
 
