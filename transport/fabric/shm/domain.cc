@@ -66,9 +66,18 @@ Status checkMapped(const void* address, size_t length, size_t page) {
   auto start = reinterpret_cast<uintptr_t>(address);
   uintptr_t first = start / page * page;
   size_t span = roundUp(start + length - first, page);
-  std::vector<unsigned char> residency(span / page);
-  if (mincore(reinterpret_cast<void*>(first), span, residency.data()) == 0) return Status::ok();
-  int error = errno;
+  // In pieces: a span across distant mappings (a struct type over separate
+  // buffers) can be terabytes, and one residency byte per page of it was
+  // gigabytes of memory before mincore could say "unmapped".
+  constexpr size_t kPagesPerCheck = 4096;
+  unsigned char residency[kPagesPerCheck];
+  int error = 0;
+  for (size_t done = 0; done < span && error == 0;) {
+    const size_t piece = std::min(span - done, kPagesPerCheck * page);
+    if (mincore(reinterpret_cast<void*>(first + done), piece, residency) != 0) error = errno;
+    done += piece;
+  }
+  if (error == 0) return Status::ok();
   if (error == ENOMEM) {
     return makeError(Code::kInvalidArgument, "memory registration of ", address, " (", length,
                      " bytes): the range contains unmapped pages");
