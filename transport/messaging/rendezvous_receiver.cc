@@ -172,10 +172,7 @@ void RendezvousReceiver::finish(uint32_t transferId) {
   transfers_.erase(found);
 }
 
-bool RendezvousReceiver::involves(int rank) const {
-  return std::any_of(transfers_.begin(), transfers_.end(),
-                     [rank](const auto& entry) { return entry.second->op->peer == rank; });
-}
+bool RendezvousReceiver::involves(int rank) const { return anyTransferWith(transfers_, rank); }
 
 Status RendezvousReceiver::checkPeerClosed(int rank) const {
   for (const auto& [id, transfer] : transfers_) {
@@ -187,12 +184,7 @@ Status RendezvousReceiver::checkPeerClosed(int rank) const {
 }
 
 void RendezvousReceiver::failPeer(int rank, const Status& failure) {
-  if (static_cast<size_t>(rank) < active_.size()) active_[static_cast<size_t>(rank)].clear();
-  std::erase_if(transfers_, [&](auto& entry) {
-    if (entry.second->op->peer != rank) return false;
-    completeOperation(*entry.second->op, failure);
-    return true;
-  });
+  failTransfersWith(transfers_, active_, rank, failure);
 }
 
 }  // namespace ibdt::messaging

@@ -13,6 +13,7 @@
 
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/rendezvous_services.h"
+#include "transport/messaging/rendezvous_transfers.h"
 #include "transport/messaging/transfers.h"
 
 namespace ibdt::messaging {
@@ -52,7 +53,7 @@ class RendezvousReceiver {
   const ProtocolSelector& selector_;
   TypeCache& types_;
   TransferIds& ids_;
-  std::unordered_map<uint32_t, std::unique_ptr<RecvTransfer>> transfers_;
+  TransfersById<RecvTransfer> transfers_;
   std::vector<std::deque<uint32_t>> active_;  // per rank: P-RRS receives with reads left to post
 };
 

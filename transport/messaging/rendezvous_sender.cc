@@ -236,10 +236,7 @@ void RendezvousSender::finish(uint32_t transferId) {
   transfers_.erase(found);
 }
 
-bool RendezvousSender::involves(int rank) const {
-  return std::any_of(transfers_.begin(), transfers_.end(),
-                     [rank](const auto& entry) { return entry.second->op->peer == rank; });
-}
+bool RendezvousSender::involves(int rank) const { return anyTransferWith(transfers_, rank); }
 
 Status RendezvousSender::checkPeerClosed(int rank) const {
   for (const auto& [id, transfer] : transfers_) {
@@ -253,12 +250,7 @@ Status RendezvousSender::checkPeerClosed(int rank) const {
 }
 
 void RendezvousSender::failPeer(int rank, const Status& failure) {
-  if (static_cast<size_t>(rank) < active_.size()) active_[static_cast<size_t>(rank)].clear();
-  std::erase_if(transfers_, [&](auto& entry) {
-    if (entry.second->op->peer != rank) return false;
-    completeOperation(*entry.second->op, failure);
-    return true;
-  });
+  failTransfersWith(transfers_, active_, rank, failure);
 }
 
 }  // namespace ibdt::messaging

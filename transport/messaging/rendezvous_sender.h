@@ -17,6 +17,7 @@
 
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/rendezvous_services.h"
+#include "transport/messaging/rendezvous_transfers.h"
 #include "transport/messaging/transfers.h"
 
 namespace ibdt::messaging {
@@ -61,7 +62,7 @@ class RendezvousSender {
   const Options& options_;
   Counters& counters_;
   TransferIds& ids_;
-  std::unordered_map<uint32_t, std::unique_ptr<SendTransfer>> transfers_;
+  TransfersById<SendTransfer> transfers_;
   std::vector<std::deque<uint32_t>> active_;  // per rank: transfers with writes left to post
   struct PostScratch {                        // advanceTransfer's lists, reused rather than reallocated
     std::vector<fabric::SendRequest> requests;
