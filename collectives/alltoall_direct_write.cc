@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/copy_bytes.h"
 #include "base/log.h"
 #include "collectives/alltoall_pairwise.h"
 
@@ -139,7 +140,7 @@ Status DirectWriteAlltoall::start() {
     startRequest(pair.readySend, pair.readySendPending, peer, "ready to");
   }
   const DirectBlock& own = blocks_[static_cast<size_t>(rank)];
-  if (own.sendBytes > 0) std::memcpy(own.recv, own.send, static_cast<size_t>(own.sendBytes));
+  if (own.sendBytes > 0) copyBytes(own.recv, own.send, static_cast<size_t>(own.sendBytes));
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/checked_math.h"
+#include "base/copy_bytes.h"
 #include "datatype/copy_kernels.h"
 #include "datatype/segment_program.h"
 #include "datatype/type_impl.h"
@@ -20,10 +21,11 @@ struct CopyOp {
 
   bool run(int64_t at, int64_t bytes) {
     char* t = reinterpret_cast<char*>(typed + static_cast<uintptr_t>(at));
+    // One run can be a whole message: copyBytes avoids memcpy's slow distances.
     if constexpr (kPack) {
-      std::memcpy(packed, t, static_cast<size_t>(bytes));
+      copyBytes(packed, t, static_cast<size_t>(bytes));
     } else {
-      std::memcpy(t, packed, static_cast<size_t>(bytes));
+      copyBytes(t, packed, static_cast<size_t>(bytes));
     }
     packed += bytes;
     return true;

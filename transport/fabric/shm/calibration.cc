@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "base/fastest.h"
+#include "transport/fabric/shm/copy_distance.h"
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/remote_copy.h"
 
 namespace ibdt::fabric::shm {
 
 TransferCost calibrateTransfer(size_t page, bool crossMemoryAttach) {
+  measureCrossMemorySlowDistances();  // before the copies below: they may be at such a distance
   constexpr size_t kPieces = 64;
   constexpr size_t kBulk = 4 << 20;  // beyond a core's L2: messages stream from memory
   std::vector<uint8_t> from(kBulk, 1), to(kBulk, 2);

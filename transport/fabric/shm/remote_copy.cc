@@ -6,10 +6,14 @@
 #include <cerrno>
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "base/log.h"
+#include "base/copy_bytes.h"
+#include "transport/fabric/shm/copy_distance.h"
 
 namespace ibdt::fabric::shm {
 namespace {
@@ -96,6 +100,42 @@ CopyOutcome crossMemoryCopy(Direction direction, pid_t pid, std::vector<iovec>& 
   return {};
 }
 
+// One piece at a distance where this CPU's cross-memory copy is slow
+// (copy_distance.h): through a staging buffer placed half a page from the
+// local end, so both the local memcpy and the kernel's copy are at benign
+// distances. About one extra in-cache memcpy: 8 against 29 µs per 64 KiB on
+// the EPYC VM.
+CopyOutcome stagedCrossMemoryCopy(Direction direction, pid_t pid, const iovec& local, const iovec& remote) {
+  constexpr size_t kChunk = 64 << 10;
+  constexpr size_t kPage = 4096;
+  thread_local std::unique_ptr<uint8_t, decltype(&std::free)> staging(nullptr, &std::free);
+  if (!staging) staging.reset(static_cast<uint8_t*>(std::aligned_alloc(kPage, kChunk + kPage)));
+  auto* near = static_cast<uint8_t*>(local.iov_base);
+  auto* far = static_cast<uint8_t*>(remote.iov_base);
+  for (size_t done = 0; done < local.iov_len;) {
+    size_t chunk = std::min(kChunk, local.iov_len - done);
+    uint8_t* stage = staging.get() + (reinterpret_cast<uintptr_t>(near + done) + kPage / 2) % kPage;
+    thread_local std::vector<iovec> staged(1), peer(1);  // crossMemoryCopy advances them
+    staged[0] = {stage, chunk};
+    peer[0] = {far + done, chunk};
+    if (direction == Direction::kToPeer) std::memcpy(stage, near + done, chunk);
+    CopyOutcome outcome = crossMemoryCopy(direction, pid, staged, peer);
+    if (outcome.status != CompletionStatus::kSuccess) return outcome;
+    if (direction == Direction::kFromPeer) std::memcpy(near + done, stage, chunk);
+    done += chunk;
+  }
+  return {};
+}
+
+// Whether one local piece and the remote piece it fills are at a distance
+// where this CPU's cross-memory copy is slow.
+bool slowForCrossMemory(Direction direction, const iovec& local, uint64_t remoteAddress) {
+  auto near = reinterpret_cast<uintptr_t>(local.iov_base);
+  auto far = static_cast<uintptr_t>(remoteAddress);
+  SlowDistances slow = crossMemorySlowDistances();
+  return direction == Direction::kToPeer ? slow.slow(far, near, local.iov_len) : slow.slow(near, far, local.iov_len);
+}
+
 }  // namespace
 
 CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> local,
@@ -117,7 +157,17 @@ CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> lo
   for (const RemotePiece& piece : remote) {
     if (piece.length == 0) continue;
     if (piece.mapped == nullptr) {
+      size_t mark = localBatch.size();
       cursor.take(piece.length, localBatch);
+      if (localBatch.size() == mark + 1 && slowForCrossMemory(direction, localBatch.back(), piece.address)) {
+        iovec near = localBatch.back();
+        localBatch.pop_back();
+        CopyOutcome outcome = flush();  // the pieces before it first: the order of effects
+        if (outcome.status != CompletionStatus::kSuccess) return outcome;
+        outcome = stagedCrossMemoryCopy(direction, pid, near, {reinterpret_cast<void*>(piece.address), piece.length});
+        if (outcome.status != CompletionStatus::kSuccess) return outcome;
+        continue;
+      }
       remoteBatch.push_back({reinterpret_cast<void*>(piece.address), piece.length});
       continue;
     }
@@ -130,9 +180,9 @@ CopyOutcome copyRemote(Direction direction, pid_t pid, std::span<const iovec> lo
     uint8_t* at = piece.mapped;
     for (const iovec& part : slice) {
       if (direction == Direction::kToPeer) {
-        std::memcpy(at, part.iov_base, part.iov_len);
+        copyBytes(at, part.iov_base, part.iov_len);
       } else {
-        std::memcpy(part.iov_base, at, part.iov_len);
+        copyBytes(part.iov_base, at, part.iov_len);
       }
       at += part.iov_len;
     }
@@ -161,14 +211,14 @@ void walkIovecs(std::span<const iovec> iovs, size_t offset, size_t length, Copy&
 
 void gatherFromIovecs(std::span<const iovec> iovs, size_t offset, uint8_t* out, size_t length) {
   walkIovecs(iovs, offset, length, [&](uint8_t* from, size_t chunk) {
-    std::memcpy(out, from, chunk);
+    copyBytes(out, from, chunk);
     out += chunk;
   });
 }
 
 void scatterToIovecs(std::span<const iovec> iovs, size_t offset, const uint8_t* in, size_t length) {
   walkIovecs(iovs, offset, length, [&](uint8_t* to, size_t chunk) {
-    std::memcpy(to, in, chunk);
+    copyBytes(to, in, chunk);
     in += chunk;
   });
 }
