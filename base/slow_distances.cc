@@ -26,7 +26,8 @@ std::string SlowDistances::describe() const {
   if ((mask_ >> kZeroBucket) & 1) text = "0";
   for (int bucket = 0; bucket < kBuckets; ++bucket) {
     if (!((mask_ >> bucket) & 1)) continue;
-    text += strCat(text.empty() ? "" : " ", "[", bucketStart(bucket), ",", bucketStart(bucket) + kBucket, ")");
+    int64_t from = bucketStart(bucket) == 0 ? 1 : bucketStart(bucket);  // 0 is its own bucket
+    text += strCat(text.empty() ? "" : " ", "[", from, ",", bucketStart(bucket) + kBucket, ")");
   }
   return text.empty() ? "none" : text;
 }

@@ -5,10 +5,12 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/copy_bytes.h"
 #include "bootstrap/backends.h"
 #include "build_info.h"
 #include "ibdt/fabric.h"
 #include "datatype/block_copy.h"
+#include "transport/fabric/shm/copy_distance.h"
 #include "transport/messaging/tuning.h"
 #include "transport/messaging/tuning_decisions.h"
 
@@ -93,6 +95,16 @@ void printPackCopy() {
               static_cast<long long>(plan->streamAbove >> 20));
 }
 
+// Copy distances this CPU is slow at (base/slow_distances.h): memcpy's,
+// measured here, and the cross-memory copy's, measured when the shm domain
+// above opened.
+void printCopyDistances() {
+  std::printf("\nslow copy distances (destination - source mod 4096, copies >= 4 KiB take another route): "
+              "memcpy %s; cross-memory %s\n",
+              ibdt::memcpySlowDistances().describe().c_str(),
+              ibdt::fabric::shm::crossMemorySlowDistances().describe().c_str());
+}
+
 }  // namespace
 
 int main() {
@@ -102,6 +114,7 @@ int main() {
   std::printf("bootstrap: %s\n", bootstrap.isOk() ? std::string(*bootstrap).c_str() : bootstrap.status().toString().c_str());
   printPackCopy();
   printProviders();
+  printCopyDistances();
   std::printf("\nconfiguration (IBDT_* environment variables):\n");
   int status = 0;
   for (const auto& knob : ibdt::config::knobs()) {
