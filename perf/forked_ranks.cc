@@ -20,6 +20,11 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
+// A dead peer's socket fails with EPIPE or ECONNRESET: the peer failed.
+Code socketErrorCode(int error) {
+  return error == EPIPE || error == ECONNRESET ? Code::kPeerFailed : Code::kSystem;
+}
+
 // `peer` is the rank at the other end, for the message.
 Status writeAll(int fd, int peer, const void* data, size_t length) {
   const auto* at = static_cast<const uint8_t*>(data);
@@ -28,7 +33,7 @@ Status writeAll(int fd, int peer, const void* data, size_t length) {
     ssize_t n = send(fd, at, length, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return makeError(Code::kSystem, "forked ranks: socket write to rank ", peer, ": ", std::strerror(errno));
+      return makeError(socketErrorCode(errno), "forked ranks: socket write to rank ", peer, ": ", std::strerror(errno));
     }
     at += n;
     length -= static_cast<size_t>(n);
@@ -43,7 +48,7 @@ Status readAll(int fd, int peer, void* data, size_t length) {
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) return makeError(Code::kPeerFailed, "forked ranks: rank ", peer, " closed its socket");
     if (n < 0) {
-      return makeError(Code::kSystem, "forked ranks: socket read from rank ", peer, ": ", std::strerror(errno));
+      return makeError(socketErrorCode(errno), "forked ranks: socket read from rank ", peer, ": ", std::strerror(errno));
     }
     at += n;
     length -= static_cast<size_t>(n);

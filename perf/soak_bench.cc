@@ -6,7 +6,8 @@
 //   mix:    one job per rank count for --seconds; reports rounds and bytes
 //           checked (and per minute); any wrong byte or error fails.
 //   --kill: --jobs jobs per rank count; in each, once every rank runs its
-//           rounds, a random rank is SIGKILLed after a random delay. Every
+//           rounds (--during-create: from the fork on), --victims random
+//           ranks are SIGKILLed, each after its own random delay. Every
 //           survivor must end its rounds with an error that is not a
 //           timeout, with no wrong byte, and exit within 2 x --bound;
 //           otherwise the bench fails.
@@ -33,7 +34,9 @@ struct SoakOptions {
   double seconds = 10;
   bool kill = false;
   int jobs = 4;
-  int delayMs = 300;  // kill: the victim dies 0..delayMs after every rank started its rounds
+  int delayMs = 300;  // kill: each victim dies 0..delayMs after every rank started its rounds
+  int victims = 1;    // kill: ranks SIGKILLed per job (fewer than the ranks)
+  bool duringCreate = false;  // kill: 0..delayMs after the fork, while ranks create their contexts
   int boundSeconds = 30;
   uint64_t seed = 0x50a4;
   std::string provider = "auto";
@@ -79,31 +82,69 @@ void runMix(const SoakOptions& options, int ranks, Report& report, std::string& 
               {"MB checked/min", static_cast<double>(bytes) / 1e6 / minutes}, {"failed ranks", failures}});
 }
 
-// One kill job's row; its victim and delay come from the job's seed.
+// The job's victims: distinct ranks, each with its own delay, from the seed.
+std::vector<SoakJobSpec::Victim> pickVictims(const SoakOptions& options, int ranks, uint64_t seed) {
+  datatype::testing::TypeGenerator pick(seed);
+  std::vector<int> order(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) order[static_cast<size_t>(r)] = r;
+  for (int i = ranks - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(pick.uniform(0, i))]);
+  std::vector<SoakJobSpec::Victim> victims;
+  for (int i = 0; i < std::min(options.victims, ranks - 1); ++i) {
+    victims.push_back({order[static_cast<size_t>(i)], std::chrono::milliseconds(pick.uniform(0, options.delayMs))});
+  }
+  return victims;
+}
+
+std::string listOf(const std::vector<SoakJobSpec::Victim>& victims, bool delays) {
+  std::string text;
+  for (const auto& victim : victims) {
+    text += strCat(text.empty() ? "" : ",", delays ? victim.delay.count() : static_cast<int64_t>(victim.rank));
+  }
+  return text;
+}
+
+// A victim dies of its SIGKILL, outside its rounds' end; a later victim may
+// instead have ended first with the error the earlier death caused.
+bool victimEndedAsMeant(const SoakRankEnd& end, bool first) {
+  if (WIFSIGNALED(end.waitStatus) && WTERMSIG(end.waitStatus) == SIGKILL && !end.roundsEnded) return true;
+  return !first && complaint(end, true).empty();
+}
+
+// One kill job's row; its victims and delays come from the job's seed.
 void runKillJob(const SoakOptions& options, int ranks, int job, Report& report, std::map<std::string, int>& codes,
                 std::string& provider) {
   SoakJobSpec spec;
   spec.ranks = ranks;
   spec.provider = options.provider;
   spec.seed = options.seed * 31 + static_cast<uint64_t>(job) * 1000003 + static_cast<uint64_t>(ranks);
-  datatype::testing::TypeGenerator pick(spec.seed);
   spec.kill = true;
-  spec.victim = static_cast<int>(pick.uniform(0, ranks - 1));
-  spec.killDelay = std::chrono::milliseconds(pick.uniform(0, options.delayMs));
+  spec.victims = pickVictims(options, ranks, spec.seed);
+  spec.duringCreate = options.duringCreate;
   spec.bound = std::chrono::seconds(options.boundSeconds);
   auto result = runSoakJob(spec, tag("kill", ranks, job));
   if (!result.isOk()) return reportFailure("soak --kill: " + result.status().toString());
-  provider = result->ranks[spec.victim == 0 ? 1 : 0].provider;
+  auto isVictim = [&](int r) {
+    return std::any_of(spec.victims.begin(), spec.victims.end(), [r](const auto& v) { return v.rank == r; });
+  };
+  for (int r = 0; r < ranks && provider.empty(); ++r) {
+    if (!isVictim(r)) provider = result->ranks[static_cast<size_t>(r)].provider;
+  }
+  const int firstVictim = std::min_element(spec.victims.begin(), spec.victims.end(), [](const auto& a, const auto& b) {
+                            return a.delay < b.delay;
+                          })->rank;
   int errors = 0, failures = 0;
   uint64_t rounds = 0;
   int64_t bytes = 0;
   double slowest = 0;
+  const std::string what = strCat("soak --kill at ", ranks, " ranks, job ", job, " (ranks ", listOf(spec.victims, false),
+                                  " killed after ", listOf(spec.victims, true), " ms",
+                                  spec.duringCreate ? " from the fork" : "", ")");
   for (int r = 0; r < ranks; ++r) {
     const SoakRankEnd& end = result->ranks[static_cast<size_t>(r)];
-    if (r == spec.victim) {
-      if (WIFSIGNALED(end.waitStatus) && WTERMSIG(end.waitStatus) == SIGKILL && !end.roundsEnded) continue;
-      reportFailure(strCat("soak --kill at ", ranks, " ranks, job ", job, ": victim rank ", r,
-                           " was not killed in its rounds (", describeExit(end.waitStatus), ") ", end.message));
+    if (isVictim(r)) {
+      if (victimEndedAsMeant(end, r == firstVictim)) continue;
+      reportFailure(strCat(what, ": victim rank ", r, " was not killed in its rounds (", describeExit(end.waitStatus),
+                           ") ", end.message));
       ++failures;
       continue;
     }
@@ -112,22 +153,23 @@ void runKillJob(const SoakOptions& options, int ranks, int job, Report& report, 
     slowest = std::max(slowest, end.secondsAfterKill);
     if (end.roundsEnded && end.code != Code::kOk) ++errors, ++codes[std::string(codeName(end.code))];
     if (std::string why = complaint(end, true); !why.empty()) {
-      reportFailure(strCat("soak --kill at ", ranks, " ranks, job ", job, " (rank ", spec.victim, " killed after ",
-                           spec.killDelay.count(), " ms): rank ", r, ": ", why));
+      reportFailure(strCat(what, ": rank ", r, ": ", why));
       ++failures;
     }
   }
-  report.add({{"ranks", ranks}, {"job", job}, {"victim", spec.victim}, {"kill after ms", spec.killDelay.count()},
-              {"rounds", rounds}, {"bytes checked", bytes}, {"survivors", ranks - 1}, {"errors", errors},
-              {"failed ranks", failures}, {"s to last exit", slowest}});
+  const int survivors = ranks - static_cast<int>(spec.victims.size());
+  report.add({{"ranks", ranks}, {"job", job}, {"victims", listOf(spec.victims, false)},
+              {"kill after ms", listOf(spec.victims, true)}, {"rounds", rounds}, {"bytes checked", bytes},
+              {"survivors", survivors}, {"errors", errors}, {"failed ranks", failures}, {"s to last exit", slowest}});
 }
 
 void runSoak(const SoakOptions& options, const CommonOptions& common) {
   const std::vector<int> rankCounts = options.ranks.empty() ? std::vector<int>{4} : options.ranks;
   Report report = options.kill
-                      ? Report("soak --kill: a random rank SIGKILLed at a random point; survivors must end with an "
-                               "error, never a timeout, a hang or a wrong byte",
-                               {"ranks", "job", "victim", "kill after ms", "rounds", "bytes checked", "survivors",
+                      ? Report(strCat("soak --kill: ", options.victims, " random rank(s) SIGKILLed at random points ",
+                                      options.duringCreate ? "while the ranks create their contexts" : "in the rounds",
+                                      "; survivors must end with an error, never a timeout, a hang or a wrong byte"),
+                               {"ranks", "job", "victims", "kill after ms", "rounds", "bytes checked", "survivors",
                                 "errors", "failed ranks", "s to last exit"})
                       : Report("soak: random point-to-point (random derived types) and collectives, every byte checked",
                                {"ranks", "seconds", "rounds", "bytes checked", "rounds/min", "MB checked/min",
@@ -169,6 +211,10 @@ void addSoakBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--jobs", options->jobs, "kill mode: jobs per rank count (default 4)")->check(CLI::Range(1, 100000));
   sub->add_option("--kill-delay-ms", options->delayMs, "kill mode: the kill comes 0..this after the rounds start "
                                                        "(default 300)")->check(CLI::Range(0, 600000));
+  sub->add_option("--victims", options->victims, "kill mode: ranks killed per job, each at its own delay (default 1; "
+                                                 "at most ranks - 1)")->check(CLI::Range(1, 7));
+  sub->add_flag("--during-create", options->duringCreate, "kill mode: the kills come 0..--kill-delay-ms after the fork, "
+                                                          "while the ranks open, connect and create");
   sub->add_option("--bound", options->boundSeconds, "seconds each wait may take (default 30)")->check(CLI::Range(1, 3600));
   sub->add_option("--seed", options->seed, "the rounds' seed");
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");

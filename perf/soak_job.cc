@@ -116,15 +116,23 @@ SoakRankEnd endOf(const SharedRecord& record) {
 }
 
 // Kill mode: waits until every rank runs its rounds (or one ended early),
-// then the delay; SIGKILLs the victim. Returns when it was killed.
-Clock::time_point killVictim(const SoakJobSpec& spec, const std::vector<pid_t>& pids, SharedRecord* records) {
-  const auto startBy = Clock::now() + spec.bound;
-  auto running = [&] {
-    return std::all_of(records, records + spec.ranks, [](const SharedRecord& r) { return r.state.load() != kStarting; });
-  };
-  while (!running() && Clock::now() < startBy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::this_thread::sleep_for(spec.killDelay);
-  kill(pids[static_cast<size_t>(spec.victim)], SIGKILL);
+// unless the kills come during creation; then SIGKILLs each victim at its
+// delay from there. Returns when the last one was killed.
+Clock::time_point killVictims(const SoakJobSpec& spec, const std::vector<pid_t>& pids, SharedRecord* records) {
+  if (!spec.duringCreate) {
+    const auto startBy = Clock::now() + spec.bound;
+    auto running = [&] {
+      return std::all_of(records, records + spec.ranks, [](const SharedRecord& r) { return r.state.load() != kStarting; });
+    };
+    while (!running() && Clock::now() < startBy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto from = Clock::now();
+  std::vector<SoakJobSpec::Victim> victims = spec.victims;
+  std::sort(victims.begin(), victims.end(), [](const auto& a, const auto& b) { return a.delay < b.delay; });
+  for (const SoakJobSpec::Victim& victim : victims) {
+    std::this_thread::sleep_until(from + victim.delay);
+    kill(pids[static_cast<size_t>(victim.rank)], SIGKILL);
+  }
   return Clock::now();
 }
 
@@ -140,7 +148,7 @@ Result<SoakJobResult> runSoakJob(const SoakJobSpec& spec, const std::string& job
                         }));
   SoakJobResult result;
   result.ranks.resize(pids.size());
-  Clock::time_point killed = spec.kill ? killVictim(spec, pids, records) : started;
+  Clock::time_point killed = spec.kill ? killVictims(spec, pids, records) : started;
   const auto giveUp = (spec.kill ? killed : started + spec.mixFor) + 2 * spec.bound;
   size_t left = pids.size();
   std::vector<bool> reaped(pids.size(), false);

@@ -1,7 +1,8 @@
 // perf/soak_job.h — one job of `ibdt-bench soak` (issue 17): N forked ranks
 // over a real provider (shm by default) run the soak's rounds
 // (tests/support/soak_round.h), either for a given time (mix) or until they
-// fail (kill: the bench SIGKILLs one rank once all are running). The bench
+// fail (kill: the bench SIGKILLs one or more ranks once all are running, or
+// while they are still creating their contexts). The bench
 // process only supervises: it reaps every rank, and one that has not ended
 // within the bound is killed and counted as hung.
 #pragma once
@@ -22,9 +23,13 @@ struct SoakJobSpec {
   std::string provider = "auto";
   uint64_t seed = 0;
   std::chrono::milliseconds mixFor{0};     // mix: rounds until rank 0 has run this long
-  bool kill = false;                       // kill: rounds until failure; `victim` is SIGKILLed
-  int victim = 0;
-  std::chrono::milliseconds killDelay{0};  // after every rank is running its rounds
+  bool kill = false;                       // kill: rounds until failure; the victims are SIGKILLed
+  struct Victim {
+    int rank = 0;
+    std::chrono::milliseconds delay{0};    // after every rank runs its rounds, or after the fork (duringCreate)
+  };
+  std::vector<Victim> victims;
+  bool duringCreate = false;               // kill while the ranks open, connect and create (not waiting for rounds)
   std::chrono::seconds bound{30};          // every wait of a round; a rank alive 2 x bound later is hung
 };
 
@@ -40,7 +45,7 @@ struct SoakRankEnd {
   std::string message;            // the error or the wrong byte
   int waitStatus = 0;
   bool hung = false;              // still alive at the bound: killed by the bench
-  double secondsAfterKill = 0;    // kill mode: reaped this long after the victim's SIGKILL
+  double secondsAfterKill = 0;    // kill mode: reaped this long after the last victim's SIGKILL
 };
 
 struct SoakJobResult {
