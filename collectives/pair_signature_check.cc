@@ -4,7 +4,8 @@
 namespace ibdt::collectives {
 namespace {
 
-constexpr size_t kWords = 6;  // send hash, elements; receive hash, elements; send count, receive count
+// send hash, elements; receive hash, elements; send count, receive count
+constexpr size_t kWords = PairSignatureCheck::kWords;
 constexpr int64_t kNothing = -1;  // a header slot no message filled (the peer failed)
 
 }  // namespace
@@ -16,14 +17,35 @@ PairSignatureCheck::PairSignatureCheck(const Communicator& comm, const Alltoallv
   theirs_.assign(size * kWords, kNothing);
   skipped_.assign(size, 0);
   silent_.resize(size);
-  for (size_t peer = 0; peer < size; ++peer) {
-    mine_[peer * kWords + 0] = static_cast<int64_t>(args.sendSignatures[peer].hash);
-    mine_[peer * kWords + 1] = args.sendSignatures[peer].elements;
-    mine_[peer * kWords + 2] = static_cast<int64_t>(args.recvSignatures[peer].hash);
-    mine_[peer * kWords + 3] = args.recvSignatures[peer].elements;
-    mine_[peer * kWords + 4] = args.sendcounts[peer];
-    mine_[peer * kWords + 5] = args.recvcounts[peer];
+  for (size_t peer = 0; peer < size; ++peer) pairWords(args, peer, mine_.data() + peer * kWords);
+}
+
+void PairSignatureCheck::pairWords(const AlltoallvArgs& args, size_t peer, int64_t* words) {
+  words[0] = static_cast<int64_t>(args.sendSignatures[peer].hash);
+  words[1] = args.sendSignatures[peer].elements;
+  words[2] = static_cast<int64_t>(args.recvSignatures[peer].hash);
+  words[3] = args.recvSignatures[peer].elements;
+  words[4] = args.sendcounts[peer];
+  words[5] = args.recvcounts[peer];
+}
+
+Status PairSignatureCheck::comparePair(int rank, int peer, bool inPlace, const int64_t* mine, const int64_t* theirs,
+                                       bool dataStillExchanged) {
+  if (inPlace && (theirs[4] != mine[5] || theirs[5] != mine[4])) {  // in place, items are counted alike
+    return makeError(Code::kInvalidArgument, "alltoallv (in place) rank ", rank, ": rank ", peer, " sends ",
+                     theirs[4], " elements where this rank expects ", mine[5], ", and expects ", theirs[5],
+                     " where this rank sends ", mine[4], " (in place, every rank must use the same recvtype;",
+                     " the signatures must match)");
   }
+  // What the peer sends me against what I expect, and what it expects against what I send.
+  const bool recvOk = theirs[0] == mine[2] && theirs[1] == mine[3];
+  const bool sendOk = theirs[2] == mine[0] && theirs[3] == mine[1];
+  if (recvOk && sendOk) return Status::ok();
+  return makeError(Code::kInvalidArgument, "alltoallv rank ", rank, ": the signatures with rank ", peer,
+                   " differ (it sends ", theirs[1], " basic elements, this rank expects ", mine[3], "; it expects ",
+                   theirs[3], ", this rank sends ", mine[1], "; equal numbers: the basic types differ); ",
+                   dataStillExchanged ? "the blocks were exchanged and checked on arrival"
+                                      : "neither direction is exchanged");
 }
 
 Result<std::unique_ptr<PairSignatureCheck>> PairSignatureCheck::create(Communicator& comm,
@@ -67,28 +89,10 @@ Status PairSignatureCheck::verdict(std::vector<uint8_t>& sendOk, std::vector<uin
       }
       continue;
     }
-    // What the peer sends me against what I expect, and what it expects against what I send.
-    recvOk[peer] = theirs[0] == mine[2] && theirs[1] == mine[3];
-    sendOk[peer] = theirs[2] == mine[0] && theirs[3] == mine[1];
-    if (args_.inPlace && (theirs[4] != mine[5] || theirs[5] != mine[4])) {  // in place, items are counted alike
-      sendOk[peer] = recvOk[peer] = 0;
-      if (first.isOk()) {
-        first = makeError(Code::kInvalidArgument, "alltoallv (in place) rank ", rank_, ": rank ", peer, " sends ",
-                          theirs[4], " elements where this rank expects ", mine[5], ", and expects ", theirs[5],
-                          " where this rank sends ", mine[4], " (in place, every rank must use the same recvtype;",
-                          " the signatures must match)");
-      }
-      continue;
-    }
-    if ((!recvOk[peer] || !sendOk[peer]) && first.isOk()) {
-      first = makeError(Code::kInvalidArgument, "alltoallv rank ", rank_, ": the signatures with rank ", peer,
-                        " differ (it sends ", theirs[1], " basic elements, this rank expects ", mine[3],
-                        "; it expects ", theirs[3], ", this rank sends ", mine[1],
-                        "; equal numbers: the basic types differ); ",
-                        dataStillExchanged_ ? "the blocks were exchanged and checked on arrival"
-                                            : "neither direction is exchanged");
-    }
-    if (!recvOk[peer] || !sendOk[peer]) sendOk[peer] = recvOk[peer] = 0;  // both ways: the pair is out
+    Status pair = comparePair(rank_, static_cast<int>(peer), args_.inPlace, mine, theirs, dataStillExchanged_);
+    if (pair.isOk()) continue;
+    sendOk[peer] = recvOk[peer] = 0;  // both ways: the pair is out
+    if (first.isOk()) first = std::move(pair);
   }
   return first;
 }

@@ -18,6 +18,15 @@ namespace ibdt::collectives {
 
 class PairSignatureCheck {
  public:
+  // The words one rank tells `peer` about their pair (see the .cc).
+  static constexpr size_t kWords = 6;
+  static void pairWords(const AlltoallvArgs& args, size_t peer, int64_t* words);
+  // Whether the pair matches, given this rank's words for `peer` and the
+  // peer's for this rank: ok, or an error naming the peer. Symmetric: both
+  // ranks of a pair reach the same verdict. `dataStillExchanged`: the
+  // caller exchanges the blocks anyway (the error says so).
+  static Status comparePair(int rank, int peer, bool inPlace, const int64_t* mine, const int64_t* theirs,
+                            bool dataStillExchanged);
   static Result<std::unique_ptr<PairSignatureCheck>> create(Communicator& comm, const AlltoallvArgs& args,
                                                             int64_t throttle);
   // The exchange, run as a plan phase.
