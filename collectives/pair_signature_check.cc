@@ -1,6 +1,8 @@
 // The alltoallv pair check (see pair_signature_check.h).
 #include "collectives/pair_signature_check.h"
 
+#include <algorithm>
+
 namespace ibdt::collectives {
 namespace {
 
@@ -13,11 +15,11 @@ constexpr int64_t kNothing = -1;  // a header slot no message filled (the peer f
 PairSignatureCheck::PairSignatureCheck(const Communicator& comm, const AlltoallvArgs& args)
     : rank_(comm.rank()), args_(args) {
   const size_t size = static_cast<size_t>(comm.size());
-  mine_.resize(size * kWords);
-  theirs_.assign(size * kWords, kNothing);
+  mine_.resize(size * kMessageWords);
+  theirs_.assign(size * kMessageWords, kNothing);
   skipped_.assign(size, 0);
   silent_.resize(size);
-  for (size_t peer = 0; peer < size; ++peer) pairWords(args, peer, mine_.data() + peer * kWords);
+  for (size_t peer = 0; peer < size; ++peer) pairWords(args, peer, mine_.data() + peer * kMessageWords);
 }
 
 void PairSignatureCheck::pairWords(const AlltoallvArgs& args, size_t peer, int64_t* words) {
@@ -49,15 +51,20 @@ Status PairSignatureCheck::comparePair(int rank, int peer, bool inPlace, const i
 }
 
 Result<std::unique_ptr<PairSignatureCheck>> PairSignatureCheck::create(Communicator& comm,
-                                                                       const AlltoallvArgs& args, int64_t throttle) {
+                                                                       const AlltoallvArgs& args, int64_t throttle,
+                                                                       int64_t call) {
   std::unique_ptr<PairSignatureCheck> check(new PairSignatureCheck(comm, args));
+  for (size_t peer = 0; peer < static_cast<size_t>(comm.size()); ++peer) {
+    check->mine_[peer * kMessageWords + kWords] = call;
+  }
   const datatype::Datatype word = datatype::Datatype::of<int64_t>();
   PairwiseLayout layout{word, word, {}};
   for (int peer = 0; peer < comm.size(); ++peer) {
     const bool self = peer == comm.rank();  // its own pair was checked at init
-    const size_t at = static_cast<size_t>(peer) * kWords;
-    layout.peers.push_back({reinterpret_cast<const std::byte*>(check->mine_.data() + at), self ? 0 : int64_t{kWords},
-                            reinterpret_cast<std::byte*>(check->theirs_.data() + at), self ? 0 : int64_t{kWords}});
+    const size_t at = static_cast<size_t>(peer) * kMessageWords;
+    const int64_t words = self ? 0 : int64_t{kMessageWords};
+    layout.peers.push_back({reinterpret_cast<const std::byte*>(check->mine_.data() + at), words,
+                            reinterpret_cast<std::byte*>(check->theirs_.data() + at), words});
   }
   IBDT_ASSIGN_OR_RETURN(check->rounds_, PairwiseRounds::create(comm, std::move(layout), throttle,
                                                                "alltoallv (pair check)", "pair check"));
@@ -69,7 +76,15 @@ void PairSignatureCheck::skipPeer(int peer) {
   rounds_->skipPeer(peer, true, true);
 }
 
-void PairSignatureCheck::noteSilent(int peer, Status why) { silent_[static_cast<size_t>(peer)] = std::move(why); }
+void PairSignatureCheck::useKnown(int peer, const int64_t* words) {
+  std::copy_n(words, kMessageWords, received(peer));
+  rounds_->skipPeer(peer, false, true);
+}
+
+void PairSignatureCheck::noteSilent(int peer, Status why) {
+  std::fill_n(received(peer), kMessageWords, kNothing);
+  silent_[static_cast<size_t>(peer)] = std::move(why);
+}
 
 Status PairSignatureCheck::verdict(std::vector<uint8_t>& sendOk, std::vector<uint8_t>& recvOk) const {
   const size_t size = args_.sendcounts.size();
@@ -78,8 +93,8 @@ Status PairSignatureCheck::verdict(std::vector<uint8_t>& sendOk, std::vector<uin
   Status first = rounds_->outcome();
   for (size_t peer = 0; peer < size; ++peer) {
     if (static_cast<int>(peer) == rank_ || skipped_[peer]) continue;
-    const int64_t* theirs = theirs_.data() + peer * kWords;
-    const int64_t* mine = mine_.data() + peer * kWords;
+    const int64_t* theirs = theirs_.data() + peer * kMessageWords;
+    const int64_t* mine = mine_.data() + peer * kMessageWords;
     if (theirs[1] == kNothing) {  // no header from the peer: it failed, or the header did
       sendOk[peer] = recvOk[peer] = 0;
       if (first.isOk()) {

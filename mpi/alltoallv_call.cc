@@ -54,7 +54,8 @@ Result<collectives::Plan> buildOnPinnedTag(CommState& state, const StagedAlltoal
                                       call.sendtype, call.recvbuf, call.recvcounts, call.rdispls, call.recvtype,
                                       state.alltoallv);
   }
-  return collectives::checkedAlltoallvInit(*state.comm, kAlltoallvCheckTag, state.alltoallvPairs, call.sendbuf,
+  return collectives::checkedAlltoallvInit(*state.comm, kAlltoallvCheckTag, state.alltoallvCalls,
+                                           state.alltoallvPairs, call.sendbuf,
                                            call.sendcounts, call.sdispls, call.sendtype, call.recvbuf,
                                            call.recvcounts, call.rdispls, call.recvtype, state.alltoallv.throttle);
 }
@@ -96,6 +97,7 @@ bool denseType(const Datatype& type) { return type.contiguous() && type.lb() == 
 
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
                         std::string& why) {
+  ++state.alltoallvCalls;  // every call, whatever it runs
   return runUnvoted(state, args, comm, status, why);
 }
 
