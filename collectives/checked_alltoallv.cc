@@ -56,6 +56,7 @@ class CheckedAlltoallv final : public PlanImpl {
     checkTag_ = checkTag;
     IBDT_ASSIGN_OR_RETURN(data_,
                           PairwiseRounds::create(comm_, args_.layout(), throttle, "alltoallv (pairwise)", "pairwise"));
+    for (int peer = 0; peer < comm_.size(); ++peer) before_.push_back(history_->checked(peer));
     const std::vector<uint8_t> needed = history_->admit(args_, rank_);
     if (std::find(needed.begin(), needed.end(), 1) == needed.end()) return Status::ok();  // no pair changed
     const int32_t dataTag = comm_.pinnedPlanTag();
@@ -190,6 +191,7 @@ class CheckedAlltoallv final : public PlanImpl {
   }
 
   void silent(int peer) {
+    silent_.push_back(peer);
     check_->noteSilent(peer, makeError(Code::kInvalidArgument, "alltoallv rank ", rank_, ": rank ", peer,
                                        " did not check its counts and types with this rank: they did not change "
                                        "on rank ", peer, " since the last call that checked them, while this "
@@ -203,6 +205,7 @@ class CheckedAlltoallv final : public PlanImpl {
     for (size_t peer = 0; peer < sendOk.size(); ++peer) {
       if (!sendOk[peer] || !recvOk[peer]) history_->forget(static_cast<int>(peer));  // checked again next time
     }
+    for (int peer : silent_) history_->restore(peer, before_[static_cast<size_t>(peer)]);
     checked_ = true;
     checking_ = false;
   }
@@ -216,6 +219,8 @@ class CheckedAlltoallv final : public PlanImpl {
   std::unique_ptr<PairwiseRounds> data_;
   std::unique_ptr<PairSignatureCheck> check_;  // null: no pair changed
   std::vector<Again> again_;
+  std::vector<std::optional<PairCheckHistory::Pair>> before_;  // by peer: the history before this plan
+  std::vector<int> silent_;                                     // peers that did not check
   bool checked_ = false, checking_ = false, settled_ = false, reviewed_ = false;
   Status mismatch_;
 };

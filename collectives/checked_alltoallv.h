@@ -60,6 +60,14 @@ class PairCheckHistory {
   std::vector<uint8_t> admit(const AlltoallvArgs& args, int self);
   // A pair whose check failed: checked again by the next plan.
   void forget(int peer) { pairs_[static_cast<size_t>(peer)].reset(); }
+  // The pair last checked with `peer` (none: never, or it failed).
+  std::optional<Pair> checked(int peer) const {
+    return static_cast<size_t>(peer) < pairs_.size() ? pairs_[static_cast<size_t>(peer)] : std::nullopt;
+  }
+  // A pair the peer did not check: it still has the pair checked before
+  // (`before`), so this rank keeps that one too, and a later call back to
+  // it needs no check that the peer would not answer.
+  void restore(int peer, std::optional<Pair> before) { pairs_[static_cast<size_t>(peer)] = std::move(before); }
 
   using Message = std::array<int64_t, PairSignatureCheck::kMessageWords>;  // its last word: the call
   // A check message `peer` sent in a later call than the one that received it.

@@ -133,8 +133,9 @@ TEST(CheckedAlltoallv, PairChangedOnOneRankFailsOnBothNotHangs) {
 }
 
 // After a one-sided change, rank 0's check message of that call stays
-// queued at rank 1 (which did not check). When both later change the pair
-// and check, rank 1 must drop that stale message and take the current one.
+// queued at rank 1 (which did not check). Rank 0 going back needs no check
+// (rank 1 would not answer); when both later change the pair and check,
+// rank 1 must drop the stale message and take the current one.
 TEST(CheckedAlltoallv, StaleCheckOfAnErroneousCallIsDropped) {
   runRanks(3, {}, [&](RankEnv& env) {
     auto comm = testing::world(env);
@@ -150,12 +151,20 @@ TEST(CheckedAlltoallv, StaleCheckOfAnErroneousCallIsDropped) {
     const Status failed = env.rank == 0 ? runAndCheck(*changed, bad, 0, 1, outsideThePair)
                                         : runAndCheck(*plan, good, env.rank, 1, outsideThePair);
     EXPECT_EQ(failed.isOk(), env.rank > 1) << failed.toString();
-    // Call 3: ranks 0 and 1 both change their pair (both check it), rank 2 repeats.
+    // Call 3: rank 0 goes back to the counts rank 1 never left (a new plan:
+    // it needs no check, rank 1 would not answer one); the others repeat.
+    Call back = callOf(env.rank, 3, baseInts, baseInts);
+    Result<Plan> again = env.rank == 0 ? build(*comm, history, back, 3) : Result<Plan>(Plan());
+    ASSERT_TRUE(again.isOk());
+    const Status backStatus = env.rank == 0 ? runAndCheck(*again, back, 0, 2, everyPeer)
+                                            : runAndCheck(*plan, good, env.rank, 2, everyPeer);
+    EXPECT_TRUE(backStatus.isOk()) << backStatus.toString();
+    // Call 4: ranks 0 and 1 both change their pair (both check it), rank 2 repeats.
     Call grown = callOf(env.rank, 3, pairGrown, pairGrown);
-    Result<Plan> next = env.rank < 2 ? build(*comm, history, grown, 3) : Result<Plan>(Plan());
+    Result<Plan> next = env.rank < 2 ? build(*comm, history, grown, 4) : Result<Plan>(Plan());
     ASSERT_TRUE(next.isOk());
-    const Status status = env.rank < 2 ? runAndCheck(*next, grown, env.rank, 2, everyPeer)
-                                       : runAndCheck(*plan, good, env.rank, 2, everyPeer);
+    const Status status = env.rank < 2 ? runAndCheck(*next, grown, env.rank, 3, everyPeer)
+                                       : runAndCheck(*plan, good, env.rank, 3, everyPeer);
     EXPECT_TRUE(status.isOk()) << status.toString();
   });
 }

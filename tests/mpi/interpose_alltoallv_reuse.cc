@@ -130,10 +130,14 @@ void alltoallvMismatch(MPI_Comm world) {
       check(rc == MPI_SUCCESS, what + ": a rank outside the pair failed");
     }
     if (!bothSides) {
-      // Rank 0's check message of that call is still queued at rank 1 (it
-      // did not check); when both change the pair and check, rank 1 must
-      // drop it and take the current one.
-      check(call(comm, layoutOf(rank, size, pairChanged(3), pairChanged(3)), b, 3, what + ", pair then changed") ==
+      // Rank 0 goes back to what rank 1 never left: no check needed (rank
+      // 1 would not answer one), every rank succeeds.
+      check(call(comm, layoutOf(rank, size, baseInts, baseInts), b, 3, what + ", rank 0 back") == MPI_SUCCESS,
+            what + ": rank 0 back: rc");
+      // Rank 0's check message of the erroneous call is still queued at
+      // rank 1 (it did not check); when both change the pair and check,
+      // rank 1 must drop it and take the current one.
+      check(call(comm, layoutOf(rank, size, pairChanged(3), pairChanged(3)), b, 4, what + ", pair then changed") ==
                 MPI_SUCCESS,
             what + ": pair changed on both ranks afterwards: rc");
     }
