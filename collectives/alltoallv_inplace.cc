@@ -11,11 +11,23 @@
 // and the auxiliary part, matched in order) and (4) updates the index sets.
 // Own items are copied locally in step (3).
 //
-// Failure: a rank whose check, control or data message fails (or whose
-// peer said it gave up) announces "gave up" in its next control exchange
-// and stops after it. Its peers do the same in turn, so every rank still
-// waiting on another ends with an error rather than a hang, and no message
-// is left unreceived on the plan's tags.
+// The pair check (pair_signature_check.h: both signatures and counts of
+// each pair) rides on phase 0's control messages, which every run
+// exchanges with every peer, also those it has nothing to move with: so
+// every run checks every pair at the cost of a few words, both ranks of a
+// pair reach the same verdict, and a pair changed on one rank only fails on
+// both, never hangs (the other rank cannot skip the exchange). That lets
+// ranks build or reuse plans independently on one pinned tag (the MPI
+// bridge's blocking in-place MPI_Alltoallv): control and data then share
+// the tag, which works because each pair posts its messages in the same
+// order on both ranks (control k, its data, control k + 1), and a run ends
+// only when every message a peer sent it in that run was received.
+//
+// Failure: a rank whose control or data message fails, whose pair check
+// fails, or whose peer said it gave up, announces "gave up" in its next
+// control exchange and stops after it. Its peers do the same in turn, so
+// every rank still waiting on another ends with an error rather than a
+// hang, and no message is left unreceived on the plan's tags.
 #include <algorithm>
 
 #include "collectives/alltoallv_algorithms.h"
@@ -27,7 +39,9 @@ namespace {
 
 using messaging::Request;
 
-constexpr size_t kControlWords = 3;  // in place, auxiliary, gave up
+// in place, auxiliary, gave up; then the pair check's words (phase 0)
+constexpr size_t kCheckAt = 3;
+constexpr size_t kControlWords = kCheckAt + PairSignatureCheck::kWords;
 
 class InPlaceAlltoallv final : public PlanImpl {
  public:
@@ -38,12 +52,14 @@ class InPlaceAlltoallv final : public PlanImpl {
     gone_.assign(size, 0);
     controlOut_.resize(size * kControlWords);
     controlIn_.resize(size * kControlWords);
+    for (size_t peer = 0; peer < size; ++peer) {  // the check words never change
+      PairSignatureCheck::pairWords(args_, peer, controlOut_.data() + peer * kControlWords + kCheckAt);
+    }
     ops_.reserve(4 * size);
   }
 
-  Status prepare(int64_t throttle) {
-    IBDT_ASSIGN_OR_RETURN(check_, PairSignatureCheck::create(comm_, args_, throttle));
-    controlTag_ = comm_.takePlanTag();
+  Status prepare() {
+    controlTag_ = comm_.takePlanTag();  // both the same pinned tag when one is pinned (see the top)
     dataTag_ = comm_.takePlanTag();
     notePeak();
     return Status::ok();
@@ -55,12 +71,8 @@ class InPlaceAlltoallv final : public PlanImpl {
     phase_ = 0;
     ops_.clear();
     sets_.reset();
-    giveUp_ = !mismatch_.isOk();
-    if (!mismatch_.isOk()) outcome_ = mismatch_;
-    if (!checked_) {
-      stage_ = Stage::kCheck;
-      return check_->rounds().start();
-    }
+    gone_.assign(gone_.size(), 0);
+    giveUp_ = false;
     beginControl();
     return Status::ok();
   }
@@ -68,16 +80,10 @@ class InPlaceAlltoallv final : public PlanImpl {
   Result<PollResult> poll() override {
     PollResult result;
     while (stage_ != Stage::kDone) {
-      if (stage_ == Stage::kCheck) {
-        IBDT_ASSIGN_OR_RETURN(PollResult polled, check_->rounds().poll());
-        if (!polled.done) return polled;
-        finishCheck();
-      } else {
-        IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
-        if (!all) return result;
-        if (stage_ == Stage::kControl) afterControl();
-        else afterData();
-      }
+      IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
+      if (!all) return result;
+      if (stage_ == Stage::kControl) afterControl();
+      else afterData();
       result.progressed = true;
     }
     result.done = true;
@@ -86,7 +92,6 @@ class InPlaceAlltoallv final : public PlanImpl {
 
   // Waits for the first operation of the phase still pending.
   Status block(Deadline deadline) override {
-    if (stage_ == Stage::kCheck) return check_->rounds().block(deadline);
     for (Op& op : ops_) {
       if (!op.request.valid()) continue;
       Status status = ctx_.wait(op.request, nullptr, deadline);
@@ -103,7 +108,6 @@ class InPlaceAlltoallv final : public PlanImpl {
   Status outcome() const override { return outcome_; }
   bool active() const override { return active_; }
   void abandon() override {
-    if (stage_ == Stage::kCheck) check_->rounds().abandon();
     for (Op& op : ops_) {
       if (op.request.valid() && op.receive) (void)ctx_.cancel(op.request);
     }
@@ -115,7 +119,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   int64_t peakExtraBytes() const override { return peak_; }
 
  private:
-  enum class Stage : uint8_t { kCheck, kControl, kData, kDone };
+  enum class Stage : uint8_t { kControl, kData, kDone };
   struct Op {
     Request request;
     int peer;
@@ -124,26 +128,30 @@ class InPlaceAlltoallv final : public PlanImpl {
   };
 
   int64_t* control(std::vector<int64_t>& words, int peer) { return words.data() + static_cast<size_t>(peer) * kControlWords; }
+  // Phase 0 exchanges with every peer (the pair check), later phases with
+  // the peers this rank still has items to send to or receive from.
   bool pairActive(int peer) const {
     return peer != rank_ && !gone_[static_cast<size_t>(peer)] &&
-           (sets_.remainingSend(peer) > 0 || sets_.remainingRecv(peer) > 0);
+           (phase_ == 0 || sets_.remainingSend(peer) > 0 || sets_.remainingRecv(peer) > 0);
   }
 
-  void finishCheck() {
-    std::vector<uint8_t> sendOk, recvOk;
-    mismatch_ = check_->verdict(sendOk, recvOk);
-    for (size_t peer = 0; peer < sendOk.size(); ++peer) gone_[peer] = !(sendOk[peer] && recvOk[peer]);
-    checked_ = true;
-    if (!mismatch_.isOk()) note(mismatch_);
-    giveUp_ = !mismatch_.isOk();
-    beginControl();
+  // Phase 0: the pair's words against the peer's; a mismatch takes the pair
+  // out on both of its ranks (the verdict is symmetric) and this rank gives up.
+  bool pairMatches(int peer) {
+    Status pair = PairSignatureCheck::comparePair(rank_, peer, true, control(controlOut_, peer) + kCheckAt,
+                                                  control(controlIn_, peer) + kCheckAt, false);
+    if (pair.isOk()) return true;
+    gone_[static_cast<size_t>(peer)] = 1;
+    note(pair);
+    giveUp_ = true;
+    return false;
   }
 
   // Step (1) and (2): what to take, told to every active peer.
   void beginControl() {
     ops_.clear();
     announcing_ = giveUp_;  // what every peer of this phase is told, whatever fails while posting
-    if (announcing_) {
+    if (announcing_ || (phase_ == 0 && sets_.done())) {  // phase 0 still checks every pair
       take_.assign(static_cast<size_t>(size_), PhaseCounts{});
     } else {
       if (sets_.done()) return finish();
@@ -171,6 +179,7 @@ class InPlaceAlltoallv final : public PlanImpl {
     for (int peer = 0; peer < size_; ++peer) {
       if (!pairActive(peer)) continue;
       const int64_t* in = control(controlIn_, peer);
+      if (phase_ == 0 && in[2] == 0 && !pairMatches(peer)) continue;
       if (in[2] != 0) {
         gone_[static_cast<size_t>(peer)] = 1;
         note(makeError(Code::kPeerFailed, "alltoallv (in place) rank ", rank_, ": rank ", peer,
@@ -303,7 +312,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   }
 
   void notePeak() {
-    const int64_t now = sets_.bytes() + (check_ ? check_->bytes() : 0) +
+    const int64_t now = sets_.bytes() +
                         static_cast<int64_t>((controlOut_.capacity() + controlIn_.capacity()) * sizeof(int64_t) +
                                              ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun));
     peak_ = std::max(peak_, now);
@@ -314,12 +323,11 @@ class InPlaceAlltoallv final : public PlanImpl {
   int rank_, size_;
   AlltoallvArgs args_;
   InPlaceIndexSets sets_;
-  std::unique_ptr<PairSignatureCheck> check_;
   int32_t controlTag_ = 0, dataTag_ = 0;
-  bool checked_ = false, active_ = false;
+  bool active_ = false;
   bool giveUp_ = false;      // stop: announce it in the next control exchange
   bool announcing_ = false;  // this phase's control exchange says so
-  Status mismatch_, outcome_;
+  Status outcome_;
   Stage stage_ = Stage::kDone;
   int phase_ = 0;
   std::vector<uint8_t> gone_;  // peers this run no longer exchanges with
@@ -348,7 +356,8 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
   }
   IBDT_ASSIGN_OR_RETURN(InPlaceIndexSets sets, InPlaceIndexSets::create(std::move(layout), auxBytes, auxBuffers));
   auto plan = std::make_unique<InPlaceAlltoallv>(comm, std::move(args), std::move(sets));
-  IBDT_RETURN_IF_ERROR(plan->prepare(throttle));
+  (void)throttle;  // every control exchange is posted at once (one message per peer and phase)
+  IBDT_RETURN_IF_ERROR(plan->prepare());
   return std::unique_ptr<PlanImpl>(std::move(plan));
 }
 

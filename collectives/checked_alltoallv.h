@@ -22,14 +22,25 @@
 // it posts its check first — so that receive is cancelled and the pair
 // reported. Pairs that fail are never left out of later runs (their peer
 // may not know): each run exchanges every block and reports the error.
+//
+// Such a check message nobody received stays queued at its peer, and a
+// later check of that pair would match it. So every check message carries
+// the caller's call number (the same on every rank: the calls are ordered
+// collectives): a message from an earlier call is dropped and the next one
+// received instead; one from a later call (the peer went on to its next
+// call and checked there before this rank gave up waiting) means the peer
+// did not check in this call, and is kept for this rank's check in that
+// later call (PairCheckHistory).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "collectives/pair_signature_check.h"
 #include "ibdt/collectives.h"
 #include "ibdt/datatype.h"
 
@@ -49,15 +60,32 @@ class PairCheckHistory {
   std::vector<uint8_t> admit(const AlltoallvArgs& args, int self);
   // A pair whose check failed: checked again by the next plan.
   void forget(int peer) { pairs_[static_cast<size_t>(peer)].reset(); }
+  // The pair last checked with `peer` (none: never, or it failed).
+  std::optional<Pair> checked(int peer) const {
+    return static_cast<size_t>(peer) < pairs_.size() ? pairs_[static_cast<size_t>(peer)] : std::nullopt;
+  }
+  // A pair the peer did not check: it still has the pair checked before
+  // (`before`), so this rank keeps that one too, and a later call back to
+  // it needs no check that the peer would not answer.
+  void restore(int peer, std::optional<Pair> before) { pairs_[static_cast<size_t>(peer)] = std::move(before); }
+
+  using Message = std::array<int64_t, PairSignatureCheck::kMessageWords>;  // its last word: the call
+  // A check message `peer` sent in a later call than the one that received it.
+  void keepEarly(int peer, const int64_t* words);
+  // The message kept from `peer` for `call`, if any; drops older ones.
+  std::optional<Message> takeEarly(int peer, int64_t call);
 
  private:
   std::vector<std::optional<Pair>> pairs_;
+  std::vector<std::optional<Message>> early_;  // by peer
 };
 
 // alltoallvInit's pairwise plan (not in place) with the checks above; its
 // data takes the pinned tag, its check `checkTag` (a reserved tag no other
-// plan uses). `history` outlives the plan's first run.
-Result<Plan> checkedAlltoallvInit(Communicator& comm, int32_t checkTag, std::shared_ptr<PairCheckHistory> history,
+// plan uses). `history` outlives the plan's first run; `call` numbers the
+// caller's calls alike on every rank, and the first run is call `call`.
+Result<Plan> checkedAlltoallvInit(Communicator& comm, int32_t checkTag, int64_t call,
+                                  std::shared_ptr<PairCheckHistory> history,
                                   const void* sendbuf, std::span<const int64_t> sendcounts,
                                   std::span<const int64_t> sdispls, const datatype::Datatype& sendtype,
                                   void* recvbuf, std::span<const int64_t> recvcounts,

@@ -18,15 +18,34 @@ namespace ibdt::collectives {
 
 class PairSignatureCheck {
  public:
+  // The words one rank tells `peer` about their pair (see the .cc).
+  static constexpr size_t kWords = 6;
+  static void pairWords(const AlltoallvArgs& args, size_t peer, int64_t* words);
+  // Whether the pair matches, given this rank's words for `peer` and the
+  // peer's for this rank: ok, or an error naming the peer. Symmetric: both
+  // ranks of a pair reach the same verdict. `dataStillExchanged`: the
+  // caller exchanges the blocks anyway (the error says so).
+  static Status comparePair(int rank, int peer, bool inPlace, const int64_t* mine, const int64_t* theirs,
+                            bool dataStillExchanged);
+  // `call`: sent with the words (one more word), for a caller that must
+  // tell a stale check message from the current one (checked_alltoallv.h).
   static Result<std::unique_ptr<PairSignatureCheck>> create(Communicator& comm, const AlltoallvArgs& args,
-                                                            int64_t throttle);
+                                                            int64_t throttle, int64_t call = 0);
+  // A message: the pair's words and the caller's call number.
+  static constexpr size_t kMessageWords = kWords + 1;
   // The exchange, run as a plan phase.
   PairwiseRounds& rounds() { return *rounds_; }
   // Leaves `peer` out of the exchange and of the verdict (a caller that
   // knows the pair is unchanged since its last check).
   void skipPeer(int peer);
-  // `peer` will send no signatures (a caller found that out): the verdict
-  // names it with `why` instead of "no signatures".
+  // The message received from `peer` (kMessageWords; its last word is the
+  // sender's call), to look at or replace before the verdict.
+  int64_t* received(int peer) { return theirs_.data() + static_cast<size_t>(peer) * kMessageWords; }
+  // `peer`'s message is already known (`words`): it is not received.
+  void useKnown(int peer, const int64_t* words);
+  // `peer` sent no signatures for this call (a caller found that out; what
+  // was received from it is dropped): the verdict names it with `why`
+  // instead of "no signatures".
   void noteSilent(int peer, Status why);
   // The caller exchanges the data of a failed pair anyway (checked on
   // arrival by messaging): the verdict says so.

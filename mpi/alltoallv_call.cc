@@ -1,5 +1,4 @@
-// MPI_Alltoallv on ibdt: cached checked plans without a vote, a vote in
-// place (see the header).
+// MPI_Alltoallv on ibdt: cached plans without a vote (see the header).
 #include "mpi/alltoallv_call.h"
 
 #include <algorithm>
@@ -20,8 +19,6 @@ using datatype::Datatype;
 // The pair checks' own tag: the reserved tags below it are the blocking
 // calls' and the non-blocking calls' (mpi/nonblocking.h).
 constexpr int32_t kAlltoallvCheckTag = collectives::Communicator::kFirstReservedPlanTag + 15;
-
-enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
 AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
@@ -47,10 +44,18 @@ bool repeats(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, u
          (inPlace || (sameValues(key.sendcounts, args.sendcounts, p) && sameValues(key.sdispls, args.sdispls, p)));
 }
 
-// Not in place: a new checked plan on the blocking calls' tag.
-Result<collectives::Plan> buildChecked(CommState& state, const StagedAlltoallv& call) {
+// A new plan on the blocking calls' tag: not in place the checked
+// pairwise plan, in place ibdt's in-place alltoallv (it checks every pair
+// in every run, in its first control exchange).
+Result<collectives::Plan> buildOnPinnedTag(CommState& state, const StagedAlltoallv& call) {
   PinnedTag pinned(*state.comm);
-  return collectives::checkedAlltoallvInit(*state.comm, kAlltoallvCheckTag, state.alltoallvPairs, call.sendbuf,
+  if (call.sendbuf == collectives::kInPlace) {
+    return collectives::alltoallvInit(*state.comm, collectives::kInPlace, call.sendcounts, call.sdispls,
+                                      call.sendtype, call.recvbuf, call.recvcounts, call.rdispls, call.recvtype,
+                                      state.alltoallv);
+  }
+  return collectives::checkedAlltoallvInit(*state.comm, kAlltoallvCheckTag, state.alltoallvCalls,
+                                           state.alltoallvPairs, call.sendbuf,
                                            call.sendcounts, call.sdispls, call.sendtype, call.recvbuf,
                                            call.recvcounts, call.rdispls, call.recvtype, state.alltoallv.throttle);
 }
@@ -63,13 +68,14 @@ bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Stat
     status = runPlan(last.plan);
     return true;
   }
-  Result<StagedAlltoallv> call = stageAlltoallv(args, p, false);
+  // In place, a type that is not dense is staged (ibdt's in-place algorithm moves bytes).
+  Result<StagedAlltoallv> call = stageAlltoallv(args, p, args.sendbuf == MPI_IN_PLACE);
   if (!call.isOk()) {  // no signature in ibdt: alike on every rank of a correct program
     why = call.status().toString();
     return false;
   }
   last = AlltoallvCache{};  // releases the old plan first
-  Result<collectives::Plan> plan = buildChecked(state, *call);
+  Result<collectives::Plan> plan = buildOnPinnedTag(state, *call);
   if (!plan.isOk()) {
     status = plan.status();
     return true;
@@ -85,53 +91,13 @@ bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Stat
   return true;
 }
 
-bool runVotedInPlace(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status, std::string& why) {
-  // MPI_IN_PLACE ignores sendcounts, sdispls and sendtype: the outgoing
-  // blocks are the incoming ones' (recvcounts, rdispls, recvtype).
-  const Result<Datatype> recv = convertType(args.recvtype);
-  why = alltoallvObstacle(recv, recv, true);
-  const int p = state.comm->size();
-  const uint64_t typesFreed = convertedTypesFreed();
-  int vote = kCannot;
-  if (why.empty()) {
-    const AlltoallvCache& last = state.lastAlltoallv;
-    vote = last.plan.valid() && repeats(last.key, args, p, typesFreed) ? kSamePlan : kNewPlan;
-  }
-  int agreed = kCannot;
-  PMPI_Allreduce(&vote, &agreed, 1, MPI_INT, MPI_MIN, comm);
-  if (agreed == kCannot) {
-    if (why.empty()) why = "another rank cannot take it (a datatype that does not convert there)";
-    return false;
-  }
-  if (agreed == kNewPlan) {
-    state.lastAlltoallv = AlltoallvCache{};  // releases the old plan first
-    AlltoallvCache::Key key = keyOf(args, p, typesFreed);
-    auto plan = collectives::alltoallvInit(*state.comm, collectives::kInPlace, key.sendcounts, key.sdispls, *recv,
-                                           key.recvbuf, key.recvcounts, key.rdispls, *recv, state.alltoallv);
-    if (!plan.isOk()) {
-      status = plan.status();
-      return true;
-    }
-    state.lastAlltoallv = AlltoallvCache{std::move(key), std::move(*plan)};
-  }
-  status = runPlan(state.lastAlltoallv.plan);
-  return true;
-}
-
 }  // namespace
 
 bool denseType(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
 
-std::string alltoallvObstacle(const Result<Datatype>& send, const Result<Datatype>& recv, bool inPlace) {
-  if (!send.isOk()) return send.status().toString();
-  if (!recv.isOk()) return recv.status().toString();
-  if (inPlace && !denseType(*recv)) return "MPI_IN_PLACE with a non-contiguous datatype (ibdt's in-place alltoallv)";
-  return "";
-}
-
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
                         std::string& why) {
-  if (args.sendbuf == MPI_IN_PLACE) return runVotedInPlace(state, args, comm, status, why);
+  ++state.alltoallvCalls;  // every call, whatever it runs
   return runUnvoted(state, args, comm, status, why);
 }
 

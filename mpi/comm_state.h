@@ -31,6 +31,9 @@ struct CommState {
   AlltoallvCache lastAlltoallv;
   // The blocking alltoallv's pairs last checked (collectives/checked_alltoallv.h).
   std::shared_ptr<collectives::PairCheckHistory> alltoallvPairs = std::make_shared<collectives::PairCheckHistory>();
+  // Blocking MPI_Alltoallv calls so far: alike on every rank (ordered
+  // collectives), sent with the pair checks to recognise stale ones.
+  int64_t alltoallvCalls = 0;
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };

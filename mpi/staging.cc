@@ -20,11 +20,29 @@ struct SideType {
   bool staged = false;
 };
 
+// A type with no signature in ibdt (a basic type ibdt lacks, MPI_REAL16):
+// one element travels as its MPI size in bytes. Every rank decides alike
+// from its own type, so a side of such a type never hands the call to MPI
+// while the peers wait in ibdt (the program's peers that exchange data with
+// it use the same basic types, so also travel as bytes; a side with zero
+// counts moves nothing whatever its type).
+Result<Datatype> byteSignature(MPI_Datatype type) {
+  MPI_Count size = 0;
+  if (type == MPI_DATATYPE_NULL || PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0) {
+    return makeError(Code::kInvalidArgument, "mpi: the size of a datatype without an ibdt signature");
+  }
+  IBDT_ASSIGN_OR_RETURN(Datatype bytes, Datatype::contiguous(size, Datatype::basic(datatype::BasicKind::kByte)));
+  IBDT_RETURN_IF_ERROR(bytes.commit());
+  return bytes;
+}
+
 Result<SideType> sideType(MPI_Datatype type, bool needsDense) {
   Result<Datatype> converted = convertType(type);
   if (converted.isOk() && (!needsDense || denseType(*converted))) return SideType{*converted, false};
-  IBDT_ASSIGN_OR_RETURN(Datatype signature, signatureType(type));
-  IBDT_ASSIGN_OR_RETURN(Datatype wire, collectives::packedType(signature));
+  Result<Datatype> signature = signatureType(type);
+  if (!signature.isOk()) signature = byteSignature(type);
+  if (!signature.isOk()) return signature.status();
+  IBDT_ASSIGN_OR_RETURN(Datatype wire, collectives::packedType(*signature));
   return SideType{std::move(wire), true};
 }
 

@@ -13,7 +13,8 @@
 // it. Rank 0 prints JSON lines:
 //   {"library": "<MPI_Get_library_version>"}
 //   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
-//   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv", "bytes": b, "mpi": [...], "ibdt": [...]}
+//   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
+//    "MPI_Alltoall self", "bytes": b, "mpi": [...], "ibdt": [...]}
 // (seconds per pack, or per call of the slowest rank), or {"error": ...}.
 // Usage: ibdt-mpi-bridge-<mpi> --pack [--quick] [--reps N] [--warmup N]
 //        ibdt-mpi-bridge-<mpi> --alltoall [--bytes 8,4096] [--reps N] [--warmup N]
@@ -144,7 +145,9 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
 }
 
 // The `ibdt-bench alltoall` rows (perf/alltoall_cases.h), MPI_Alltoallv
-// with the contiguous row's counts, and the contiguous MPI_Alltoall on
+// with the contiguous row's counts (also in place: each call first copies
+// the send buffer into the receive buffer, on both sides, so that every
+// call exchanges the same data), and the contiguous MPI_Alltoall on
 // MPI_COMM_SELF ("self": one block copied, no peer to wait for, so mostly
 // the bridge's own per-call cost against MPI's).
 bool runAlltoall(const World& world, const BaselineOptions& options) {
@@ -159,13 +162,14 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
     std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
-    std::vector<AlltoallCase> cases(4);
-    for (int k = 0; k < 4; ++k) {
+    std::vector<AlltoallCase> cases(5);
+    for (int k = 0; k < 5; ++k) {
       AlltoallCase& c = cases[static_cast<size_t>(k)];
       c.row = k == 0   ? "MPI_Alltoall contig"
               : k == 1 ? "MPI_Alltoall vector"
               : k == 2 ? "MPI_Alltoallv"
-                       : "MPI_Alltoall self";
+              : k == 3 ? "MPI_Alltoall self"
+                       : "MPI_Alltoallv in place";
       c.bytes = bytes;
       c.vector = k == 1;
       c.commSize = k == 3 ? 1 : p;
@@ -183,6 +187,17 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
       } else if (k == 3) {
         c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
         c.ibdt = [=] { MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
+      } else if (k == 4) {
+        const int *cn = counts.data(), *dp = displs.data();
+        const size_t total = c.recv.size();
+        c.mpi = [=] {
+          std::memcpy(r, s, total);
+          PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD);
+        };
+        c.ibdt = [=] {
+          std::memcpy(r, s, total);
+          MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD);
+        };
       } else {
         const int *cn = counts.data(), *dp = displs.data();
         c.mpi = [=] { PMPI_Alltoallv(s, cn, dp, MPI_BYTE, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD); };

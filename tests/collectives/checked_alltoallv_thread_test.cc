@@ -48,11 +48,13 @@ Call callOf(int rank, int size, int64_t (*sent)(int, int), int64_t (*expected)(i
 
 int64_t baseInts(int from, int to) { return (from + 2 * to) % 4 * 3 + (from == to ? 1 : 0); }
 int64_t moreToOne(int from, int to) { return baseInts(from, to) + (from == 0 && to == 1 ? 2 : 0); }
+int64_t pairGrown(int from, int to) { return baseInts(from, to) + (from + to == 1 ? 3 : 0); }  // 0-1 both ways
 
-Result<Plan> build(Communicator& comm, std::shared_ptr<PairCheckHistory> history, Call& c) {
+// A plan whose first run is the caller's call number `call`.
+Result<Plan> build(Communicator& comm, std::shared_ptr<PairCheckHistory> history, Call& c, int64_t call) {
   comm.pinPlanTag(kDataTag);
   const datatype::Datatype i32 = datatype::Datatype::of<int32_t>();
-  auto plan = checkedAlltoallvInit(comm, kCheckTag, std::move(history), c.send.data(), c.sc, c.sd, i32,
+  auto plan = checkedAlltoallvInit(comm, kCheckTag, call, std::move(history), c.send.data(), c.sc, c.sd, i32,
                                    c.recv.data(), c.rc, c.rd, i32, 8);
   comm.unpinPlanTag();
   return plan;
@@ -86,14 +88,14 @@ TEST(CheckedAlltoallv, RanksReuseOrRebuildIndependently) {
     ASSERT_NE(comm, nullptr);
     auto history = std::make_shared<PairCheckHistory>();
     Call kept = callOf(env.rank, 3, baseInts, baseInts);
-    auto plan = build(*comm, history, kept);
+    auto plan = build(*comm, history, kept, 1);
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     EXPECT_GT(plan->peakExtraBytes(), 0);  // the first plan checks every pair
     for (int salt = 0; salt < 3; ++salt) EXPECT_TRUE(runAndCheck(*plan, kept, env.rank, salt, everyPeer).isOk());
     // Rank 0 builds a new plan on new buffers (no pair changed: no check),
     // the others start their plans again.
     Call moved = callOf(env.rank, 3, baseInts, baseInts);
-    Result<Plan> fresh = env.rank == 0 ? build(*comm, history, moved) : Result<Plan>(Plan());
+    Result<Plan> fresh = env.rank == 0 ? build(*comm, history, moved, 4) : Result<Plan>(Plan());
     ASSERT_TRUE(fresh.isOk());
     if (env.rank == 0) {
       EXPECT_EQ(fresh->peakExtraBytes(), 0);
@@ -110,12 +112,12 @@ TEST(CheckedAlltoallv, PairChangedOnOneRankFailsOnBothNotHangs) {
     ASSERT_NE(comm, nullptr);
     auto history = std::make_shared<PairCheckHistory>();
     Call good = callOf(env.rank, 3, baseInts, baseInts);
-    auto plan = build(*comm, history, good);
+    auto plan = build(*comm, history, good, 1);
     ASSERT_TRUE(plan.isOk());
     ASSERT_TRUE(runAndCheck(*plan, good, env.rank, 0, everyPeer).isOk());
     // Rank 0 sends rank 1 two more ints; rank 1 (and 2) start their plans again.
     Call bad = callOf(env.rank, 3, moreToOne, baseInts);
-    Result<Plan> changed = env.rank == 0 ? build(*comm, history, bad) : Result<Plan>(Plan());
+    Result<Plan> changed = env.rank == 0 ? build(*comm, history, bad, 2) : Result<Plan>(Plan());
     ASSERT_TRUE(changed.isOk());
     const Status status = env.rank == 0 ? runAndCheck(*changed, bad, 0, 1, outsideThePair)
                                         : runAndCheck(*plan, good, env.rank, 1, outsideThePair);
@@ -127,6 +129,43 @@ TEST(CheckedAlltoallv, PairChangedOnOneRankFailsOnBothNotHangs) {
     } else {
       EXPECT_TRUE(status.isOk()) << status.toString();
     }
+  });
+}
+
+// After a one-sided change, rank 0's check message of that call stays
+// queued at rank 1 (which did not check). Rank 0 going back needs no check
+// (rank 1 would not answer); when both later change the pair and check,
+// rank 1 must drop the stale message and take the current one.
+TEST(CheckedAlltoallv, StaleCheckOfAnErroneousCallIsDropped) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto history = std::make_shared<PairCheckHistory>();
+    Call good = callOf(env.rank, 3, baseInts, baseInts);
+    auto plan = build(*comm, history, good, 1);
+    ASSERT_TRUE(plan.isOk());
+    ASSERT_TRUE(runAndCheck(*plan, good, env.rank, 0, everyPeer).isOk());
+    Call bad = callOf(env.rank, 3, moreToOne, baseInts);  // call 2: rank 0 alone changes
+    Result<Plan> changed = env.rank == 0 ? build(*comm, history, bad, 2) : Result<Plan>(Plan());
+    ASSERT_TRUE(changed.isOk());
+    const Status failed = env.rank == 0 ? runAndCheck(*changed, bad, 0, 1, outsideThePair)
+                                        : runAndCheck(*plan, good, env.rank, 1, outsideThePair);
+    EXPECT_EQ(failed.isOk(), env.rank > 1) << failed.toString();
+    // Call 3: rank 0 goes back to the counts rank 1 never left (a new plan:
+    // it needs no check, rank 1 would not answer one); the others repeat.
+    Call back = callOf(env.rank, 3, baseInts, baseInts);
+    Result<Plan> again = env.rank == 0 ? build(*comm, history, back, 3) : Result<Plan>(Plan());
+    ASSERT_TRUE(again.isOk());
+    const Status backStatus = env.rank == 0 ? runAndCheck(*again, back, 0, 2, everyPeer)
+                                            : runAndCheck(*plan, good, env.rank, 2, everyPeer);
+    EXPECT_TRUE(backStatus.isOk()) << backStatus.toString();
+    // Call 4: ranks 0 and 1 both change their pair (both check it), rank 2 repeats.
+    Call grown = callOf(env.rank, 3, pairGrown, pairGrown);
+    Result<Plan> next = env.rank < 2 ? build(*comm, history, grown, 4) : Result<Plan>(Plan());
+    ASSERT_TRUE(next.isOk());
+    const Status status = env.rank < 2 ? runAndCheck(*next, grown, env.rank, 3, everyPeer)
+                                       : runAndCheck(*plan, good, env.rank, 3, everyPeer);
+    EXPECT_TRUE(status.isOk()) << status.toString();
   });
 }
 

@@ -363,6 +363,9 @@ int main(int argc, char** argv) {
     alltoallvInPlace(MPI_COMM_WORLD);
     interpose_test::alltoallvReuse(MPI_COMM_WORLD);
     if (mode == "ibdt") interpose_test::alltoallvMismatch(MPI_COMM_WORLD);
+    interpose_test::alltoallvInPlaceReuse(MPI_COMM_WORLD);
+    if (mode == "ibdt") interpose_test::alltoallvInPlaceMismatch(MPI_COMM_WORLD);
+    interpose_test::signaturelessTypes(MPI_COMM_WORLD);
     for (int how = 0; how < 5; ++how) interpose_test::ialltoall(MPI_COMM_WORLD, how);
 #if defined(OPEN_MPI)
     interpose_test::persistentAlltoall(MPI_COMM_WORLD, true);

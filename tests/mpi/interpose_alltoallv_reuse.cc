@@ -110,7 +110,7 @@ void alltoallvMismatch(MPI_Comm world) {
   // One-sided: rank 0 sends 2 more ints to rank 1, which did not change.
   // Both sides: rank 0 sends 2 more, rank 1 expects 1 more.
   for (int bothSides = 0; bothSides < 2; ++bothSides) {
-    MPI_Comm comm;  // a fresh communicator per case (an erroneous call may leave messages behind)
+    MPI_Comm comm;  // a fresh communicator per case
     MPI_Comm_dup(world, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     Buffers b;
@@ -128,6 +128,18 @@ void alltoallvMismatch(MPI_Comm world) {
       check(rc != MPI_SUCCESS, what + ": rank " + std::to_string(rank) + " reported no error");
     } else {
       check(rc == MPI_SUCCESS, what + ": a rank outside the pair failed");
+    }
+    if (!bothSides) {
+      // Rank 0 goes back to what rank 1 never left: no check needed (rank
+      // 1 would not answer one), every rank succeeds.
+      check(call(comm, layoutOf(rank, size, baseInts, baseInts), b, 3, what + ", rank 0 back") == MPI_SUCCESS,
+            what + ": rank 0 back: rc");
+      // Rank 0's check message of the erroneous call is still queued at
+      // rank 1 (it did not check); when both change the pair and check,
+      // rank 1 must drop it and take the current one.
+      check(call(comm, layoutOf(rank, size, pairChanged(3), pairChanged(3)), b, 4, what + ", pair then changed") ==
+                MPI_SUCCESS,
+            what + ": pair changed on both ranks afterwards: rc");
     }
     MPI_Comm_free(&comm);
   }

@@ -50,5 +50,11 @@ void mixedTypes(MPI_Comm comm, bool bridged);
 // only: MPI's own behaviour differs) counts that do not match.
 void alltoallvReuse(MPI_Comm comm);
 void alltoallvMismatch(MPI_Comm world);
+// tests/mpi/interpose_alltoallv_inplace.cc: the same for MPI_IN_PLACE.
+void alltoallvInPlaceReuse(MPI_Comm comm);
+void alltoallvInPlaceMismatch(MPI_Comm world);
+// tests/mpi/interpose_signatureless.cc: a type ibdt has no signature for,
+// on some ranks only.
+void signaturelessTypes(MPI_Comm world);
 
 }  // namespace interpose_test
