@@ -60,9 +60,9 @@ Status ContextImpl::progress() {
   credits_.repostConsumed(*this, /*dueOnly=*/false);
   if (connections_.listening()) IBDT_RETURN_IF_ERROR(connections_.poll(events_));
   std::span<fabric::Completion> batch(polled_);
-  size_t got = recvQueue_->poll(batch);
+  size_t got = peers_.recvQueue().poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleReceive(batch[i]));
-  got = sendQueue_->poll(batch);
+  got = peers_.sendQueue().poll(batch);
   for (size_t i = 0; i < got; ++i) IBDT_RETURN_IF_ERROR(handleSendCompletion(batch[i]));
   if (oneSided_ && oneSided_->waiting()) IBDT_RETURN_IF_ERROR(oneSided_->advance());
   credits_.repostConsumed(*this, /*dueOnly=*/true);
@@ -90,26 +90,27 @@ Status ContextImpl::progress() {
 
 Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   ++events_;
-  const int* rank = endpointRank_.find(completion.endpointId);
-  if (rank == nullptr || wrKind(completion.id) != WrKind::kRecvSlot) {
+  Peer* found = peers_.find(completion.endpointId);
+  if (found == nullptr || wrKind(completion.id) != WrKind::kRecvSlot) {
     return makeError(Code::kInternal, "receive completion for unknown endpoint ", completion.endpointId);
   }
-  Peer& peer = this->peer(*rank);
+  Peer& peer = *found;
+  int rank = peer.rank();
   uint32_t slot = static_cast<uint32_t>(wrValue(completion.id) & 0xffffff);
   if (completion.status != fabric::CompletionStatus::kSuccess) {
     failPeer(peer, completionFailure(completion, peer, "receive"));
     return Status::ok();
   }
   if (peer.failed()) return Status::ok();
-  if (connections_.link(*rank).closeReceived) {  // its close() promised that nothing more follows
-    failPeer(peer, makeError(Code::kProtocol, "rank ", *rank, " sent more after it closed"));
+  if (connections_.link(rank).closeReceived) {  // its close() promised that nothing more follows
+    failPeer(peer, makeError(Code::kProtocol, "rank ", rank, " sent more after it closed"));
     return Status::ok();
   }
-  connections_.heardFrom(*rank);  // it sent this, so its side is connected
+  connections_.heardFrom(rank);  // it sent this, so its side is connected
   bool countsCredit = true;
   Status status;
   if (completion.opcode == fabric::Opcode::kRecvWriteWithImm) {
-    status = receiver_.onWriteImm(*rank, completion.immData);
+    status = receiver_.onWriteImm(rank, completion.immData);
   } else {
     std::span<const uint8_t> message = peer.slotMessage(slot, completion.byteLength);
     auto header = wire::read<wire::Header>(message, 0);
@@ -120,17 +121,17 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
     failPeer(peer, status);
     return Status::ok();
   }
-  credits_.consumed(*this, *rank, slot, countsCredit);
+  credits_.consumed(*this, rank, slot, countsCredit);
   return Status::ok();
 }
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {
   ++events_;
-  const int* rank = endpointRank_.find(completion.endpointId);
-  if (rank == nullptr) {
+  Peer* found = peers_.find(completion.endpointId);
+  if (found == nullptr) {
     return makeError(Code::kInternal, "send completion for unknown endpoint ", completion.endpointId);
   }
-  Peer& peer = this->peer(*rank);
+  Peer& peer = *found;
   bool ok = completion.status == fabric::CompletionStatus::kSuccess;
   if (wrKind(completion.id) == WrKind::kInPlace) {  // unsignaled: only a failure completes
     if (!ok) failPeer(peer, completionFailure(completion, peer, "control send"));

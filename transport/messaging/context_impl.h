@@ -37,6 +37,7 @@
 #include "transport/messaging/control_sender.h"
 #include "transport/messaging/operation.h"
 #include "transport/messaging/peer.h"
+#include "transport/messaging/peer_table.h"
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/rendezvous_receiver.h"
 #include "transport/messaging/rendezvous_sender.h"
@@ -131,7 +132,6 @@ class ContextImpl : private Arrivals::Host,
   // context_setup.cc: the endpoints (links in connections.h)
   Status connectEager(const Bootstrap& bootstrap);
   Status preparePeer(Peer& peer, fabric::Endpoint& endpoint);
-  Result<fabric::Endpoint*> createPeerEndpoint(Peer& peer);
   // Sends queued control messages once the link is up; starts it if idle (context.cc).
   Status connectAndFlush(Peer& peer);
   // context_close.cc
@@ -141,8 +141,7 @@ class ContextImpl : private Arrivals::Host,
   Status handleClose(Peer& peer) override;  // Arrivals::Host
   // context_setup.cc: the steps of init after those of context_limits.h, in order
   Status measureCosts();  // the cost model and the tuning file
-  Status createQueues();
-  Status connectSelf();                             // peers_, and the endpoint pair to ourselves
+  Status connectSelf();                             // credits, links, and the endpoint pair to ourselves
   Status createBuffers();                           // send slots, buffer pool, registration cache
   Status connectPeers(const Bootstrap& bootstrap);  // eagerly, or start listening (IBDT_MSG_CONNECT)
   // context_impl.cc
@@ -159,7 +158,7 @@ class ContextImpl : private Arrivals::Host,
   void failPeer(int rank, Status status) override { failPeer(peer(rank), std::move(status)); }
   bool mayWithhold(int rank) const override { return matching_.overBudget() && !matching_.receivePostedFrom(rank); }
   // Connections::Host (peerFailed and failPeer serve both)
-  Result<fabric::Endpoint*> endpointTo(int rank) override;
+  Result<fabric::Endpoint*> endpointTo(int rank) override { return peers_.endpointTo(rank); }
   Status linkReady(int rank) override { return control_.flush(peer(rank)); }
   // RendezvousServices (rendezvous_services.cc); registerUser also serves the pipelined sender.
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
@@ -190,14 +189,10 @@ class ContextImpl : private Arrivals::Host,
   void wake(int rank) override { activePeers_.mark(rank); }
   void failPeer(Peer& peer, Status status);
   size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
-  Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
-  const Peer& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
+  Peer& peer(int rank) { return peers_.peer(rank); }
+  const Peer& peer(int rank) const { return peers_.peer(rank); }
 
-  std::unique_ptr<fabric::CompletionQueue> sendQueue_;
-  std::unique_ptr<fabric::CompletionQueue> recvQueue_;
-  std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
-  EndpointRanks endpointRank_;
-  std::vector<Peer> peers_;
+  PeerTable peers_{domain_};  // the peers, their endpoints and the completion queues
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
     return !peer.control().empty() || sender_.hasWork(peer.rank()) || receiver_.hasWork(peer.rank()) ||
@@ -219,7 +214,6 @@ class ContextImpl : private Arrivals::Host,
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
-  fabric::EndpointOptions endpointOptions_;
   bool closed_ = false;
   std::unique_ptr<OneSided> oneSided_;  // last: goes before the cache its channels hold regions of
 };

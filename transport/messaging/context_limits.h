@@ -8,6 +8,7 @@
 
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
+#include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
 
@@ -17,6 +18,12 @@ struct ProviderLimits {
   uint32_t maxSge = 1;
   uint64_t maxWrBytes = 0;
 };
+
+// One eager buffer: a header, an envelope and up to eagerLimit bytes; also
+// the largest control message.
+inline size_t eagerSlotSize(const Options& options) {
+  return sizeof(wire::Header) + sizeof(wire::Envelope) + static_cast<size_t>(options.eagerLimit);
+}
 
 // The bootstrap and options a Context can run with.
 Status checkSetup(const Bootstrap& bootstrap, const Options& options);

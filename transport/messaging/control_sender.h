@@ -23,6 +23,7 @@
 #include "transport/messaging/credit_flow.h"
 #include "transport/messaging/eager_services.h"
 #include "transport/messaging/peer.h"
+#include "transport/messaging/peer_table.h"
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/protocol_services.h"
 #include "transport/messaging/send_slots.h"
@@ -34,7 +35,7 @@ namespace ibdt::messaging {
 class ControlSender final : public EagerServices {
  public:
   struct Parts {  // the core's objects a send works with
-    std::vector<Peer>& peers;
+    PeerTable& peers;
     SendSlots& slots;
     CreditFlow& credits;
     const Connections& connections;
@@ -72,7 +73,7 @@ class ControlSender final : public EagerServices {
   }
 
  private:
-  Peer& peer(int rank) { return parts_.peers[static_cast<size_t>(rank)]; }
+  Peer& peer(int rank) { return parts_.peers.peer(rank); }
   // Posts a signaled SEND of `sges` (SGE 0 in send slot `slot`); the slot
   // goes back if the post fails.
   Status postSlot(Peer& peer, uint32_t slot, std::span<const fabric::Sge> sges, std::string_view what);
