@@ -1,20 +1,21 @@
 // transport/messaging/context_impl.h — the core behind a messaging Context:
-// peers, completion handling, send slots, post and complete. Matching is
-// Matching's (matching.h), each peer's outgoing queue ControlQueue's
-// (control_queue.h), and every protocol an object of its own.
+// post and complete, progress, completion dispatch and failing a peer. The
+// rest has owners: the peers and their endpoints PeerTable (peer_table.h),
+// each peer's link, queue and caches Peer (peer.h), matching Matching
+// (matching.h), credits CreditFlow, links Connections, the send buffers
+// SendSlots, and every protocol is an object of its own.
 //
 // Data flow: isend asks ProtocolSelector (protocol_select.h) for its path
 // and queues an EagerSend, a PipelinedSend or an RTS on its peer's control
-// queue;
-// progress() polls the two completion queues, hands what arrived to
-// Arrivals (arrivals.h), which dispatches it to the eager, pipelined and
-// rendezvous code,
-// flushes each peer's control queue within its credits (CreditFlow) once
-// its link is up (Connections) and advances the data phase of every
-// rendezvous, which the RendezvousSender and RendezvousReceiver own
-// (rendezvous_sender.h, rendezvous_receiver.h) through the core's
-// RendezvousServices, each scheme's work a protocol object's
-// (send_protocol.h, recv_protocol.h).
+// queue. progress() polls the two completion queues: what a peer wrote into
+// a receive slot goes to Arrivals (arrivals.h), which hands it to the eager,
+// pipelined and rendezvous code; each send completion goes to the object
+// that posted it. For each peer with work it then flushes the control
+// queue within its credits once its link is up (ControlSender,
+// control_sender.h) and advances the data phase of every rendezvous, which
+// RendezvousSender and RendezvousReceiver own (rendezvous_sender.h,
+// rendezvous_receiver.h) through CoreServices (core_services.h), each
+// scheme's work a protocol object's (send_protocol.h, recv_protocol.h).
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,7 @@
 #include "transport/messaging/connections.h"
 #include "transport/messaging/context_limits.h"
 #include "transport/messaging/control_sender.h"
+#include "transport/messaging/core_services.h"
 #include "transport/messaging/operation.h"
 #include "transport/messaging/peer.h"
 #include "transport/messaging/peer_table.h"
@@ -62,7 +64,6 @@ namespace ibdt::messaging {
 class ContextImpl : private Arrivals::Host,
                     private CreditFlow::Host,
                     private Connections::Host,
-                    private RendezvousServices,
                     private OneSided::Host {
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
@@ -97,7 +98,7 @@ class ContextImpl : private Arrivals::Host,
   const Tuning* tuning() const { return selector_.tuning(); }
   // The counters, with the figures kept elsewhere brought up to date.
   const Counters& counters() {
-    counters_.poolGrowths = pool_->counters().growths;
+    counters_.poolGrowths = services_.poolGrowths();
     counters_.unexpectedBytes = matching_.heldBytes();
     counters_.peersVisited = activePeers_.visits();
     return counters_;
@@ -123,12 +124,12 @@ class ContextImpl : private Arrivals::Host,
 
   // OneSided::Host
   Result<memory::RegionRef> acquireRegion(const void* buf, size_t bytes, uint32_t access) override {
-    return cache_->acquire(buf, bytes, access);
+    return services_.cache().acquire(buf, bytes, access);
   }
   const Status& peerFailure(int rank) const override { return peer(rank).failure(); }
   Result<bool> postAllOrNone(int rank, std::vector<fabric::SendRequest>& requests) override;
-  uint64_t maxWriteBytes() const override { return limits_.maxWrBytes; }
-  uint32_t sendQueueDepth() const override { return limits_.sendQueueDepth; }
+  uint64_t maxWriteBytes() const override { return services_.maxWriteBytes(); }
+  uint32_t sendQueueDepth() const override { return services_.sendQueueDepth(); }
   // context_setup.cc: the endpoints (links in connections.h)
   Status connectEager(const Bootstrap& bootstrap);
   Status preparePeer(Peer& peer, fabric::Endpoint& endpoint);
@@ -160,35 +161,8 @@ class ContextImpl : private Arrivals::Host,
   // Connections::Host (peerFailed and failPeer serve both)
   Result<fabric::Endpoint*> endpointTo(int rank) override { return peers_.endpointTo(rank); }
   Status linkReady(int rank) override { return control_.flush(peer(rank)); }
-  // RendezvousServices (rendezvous_services.cc); registerUser also serves the pipelined sender.
-  Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
-  Result<Staging> pooledBuffer(size_t bytes) override;
-  Result<Staging> dedicatedBuffer(size_t bytes) override;
-  bool creditFree(int rank) const override { return credits_.available(rank) > 0; }
-  void queueControl(int rank, std::vector<uint8_t> bytes) override;
-  Result<datatype::Segment> receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) override {
-    return peer(rank).receiverLayout(cts, layout, counters_);
-  }
-  bool layoutCached(int rank, const datatype::Datatype& type) const override { return peer(rank).layoutCached(type); }
-  void layoutSent(int rank, const datatype::Datatype& type) override {
-    peer(rank).layoutSent(type);
-    ++counters_.layoutsSent;
-  }
-  size_t controlCapacity() const override { return slotSize(); }
-  int selfRank() const override { return rank_; }
-  uint32_t maxSgePerRequest() const override { return limits_.maxSge; }
-  uint32_t sendRoom(int rank) const override { return peer(rank).sendRoom(limits_.sendQueueDepth); }
-  bool readRoom(int rank) const override {
-    return peer(rank).readRoom(limits_.sendQueueDepth, std::max<uint32_t>(1, domain_.caps().maxReadsInFlight));
-  }
-  Status postWrites(int rank, std::vector<fabric::SendRequest>& requests) override {
-    return peer(rank).postChain(requests);
-  }
-  Status postRead(int rank, const fabric::SendRequest& request) override { return peer(rank).postRead(request); }
-  void spendCredit(int rank) override { credits_.spend(rank); }
-  void wake(int rank) override { activePeers_.mark(rank); }
   void failPeer(Peer& peer, Status status);
-  size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
+  size_t slotSize() const { return eagerSlotSize(options_); }
   Peer& peer(int rank) { return peers_.peer(rank); }
   const Peer& peer(int rank) const { return peers_.peer(rank); }
 
@@ -199,17 +173,16 @@ class ContextImpl : private Arrivals::Host,
            credits_.due(peer.rank());
   }
   SendSlots sendSlots_;
-  std::unique_ptr<memory::BufferPool> pool_;
-  std::unique_ptr<memory::RegistrationCache> cache_;
-  memory::GroupPlanOptions groupPlan_;
+  // Staging, registration and the rest the rendezvous objects ask for (core_services.h).
+  CoreServices services_{{peers_, credits_, activePeers_, counters_, limits_, options_}, domain_};
   TypeCache types_;
   Matching matching_{options_, counters_};  // posted receives, unexpected messages and their budget
   TransferIds transferIds_;
-  RendezvousSender sender_{*this, selector_, options_, counters_, transferIds_};
-  RendezvousReceiver receiver_{*this, selector_, types_, transferIds_};
+  RendezvousSender sender_{services_, selector_, options_, counters_, transferIds_};
+  RendezvousReceiver receiver_{services_, selector_, types_, transferIds_};
   Arrivals arrivals_{*this, {matching_, types_, credits_, sender_, receiver_}, options_};
   ProviderLimits limits_;
-  ControlSender control_{{peers_, sendSlots_, credits_, connections_, types_, selector_, *this, limits_}, domain_};
+  ControlSender control_{{peers_, sendSlots_, credits_, connections_, types_, selector_, services_, limits_}, domain_};
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.

@@ -18,6 +18,7 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   rank_ = bootstrap.rank;
   size_ = bootstrap.size;
   control_.setRank(rank_);
+  services_.setRank(rank_);
   IBDT_RETURN_IF_ERROR(checkSetup(bootstrap, options_));
   spins_ = spinsFor(bootstrap, options_);
   IBDT_ASSIGN_OR_RETURN(options_.eagerCredits, eagerCreditsFor(bootstrap, options_, slotSize()));
@@ -46,25 +47,9 @@ Status ContextImpl::connectSelf() {
 }
 
 Status ContextImpl::createBuffers() {
-  const fabric::Caps& caps = domain_.caps();
   uint32_t sendSlots = std::max(kSendSlotsMin, 2 * options_.eagerCredits);
   IBDT_RETURN_IF_ERROR(sendSlots_.allocate(domain_, sendSlots, slotSize()));
-  IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
-  IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
-  IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
-  IBDT_ASSIGN_OR_RETURN(cache_, memory::RegistrationCache::create(domain_, cacheOptions));
-  groupPlan_.cost = caps.registration;
-  groupPlan_.pageSize = caps.pageSize;
-  {
-    // Pre-register a few segment buffers so the first rendezvous finds them.
-    std::vector<memory::PoolBuffer> warm;
-    for (int i = 0; i < 4; ++i) {
-      IBDT_ASSIGN_OR_RETURN(auto buffer,
-                            pool_->get(static_cast<size_t>(segmentSizeFor(1 << 30, options_.segmentSize))));
-      warm.push_back(std::move(buffer));
-    }
-  }
-  return Status::ok();
+  return services_.createBuffers();
 }
 
 Status ContextImpl::connectPeers(const Bootstrap& bootstrap) {

@@ -1,25 +1,45 @@
-// The core's RendezvousServices (rendezvous_services.h): control messages,
+// The core's RendezvousServices (core_services.h): control messages,
 // staging buffers and user-buffer registrations; the layout caches and
 // READs are each peer's (peer.h).
 #include <cstdlib>
 #include <cstring>
 
-#include "transport/messaging/context_impl.h"
+#include "transport/messaging/core_services.h"
+#include "transport/messaging/cost_model.h"
+#include "transport/messaging/eager_send.h"
 
 namespace ibdt::messaging {
 
-void ContextImpl::queueControl(int rank, std::vector<uint8_t> bytes) {
+void CoreServices::queueControl(int rank, std::vector<uint8_t> bytes) {
   peer(rank).control().push(ControlMessage(std::move(bytes)));
-  activePeers_.mark(rank);
+  parts_.activePeers.mark(rank);
 }
 
-Result<Staging> ContextImpl::pooledBuffer(size_t bytes) {
+Status CoreServices::createBuffers() {
+  const fabric::Caps& caps = domain_.caps();
+  IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
+  IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(cache_, memory::RegistrationCache::create(domain_, cacheOptions));
+  groupPlan_.cost = caps.registration;
+  groupPlan_.pageSize = caps.pageSize;
+  // Pre-register a few segment buffers so the first rendezvous finds them.
+  std::vector<memory::PoolBuffer> warm;
+  for (int i = 0; i < 4; ++i) {
+    IBDT_ASSIGN_OR_RETURN(auto buffer,
+                          pool_->get(static_cast<size_t>(segmentSizeFor(1 << 30, parts_.options.segmentSize))));
+    warm.push_back(std::move(buffer));
+  }
+  return Status::ok();
+}
+
+Result<Staging> CoreServices::pooledBuffer(size_t bytes) {
   Staging staging;
   IBDT_ASSIGN_OR_RETURN(staging.pooled, pool_->get(bytes));
   return staging;
 }
 
-Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
+Result<Staging> CoreServices::dedicatedBuffer(size_t bytes) {
   // The paper's generic scheme: memory allocated for this message and
   // registered (not cached), as an application would malloc a pack buffer.
   Staging staging;
@@ -36,7 +56,7 @@ Result<Staging> ContextImpl::dedicatedBuffer(size_t bytes) {
   return staging;
 }
 
-Result<UserRegistration> ContextImpl::registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) {
+Result<UserRegistration> CoreServices::registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) {
   const void* base = op.isSend ? op.sendBuffer : op.recvBuffer;
   auto registration = UserRegistration::create(*cache_, groupPlan_, *op.segment, op.type, op.count, op.stats, base,
                                                bytes, access, single);
