@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/pattern.h"
 #include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
@@ -17,7 +18,8 @@ namespace {
 
 using datatype::Datatype;
 
-uint8_t patternByte(int message, size_t i) { return static_cast<uint8_t>((message * 131 + i * 7 + 3) & 0xff); }
+// Byte `i` of message `message`, from the suites' one formula (support/pattern.h).
+uint8_t patternByte(int message, size_t i) { return ibdt::test::patternByte(i, static_cast<uint32_t>(message)); }
 
 struct Flood {
   int messages;

@@ -1,8 +1,7 @@
 // transport/messaging/active_peers.h — the peers progress() has work for.
 //
-// A rank of a large job talks to few peers at any moment, yet every
-// progress() used to walk all of them (a few loads each: O(peers) per call,
-// the cost that remained of an idle progress at 128 ranks, docs/many-ranks.md).
+// A rank of a large job talks to few peers at any moment, so progress()
+// must cost O(peers with work), not O(peers) (docs/many-ranks.md).
 // Wherever work is added for a peer — a control message queued, a transfer
 // with data left to post, a receive buffer reposted (a credit that may fall
 // due) — the peer is marked; progress() walks only the marked ones and marks

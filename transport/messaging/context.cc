@@ -49,27 +49,27 @@ Result<std::shared_ptr<Operation>> ContextImpl::prepareSend(const void* buf, int
 }
 
 Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
-  Peer& peer = peers_[static_cast<size_t>(op->peer)];
-  if (!peer.failure.isOk()) return Status(peer.failure).withContext(strCat("isend to rank ", op->peer));
+  Peer& peer = this->peer(op->peer);
+  if (peer.failed()) return Status(peer.failure()).withContext(strCat("isend to rank ", op->peer));
   SendPath path = selector_.sendPath(*op, types_);
   if (path == SendPath::kEager) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
-    peer.control.push(EagerSend(op));
+    peer.control().push(EagerSend(op));
   } else if (path == SendPath::kPipelined) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
-    peer.control.push(std::make_shared<PipelinedSend>(op));
+    peer.control().push(std::make_shared<PipelinedSend>(op));
   } else {
     IBDT_RETURN_IF_ERROR(op->ensureStats(types_));
     IBDT_ASSIGN_OR_RETURN(auto rts, sender_.start(op));
-    peer.control.push(ControlMessage(std::move(rts)));
+    peer.control().push(ControlMessage(std::move(rts)));
   }
-  activePeers_.mark(peer.rank);
+  activePeers_.mark(peer.rank());
   return connectAndFlush(peer);
 }
 
 Status ContextImpl::connectAndFlush(Peer& peer) {
-  if (connections_.ready(peer.rank)) return flushControl(peer);
-  return connections_.request(peer.rank);  // queued until the link is up
+  if (connections_.ready(peer.rank())) return control_.flush(peer);
+  return connections_.request(peer.rank());  // queued until the link is up
 }
 
 Result<std::shared_ptr<Operation>> ContextImpl::prepareRecv(void* buf, int64_t count, const datatype::Datatype& type,
@@ -87,8 +87,8 @@ Result<std::shared_ptr<Operation>> ContextImpl::prepareRecv(void* buf, int64_t c
 
 Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
   const int source = op->spec.source;
-  if (source != kAnySource && !peers_[static_cast<size_t>(source)].failure.isOk()) {
-    return Status(peers_[static_cast<size_t>(source)].failure).withContext(strCat("irecv from rank ", source));
+  if (source != kAnySource && peer(source).failed()) {
+    return Status(peer(source).failure()).withContext(strCat("irecv from rank ", source));
   }
   std::unique_ptr<Unexpected> owned(matching_.takeUnexpected(op->spec));
   if (!owned) {
@@ -98,13 +98,13 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
   bool arriving = owned->kind == wire::Kind::kPipelined &&
                   static_cast<int64_t>(owned->payload.size()) < owned->wireEnvelope.bytes;
   if (arriving) {
-    adoptInbound(op, *owned);  // its remaining fragments go straight to this receive
+    arrivals_.adoptInbound(op, *owned);  // its remaining fragments go straight to this receive
   } else if (owned->kind != wire::Kind::kRts) {
     Scheme scheme = owned->kind == wire::Kind::kEager ? Scheme::kEager : Scheme::kPipelined;
     deliverEager(*op, types_, owned->peer, owned->wireEnvelope, owned->payload, scheme);
   } else {
     Status status = receiver_.accept(op, owned->peer, owned->wireEnvelope, owned->rts);
-    if (!status.isOk()) failPeer(peers_[static_cast<size_t>(owned->peer)], status);
+    if (!status.isOk()) failPeer(peer(owned->peer), status);
   }
   return Status::ok();
 }

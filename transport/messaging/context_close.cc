@@ -6,14 +6,13 @@
 namespace ibdt::messaging {
 
 bool ContextImpl::quietToward(const Peer& peer) const {
-  return peer.control.empty() && peer.sendOutstanding == 0 && !sender_.involves(peer.rank) &&
-         !receiver_.involves(peer.rank);
+  return peer.control().empty() && peer.sendsOutstanding() == 0 && !sender_.involves(peer.rank()) &&
+         !receiver_.involves(peer.rank());
 }
 
 Status ContextImpl::sendClose(Peer& peer) {
-  if (freeSendSlots_.empty()) return Status::ok();  // next round
-  IBDT_RETURN_IF_ERROR(ControlMessage::headerOnly(wire::Kind::kClose).post(*this, peer.rank, /*useReserve=*/true));
-  connections_.markCloseSent(peer.rank);
+  IBDT_ASSIGN_OR_RETURN(bool sent, control_.sendReserved(peer, wire::Kind::kClose));
+  if (sent) connections_.markCloseSent(peer.rank());  // else next round
   return Status::ok();
 }
 
@@ -21,13 +20,13 @@ Status ContextImpl::handleClose(Peer& peer) {
   // A peer closes once quiet toward us (quietToward): no part of a message
   // or of a transfer it takes part in may still be owed. (A send of ours it
   // never answered is its application's error, not the protocol's.)
-  if (peer.inbound.active()) {
-    return makeError(Code::kProtocol, "rank ", peer.rank, " closed at byte ", peer.inbound.received(), " of its ",
-                     peer.inbound.bytes(), "-byte pipelined message");
+  if (peer.inbound().active()) {
+    return makeError(Code::kProtocol, "rank ", peer.rank(), " closed at byte ", peer.inbound().received(), " of its ",
+                     peer.inbound().bytes(), "-byte pipelined message");
   }
-  IBDT_RETURN_IF_ERROR(receiver_.checkPeerClosed(peer.rank));
-  IBDT_RETURN_IF_ERROR(sender_.checkPeerClosed(peer.rank));
-  connections_.markCloseReceived(peer.rank);
+  IBDT_RETURN_IF_ERROR(receiver_.checkPeerClosed(peer.rank()));
+  IBDT_RETURN_IF_ERROR(sender_.checkPeerClosed(peer.rank()));
+  connections_.markCloseReceived(peer.rank());
   return Status::ok();
 }
 
@@ -36,9 +35,9 @@ Status ContextImpl::handleClose(Peer& peer) {
 bool ContextImpl::closeRound() {
   bool done = true;
   for (Peer& peer : peers_) {
-    const Link& link = connections_.link(peer.rank);
-    if (!peer.failure.isOk() || link.state == LinkState::kIdle) continue;
-    if (peer.self) {
+    const Link& link = connections_.link(peer.rank());
+    if (peer.failed() || link.state == LinkState::kIdle) continue;
+    if (peer.self()) {
       done = done && quietToward(peer);
       continue;
     }
@@ -47,8 +46,8 @@ bool ContextImpl::closeRound() {
       if (!status.isOk()) failPeer(peer, status);
     }
     // Our "nothing more" has left (its send completed) and theirs arrived.
-    bool finished = link.closeSent && peer.sendOutstanding == 0 && link.closeReceived;
-    done = done && (finished || !peer.failure.isOk());
+    bool finished = link.closeSent && peer.sendsOutstanding() == 0 && link.closeReceived;
+    done = done && (finished || peer.failed());
   }
   return done;
 }
@@ -63,9 +62,9 @@ Status ContextImpl::close(Deadline deadline) {
     if (deadline.expired()) {
       int waiting = 0;
       for (const Peer& peer : peers_) {
-        const Link& link = connections_.link(peer.rank);
-        if (!peer.self && peer.failure.isOk() && link.state != LinkState::kIdle && !link.closeReceived) {
-          waiting = peer.rank;
+        const Link& link = connections_.link(peer.rank());
+        if (!peer.self() && !peer.failed() && link.state != LinkState::kIdle && !link.closeReceived) {
+          waiting = peer.rank();
           break;
         }
       }

@@ -1,19 +1,21 @@
 // transport/messaging/context_impl.h — the core behind a messaging Context:
-// peers, completion handling, send slots, post and complete. Matching is
-// Matching's (matching.h), each peer's outgoing queue ControlQueue's
-// (control_queue.h), and every protocol an object of its own.
+// post and complete, progress, completion dispatch and failing a peer. The
+// rest has owners: the peers and their endpoints PeerTable (peer_table.h),
+// each peer's link, queue and caches Peer (peer.h), matching Matching
+// (matching.h), credits CreditFlow, links Connections, the send buffers
+// SendSlots, and every protocol is an object of its own.
 //
 // Data flow: isend asks ProtocolSelector (protocol_select.h) for its path
 // and queues an EagerSend, a PipelinedSend or an RTS on its peer's control
-// queue;
-// progress() polls the two completion queues, dispatches control messages
-// (control_dispatch.cc) to the eager, pipelined and rendezvous code,
-// flushes each peer's control queue within its credits (CreditFlow) once
-// its link is up (Connections) and advances the data phase of every
-// rendezvous, which the RendezvousSender and RendezvousReceiver own
-// (rendezvous_sender.h, rendezvous_receiver.h) through the core's
-// RendezvousServices, each scheme's work a protocol object's
-// (send_protocol.h, recv_protocol.h).
+// queue. progress() polls the two completion queues: what a peer wrote into
+// a receive slot goes to Arrivals (arrivals.h), which hands it to the eager,
+// pipelined and rendezvous code; each send completion goes to the object
+// that posted it. For each peer with work it then flushes the control
+// queue within its credits once its link is up (ControlSender,
+// control_sender.h) and advances the data phase of every rendezvous, which
+// RendezvousSender and RendezvousReceiver own (rendezvous_sender.h,
+// rendezvous_receiver.h) through CoreServices (core_services.h), each
+// scheme's work a protocol object's (send_protocol.h, recv_protocol.h).
 #pragma once
 
 #include <algorithm>
@@ -30,9 +32,14 @@
 #include "transport/memory/buffer_pool.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/messaging/active_peers.h"
+#include "transport/messaging/arrivals.h"
 #include "transport/messaging/connections.h"
+#include "transport/messaging/context_limits.h"
+#include "transport/messaging/control_sender.h"
+#include "transport/messaging/core_services.h"
 #include "transport/messaging/operation.h"
 #include "transport/messaging/peer.h"
+#include "transport/messaging/peer_table.h"
 #include "transport/messaging/protocol_select.h"
 #include "transport/messaging/rendezvous_receiver.h"
 #include "transport/messaging/rendezvous_sender.h"
@@ -45,6 +52,7 @@
 #include "transport/messaging/matching.h"
 #include "transport/messaging/one_sided.h"
 #include "transport/messaging/scheme_select.h"
+#include "transport/messaging/send_slots.h"
 #include "transport/messaging/staging.h"
 #include "transport/messaging/tuning.h"
 #include "transport/messaging/type_cache.h"
@@ -53,10 +61,9 @@
 
 namespace ibdt::messaging {
 
-class ContextImpl : private CreditFlow::Host,
+class ContextImpl : private Arrivals::Host,
+                    private CreditFlow::Host,
                     private Connections::Host,
-                    private RendezvousServices,
-                    private EagerServices,
                     private OneSided::Host {
  public:
   ContextImpl(fabric::Domain& domain, const Options& options) : domain_(domain), options_(options) {}
@@ -91,7 +98,7 @@ class ContextImpl : private CreditFlow::Host,
   const Tuning* tuning() const { return selector_.tuning(); }
   // The counters, with the figures kept elsewhere brought up to date.
   const Counters& counters() {
-    counters_.poolGrowths = pool_->counters().growths;
+    counters_.poolGrowths = services_.poolGrowths();
     counters_.unexpectedBytes = matching_.heldBytes();
     counters_.peersVisited = activePeers_.visits();
     return counters_;
@@ -115,139 +122,71 @@ class ContextImpl : private CreditFlow::Host,
   // Which protocol each message takes (protocol_select.h).
   ProtocolSelector selector_{options_};
 
-  // eager_arrivals.cc: eager and pipelined messages arriving (eager_receive.h, pipelined_inbound.h)
-  void handleEager(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
-  Status handlePipelined(Peer& peer, const wire::Envelope& envelope, std::span<const uint8_t> payload);
-  Status handleFragment(Peer& peer, const wire::Fragment& fragment, std::span<const uint8_t> payload);
-  void adoptInbound(std::shared_ptr<Operation> op, Unexpected& unexpected);
-  void dropInbound(Peer& peer);
-  // control_flush.cc: each peer's control queue (control_queue.h) out within its credits
-  Status flushControl(Peer& peer);
-  Status sendCreditIfOwed(Peer& peer);
-  // Posts a signaled SEND of `sges` (SGE 0 in send slot `slot`); the slot
-  // goes back if the post fails.
-  Status postSlot(Peer& peer, uint32_t slot, std::span<const fabric::Sge> sges, std::string_view what);
-  // EagerServices
-  int selfRank() const override { return rank_; }
-  TypeCache& types() override { return types_; }
-  const ProtocolSelector& selector() const override { return selector_; }
-  uint32_t creditsOwedTo(int rank) const override { return credits_.owedTo(rank); }
-  void messageSent(int rank, bool spendsCredit) override { credits_.sent(rank, spendsCredit); }
-  Result<bool> sendWritten(int rank, uint32_t length, WriteFunction write, void* context, Status& writeError) override;
-  Result<SendSlot> takeSendSlot() override;
-  void returnSendSlot(uint32_t index) override { freeSendSlots_.push_back(index); }
-  SgeOut gatherScratch() override;
-  Status postGathered(int rank, const SendSlot& slot, std::span<const fabric::Sge> sges,
-                      std::shared_ptr<PipelinedSend> reader) override;
   // OneSided::Host
   Result<memory::RegionRef> acquireRegion(const void* buf, size_t bytes, uint32_t access) override {
-    return cache_->acquire(buf, bytes, access);
+    return services_.cache().acquire(buf, bytes, access);
   }
-  const Status& peerFailure(int rank) const override { return peers_[static_cast<size_t>(rank)].failure; }
+  const Status& peerFailure(int rank) const override { return peer(rank).failure(); }
   Result<bool> postAllOrNone(int rank, std::vector<fabric::SendRequest>& requests) override;
-  uint64_t maxWriteBytes() const override { return maxWrBytes_; }
-  uint32_t sendQueueDepth() const override { return sendQueueDepth_; }
-  // control_dispatch.cc: an RTS matched to a posted receive goes to the receiver, else waits
-  void handleRts(Peer& peer, const wire::Envelope& envelope, const wire::Rts& rts);
+  uint64_t maxWriteBytes() const override { return services_.maxWriteBytes(); }
+  uint32_t sendQueueDepth() const override { return services_.sendQueueDepth(); }
   // context_setup.cc: the endpoints (links in connections.h)
   Status connectEager(const Bootstrap& bootstrap);
   Status preparePeer(Peer& peer, fabric::Endpoint& endpoint);
-  Result<fabric::Endpoint*> createPeerEndpoint(Peer& peer);
   // Sends queued control messages once the link is up; starts it if idle (context.cc).
   Status connectAndFlush(Peer& peer);
   // context_close.cc
   bool closeRound();
   bool quietToward(const Peer& peer) const;
   Status sendClose(Peer& peer);
-  Status handleClose(Peer& peer);
-  // context_setup.cc: the steps of init, in order
-  Status checkSetup(const Bootstrap& bootstrap) const;
-  void chooseSpins(const Bootstrap& bootstrap);
-  Status applyEagerBudget();  // eager credits per peer within IBDT_MSG_EAGER_MEMORY
-  Status readProviderLimits();  // queue depths, SGEs, message size
-  Status measureCosts();        // the cost model and the tuning file
-  Status createQueues();
-  Status connectSelf();                             // peers_, and the endpoint pair to ourselves
+  Status handleClose(Peer& peer) override;  // Arrivals::Host
+  // context_setup.cc: the steps of init after those of context_limits.h, in order
+  Status measureCosts();  // the cost model and the tuning file
+  Status connectSelf();                             // credits, links, and the endpoint pair to ourselves
   Status createBuffers();                           // send slots, buffer pool, registration cache
   Status connectPeers(const Bootstrap& bootstrap);  // eagerly, or start listening (IBDT_MSG_CONNECT)
   // context_impl.cc
   Status handleReceive(const fabric::Completion& completion);
   Status handleSendCompletion(const fabric::Completion& completion);
-  Status dispatchControl(Peer& peer, std::span<const uint8_t> message);
-  Status dispatchEager(Peer& peer, std::span<const uint8_t> message, size_t offset);
-  Status dispatchPipelined(Peer& peer, std::span<const uint8_t> message, size_t offset);
-  Status dispatchRts(Peer& peer, std::span<const uint8_t> message, size_t offset);
-  Status dispatchCts(Peer& peer, std::span<const uint8_t> message, size_t offset);
-  Status repostSlot(Peer& peer, uint32_t slot);
+  // Arrivals::Host (failPeer serves all three hosts)
+  Peer& peerAt(int rank) override { return peer(rank); }
   // CreditFlow::Host
-  Status repostSlot(int rank, uint32_t slot) override { return repostSlot(peers_[static_cast<size_t>(rank)], slot); }
-  bool peerFailed(int rank) const override { return !peers_[static_cast<size_t>(rank)].failure.isOk(); }
-  void failPeer(int rank, Status status) override { failPeer(peers_[static_cast<size_t>(rank)], std::move(status)); }
+  Status repostSlot(int rank, uint32_t slot) override {
+    activePeers_.mark(rank);  // the credit it becomes may fall due
+    return peer(rank).repostSlot(slot);
+  }
+  bool peerFailed(int rank) const override { return peer(rank).failed(); }
+  void failPeer(int rank, Status status) override { failPeer(peer(rank), std::move(status)); }
   bool mayWithhold(int rank) const override { return matching_.overBudget() && !matching_.receivePostedFrom(rank); }
   // Connections::Host (peerFailed and failPeer serve both)
-  Result<fabric::Endpoint*> endpointTo(int rank) override;
-  Status linkReady(int rank) override { return flushControl(peers_[static_cast<size_t>(rank)]); }
-  // RendezvousServices (rendezvous_services.cc); registerUser also serves the pipelined sender.
-  Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
-  Result<Staging> pooledBuffer(size_t bytes) override;
-  Result<Staging> dedicatedBuffer(size_t bytes) override;
-  bool creditFree(int rank) const override { return credits_.available(rank) > 0; }
-  void queueControl(int rank, std::vector<uint8_t> bytes) override;
-  Result<datatype::Segment> receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) override;
-  bool layoutCached(int rank, const datatype::Datatype& type) const override;
-  void layoutSent(int rank, const datatype::Datatype& type) override;
-  size_t controlCapacity() const override { return slotSize(); }
-  uint32_t maxSgePerRequest() const override { return maxSge_; }
-  uint32_t sendRoom(int rank) const override {
-    return sendQueueDepth_ - std::min(sendQueueDepth_, peers_[static_cast<size_t>(rank)].sendOutstanding);
-  }
-  bool readRoom(int rank) const override;
-  Status postWrites(int rank, std::vector<fabric::SendRequest>& requests) override {
-    return post(peers_[static_cast<size_t>(rank)], requests);
-  }
-  Status postRead(int rank, const fabric::SendRequest& request) override;
-  void spendCredit(int rank) override { credits_.spend(rank); }
-  void wake(int rank) override { activePeers_.mark(rank); }
+  Result<fabric::Endpoint*> endpointTo(int rank) override { return peers_.endpointTo(rank); }
+  Status linkReady(int rank) override { return control_.flush(peer(rank)); }
   void failPeer(Peer& peer, Status status);
-  size_t slotSize() const { return sizeof(wire::Header) + sizeof(wire::Envelope) + options_.eagerLimit; }
-  Status post(Peer& peer, std::vector<fabric::SendRequest>& requests);
+  size_t slotSize() const { return eagerSlotSize(options_); }
+  Peer& peer(int rank) { return peers_.peer(rank); }
+  const Peer& peer(int rank) const { return peers_.peer(rank); }
 
-  std::unique_ptr<fabric::CompletionQueue> sendQueue_;
-  std::unique_ptr<fabric::CompletionQueue> recvQueue_;
-  std::vector<std::unique_ptr<fabric::Endpoint>> endpoints_;
-  EndpointRanks endpointRank_;
-  std::vector<Peer> peers_;
+  PeerTable peers_{domain_};  // the peers, their endpoints and the completion queues
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
-    return !peer.control.empty() || sender_.hasWork(peer.rank) || receiver_.hasWork(peer.rank) ||
-           credits_.due(peer.rank);
+    return !peer.control().empty() || sender_.hasWork(peer.rank()) || receiver_.hasWork(peer.rank()) ||
+           credits_.due(peer.rank());
   }
-  std::unique_ptr<fabric::MemoryRegion> sendSlots_;
-  std::vector<uint32_t> freeSendSlots_;
-  std::vector<std::shared_ptr<PipelinedSend>> slotOwner_;  // pipelined sends gathering from user blocks
-  std::unique_ptr<memory::BufferPool> pool_;
-  std::unique_ptr<memory::RegistrationCache> cache_;
-  memory::GroupPlanOptions groupPlan_;
+  SendSlots sendSlots_;
+  // Staging, registration and the rest the rendezvous objects ask for (core_services.h).
+  CoreServices services_{{peers_, credits_, activePeers_, counters_, limits_, options_}, domain_};
   TypeCache types_;
   Matching matching_{options_, counters_};  // posted receives, unexpected messages and their budget
   TransferIds transferIds_;
-  RendezvousSender sender_{*this, selector_, options_, counters_, transferIds_};
-  RendezvousReceiver receiver_{*this, selector_, types_, transferIds_};
-  uint32_t sendQueueDepth_ = 0;
-  bool inPlaceSends_ = true;  // until the provider says it has no postSendPacked
-  uint32_t maxSge_ = 1;
-  uint64_t maxWrBytes_ = 0;
+  RendezvousSender sender_{services_, selector_, options_, counters_, transferIds_};
+  RendezvousReceiver receiver_{services_, selector_, types_, transferIds_};
+  Arrivals arrivals_{*this, {matching_, types_, credits_, sender_, receiver_}, options_};
+  ProviderLimits limits_;
+  ControlSender control_{{peers_, sendSlots_, credits_, connections_, types_, selector_, services_, limits_}, domain_};
   uint64_t events_ = 0;  // bumped by every completion handled (drives backoff)
   // What progress() polls into: a member, as a local array would be zeroed
   // (1 KiB) on every call, most of a poll's cost when nothing arrived.
   std::array<fabric::Completion, 32> polled_;
-  struct PostScratch {  // gathered fragments' lists, reused rather than reallocated
-    std::vector<fabric::SendRequest> requests;
-    std::vector<fabric::Sge> sges;
-    std::vector<datatype::Iovec> iovecs;
-  } scratch_;
-  fabric::EndpointOptions endpointOptions_;
-  uint32_t recvDepth_ = 0;
   bool closed_ = false;
   std::unique_ptr<OneSided> oneSided_;  // last: goes before the cache its channels hold regions of
 };

@@ -1,7 +1,7 @@
 // transport/messaging/control_queue.h — what waits to be sent to one peer,
 // in order: prebuilt control messages, eager sends and pipelined sends
 // (eager_send.h, pipelined_send.h). The core flushes it within the credits
-// and send slots it has (ContextImpl::flushControl); a pipelined send stays
+// and send slots it has (ControlSender::flush); a pipelined send stays
 // at the head until its last fragment left.
 #pragma once
 

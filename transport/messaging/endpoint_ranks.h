@@ -2,9 +2,8 @@
 // Completion::endpointId of the provider) belongs to.
 //
 // Looked up for every completion, so it is an open-addressing table over a
-// power of two with a multiplicative hash: std::unordered_map divides by a
-// prime on every lookup, which was a visible share of a small message's
-// cost. Ids are provider-chosen (shm numbers its endpoints, verbs uses QP
+// power of two with a multiplicative hash rather than a std::unordered_map,
+// which divides by a prime on every lookup. Ids are provider-chosen (shm numbers its endpoints, verbs uses QP
 // numbers), so they are hashed, not used as indices. Entries are never
 // removed: a context maps at most one endpoint pair per peer.
 #pragma once

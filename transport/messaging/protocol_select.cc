@@ -115,9 +115,9 @@ SendChoice ProtocolSelector::sendProtocol(bool senderWantsPack, const datatype::
 
 // Both sides copy at about the same rate, so the message takes one side's
 // copy plus a fragment. Each fragment costs a request, a completion and a
-// receive repost on top of its bytes: measured on shm, four fragments of
-// 8 KiB or more (at most an eager buffer) beat halving schedules and
-// uniform 8 KiB ones by 5-30 % at 64-256 KiB.
+// receive repost on top of its bytes, so a message goes in four fragments
+// of at least 8 KiB and at most an eager buffer (on shm this beats halving
+// and uniform 8 KiB schedules at 64-256 KiB; docs/design.md).
 int64_t ProtocolSelector::fragmentSize(int64_t bytes) const {
   constexpr int64_t kMinFragment = 8192;
   constexpr int64_t kFragmentsPerMessage = 4;

@@ -1,71 +1,71 @@
-// The core's RendezvousServices (rendezvous_services.h): control messages,
-// the layout caches of Section 4.4.2, and READs within a peer's limits.
-#include <algorithm>
+// The core's RendezvousServices (core_services.h): control messages,
+// staging buffers and user-buffer registrations; the layout caches and
+// READs are each peer's (peer.h).
+#include <cstdlib>
+#include <cstring>
 
-#include "transport/messaging/context_impl.h"
+#include "transport/messaging/core_services.h"
+#include "transport/messaging/cost_model.h"
+#include "transport/messaging/eager_send.h"
 
 namespace ibdt::messaging {
-namespace {
 
-// A receiver layout (or count) from the peer that does not decode: its
-// fault whatever the datatype layer calls it.
-Status unusableLayout(int rank, const wire::Cts& cts, const Status& why) {
-  return makeError(Code::kProtocol, "rank ", rank, " sent an unusable layout (count ", cts.count, ") for transfer ",
-                   cts.senderTransfer, ": ", why.toString());
+void CoreServices::queueControl(int rank, std::vector<uint8_t> bytes) {
+  peer(rank).control().push(ControlMessage(std::move(bytes)));
+  parts_.activePeers.mark(rank);
 }
 
-}  // namespace
-
-void ContextImpl::queueControl(int rank, std::vector<uint8_t> bytes) {
-  peers_[static_cast<size_t>(rank)].control.push(ControlMessage(std::move(bytes)));
-  activePeers_.mark(rank);
-}
-
-// Multi-W to a noncontiguous receiver: its layout sent with this reply or
-// cached from an earlier one.
-Result<datatype::Segment> ContextImpl::receiverLayout(int rank, const wire::Cts& cts, std::span<const uint8_t> layout) {
-  LayoutCache& layouts = peers_[static_cast<size_t>(rank)].layouts;
-  const datatype::Datatype* receiverType = layouts.received(cts.typeId, cts.typeVersion);
-  if (!layout.empty()) {
-    auto type = datatype::deserialize(layout);
-    if (!type.isOk()) return unusableLayout(rank, cts, type.status());
-    receiverType = &layouts.store(cts.typeId, cts.typeVersion, std::move(type).value());
-  } else if (receiverType == nullptr) {
-    return makeError(Code::kProtocol, "rank ", rank, " refers to layout (", cts.typeId, ", ", cts.typeVersion,
-                     ") it never sent, for transfer ", cts.senderTransfer);
-  } else {
-    ++counters_.layoutCacheHits;
+Status CoreServices::createBuffers() {
+  const fabric::Caps& caps = domain_.caps();
+  IBDT_ASSIGN_OR_RETURN(auto poolOptions, memory::PoolOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(pool_, memory::BufferPool::create(domain_, poolOptions));
+  IBDT_ASSIGN_OR_RETURN(auto cacheOptions, memory::CacheOptions::fromEnvironment());
+  IBDT_ASSIGN_OR_RETURN(cache_, memory::RegistrationCache::create(domain_, cacheOptions));
+  groupPlan_.cost = caps.registration;
+  groupPlan_.pageSize = caps.pageSize;
+  // Pre-register a few segment buffers so the first rendezvous finds them.
+  std::vector<memory::PoolBuffer> warm;
+  for (int i = 0; i < 4; ++i) {
+    IBDT_ASSIGN_OR_RETURN(auto buffer,
+                          pool_->get(static_cast<size_t>(segmentSizeFor(1 << 30, parts_.options.segmentSize))));
+    warm.push_back(std::move(buffer));
   }
-  auto segment = datatype::Segment::create(*receiverType, cts.count);
-  if (!segment.isOk()) return unusableLayout(rank, cts, segment.status());
-  if (segment->size() < cts.bytes) {
-    return makeError(Code::kProtocol, "rank ", rank, "'s layout holds ", segment->size(), " bytes, it accepted ",
-                     cts.bytes, " for transfer ", cts.senderTransfer);
-  }
-  return segment;
-}
-
-bool ContextImpl::layoutCached(int rank, const datatype::Datatype& type) const {
-  return peers_[static_cast<size_t>(rank)].layouts.peerHolds(type);
-}
-
-void ContextImpl::layoutSent(int rank, const datatype::Datatype& type) {
-  peers_[static_cast<size_t>(rank)].layouts.sentToPeer(type);
-  ++counters_.layoutsSent;
-}
-
-bool ContextImpl::readRoom(int rank) const {
-  const Peer& peer = peers_[static_cast<size_t>(rank)];
-  uint32_t maxReads = std::max<uint32_t>(1, domain_.caps().maxReadsInFlight);
-  return peer.sendOutstanding < sendQueueDepth_ && peer.readsOutstanding < maxReads;
-}
-
-Status ContextImpl::postRead(int rank, const fabric::SendRequest& request) {
-  Peer& peer = peers_[static_cast<size_t>(rank)];
-  IBDT_RETURN_IF_ERROR(peer.sendEndpoint->postSend(request));
-  ++peer.sendOutstanding;
-  ++peer.readsOutstanding;
   return Status::ok();
+}
+
+Result<Staging> CoreServices::pooledBuffer(size_t bytes) {
+  Staging staging;
+  IBDT_ASSIGN_OR_RETURN(staging.pooled, pool_->get(bytes));
+  return staging;
+}
+
+Result<Staging> CoreServices::dedicatedBuffer(size_t bytes) {
+  // The paper's generic scheme: memory allocated for this message and
+  // registered (not cached), as an application would malloc a pack buffer.
+  Staging staging;
+  size_t page = domain_.caps().pageSize;
+  size_t rounded = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+  staging.memory.reset(static_cast<uint8_t*>(std::aligned_alloc(page, rounded)));
+  if (!staging.memory) return makeError(Code::kResource, "allocating a ", bytes, "-byte staging buffer");
+  std::memset(staging.memory.get(), 0, rounded);  // registration wants mapped pages
+  auto region = domain_.registerMemory(staging.memory.get(), rounded, memory::PoolOptions().access);
+  if (!region.isOk()) {
+    return std::move(region).takeStatus().withContext(strCat("registering a ", bytes, "-byte staging buffer"));
+  }
+  staging.dedicated = std::move(region).value();
+  return staging;
+}
+
+Result<UserRegistration> CoreServices::registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) {
+  const void* base = op.isSend ? op.sendBuffer : op.recvBuffer;
+  auto registration = UserRegistration::create(*cache_, groupPlan_, *op.segment, op.type, op.count, op.stats, base,
+                                               bytes, access, single);
+  if (!registration.isOk()) {
+    return std::move(registration)
+        .takeStatus()
+        .withContext(strCat("registering the user buffer of a ", bytes, "-byte message with rank ", op.peer));
+  }
+  return registration;
 }
 
 }  // namespace ibdt::messaging

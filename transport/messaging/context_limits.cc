@@ -1,0 +1,82 @@
+// The checks and limits a Context's set-up derives (context_limits.h).
+#include "transport/messaging/context_limits.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "transport/messaging/credit_flow.h"
+#include "transport/messaging/eager_budget.h"
+
+namespace ibdt::messaging {
+
+Status checkSetup(const Bootstrap& bootstrap, const Options& options) {
+  int rank = bootstrap.rank;
+  int size = bootstrap.size;
+  if (size < 1 || rank < 0 || rank >= size || !bootstrap.allgather) {
+    return makeError(Code::kInvalidArgument, "messaging context: bad bootstrap (rank ", rank, " of ", size, ")");
+  }
+  if (options.ringSegments < 2) {
+    return makeError(Code::kInvalidArgument, "messaging context: a staging ring needs at least 2 segments, not ",
+                     options.ringSegments);
+  }
+  IBDT_RETURN_IF_ERROR(checkEagerLimit(options.eagerLimit));
+  if (options.eagerLimit < 0 || options.eagerCredits < 2 || options.segmentSize < 0) {
+    return makeError(Code::kInvalidArgument, "messaging context: eager limit ", options.eagerLimit, ", credits ",
+                     options.eagerCredits, " and segment size ", options.segmentSize,
+                     " must be >= 0, >= 2 and >= 0 (0: automatic)");
+  }
+  return Status::ok();
+}
+
+uint32_t spinsFor(const Bootstrap& bootstrap, const Options& options) {
+  // Spin where every rank of this node can own a core. Oversubscribed, a
+  // rank that polls in vain holds the core its peer needs: yield at once,
+  // as Open MPI's yield_when_idle does.
+  if (options.spins >= 0) return static_cast<uint32_t>(options.spins);
+  int local = bootstrap.localSize > 0 ? bootstrap.localSize : bootstrap.size;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 && local <= cores ? 4096 : 0;
+}
+
+Result<uint32_t> eagerCreditsFor(const Bootstrap& bootstrap, const Options& options, size_t slotSize) {
+  IBDT_ASSIGN_OR_RETURN(uint64_t budget, eagerBudgetFromEnvironment());
+  uint32_t credits = eagerCreditsWithin(budget, slotSize, bootstrap.size, options.eagerCredits);
+  IBDT_LOG(kDebug, "messaging: rank ", bootstrap.rank, ": ", credits, " eager credits per peer (IBDT_MSG_CREDITS ",
+           options.eagerCredits, ", IBDT_MSG_EAGER_MEMORY ", budget, " over ", bootstrap.size, " ranks)");
+  return credits;
+}
+
+Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eagerCredits, size_t slotSize,
+                                          int64_t eagerLimit) {
+  if (caps.provider == "verbs") {
+    // Each peer's eager buffers are posted, found and reposted as that
+    // peer's: with one shared receive queue a message would land in another
+    // peer's buffer and be read from the wrong one (docs/many-ranks.md).
+    IBDT_ASSIGN_OR_RETURN(bool shared, config::getBool("IBDT_VERBS_SRQ"));
+    if (shared) {
+      return makeError(Code::kInvalidArgument,
+                       "IBDT_VERBS_SRQ=1: the messaging layer does not support a shared receive queue yet; unset it");
+    }
+  }
+  ProviderLimits limits;
+  limits.maxSge = std::max<uint32_t>(1, caps.maxSendSge);
+  limits.maxWrBytes = std::numeric_limits<uint32_t>::max();
+  if (caps.maxMessageSize != 0) limits.maxWrBytes = std::min<uint64_t>(limits.maxWrBytes, caps.maxMessageSize);
+  limits.sendQueueDepth = caps.maxSendQueueDepth != 0 ? std::min<uint32_t>(256, caps.maxSendQueueDepth) : 256;
+  limits.recvDepth = eagerCredits + CreditFlow::kReserveSlots;
+  if (caps.maxRecvQueueDepth != 0 && limits.recvDepth > caps.maxRecvQueueDepth) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_CREDITS ", eagerCredits, " + ", CreditFlow::kReserveSlots,
+                     " reserved exceeds the provider's receive queue depth ", caps.maxRecvQueueDepth);
+  }
+  if (slotSize > limits.maxWrBytes) {
+    return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_LIMIT ", eagerLimit,
+                     " exceeds the provider's message size ", caps.maxMessageSize);
+  }
+  return limits;
+}
+
+}  // namespace ibdt::messaging

@@ -1,0 +1,40 @@
+// transport/messaging/context_limits.h — what a Context's set-up derives
+// before it creates anything: the options checked, the eager credits per
+// peer within IBDT_MSG_EAGER_MEMORY, the spin budget of its waits and the
+// provider's limits it works within.
+#pragma once
+
+#include <cstdint>
+
+#include "ibdt/fabric.h"
+#include "ibdt/messaging.h"
+#include "transport/messaging/wire.h"
+
+namespace ibdt::messaging {
+
+struct ProviderLimits {
+  uint32_t sendQueueDepth = 0;  // sends (and READs) outstanding per peer
+  uint32_t recvDepth = 0;       // receive slots per peer: eager credits plus the reserve
+  uint32_t maxSge = 1;
+  uint64_t maxWrBytes = 0;
+};
+
+// One eager buffer: a header, an envelope and up to eagerLimit bytes; also
+// the largest control message.
+inline size_t eagerSlotSize(const Options& options) {
+  return sizeof(wire::Header) + sizeof(wire::Envelope) + static_cast<size_t>(options.eagerLimit);
+}
+
+// The bootstrap and options a Context can run with.
+Status checkSetup(const Bootstrap& bootstrap, const Options& options);
+// Busy-poll iterations before a wait yields (base/backoff.h).
+uint32_t spinsFor(const Bootstrap& bootstrap, const Options& options);
+// Eager credits per peer: every part of the Context uses this count
+// (buffers posted, credits granted, the tuned pipeline window), and every
+// rank derives it from the same job size and knobs.
+Result<uint32_t> eagerCreditsFor(const Bootstrap& bootstrap, const Options& options, size_t slotSize);
+// The provider's limits for `eagerCredits` receive slots of `slotSize` bytes.
+Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eagerCredits, size_t slotSize,
+                                          int64_t eagerLimit);
+
+}  // namespace ibdt::messaging
