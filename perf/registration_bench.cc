@@ -5,7 +5,9 @@
 //   * a registration-cache hit (target < 100 ns) and miss, beside a direct
 //     registration of the same buffer;
 //   * optimistic group registration of the 128 x 4096-int column layouts,
-//     beside block-by-block registration: regions and time.
+//     beside block-by-block registration: regions and time;
+//   * a staging-pool hand-out (get + give back) with the chunk's key and with
+//     a key per buffer (docs/security.md), where the provider offers both.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 
 #include "ibdt/fabric.h"
 #include "perf/benchmarks.h"
+#include "transport/memory/buffer_pool.h"
 #include "transport/memory/group_registration.h"
 #include "transport/memory/registration_cache.h"
 #include "transport/memory/registration_cost.h"
@@ -179,6 +182,43 @@ void groupRegistration(fabric::Domain& domain, const CommonOptions& common) {
   report.print(common);
 }
 
+// What a key per pool buffer adds to the staging hot path: a hand-out
+// registers its buffer, the give-back deregisters it.
+void poolHandOut(fabric::Domain& domain, const CommonOptions& common) {
+  Report report("registration: pool get + give back, chunk key vs a key per buffer (" + domain.caps().provider + ")",
+                {"bytes", "chunk_key_ns", "chunk_key_min_ns", "buffer_key_ns", "buffer_key_min_ns"});
+  report.setFileStem("registration-pool");
+  memory::PoolOptions shared;
+  shared.perBufferKeys = false;
+  auto chunkKeys = memory::BufferPool::create(domain, shared);
+  auto bufferKeys = memory::BufferPool::create(domain, memory::PoolOptions());
+  if (!ok(chunkKeys.status(), "creating a pool") || !ok(bufferKeys.status(), "creating a pool")) return;
+  if (!(*bufferKeys)->perBufferKeys()) {
+    report.note("per-buffer keys", "not offered by this provider (Caps::cheapSubRegistration)");
+    report.print(common);
+    return;
+  }
+  int inner = common.quick ? 2000 : 20000;
+  for (size_t bytes : {domain.caps().pageSize, size_t{64} << 10}) {
+    Status failure;
+    auto handOut = [&](memory::BufferPool& pool) {
+      return time(common, inner, [&] {
+        auto buffer = pool.get(bytes);  // given back at the end of the scope
+        if (!buffer.isOk()) failure = buffer.status();
+      });
+    };
+    Summary chunk = handOut(**chunkKeys);
+    Summary perBuffer = handOut(**bufferKeys);
+    if (!ok(failure, "pool get")) return;
+    report.add({{"bytes", bytes},
+                {"chunk_key_ns", nanos(chunk)},
+                {"chunk_key_min_ns", chunk.min * 1e9},
+                {"buffer_key_ns", nanos(perBuffer)},
+                {"buffer_key_min_ns", perBuffer.min * 1e9}});
+  }
+  report.print(common);
+}
+
 void run(const CommonOptions& common) {
   fabric::DomainOptions options;
   options.jobTag = strCat("bench-registration-", getpid());
@@ -187,6 +227,7 @@ void run(const CommonOptions& common) {
   registrationCost(**domain, common);
   cacheCost(**domain, common);
   groupRegistration(**domain, common);
+  poolHandOut(**domain, common);
 }
 
 }  // namespace

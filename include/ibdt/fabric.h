@@ -81,6 +81,10 @@ struct Caps {
   bool rdmaRead = false;
   bool writeWithImm = false;
   size_t pageSize = 4096;
+  // registerMemory of part of allocateMemory's memory is cheap (no pinning:
+  // shm adds a table entry) and its key reaches exactly that part, so a
+  // buffer pool may give every buffer it hands out a key of its own.
+  bool cheapSubRegistration = false;
   RegistrationCost registration;
   TransferCost transfer;
 };

@@ -208,6 +208,19 @@ TEST(MemoryOptions, PoolAndCacheKnobsAreReadAndBadValuesRejected) {
     EXPECT_EQ(options->chunkBytes, size_t{2} << 20);
     EXPECT_EQ(options->highWaterBytes, 0u);
     EXPECT_EQ(options->maxBufferBytes, size_t{4} << 20);
+    EXPECT_TRUE(options->perBufferKeys);
+  }
+  {
+    ScopedEnv keys("IBDT_POOL_BUFFER_KEYS", "off");
+    auto options = PoolOptions::fromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_FALSE(options->perBufferKeys);
+  }
+  {
+    ScopedEnv keys("IBDT_POOL_BUFFER_KEYS", "sometimes");
+    auto options = PoolOptions::fromEnvironment();
+    ASSERT_FALSE(options.isOk());
+    EXPECT_NE(options.status().message().find("IBDT_POOL_BUFFER_KEYS"), std::string_view::npos);
   }
   {
     ScopedEnv mode("IBDT_REG_CACHE", "OFF");

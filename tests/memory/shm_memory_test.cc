@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -330,6 +331,87 @@ TEST_F(ShmMemoryTest, AnEightByteRegistrationRefusesAReadOneBytePastIt) {
   auto local = cache_->acquire(secret, 8, kLocalWrite);
   ASSERT_TRUE(local.isOk()) << local.status().toString();
   EXPECT_EQ(local->region().length(), page);
+}
+
+// Regression (issue 17): a pool chunk's key reached every buffer of the
+// chunk, so a peer given one staging buffer could read and write the buffers
+// other peers' transfers used. On shm each hand-out now has a key of its own.
+TEST_F(ShmMemoryTest, APoolBufferKeyReachesOnlyItsBuffer) {
+  auto pool = BufferPool::create(*b_.domain, {});
+  ASSERT_TRUE(pool.isOk()) << pool.status().toString();
+  ASSERT_TRUE((*pool)->perBufferKeys());
+  size_t page = b_.domain->caps().pageSize;
+  auto first = (*pool)->get(page);
+  auto second = (*pool)->get(page);
+  ASSERT_TRUE(first.isOk() && second.isOk());
+  auto* a = static_cast<uint8_t*>(first->data());
+  auto* b = static_cast<uint8_t*>(second->data());
+  ASSERT_EQ(std::abs(a - b), static_cast<std::ptrdiff_t>(page)) << "not neighbours in one chunk";
+  EXPECT_NE(first->rkey(), second->rkey());
+  EXPECT_EQ(first->region().length(), first->size());
+  EXPECT_EQ((*pool)->counters().bufferKeys, 2u);
+  std::memset(a, 0, page);
+  std::memset(b, 0xBB, page);
+  auto [bytes, region] = source(page, 5);
+  std::vector<Sge> sge{{reinterpret_cast<uint64_t>(bytes.data()), static_cast<uint32_t>(page), region->lkey()}};
+  auto at = [](const uint8_t* p) { return reinterpret_cast<uint64_t>(p); };
+  // Through its own key a buffer takes writes at its place in the segment.
+  ASSERT_EQ(write(sge, at(a), first->rkey()), CompletionStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(a, bytes.data(), page), 0);
+  // The neighbour is out of reach of that key: writes, reads, a straddle.
+  std::vector<Sge> one{{reinterpret_cast<uint64_t>(bytes.data()), 1, region->lkey()}};
+  for (auto [opcode, address, what] : {std::tuple{Opcode::kWrite, b, "write"}, {Opcode::kRead, b, "read"},
+                                       {Opcode::kWrite, b + page - 1, "write at the end"}}) {
+    ASSERT_NO_FATAL_FAILURE(connect());
+    EXPECT_EQ(post(opcode, one, at(address), first->rkey()), CompletionStatus::kRemoteAccess) << what;
+  }
+  ASSERT_NO_FATAL_FAILURE(connect());
+  EXPECT_EQ(post(Opcode::kWrite, sge, at(a + 1), first->rkey()), CompletionStatus::kRemoteAccess) << "straddle";
+  EXPECT_TRUE(std::all_of(b, b + page, [](uint8_t v) { return v == 0xBB; })) << "the neighbour was written";
+  // The neighbour's own key still works.
+  ASSERT_NO_FATAL_FAILURE(connect());
+  ASSERT_EQ(write(sge, at(b), second->rkey()), CompletionStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(b, bytes.data(), page), 0);
+}
+
+TEST_F(ShmMemoryTest, APoolBufferKeyDiesWhenTheBufferIsGivenBack) {
+  auto pool = BufferPool::create(*b_.domain, {});
+  ASSERT_TRUE(pool.isOk()) << pool.status().toString();
+  size_t page = b_.domain->caps().pageSize;
+  auto lent = (*pool)->get(page);
+  ASSERT_TRUE(lent.isOk());
+  void* address = lent->data();
+  uint64_t oldKey = lent->rkey();
+  lent->reset();
+  auto again = (*pool)->get(page);  // the same slot (the most recently returned is reused first)
+  ASSERT_TRUE(again.isOk());
+  ASSERT_EQ(again->data(), address);
+  EXPECT_NE(again->rkey(), oldKey);
+  std::memset(again->data(), 0, page);
+  auto [bytes, region] = source(page, 9);
+  std::vector<Sge> sge{{reinterpret_cast<uint64_t>(bytes.data()), static_cast<uint32_t>(page), region->lkey()}};
+  auto target = reinterpret_cast<uint64_t>(address);
+  EXPECT_EQ(write(sge, target, oldKey), CompletionStatus::kRemoteAccess) << "the last hand-out's key still works";
+  EXPECT_TRUE(std::all_of(static_cast<uint8_t*>(address), static_cast<uint8_t*>(address) + page,
+                          [](uint8_t v) { return v == 0; }));
+  ASSERT_NO_FATAL_FAILURE(connect());
+  EXPECT_EQ(write(sge, target, again->rkey()), CompletionStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(address, bytes.data(), page), 0);
+}
+
+// IBDT_POOL_BUFFER_KEYS=off: the chunk's key, as before (one registration per chunk).
+TEST_F(ShmMemoryTest, WithoutPerBufferKeysBuffersShareTheChunkKey) {
+  PoolOptions options;
+  options.perBufferKeys = false;
+  auto pool = BufferPool::create(*b_.domain, options);
+  ASSERT_TRUE(pool.isOk()) << pool.status().toString();
+  EXPECT_FALSE((*pool)->perBufferKeys());
+  size_t page = b_.domain->caps().pageSize;
+  auto first = (*pool)->get(page);
+  auto second = (*pool)->get(page);
+  ASSERT_TRUE(first.isOk() && second.isOk());
+  EXPECT_EQ(first->rkey(), second->rkey());
+  EXPECT_EQ((*pool)->counters().bufferKeys, 0u);
 }
 
 }  // namespace

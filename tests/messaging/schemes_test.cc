@@ -17,6 +17,7 @@
 
 #include "support/pattern.h"
 #include "support/scoped_env.h"
+#include "transport/memory/peer_span.h"
 
 using ibdt::test::ScopedEnv;
 
@@ -126,6 +127,13 @@ Scheme expected(Scheme forced, const Datatype& sendType, const Datatype& recvTyp
   auto s = datatype::stats(sendType, sendCount);
   auto r = datatype::stats(recvType, recvCount);
   if (s->contiguous && r->contiguous) return Scheme::kContiguous;
+  // A zero-copy reply whose one key would span much more than the data
+  // (transport/memory/peer_span.h) unpacks instead; which unpacking scheme
+  // then carries it is the automatic choice's.
+  bool zeroCopy = forced == Scheme::kMultiW || forced == Scheme::kPRrs;
+  if (zeroCopy && !r->contiguous && !memory::checkPeerSpan(spanOf(recvType, recvCount), r->size).isOk()) {
+    return Scheme::kAuto;
+  }
   return forced;
 }
 

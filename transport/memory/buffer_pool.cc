@@ -24,12 +24,14 @@ Result<PoolOptions> PoolOptions::fromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(options.chunkBytes, config::getSize("IBDT_POOL_CHUNK_BYTES"));
   IBDT_ASSIGN_OR_RETURN(options.maxBufferBytes, config::getSize("IBDT_POOL_MAX_BUFFER"));
   IBDT_ASSIGN_OR_RETURN(options.highWaterBytes, config::getSize("IBDT_POOL_HIGH_WATER"));
+  IBDT_ASSIGN_OR_RETURN(int keys, config::getChoice("IBDT_POOL_BUFFER_KEYS", {"auto", "off"}));
+  options.perBufferKeys = keys == 0;
   return options;
 }
 
 std::string describe(const PoolCounters& c) {
   return strCat("gets=", c.gets, " hits=", c.hits, " growths=", c.growths, " releases=", c.releases,
-                " oversize=", c.oversize, " in-use=", c.buffersInUse, " allocated=", c.bytesAllocated, "B");
+                " oversize=", c.oversize, " in-use=", c.buffersInUse, " buffer-keys=", c.bufferKeys, " allocated=", c.bytesAllocated, "B");
 }
 
 PoolBuffer& PoolBuffer::operator=(PoolBuffer&& other) noexcept {
@@ -41,12 +43,13 @@ PoolBuffer& PoolBuffer::operator=(PoolBuffer&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     region_ = std::exchange(other.region_, nullptr);
+    own_ = std::move(other.own_);
   }
   return *this;
 }
 
 void PoolBuffer::reset() {
-  if (pool_ != nullptr) pool_->giveBack(chunk_, slot_);
+  if (pool_ != nullptr) pool_->giveBack(chunk_, slot_, std::move(own_));
   pool_ = nullptr;
   chunk_ = nullptr;
   data_ = nullptr;
@@ -67,6 +70,8 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Domain& domain, c
   IBDT_ASSIGN_OR_RETURN(bool printStats, config::getBool("IBDT_STATS"));
   auto pool = std::unique_ptr<BufferPool>(new BufferPool(domain, options));
   pool->printStats_ = printStats;
+  constexpr uint32_t kRemote = fabric::kRemoteWrite | fabric::kRemoteRead;
+  pool->perBufferKeys_ = options.perBufferKeys && domain.caps().cheapSubRegistration && (options.access & kRemote) != 0;
   return pool;
 }
 
@@ -106,11 +111,13 @@ size_t BufferPool::classSize(size_t bytes) const {
   return index < classSizes_.size() ? classSizes_[index] : alignUp(bytes, classSizes_.front());
 }
 
-Result<std::unique_ptr<PoolChunk>> BufferPool::makeChunk(size_t bufferBytes, uint32_t buffers) {
+Result<std::unique_ptr<PoolChunk>> BufferPool::makeChunk(size_t bufferBytes, uint32_t buffers, bool dedicated) {
   Result<std::unique_ptr<fabric::MemoryRegion>> allocated = Status(Code::kInternal, "not allocated");
   {
     std::lock_guard provider(providerLock_);
-    allocated = domain_.allocateMemory(bufferBytes * buffers, options_.access);
+    // With per-buffer keys a shared chunk's own key grants no peer anything.
+    bool ownKeys = perBufferKeys_ && !dedicated;
+    allocated = domain_.allocateMemory(bufferBytes * buffers, ownKeys ? fabric::kLocalWrite : options_.access);
   }
   IBDT_ASSIGN_OR_RETURN(auto region, std::move(allocated));
   auto chunk = std::make_unique<PoolChunk>();
@@ -122,15 +129,11 @@ Result<std::unique_ptr<PoolChunk>> BufferPool::makeChunk(size_t bufferBytes, uin
   return chunk;
 }
 
-Result<PoolBuffer> BufferPool::get(size_t bytes) {
+Result<PoolChunk*> BufferPool::chunkWithFreeSlot(size_t index, size_t bytes) {
   size_t page = classSizes_.front();
-  if (bytes > SIZE_MAX - page) return makeError(Code::kOverflow, "buffer pool: request of ", bytes, " bytes overflows");
-  size_t index = classIndex(bytes);
-  std::lock_guard lock(mutex_);
-  ++counters_.gets;
   PoolChunk* chunk = nullptr;
   if (index == classSizes_.size()) {
-    auto made = makeChunk(alignUp(bytes, page), 1);
+    auto made = makeChunk(alignUp(bytes, page), 1, /*dedicated=*/true);
     if (!made.isOk()) {
       Status status = std::move(made).takeStatus();
       return status.withContext(strCat("buffer pool: allocating a dedicated ", bytes, "-byte buffer"));
@@ -151,7 +154,7 @@ Result<PoolBuffer> BufferPool::get(size_t bytes) {
       ++counters_.hits;
     } else {
       size_t buffers = std::max<size_t>(1, options_.chunkBytes / sizeClass.bufferBytes);
-      auto made = makeChunk(sizeClass.bufferBytes, static_cast<uint32_t>(buffers));
+      auto made = makeChunk(sizeClass.bufferBytes, static_cast<uint32_t>(buffers), /*dedicated=*/false);
       if (!made.isOk()) {
         Status status = std::move(made).takeStatus();
         return status.withContext(strCat("buffer pool: growing the ", sizeClass.bufferBytes, "-byte class by ",
@@ -166,7 +169,30 @@ Result<PoolBuffer> BufferPool::get(size_t bytes) {
     }
     --sizeClass.freeBuffers;
   }
+  return chunk;
+}
+
+Result<PoolBuffer> BufferPool::get(size_t bytes) {
+  if (bytes > SIZE_MAX - classSizes_.front()) {
+    return makeError(Code::kOverflow, "buffer pool: request of ", bytes, " bytes overflows");
+  }
+  size_t index = classIndex(bytes);
+  std::lock_guard lock(mutex_);
+  ++counters_.gets;
+  IBDT_ASSIGN_OR_RETURN(PoolChunk* chunk, chunkWithFreeSlot(index, bytes));
   uint32_t slot = chunk->freeSlots.back();
+  void* data = static_cast<char*>(chunk->region->address()) + size_t{slot} * chunk->bufferBytes;
+  std::unique_ptr<fabric::MemoryRegion> own;
+  if (perBufferKeys_ && chunk->sizeClass >= 0) {  // a dedicated chunk's key dies with the hand-out already
+    auto registered = registerBuffer(data, chunk->bufferBytes);
+    if (!registered.isOk()) {
+      Status status = std::move(registered).takeStatus();
+      ++classes_[index].freeBuffers;  // the slot stays free
+      return status.withContext(strCat("buffer pool: registering a ", chunk->bufferBytes, "-byte buffer for its own key"));
+    }
+    own = std::move(registered).value();
+    ++counters_.bufferKeys;
+  }
   chunk->freeSlots.pop_back();
   ++counters_.buffersInUse;
 
@@ -174,13 +200,20 @@ Result<PoolBuffer> BufferPool::get(size_t bytes) {
   buffer.pool_ = this;
   buffer.chunk_ = chunk;
   buffer.slot_ = slot;
-  buffer.data_ = static_cast<char*>(chunk->region->address()) + size_t{slot} * chunk->bufferBytes;
+  buffer.data_ = data;
   buffer.size_ = chunk->bufferBytes;
-  buffer.region_ = chunk->region.get();
+  buffer.region_ = own != nullptr ? own.get() : chunk->region.get();
+  buffer.own_ = std::move(own);
   return buffer;
 }
 
-void BufferPool::giveBack(PoolChunk* chunk, uint32_t slot) {
+Result<std::unique_ptr<fabric::MemoryRegion>> BufferPool::registerBuffer(void* data, size_t bytes) {
+  std::lock_guard provider(providerLock_);
+  return domain_.registerMemory(data, bytes, options_.access);
+}
+
+void BufferPool::giveBack(PoolChunk* chunk, uint32_t slot, std::unique_ptr<fabric::MemoryRegion> own) {
+  destroyRegion(providerLock_, std::move(own));  // the hand-out's key dies before the slot is reused
   std::unique_ptr<PoolChunk> released;  // destroyed (deregistered) after the lock is dropped
   {
     std::lock_guard lock(mutex_);

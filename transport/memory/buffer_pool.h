@@ -10,7 +10,17 @@
 // class keeps more free bytes than the high-water mark. Requests larger than
 // the largest class get a dedicated registration, released on return.
 //
-// One pool serves every peer of a process. Thread-safe.
+// One pool serves every peer of a process, so a key that reached a whole
+// chunk would let one peer read and write the buffers other peers' transfers
+// use (issue 17). Where the provider registers part of an allocation cheaply
+// (Caps::cheapSubRegistration: shm), chunks are registered for local access
+// only and every hand-out registers its buffer for remote access: a peer's
+// key reaches that buffer, and only until it is given back (docs/security.md
+// gives the cost). Elsewhere (verbs: ibv_reg_mr per hand-out would cost
+// microseconds) a buffer's key is its chunk's. IBDT_POOL_BUFFER_KEYS=off
+// turns per-buffer keys off.
+//
+// Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +39,10 @@ struct PoolOptions {
   size_t maxBufferBytes = size_t{4} << 20;  // largest size class
   size_t highWaterBytes = size_t{32} << 20; // free bytes kept per class
   uint32_t access = fabric::kLocalWrite | fabric::kRemoteWrite | fabric::kRemoteRead;
+  // A key per handed-out buffer where the provider makes it cheap (above).
+  bool perBufferKeys = true;
 
-  // IBDT_POOL_CHUNK_BYTES, IBDT_POOL_MAX_BUFFER, IBDT_POOL_HIGH_WATER.
+  // IBDT_POOL_CHUNK_BYTES, IBDT_POOL_MAX_BUFFER, IBDT_POOL_HIGH_WATER, IBDT_POOL_BUFFER_KEYS.
   static Result<PoolOptions> fromEnvironment();
 };
 
@@ -41,6 +53,7 @@ struct PoolCounters {
   uint64_t releases = 0;   // chunks released above the high-water mark
   uint64_t oversize = 0;   // dedicated allocations larger than the largest class
   uint64_t buffersInUse = 0;
+  uint64_t bufferKeys = 0;      // hand-outs that registered their buffer alone
   uint64_t bytesAllocated = 0;  // registered by the pool now
 };
 
@@ -62,7 +75,8 @@ class PoolBuffer {
   explicit operator bool() const { return data_ != nullptr; }
   void* data() const { return data_; }
   size_t size() const { return size_; }  // the class size: at least what was asked
-  // The registration the buffer lies in (it may hold other buffers too).
+  // The registration peers reach the buffer through: its own where the pool
+  // gives per-buffer keys, else its chunk's (which holds other buffers too).
   const fabric::MemoryRegion& region() const { return *region_; }
   uint32_t lkey() const { return region_->lkey(); }
   uint64_t rkey() const { return region_->rkey(); }
@@ -78,6 +92,7 @@ class PoolBuffer {
   void* data_ = nullptr;
   size_t size_ = 0;
   const fabric::MemoryRegion* region_ = nullptr;
+  std::unique_ptr<fabric::MemoryRegion> own_;  // this hand-out's registration, if any
 };
 
 class BufferPool {
@@ -96,6 +111,8 @@ class BufferPool {
   // multiple when larger than the largest class).
   size_t classSize(size_t bytes) const;
   size_t maxBufferBytes() const { return classSizes_.back(); }
+  // Whether handed-out buffers carry keys of their own (see above).
+  bool perBufferKeys() const { return perBufferKeys_; }
 
  private:
   struct SizeClass {
@@ -106,14 +123,20 @@ class BufferPool {
 
   BufferPool(fabric::Domain& domain, const PoolOptions& options);
   friend class PoolBuffer;
-  void giveBack(PoolChunk* chunk, uint32_t slot);
-  Result<std::unique_ptr<PoolChunk>> makeChunk(size_t bufferBytes, uint32_t buffers);
+  // Deregisters `own` (the hand-out's key dies) before the slot is reusable.
+  void giveBack(PoolChunk* chunk, uint32_t slot, std::unique_ptr<fabric::MemoryRegion> own);
+  Result<std::unique_ptr<fabric::MemoryRegion>> registerBuffer(void* data, size_t bytes);
+  // A chunk of the class of `index` with a free slot, grown (or a dedicated
+  // one made) when none has; the class's free count already taken. Under mutex_.
+  Result<PoolChunk*> chunkWithFreeSlot(size_t index, size_t bytes);
+  Result<std::unique_ptr<PoolChunk>> makeChunk(size_t bufferBytes, uint32_t buffers, bool dedicated);
   size_t classIndex(size_t bytes) const;
 
   fabric::Domain& domain_;
   std::mutex& providerLock_;  // held for every call into domain_ (always the innermost lock)
   const PoolOptions options_;
   bool printStats_ = false;  // IBDT_STATS, read at creation
+  bool perBufferKeys_ = false;
   std::vector<size_t> classSizes_;
 
   mutable std::mutex mutex_;

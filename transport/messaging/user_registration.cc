@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "transport/memory/peer_span.h"
+
 namespace ibdt::messaging {
 namespace {
 
@@ -29,6 +31,8 @@ Result<UserRegistration> UserRegistration::create(memory::RegistrationCache& cac
   int64_t last = (count - 1) * type.extent();
   int64_t low = type.trueLb() + std::min<int64_t>(0, last);
   int64_t high = type.trueUb() + std::max<int64_t>(0, last);
+  // One key for a peer never spans much more than the data (memory/peer_span.h).
+  if (single && !stats.contiguous) IBDT_RETURN_IF_ERROR(memory::checkPeerSpan(high - low, stats.size));
   const auto* bytesBase = static_cast<const uint8_t*>(base);
   auto spanRegistration = [&] {
     return cache.acquire(const_cast<uint8_t*>(bytesBase) + low, static_cast<size_t>(high - low), access);

@@ -38,20 +38,24 @@ Caps makeCaps() {
   caps.rdmaRead = true;
   caps.writeWithImm = true;
   caps.pageSize = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  caps.cheapSubRegistration = true;  // a table slot, no pinning (registerMemory below)
   return caps;
 }
 
 class ShmMemoryRegion final : public MemoryRegion {
  public:
   ShmMemoryRegion(std::shared_ptr<DomainState> state, void* address, size_t length, uint32_t index, uint32_t access,
-                  SharedRegion segment)
+                  SharedRegion segment = SharedRegion())
       : MemoryRegion(address, length, makeLkey(index, state->table().generation(index)),
                      makeRkey(index, state->table().generation(index)), access),
         state_(std::move(state)),
         index_(index),
         segment_(std::move(segment)) {}
   // Deregisters first so that no peer can reach the memory once it is freed.
-  ~ShmMemoryRegion() override { state_->table().remove(index_); }
+  ~ShmMemoryRegion() override {
+    state_->table().remove(index_);
+    if (segment_.valid()) state_->removeSegment(reinterpret_cast<uintptr_t>(segment_.data()));
+  }
 
  private:
   std::shared_ptr<DomainState> state_;
@@ -92,7 +96,7 @@ RegistrationCost calibrateRegistration(RegistrationTable& table, const uint8_t* 
   auto best = [&](size_t pages) {
     return fastestNs(5, [&] {
       if (checkMapped(memory, pages * page, page).isOk()) {
-        auto index = table.add(reinterpret_cast<uintptr_t>(memory), pages * page, kLocalWrite, -1, 0);
+        auto index = table.add(reinterpret_cast<uintptr_t>(memory), pages * page, kLocalWrite);
         if (index.isOk()) table.remove(*index);
       }
     });
@@ -214,6 +218,15 @@ Result<uint32_t> DomainState::allocateDoorbell() {
 
 void DomainState::releaseDoorbell(uint32_t index) { freeDoorbells_.push_back(index); }
 
+std::optional<SegmentPlace> DomainState::placeInSegment(uintptr_t address, size_t length) const {
+  auto after = segments_.upper_bound(address);
+  if (after == segments_.begin()) return std::nullopt;
+  const auto& [base, segment] = *std::prev(after);
+  uint64_t offset = address - base;
+  if (offset > segment.length || length > segment.length - offset) return std::nullopt;
+  return SegmentPlace{segment.fd, segment.inode, offset, segment.entry};
+}
+
 Result<std::shared_ptr<PeerDomain>> DomainState::peer(pid_t pid, int domainFd, uint64_t domainInode) {
   auto key = std::make_pair(pid, domainInode);
   auto found = peers_.find(key);
@@ -232,9 +245,12 @@ Result<std::unique_ptr<MemoryRegion>> ShmDomain::registerMemory(void* address, s
   if (start + length < start) {
     return makeError(Code::kOverflow, "memory registration: range at ", address, " of ", length, " bytes wraps");
   }
-  IBDT_RETURN_IF_ERROR(checkMapped(address, length, state_->caps().pageSize));
-  IBDT_ASSIGN_OR_RETURN(uint32_t index, state_->table().add(start, length, access, -1, 0));
-  return std::unique_ptr<MemoryRegion>(new ShmMemoryRegion(state_, address, length, index, access, SharedRegion()));
+  // Part of our own allocation (a pool buffer): mapped by construction, and
+  // its entry names the segment so that peers copy through their mapping.
+  std::optional<SegmentPlace> place = state_->placeInSegment(start, length);
+  if (!place) IBDT_RETURN_IF_ERROR(checkMapped(address, length, state_->caps().pageSize));
+  IBDT_ASSIGN_OR_RETURN(uint32_t index, state_->table().add(start, length, access, place.value_or(SegmentPlace())));
+  return std::unique_ptr<MemoryRegion>(new ShmMemoryRegion(state_, address, length, index, access));
 }
 
 Result<std::unique_ptr<MemoryRegion>> ShmDomain::allocateMemory(size_t length, uint32_t access) {
@@ -242,7 +258,8 @@ Result<std::unique_ptr<MemoryRegion>> ShmDomain::allocateMemory(size_t length, u
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, SharedRegion::create(strCat(state_->jobTag(), "-memory"), length));
   uint8_t* data = segment.data();
   IBDT_ASSIGN_OR_RETURN(uint32_t index, state_->table().add(reinterpret_cast<uintptr_t>(data), length, access,
-                                                             segment.fd(), segment.inode()));
+                                                             SegmentPlace{segment.fd(), segment.inode()}));
+  state_->addSegment(reinterpret_cast<uintptr_t>(data), {segment.length(), segment.fd(), segment.inode(), index});
   return std::unique_ptr<MemoryRegion>(new ShmMemoryRegion(state_, data, length, index, access, std::move(segment)));
 }
 

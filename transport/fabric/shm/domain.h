@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ibdt/fabric.h"
@@ -48,6 +49,20 @@ class DomainState {
   Doorbell& doorbell(uint32_t index) { return doorbells_[index]; }
   ActivityBoard& activity() { return activity_; }
 
+  // Memory from allocateMemory, by start address: a registration of part of
+  // it names the segment and its offset, so peers reach exactly that part
+  // through their mapping (per-buffer pool keys, Caps::cheapSubRegistration).
+  struct OwnedSegment {
+    size_t length = 0;
+    int32_t fd = -1;
+    uint64_t inode = 0;
+    uint32_t entry = 0;  // the allocation's own registration
+  };
+  void addSegment(uintptr_t address, const OwnedSegment& segment) { segments_[address] = segment; }
+  void removeSegment(uintptr_t address) { segments_.erase(address); }
+  // Where [address, address + length) lies in an allocation of ours, if it does.
+  std::optional<SegmentPlace> placeInSegment(uintptr_t address, size_t length) const;
+
   // The peer process that owns domain segment (fd, inode), attached once.
   Result<std::shared_ptr<PeerDomain>> peer(pid_t pid, int domainFd, uint64_t domainInode);
   uint32_t nextEndpointId() { return nextEndpointId_++; }
@@ -66,6 +81,7 @@ class DomainState {
   ActivityBoard activity_;
   std::vector<uint32_t> freeDoorbells_;
   std::map<std::pair<pid_t, uint64_t>, std::weak_ptr<PeerDomain>> peers_;
+  std::map<uintptr_t, OwnedSegment> segments_;
   uint32_t nextEndpointId_ = 1;
 };
 

@@ -22,7 +22,9 @@
 namespace ibdt::fabric::shm {
 
 constexpr size_t kCacheLine = 64;
-constexpr uint32_t kLayoutVersion = 3;
+// 4: a region entry names where its bytes lie inside the segment (segmentOffset)
+// and which entry owns the segment (segmentOwner): per-buffer pool keys.
+constexpr uint32_t kLayoutVersion = 4;
 constexpr uint32_t kDomainMagic = 0x49424453;    // "IBDS"
 constexpr uint32_t kEndpointMagic = 0x49424445;  // "IBDE"
 
@@ -51,8 +53,13 @@ struct RegionEntry {
   // Provider-allocated memory: the memfd that peers map to access it with a
   // plain copy (fd number in the owner, inode to confirm the reopen).
   std::atomic<int32_t> segmentFd{-1};
-  std::atomic<uint32_t> reserved{0};
+  // The entry of the allocation that owns the segment (itself for
+  // allocateMemory's own entry): a peer keeps its mapping while that lives.
+  std::atomic<uint32_t> segmentOwner{0};
   std::atomic<uint64_t> segmentInode{0};
+  // Where `address` lies in the segment: non-zero for a registration of part
+  // of an allocation (a pool buffer), whose key reaches only that part.
+  std::atomic<uint64_t> segmentOffset{0};
 };
 
 // A futex word per completion queue. After producing work for the queue's

@@ -77,7 +77,7 @@ CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64
   }
   piece.address = address;
   piece.length = length;
-  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, index, address, length) : nullptr;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, address, length) : nullptr;
   if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
   return CompletionStatus::kSuccess;
 }
@@ -90,12 +90,12 @@ CompletionStatus PeerDomain::resolveReceive(uint32_t regionIndex, uint64_t addre
   }
   piece.address = address;
   piece.length = length;
-  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, regionIndex, address, length) : nullptr;
+  piece.mapped = region.segmentFd >= 0 ? mapSegment(region, address, length) : nullptr;
   if (region.segmentFd >= 0 && piece.mapped == nullptr) return CompletionStatus::kRemoteOperation;
   return CompletionStatus::kSuccess;
 }
 
-uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address, uint64_t length) {
+uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint64_t address, uint64_t length) {
   auto found = segments_.find(region.segmentInode);
   if (found == segments_.end()) {
     // Unmap segments whose registration is gone (the peer freed them), so
@@ -111,12 +111,18 @@ uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint32_t index, ui
       IBDT_LOG(kWarn, "shm: cannot map a segment of process ", pid_, ": ", segment.status().toString());
       return nullptr;
     }
-    found = segments_.emplace(region.segmentInode, Mapped{std::move(segment).value(), index}).first;
+    // Kept while the allocation's own entry lives: a pool buffer's entry
+    // goes with each hand-out, the chunk's mapping should not.
+    found = segments_.emplace(region.segmentInode, Mapped{std::move(segment).value(), region.segmentOwner}).first;
   }
   // Never trust the peer's table beyond the mapping: the piece must lie inside it.
+  // A registration of part of the segment starts at segmentOffset in it.
   size_t mapped = found->second.segment.length();
-  uint64_t offset = address - region.address;
-  if (address < region.address || offset > mapped || length > mapped - offset) return nullptr;
+  if (address < region.address || region.segmentOffset > mapped) return nullptr;
+  uint64_t inside = address - region.address;
+  if (inside > mapped - region.segmentOffset) return nullptr;
+  uint64_t offset = region.segmentOffset + inside;
+  if (length > mapped - offset) return nullptr;
   return found->second.segment.data() + offset;
 }
 

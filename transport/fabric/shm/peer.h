@@ -54,7 +54,7 @@ class PeerDomain {
  private:
   PeerDomain() = default;
   // Address in this process of peer memory inside a shared segment.
-  uint8_t* mapSegment(const RegionSnapshot& region, uint32_t index, uint64_t address, uint64_t length);
+  uint8_t* mapSegment(const RegionSnapshot& region, uint64_t address, uint64_t length);
 
   pid_t pid_ = 0;
   int pidfd_ = -1;

@@ -13,14 +13,16 @@ bool readRegion(const RegionEntry* table, uint32_t capacity, uint32_t index, Reg
   out.length = entry.length.load(std::memory_order_relaxed);
   out.segmentFd = entry.segmentFd.load(std::memory_order_relaxed);
   out.segmentInode = entry.segmentInode.load(std::memory_order_relaxed);
+  out.segmentOffset = entry.segmentOffset.load(std::memory_order_relaxed);
+  out.segmentOwner = entry.segmentOwner.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   return entry.sequence.load(std::memory_order_relaxed) == before;
 }
 
 RegistrationTable::RegistrationTable(RegionEntry* entries, uint32_t capacity) : entries_(entries), capacity_(capacity) {}
 
-Result<uint32_t> RegistrationTable::add(uint64_t address, uint64_t length, uint32_t access, int32_t segmentFd,
-                                        uint64_t segmentInode) {
+Result<uint32_t> RegistrationTable::add(uint64_t address, uint64_t length, uint32_t access,
+                                        const SegmentPlace& segment) {
   uint32_t index;
   if (!freed_.empty()) {
     index = freed_.front();
@@ -38,8 +40,10 @@ Result<uint32_t> RegistrationTable::add(uint64_t address, uint64_t length, uint3
   entry.access.store(access, std::memory_order_relaxed);
   entry.address.store(address, std::memory_order_relaxed);
   entry.length.store(length, std::memory_order_relaxed);
-  entry.segmentFd.store(segmentFd, std::memory_order_relaxed);
-  entry.segmentInode.store(segmentInode, std::memory_order_relaxed);
+  entry.segmentFd.store(segment.fd, std::memory_order_relaxed);
+  entry.segmentInode.store(segment.inode, std::memory_order_relaxed);
+  entry.segmentOffset.store(segment.offset, std::memory_order_relaxed);
+  entry.segmentOwner.store(segment.owner == SegmentPlace::kSelf ? index : segment.owner, std::memory_order_relaxed);
   entry.sequence.store(sequence + 1, std::memory_order_release);
   return index;
 }

@@ -24,6 +24,17 @@ struct RegionSnapshot {
   uint64_t length = 0;
   int32_t segmentFd = -1;
   uint64_t segmentInode = 0;
+  uint64_t segmentOffset = 0;
+  uint32_t segmentOwner = 0;
+};
+
+// Where a registration lies in provider-allocated memory (none: fd -1).
+struct SegmentPlace {
+  static constexpr uint32_t kSelf = UINT32_MAX;  // the entry being added owns the segment
+  int32_t fd = -1;
+  uint64_t inode = 0;
+  uint64_t offset = 0;
+  uint32_t owner = kSelf;
 };
 
 inline uint64_t makeRkey(uint32_t index, uint32_t generation) { return (uint64_t{generation} << 32) | index; }
@@ -42,7 +53,7 @@ class RegistrationTable {
   RegistrationTable(RegionEntry* entries, uint32_t capacity);
 
   // Publishes a registration; returns the slot index (generation via generation()).
-  Result<uint32_t> add(uint64_t address, uint64_t length, uint32_t access, int32_t segmentFd, uint64_t segmentInode);
+  Result<uint32_t> add(uint64_t address, uint64_t length, uint32_t access, const SegmentPlace& segment = {});
   void remove(uint32_t index);
   uint32_t generation(uint32_t index) const;
   const RegionEntry* entries() const { return entries_; }
