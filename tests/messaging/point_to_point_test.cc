@@ -216,6 +216,44 @@ TEST(PointToPoint, BadInputIsRejected) {
   });
 }
 
+// A receive posted after its rendezvous request arrived, and refused at once
+// (signature) or truncated to nothing, sends its reply while being posted:
+// the receiver may never progress again (a collective whose run already
+// failed returns, then its caller waits elsewhere), yet the sender finishes.
+TEST(PointToPoint, RefusalOfAnUnexpectedRendezvousGoesOutWithoutFurtherProgress) {
+  Options rendezvous = smallOptions();
+  rendezvous.pipelineLimit = 0;
+  rendezvous.pipelineLimitForced = true;
+  for (bool signature : {true, false}) {
+    runRanks(2, rendezvous, [signature](RankEnv& env) {
+      const int64_t count = 4000;
+      if (env.rank == 0) {
+        std::vector<float> v(static_cast<size_t>(count), 1.5f);
+        auto send = env.context.isend(v.data(), count, Datatype::of<float>(), 1, 0);
+        ASSERT_TRUE(send.isOk());
+        Status status = env.context.wait(*send, nullptr, soon());
+        EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+        env.barrier();
+        return;
+      }
+      for (Deadline deadline = soon(); env.context.counters().unexpected == 0 && !deadline.expired();) {
+        ASSERT_TRUE(env.context.progress().isOk());
+        std::this_thread::yield();
+      }
+      ASSERT_EQ(env.context.counters().unexpected, 1u) << "the request to send never arrived";
+      std::vector<int32_t> v(static_cast<size_t>(count), -1);
+      auto recv = env.context.irecv(v.data(), signature ? count : 0, Datatype::of<int32_t>(), 0, 0);
+      ASSERT_TRUE(recv.isOk());
+      auto done = env.context.test(*recv);
+      ASSERT_TRUE(done.isOk() && *done) << "refused at once";
+      Status status = env.context.wait(*recv);
+      EXPECT_EQ(status.code(), signature ? Code::kInvalidArgument : Code::kTruncated) << status.toString();
+      for (int32_t x : v) ASSERT_EQ(x, -1);
+      env.barrier();  // no progress here: the reply must already be on its way
+    });
+  }
+}
+
 TEST(PointToPoint, SignatureMismatchIsAnErrorAndWritesNothing) {
   for (int64_t count : {4, 400}) {
     runRanks(2, smallOptions(), [count](RankEnv& env) {

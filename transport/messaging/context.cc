@@ -104,6 +104,9 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
     deliverEager(*op, types_, owned->peer, owned->wireEnvelope, owned->payload, scheme);
   } else {
     Status status = receiver_.accept(op, owned->peer, owned->wireEnvelope, owned->rts);
+    // The CTS goes out now: a refused receive completes at once, and its
+    // caller may not progress again before the sender needs the reply.
+    if (status.isOk()) status = connectAndFlush(peer(owned->peer));
     if (!status.isOk()) failPeer(peer(owned->peer), status);
   }
   return Status::ok();
