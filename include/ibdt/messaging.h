@@ -108,7 +108,10 @@ inline constexpr int kEagerConnectRanks = 16;  // kAuto: eager up to this many r
 
 struct Options {
   int64_t eagerLimit = 32768;     // largest packed message sent eagerly
-  uint32_t eagerCredits = 32;     // eager receive buffers per peer
+  // Eager receive buffers per peer, at most: create() lowers it (to no
+  // fewer than 2) so that all peers' buffers fit IBDT_MSG_EAGER_MEMORY
+  // (16 MiB by default; read at create(), also for Options built in code).
+  uint32_t eagerCredits = 32;
   // Largest packed message sent as pipelined eager fragments (above
   // eagerLimit); larger ones, and all when a scheme is forced, rendezvous.
   int64_t pipelineLimit = 262144;

@@ -160,15 +160,6 @@ TEST_F(HostileControl, EagerNegativeTag) {
 // The signature is only compared when the sizes match, which they never do here.
 wire::Envelope rtsEnvelope(int64_t bytes) { return wire::Envelope{kRogue, kRogueTag, 0, 0, bytes, 0, 0}; }
 
-wire::Rts contiguousRts(uint32_t transfer, int64_t bytes) {
-  wire::Rts rts{};
-  rts.senderTransfer = transfer;
-  rts.senderContiguous = 1;
-  rts.blockCount = 1;
-  rts.meanBlock = rts.medianBlock = static_cast<double>(bytes);
-  return rts;
-}
-
 TEST_F(HostileControl, RtsWithoutData) {
   expectRejected({message(Kind::kRts).add(rtsEnvelope(0)).add(contiguousRts(1, 0))}, Code::kProtocol,
                  {"RTS from rank 2 with no data"});

@@ -162,17 +162,11 @@ TEST_F(HostilePipelined, CloseInTheMiddleOfAMessage) {
 
 TEST_F(HostilePipelined, CloseBeforeFinishingATransferToTheVictim) {
   Request recv = postRecvFromRogue();
-  wire::Rts rts{};
-  rts.senderTransfer = 3;
-  rts.senderContiguous = 1;
-  rts.blockCount = 1;
-  rogueSends(message(Kind::kRts).add(rogueEnvelope(kRogueRecvBytes)).add(rts));
-  RogueMessage reply = nextFromVictim();
-  auto cts = wire::read<wire::Cts>(reply.bytes, sizeof(wire::Header));
-  ASSERT_TRUE(cts.isOk());
+  wire::Cts cts = rogueAsks(contiguousRts(3, kRogueRecvBytes), kRogueRecvBytes);
+  ASSERT_FALSE(HasFailure());
   rogueSends(message(Kind::kClose));
   expectRogueFailed(recv, Code::kProtocol,
-                    {"rank 2 closed before finishing " + transferName(cts->receiverTransfer) + " to us"});
+                    {"rank 2 closed before finishing " + transferName(cts.receiverTransfer) + " to us"});
 }
 
 TEST_F(HostilePipelined, CloseWhileTheVictimWritesToIt) {

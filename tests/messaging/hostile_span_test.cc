@@ -54,22 +54,7 @@ class DistantReceive {
 class HostileSpan : public HostileWorld {
  protected:
   // The rogue's RTS for 2 x kBlock bytes of uint8, forcing Multi-W; returns the victim's reply.
-  wire::Cts askForZeroCopy() {
-    wire::Rts rts{};
-    rts.senderTransfer = 41;
-    rts.senderContiguous = 1;
-    rts.forcedScheme = static_cast<uint8_t>(Scheme::kMultiW);
-    rts.blockCount = 1;
-    rts.meanBlock = rts.medianBlock = static_cast<double>(kBytes);
-    auto signature = datatype::signature(Datatype::of<uint8_t>(), kBytes);
-    EXPECT_TRUE(signature.isOk());
-    wire::Envelope envelope{kRogue, kRogueTag, 0, 0, kBytes, signature->hash, signature->elements};
-    rogueSends(message(Kind::kRts).add(envelope).add(rts));
-    RogueMessage reply = nextFromVictim();
-    auto cts = wire::read<wire::Cts>(reply.bytes, sizeof(wire::Header));
-    EXPECT_TRUE(cts.isOk());
-    return cts.isOk() ? *cts : wire::Cts{};
-  }
+  wire::Cts askForZeroCopy() { return rogueAsks(contiguousRts(41, kBytes, Scheme::kMultiW), kBytes); }
   static constexpr int64_t kBytes = 2 * kBlock;
 };
 

@@ -213,22 +213,10 @@ class HostilePRrs : public HostileTransfer {
     HostileTransfer::SetUp();
     if (HasFatalFailure()) return;
     recv_ = postRecvFromRogue();
-    wire::Rts rts{};
-    rts.senderTransfer = 31;
-    rts.senderContiguous = 1;
-    rts.forcedScheme = static_cast<uint8_t>(Scheme::kPRrs);
-    rts.blockCount = 1;
-    rts.meanBlock = rts.medianBlock = static_cast<double>(kRogueRecvBytes);
-    auto signature = datatype::signature(Datatype::of<uint8_t>(), kRogueRecvBytes);
-    ASSERT_TRUE(signature.isOk());
-    wire::Envelope envelope{kRogue, kRogueTag, 0, 0, kRogueRecvBytes, signature->hash, signature->elements};
-    rogueSends(message(Kind::kRts).add(envelope).add(rts));
-    RogueMessage reply = nextFromVictim();
-    auto cts = wire::read<wire::Cts>(reply.bytes, sizeof(wire::Header));
-    ASSERT_TRUE(cts.isOk());
-    ASSERT_EQ(cts->mode, wire::ReplyMode::kZeroCopy);
-    ASSERT_EQ(cts->bytes, kRogueRecvBytes);
-    receiverTransfer_ = cts->receiverTransfer;
+    wire::Cts cts = rogueAsks(contiguousRts(31, kRogueRecvBytes, Scheme::kPRrs), kRogueRecvBytes);
+    ASSERT_EQ(cts.mode, wire::ReplyMode::kZeroCopy);
+    ASSERT_EQ(cts.bytes, kRogueRecvBytes);
+    receiverTransfer_ = cts.receiverTransfer;
     data_ = pattern(static_cast<size_t>(kRogueRecvBytes), 12);
     std::memcpy(rogue().memory().address(), data_.data(), data_.size());
   }

@@ -51,6 +51,16 @@ wire::Envelope rogueEnvelope(int64_t count) {
   return wire::Envelope{kRogue, kRogueTag, 0, 0, count, signature->hash, signature->elements};
 }
 
+wire::Rts contiguousRts(uint32_t transfer, int64_t bytes, Scheme forced) {
+  wire::Rts rts{};
+  rts.senderTransfer = transfer;
+  rts.senderContiguous = 1;
+  rts.forcedScheme = static_cast<uint8_t>(forced);
+  rts.blockCount = 1;
+  rts.meanBlock = rts.medianBlock = static_cast<double>(bytes);
+  return rts;
+}
+
 Crafted rogueEager(std::span<const uint8_t> payload, int64_t claimedBytes, int32_t claimedSource) {
   wire::Envelope envelope = rogueEnvelope(static_cast<int64_t>(payload.size()));
   envelope.bytes = claimedBytes;
@@ -228,6 +238,14 @@ RogueMessage HostileWorld::nextFromVictim() {
     auto header = wire::read<wire::Header>(got->bytes, 0);
     if (got->writeWithImm || !header.isOk() || header->kind != wire::Kind::kCredit) return std::move(got).value();
   }
+}
+
+wire::Cts HostileWorld::rogueAsks(const wire::Rts& rts, int64_t bytes) {
+  rogueSends(message(wire::Kind::kRts).add(rogueEnvelope(bytes)).add(rts));
+  RogueMessage reply = nextFromVictim();
+  auto cts = wire::read<wire::Cts>(reply.bytes, sizeof(wire::Header));
+  EXPECT_TRUE(cts.isOk()) << "the victim did not reply to the RTS";
+  return cts.isOk() ? *cts : wire::Cts{};
 }
 
 void HostileWorld::rogueSends(std::span<const uint8_t> bytes) {

@@ -72,6 +72,9 @@ class HostileWorld : public ::testing::Test {
   Started victimSendsToRogue(int64_t count, const datatype::Datatype& type);
   // The next message from the victim, credit-only ones skipped.
   RogueMessage nextFromVictim();
+  // The rogue sends `rts` for an honest envelope of `bytes` x uint8 and
+  // returns the victim's reply (a default Cts, with a failure, if none came).
+  wire::Cts rogueAsks(const wire::Rts& rts, int64_t bytes);
   void rogueSends(std::span<const uint8_t> bytes);
 
   // `request` completes with `code`, its message holds every needle, and the
@@ -129,6 +132,9 @@ wire::Envelope rogueEnvelope(int64_t bytes);
 inline Crafted eagerMessage(const wire::Envelope& envelope, std::span<const uint8_t> payload) {
   return message(wire::Kind::kEager).add(envelope).add(payload);
 }
+// The fields of an honest RTS for one contiguous block of `bytes`, asking
+// for `forced` (kAuto: the victim chooses).
+wire::Rts contiguousRts(uint32_t transfer, int64_t bytes, Scheme forced = Scheme::kAuto);
 // An eager message from the rogue of `payload` bytes of uint8, claiming
 // `claimedBytes` from `claimedSource`.
 Crafted rogueEager(std::span<const uint8_t> payload, int64_t claimedBytes, int32_t claimedSource = kRogue);
