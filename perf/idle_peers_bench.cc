@@ -37,14 +37,13 @@ constexpr int kIdleProgressCalls = 500;     // per batch
 constexpr int kIdleProgressBatches = 40;   // per timed repetition
 constexpr int64_t kBlock = 32768;   // all-to-all block: the default eager limit
 
-// The eager credits per peer a Context of `ranks` gets with the default
-// eager limit and IBDT_MSG_EAGER_MEMORY as set (the same rule, eager_budget.h).
-uint32_t creditsPerPeer(int ranks) {
+// The eager credits per peer and eager limit a Context of `ranks` gets with
+// the default options and IBDT_MSG_EAGER_MEMORY as set (the same rule,
+// eager_budget.h).
+messaging::EagerShape eagerShapeOf(int ranks) {
   messaging::Options defaults;
   auto budget = messaging::eagerBudgetFromEnvironment();
-  uint64_t slot = sizeof(messaging::wire::Header) + sizeof(messaging::wire::Envelope) +
-                  static_cast<uint64_t>(defaults.eagerLimit);
-  return messaging::eagerCreditsWithin(budget.isOk() ? *budget : 0, slot, ranks, defaults.eagerCredits);
+  return messaging::eagerShapeWithin(budget.isOk() ? *budget : 0, defaults.eagerLimit, ranks, defaults.eagerCredits);
 }
 
 struct Smaps {
@@ -166,7 +165,7 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
   Report idle("idle peers progress: Context::progress() with nothing to do on rank 0, all N - 1 peers connected (ns)",
               {"ranks", "median", "min", "max"});
   Report memory("idle peers memory: resident growth per rank over an all-to-all of 32 KiB blocks (KiB)",
-                {"ranks", "connected peers", "credits per peer", "Pss median", "Pss min", "Pss max", "Rss median",
+                {"ranks", "connected peers", "credits per peer", "eager limit", "Pss median", "Pss min", "Pss max", "Rss median",
                  "Rss max"});
   double baseline = 0;
   for (int ranks : options.ranks) {
@@ -187,8 +186,9 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
     idle.add({{"ranks", ranks}, {"median", progress.median * 1e9}, {"min", progress.min * 1e9},
               {"max", progress.max * 1e9}});
     Summary pss = summarize(result.pssGrowth), rss = summarize(result.rssGrowth);
-    memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"credits per peer", creditsPerPeer(ranks)},
-                {"Pss median", pss.median}, {"Pss min", pss.min},
+    const messaging::EagerShape eager = eagerShapeOf(ranks);
+    memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"credits per peer", eager.credits},
+                {"eager limit", eager.eagerLimit}, {"Pss median", pss.median}, {"Pss min", pss.min},
                 {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max}});
   }
   for (Report* report : {&latency, &idle, &memory}) {

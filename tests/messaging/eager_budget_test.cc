@@ -48,6 +48,30 @@ TEST(EagerBudget, BuffersStayWithinTheBudgetAboveTheFloor) {
   }
 }
 
+TEST(EagerBudget, TheEagerLimitIsHalvedOnlyWhereTheFloorWouldExceedTheBudget) {
+  const uint64_t budget = 16u << 20;
+  for (int ranks : {2, 16, 64, 85}) {  // the floor of credits at 32 KiB fits: limit kept
+    EagerShape shape = eagerShapeWithin(budget, 32768, ranks, 32);
+    EXPECT_EQ(shape.eagerLimit, 32768) << ranks << " ranks";
+    EXPECT_EQ(shape.credits, eagerCreditsWithin(budget, eagerSlotBytes(32768), ranks, 32)) << ranks << " ranks";
+  }
+  EagerShape at128 = eagerShapeWithin(budget, 32768, 128, 32);
+  EXPECT_EQ(at128.eagerLimit, 16384);
+  EXPECT_EQ(at128.credits, budget / eagerSlotBytes(16384) / 128 - kReserve);  // 3
+  EXPECT_EQ(eagerShapeWithin(budget, 32768, 512, 32).eagerLimit, 4096);      // 6 x 4 KiB x 512: 12 MiB
+  EXPECT_EQ(eagerShapeWithin(budget, 32768, 4096, 32).eagerLimit, kMinBudgetEagerLimit);  // no lower
+  EXPECT_EQ(eagerShapeWithin(0, 32768, 4096, 32).eagerLimit, 32768);                      // 0: no bound
+  EXPECT_EQ(eagerShapeWithin(1, 256, 8, 32).eagerLimit, 256);  // a limit set below the minimum is kept
+  for (int ranks = 1; ranks <= 1024; ++ranks) {
+    EagerShape shape = eagerShapeWithin(budget, 32768, ranks, 32);
+    uint64_t bytes = static_cast<uint64_t>(ranks) * (shape.credits + kReserve) * eagerSlotBytes(shape.eagerLimit);
+    if (bytes > budget) {  // only where nothing lower is allowed
+      EXPECT_EQ(shape.eagerLimit, kMinBudgetEagerLimit) << ranks << " ranks";
+      EXPECT_EQ(shape.credits, kMinEagerCredits) << ranks << " ranks";
+    }
+  }
+}
+
 TEST(EagerBudget, BadValuesAreRefused) {
   {
     test::ScopedEnv env("IBDT_MSG_EAGER_MEMORY", "lots");
@@ -98,8 +122,9 @@ size_t finished(Result<bool> done) {
 // progresses alone; returns how many messages reached it (its credits for
 // rank 0 if there are more messages than credits). Then rank 1 receives
 // them all, in order, every byte checked.
-uint64_t arrivedWhileStalled(const std::vector<int64_t>& sizes) {
-  Ranks ranks = createRanks(kRanks, budgetOptions());
+uint64_t arrivedWhileStalled(const std::vector<int64_t>& sizes, const Options& options = budgetOptions(),
+                             std::vector<Scheme>* schemes = nullptr) {
+  Ranks ranks = createRanks(kRanks, options);
   Context& sender = *ranks.contexts[0];
   Context& receiver = *ranks.contexts[1];
   std::vector<std::vector<uint8_t>> sent;
@@ -130,6 +155,11 @@ uint64_t arrivedWhileStalled(const std::vector<int64_t>& sizes) {
     for (auto& request : recvs) done += finished(receiver.test(request));
   }
   for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(got[i], sent[i]) << "message " << i;
+  for (size_t i = 0; schemes != nullptr && i < recvs.size(); ++i) {
+    RecvInfo info;
+    EXPECT_TRUE(receiver.wait(recvs[i], &info).isOk());
+    schemes->push_back(info.scheme);
+  }
   return arrived;
 }
 
@@ -151,6 +181,21 @@ TEST(EagerBudget, PipelinedEagerCompletesAtTheFloorOfTwoCredits) {
   // Eager, pipelined (many fragments of at most the eager limit) and rendezvous sizes.
   std::vector<int64_t> sizes{100, 3000, 20000, 1, 256, 257, 50000, 300000, 7};
   EXPECT_EQ(arrivedWhileStalled(sizes), kMinEagerCredits);
+}
+
+// A budget that fits the floor of credits at 16 KiB but not at 32 KiB: a
+// 20000-byte message, eager at the default limit, goes pipelined; a stalled
+// receiver still takes only its 2 credits' worth, and everything arrives.
+TEST(EagerBudget, ALoweredEagerLimitSendsLargerMessagesPipelined) {
+  Options options = budgetOptions();
+  options.eagerLimit = 32768;
+  const uint64_t budget = kRanks * (kMinEagerCredits + kReserve) * eagerSlotBytes(16384);
+  ASSERT_EQ(eagerShapeWithin(budget, options.eagerLimit, kRanks, options.eagerCredits).eagerLimit, 16384);
+  test::ScopedEnv env("IBDT_MSG_EAGER_MEMORY", std::to_string(budget).c_str());
+  std::vector<Scheme> schemes;
+  EXPECT_LE(arrivedWhileStalled({20000, 16384, 100, 20000, 30000}, options, &schemes), kMinEagerCredits);
+  EXPECT_EQ(schemes, (std::vector<Scheme>{Scheme::kPipelined, Scheme::kEager, Scheme::kEager, Scheme::kPipelined,
+                                          Scheme::kPipelined}));
 }
 
 }  // namespace

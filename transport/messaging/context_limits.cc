@@ -42,12 +42,13 @@ uint32_t spinsFor(const Bootstrap& bootstrap, const Options& options) {
   return cores > 0 && local <= cores ? 4096 : 0;
 }
 
-Result<uint32_t> eagerCreditsFor(const Bootstrap& bootstrap, const Options& options, size_t slotSize) {
+Result<EagerShape> eagerShapeFor(const Bootstrap& bootstrap, const Options& options) {
   IBDT_ASSIGN_OR_RETURN(uint64_t budget, eagerBudgetFromEnvironment());
-  uint32_t credits = eagerCreditsWithin(budget, slotSize, bootstrap.size, options.eagerCredits);
-  IBDT_LOG(kDebug, "messaging: rank ", bootstrap.rank, ": ", credits, " eager credits per peer (IBDT_MSG_CREDITS ",
-           options.eagerCredits, ", IBDT_MSG_EAGER_MEMORY ", budget, " over ", bootstrap.size, " ranks)");
-  return credits;
+  EagerShape shape = eagerShapeWithin(budget, options.eagerLimit, bootstrap.size, options.eagerCredits);
+  IBDT_LOG(kDebug, "messaging: rank ", bootstrap.rank, ": ", shape.credits, " eager credits per peer, eager limit ",
+           shape.eagerLimit, " (IBDT_MSG_CREDITS ", options.eagerCredits, ", IBDT_MSG_EAGER_LIMIT ",
+           options.eagerLimit, ", IBDT_MSG_EAGER_MEMORY ", budget, " over ", bootstrap.size, " ranks)");
+  return shape;
 }
 
 Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eagerCredits, size_t slotSize,

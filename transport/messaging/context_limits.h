@@ -8,6 +8,7 @@
 
 #include "ibdt/fabric.h"
 #include "ibdt/messaging.h"
+#include "transport/messaging/eager_budget.h"
 #include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
@@ -19,20 +20,17 @@ struct ProviderLimits {
   uint64_t maxWrBytes = 0;
 };
 
-// One eager buffer: a header, an envelope and up to eagerLimit bytes; also
-// the largest control message.
-inline size_t eagerSlotSize(const Options& options) {
-  return sizeof(wire::Header) + sizeof(wire::Envelope) + static_cast<size_t>(options.eagerLimit);
-}
+inline size_t eagerSlotSize(const Options& options) { return eagerSlotBytes(options.eagerLimit); }
 
 // The bootstrap and options a Context can run with.
 Status checkSetup(const Bootstrap& bootstrap, const Options& options);
 // Busy-poll iterations before a wait yields (base/backoff.h).
 uint32_t spinsFor(const Bootstrap& bootstrap, const Options& options);
-// Eager credits per peer: every part of the Context uses this count
-// (buffers posted, credits granted, the tuned pipeline window), and every
-// rank derives it from the same job size and knobs.
-Result<uint32_t> eagerCreditsFor(const Bootstrap& bootstrap, const Options& options, size_t slotSize);
+// Eager credits per peer and the eager limit within IBDT_MSG_EAGER_MEMORY:
+// every part of the Context uses them (buffers posted, credits granted, the
+// eager/pipelined choice, the tuned pipeline window), and every rank
+// derives them from the same job size and knobs.
+Result<EagerShape> eagerShapeFor(const Bootstrap& bootstrap, const Options& options);
 // The provider's limits for `eagerCredits` receive slots of `slotSize` bytes.
 Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eagerCredits, size_t slotSize,
                                           int64_t eagerLimit);

@@ -21,7 +21,9 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   services_.setRank(rank_);
   IBDT_RETURN_IF_ERROR(checkSetup(bootstrap, options_));
   spins_ = spinsFor(bootstrap, options_);
-  IBDT_ASSIGN_OR_RETURN(options_.eagerCredits, eagerCreditsFor(bootstrap, options_, slotSize()));
+  IBDT_ASSIGN_OR_RETURN(EagerShape eager, eagerShapeFor(bootstrap, options_));
+  options_.eagerCredits = eager.credits;
+  options_.eagerLimit = eager.eagerLimit;
   IBDT_ASSIGN_OR_RETURN(limits_, readProviderLimits(domain_.caps(), options_.eagerCredits, slotSize(),
                                                     options_.eagerLimit));
   IBDT_RETURN_IF_ERROR(measureCosts());

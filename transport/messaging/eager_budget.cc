@@ -16,6 +16,20 @@ uint32_t eagerCreditsWithin(uint64_t budgetBytes, uint64_t slotBytes, int ranks,
   return static_cast<uint32_t>(std::clamp<uint64_t>(credits, kMinEagerCredits, ceiling));
 }
 
+namespace {
+
+bool floorExceeds(uint64_t budgetBytes, int64_t eagerLimit, int ranks) {
+  const uint64_t floorSlots = (kMinEagerCredits + CreditFlow::kReserveSlots) * static_cast<uint64_t>(ranks);
+  return budgetBytes != 0 && floorSlots * eagerSlotBytes(eagerLimit) > budgetBytes;
+}
+
+}  // namespace
+
+EagerShape eagerShapeWithin(uint64_t budgetBytes, int64_t eagerLimit, int ranks, uint32_t maxCredits) {
+  while (floorExceeds(budgetBytes, eagerLimit, ranks) && eagerLimit / 2 >= kMinBudgetEagerLimit) eagerLimit /= 2;
+  return {eagerCreditsWithin(budgetBytes, eagerSlotBytes(eagerLimit), ranks, maxCredits), eagerLimit};
+}
+
 Result<uint64_t> eagerBudgetFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(uint64_t budget, config::getSize("IBDT_MSG_EAGER_MEMORY"));
   if (budget > (uint64_t{1} << 40)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_MEMORY above 1T");

@@ -8,15 +8,25 @@
 // at 128 ranks). The budget is divided evenly over the job's possible peers
 // at init: every rank computes the same count from the same job size and
 // knobs, as it already must for IBDT_MSG_CREDITS and IBDT_MSG_EAGER_LIMIT, so
-// no handshake is needed. This is the per-peer step towards a shared eager
-// pool (docs/many-ranks.md).
+// no handshake is needed. Where even the floor of credits would not fit
+// (above ~85 ranks at 16 MiB and 32 KiB), the eager limit is halved instead,
+// down to kMinBudgetEagerLimit: larger messages then travel as pipelined
+// fragments, which need no more buffers. This is the per-peer step towards
+// a shared eager pool (docs/many-ranks.md).
 #pragma once
 
 #include <cstdint>
 
 #include "ibdt/status.h"
+#include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
+
+// One eager buffer: a header, an envelope and up to `eagerLimit` bytes;
+// also the largest control message.
+inline uint64_t eagerSlotBytes(int64_t eagerLimit) {
+  return sizeof(wire::Header) + sizeof(wire::Envelope) + static_cast<uint64_t>(eagerLimit);
+}
 
 // The fewest credits a peer may have: pipelined eager (and every protocol
 // whose messages need a credit each) makes progress with two, one in flight
@@ -27,6 +37,20 @@ inline constexpr uint32_t kMinEagerCredits = 2;
 // `budgetBytes` (0: no bound), at most `maxCredits` (IBDT_MSG_CREDITS), at
 // least kMinEagerCredits (then the floor, not the budget, bounds memory).
 uint32_t eagerCreditsWithin(uint64_t budgetBytes, uint64_t slotBytes, int ranks, uint32_t maxCredits);
+
+// The budget lowers the eager limit no further than this (a limit set
+// below it is kept).
+inline constexpr int64_t kMinBudgetEagerLimit = 4096;
+
+// Credits per peer and the eager limit within `budgetBytes`: the limit
+// stays `eagerLimit` unless the floor of credits at it exceeds the budget;
+// then it is halved while that holds and the half is at least
+// kMinBudgetEagerLimit, and the credits are those of the lowered limit.
+struct EagerShape {
+  uint32_t credits = 0;
+  int64_t eagerLimit = 0;
+};
+EagerShape eagerShapeWithin(uint64_t budgetBytes, int64_t eagerLimit, int ranks, uint32_t maxCredits);
 
 // IBDT_MSG_EAGER_MEMORY in bytes (0: no bound); read where the job size is
 // known (ContextImpl::init), so Options built in code honour it too.
