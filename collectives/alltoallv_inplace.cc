@@ -11,6 +11,14 @@
 // and the auxiliary part, matched in order) and (4) updates the index sets.
 // Own items are copied locally in step (3).
 //
+// The copy path (inplace_copy.h): blocks that fit the auxiliary memory are
+// copied out before phase 0 and leave from the copy, so receive blocks that
+// then hold no waiting item take everything in place. A pair whose phase-0
+// control messages both ask for everything in place is exchanged whole in
+// phase 0 (each side one message, straight into the user's buffer) and
+// takes part in no later phase: the verdict is derived from both messages,
+// which every pair exchanges anyway, so no vote is needed.
+//
 // The pair check (pair_signature_check.h: both signatures and counts of
 // each pair) rides on phase 0's control messages, which every run
 // exchanges with every peer, also those it has nothing to move with: so
@@ -260,9 +268,12 @@ class InPlaceAlltoallv final : public PlanImpl {
     }
   }
 
-  // Step (4).
+  // Step (4), also when giving up: a pair that completed this phase is done
+  // on both of its ranks, so the next phase's "gave up" goes exactly to the
+  // peers that still expect a control message (the copy path completes
+  // pairs in phase 0). A pair whose message failed is out already.
   void afterData() {
-    if (!giveUp_) sets_.update(give_, take_);
+    sets_.update(give_, take_);
     notePeak();
     ++phase_;
     beginControl();
