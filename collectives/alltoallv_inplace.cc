@@ -7,9 +7,19 @@
 // take from every peer, (2) exchanges control messages with every peer it
 // still has items to send to or receive from: {items in place, items into
 // the auxiliary buffer, gave up}, both ways, so the pair stays in step,
-// (3) moves the items (up to two messages per direction: the in-place part
-// and the auxiliary part, matched in order) and (4) updates the index sets.
-// Own items are copied locally in step (3).
+// (3) moves each pair's items as soon as both of its control messages
+// completed, not waiting for the other pairs (up to two messages per
+// direction: the in-place part and the auxiliary part, matched in order)
+// and, once everything completed, (4) updates the index sets. Own items are
+// copied locally when the phase starts.
+//
+// The copy path (inplace_copy.h): blocks that fit the auxiliary memory are
+// copied out before phase 0 and leave from the copy, so receive blocks that
+// then hold no waiting item take everything in place. A pair whose phase-0
+// control messages both ask for everything in place is exchanged whole in
+// phase 0 (each side one message, straight into the user's buffer) and
+// takes part in no later phase: the verdict is derived from both messages,
+// which every pair exchanges anyway, so no vote is needed.
 //
 // The pair check (pair_signature_check.h: both signatures and counts of
 // each pair) rides on phase 0's control messages, which every run
@@ -55,7 +65,7 @@ class InPlaceAlltoallv final : public PlanImpl {
     for (size_t peer = 0; peer < size; ++peer) {  // the check words never change
       PairSignatureCheck::pairWords(args_, peer, controlOut_.data() + peer * kControlWords + kCheckAt);
     }
-    ops_.reserve(4 * size);
+    ops_.reserve(6 * size);  // per peer: 2 control, up to 2 data each way (no reallocation mid-phase)
   }
 
   Status prepare() {
@@ -82,7 +92,7 @@ class InPlaceAlltoallv final : public PlanImpl {
     while (stage_ != Stage::kDone) {
       IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
       if (!all) return result;
-      if (stage_ == Stage::kControl) afterControl();
+      if (announcing_) finish();  // announced; every active peer heard it
       else afterData();
       result.progressed = true;
     }
@@ -92,14 +102,15 @@ class InPlaceAlltoallv final : public PlanImpl {
 
   // Waits for the first operation of the phase still pending.
   Status block(Deadline deadline) override {
-    for (Op& op : ops_) {
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      Op& op = ops_[i];
       if (!op.request.valid()) continue;
       Status status = ctx_.wait(op.request, nullptr, deadline);
       if (op.request.valid()) {  // still pending: the wait gave up, the run stays active
         return makeError(Code::kTimeout, "alltoallv (in place) rank ", rank_, ": phase ", phase_, " ", op.what,
                          " rank ", op.peer, " did not complete in time");
       }
-      finishOp(op, std::move(status));
+      finishOp(i, std::move(status));
       return Status::ok();
     }
     return Status::ok();
@@ -119,11 +130,11 @@ class InPlaceAlltoallv final : public PlanImpl {
   int64_t peakExtraBytes() const override { return peak_; }
 
  private:
-  enum class Stage : uint8_t { kControl, kData, kDone };
+  enum class Stage : uint8_t { kPhase, kDone };
   struct Op {
     Request request;
     int peer;
-    bool receive;
+    bool receive, control;
     const char* what;
   };
 
@@ -157,50 +168,47 @@ class InPlaceAlltoallv final : public PlanImpl {
       if (sets_.done()) return finish();
       sets_.requests(take_, phase_ % size_);
     }
+    const size_t size = static_cast<size_t>(size_);
+    give_.assign(size, PhaseCounts{});
+    posted_.assign(size, 0);
+    controlLeft_.assign(size, 0);
+    phaseTypes_.clear();
     const datatype::Datatype word = datatype::Datatype::of<int64_t>();
     for (int peer = 0; peer < size_; ++peer) {
       if (!pairActive(peer)) continue;
+      controlLeft_[static_cast<size_t>(peer)] = 2;
       int64_t* out = control(controlOut_, peer);
       out[0] = take_[static_cast<size_t>(peer)].inPlace;
       out[1] = take_[static_cast<size_t>(peer)].aux;
       out[2] = announcing_ ? 1 : 0;
       post(ctx_.irecv(control(controlIn_, peer), kControlWords, word, comm_.contextRank(peer), controlTag_,
-                      comm_.contextId()), peer, true, "control from");
+                      comm_.contextId()), peer, true, "control from", true);
       post(ctx_.isend(out, kControlWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()), peer, false,
-           "control to");
+           "control to", true);
     }
-    stage_ = Stage::kControl;
+    if (!announcing_) {
+      give_[static_cast<size_t>(rank_)] = take_[static_cast<size_t>(rank_)];
+      copyOwn();
+    }
+    stage_ = Stage::kPhase;
   }
 
-  // Step (3): the peers' requests are known; move the items.
-  void afterControl() {
-    if (announcing_) return finish();  // announced; every active peer heard it
-    give_.assign(static_cast<size_t>(size_), PhaseCounts{});
-    for (int peer = 0; peer < size_; ++peer) {
-      if (!pairActive(peer)) continue;
-      const int64_t* in = control(controlIn_, peer);
-      if (phase_ == 0 && in[2] == 0 && !pairMatches(peer)) continue;
-      if (in[2] != 0) {
-        gone_[static_cast<size_t>(peer)] = 1;
-        note(makeError(Code::kPeerFailed, "alltoallv (in place) rank ", rank_, ": rank ", peer,
-                       " gave up (a failure or mismatch there)"));
-        giveUp_ = true;
-        continue;
-      }
-      give_[static_cast<size_t>(peer)] = {in[0], in[1]};
+  // Step (3) for one pair, once both of its control messages completed:
+  // its data goes without waiting for the phase's other pairs.
+  void pairData(int peer) {
+    if (!pairActive(peer)) return;  // its control failed
+    const int64_t* in = control(controlIn_, peer);
+    if (in[2] != 0) {
+      gone_[static_cast<size_t>(peer)] = 1;
+      note(makeError(Code::kPeerFailed, "alltoallv (in place) rank ", rank_, ": rank ", peer,
+                     " gave up (a failure or mismatch there)"));
+      giveUp_ = true;
+      return;
     }
-    ops_.clear();
-    phaseTypes_.clear();
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_ || !pairActive(peer)) {
-        if (peer != rank_) take_[static_cast<size_t>(peer)] = {};
-        continue;
-      }
-      postData(peer);
-    }
-    give_[static_cast<size_t>(rank_)] = take_[static_cast<size_t>(rank_)];
-    copyOwn();
-    stage_ = Stage::kData;
+    if (phase_ == 0 && !pairMatches(peer)) return;
+    give_[static_cast<size_t>(peer)] = {in[0], in[1]};
+    posted_[static_cast<size_t>(peer)] = 1;
+    postData(peer);
   }
 
   void postData(int peer) {
@@ -260,37 +268,48 @@ class InPlaceAlltoallv final : public PlanImpl {
     }
   }
 
-  // Step (4).
+  // Step (4), also when giving up: a pair that completed this phase is done
+  // on both of its ranks, so the next phase's "gave up" goes exactly to the
+  // peers that still expect a control message (the copy path completes
+  // pairs in phase 0). A pair whose message failed is out already.
   void afterData() {
-    if (!giveUp_) sets_.update(give_, take_);
+    for (int peer = 0; peer < size_; ++peer) {  // pairs whose data was not posted moved nothing
+      if (peer != rank_ && !posted_[static_cast<size_t>(peer)]) take_[static_cast<size_t>(peer)] = {};
+    }
+    sets_.update(give_, take_);
     notePeak();
     ++phase_;
     beginControl();
   }
 
-  void post(Result<Request> request, int peer, bool receive, const char* what) {
+  void post(Result<Request> request, int peer, bool receive, const char* what, bool isControl = false) {
     if (!request.isOk()) return failed(peer, request.status(), what);
-    ops_.push_back({std::move(*request), peer, receive, what});
+    ops_.push_back({std::move(*request), peer, receive, isControl, what});
   }
 
   // Collects what completed; true when nothing of the phase is pending.
+  // Past the first pending operation only control messages are tested
+  // (each a progress call): they let their pair's data go.
   Result<bool> collect(bool& progressed) {
     bool all = true;
-    for (Op& op : ops_) {
-      if (!op.request.valid()) continue;
-      IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(op.request));
+    for (size_t i = 0; i < ops_.size(); ++i) {  // grows as pairs' data is posted
+      if (!ops_[i].request.valid() || (!all && !ops_[i].control)) continue;
+      IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(ops_[i].request));
       if (!done) {
         all = false;
-        break;  // one poll drives progress once
+        continue;
       }
-      finishOp(op, ctx_.wait(op.request));
+      finishOp(i, ctx_.wait(ops_[i].request));
       progressed = true;
     }
     return all;
   }
 
-  void finishOp(Op& op, Status status) {
-    if (!status.isOk()) failed(op.peer, std::move(status), op.what);
+  void finishOp(size_t index, Status status) {
+    const Op& op = ops_[index];
+    const int peer = op.peer;
+    if (!status.isOk()) failed(peer, std::move(status), op.what);
+    if (op.control && --controlLeft_[static_cast<size_t>(peer)] == 0 && !announcing_) pairData(peer);
   }
 
   void failed(int peer, const Status& status, const char* what) {
@@ -333,6 +352,8 @@ class InPlaceAlltoallv final : public PlanImpl {
   std::vector<uint8_t> gone_;  // peers this run no longer exchanges with
   std::vector<int64_t> controlOut_, controlIn_;
   std::vector<PhaseCounts> take_, give_;
+  std::vector<uint8_t> posted_;      // by peer: its data was posted this phase
+  std::vector<int> controlLeft_;     // by peer: control messages of this phase still pending
   std::vector<Op> ops_;
   std::vector<ItemRun> runs_;
   std::vector<datatype::Datatype> phaseTypes_;  // the hindexed sends' types, alive until the phase ends

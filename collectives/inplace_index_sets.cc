@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/inplace_copy.h"
+
 namespace ibdt::collectives {
 
 InPlaceIndexSets::InPlaceIndexSets(Layout layout)
@@ -17,12 +19,18 @@ Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxByte
     return makeError(Code::kInvalidArgument, "alltoallv in place: auxiliary memory of ", auxBytes,
                      " bytes holds no element of ", itemSize, " bytes (at least one is needed)");
   }
+  // The copy path first (inplace_copy.h); the auxiliary buffers get the rest.
+  InPlaceCopyChoice copies = chooseInPlaceCopies(layout.sendcounts, itemSize, auxBytes);
   // More than the incoming items could never be used.
   int64_t incoming = 0;
   for (int64_t count : layout.recvcounts) incoming += count;
-  auxBytes = std::max(itemSize, std::min(auxBytes, incoming * itemSize));
+  auxBytes = copies.auxBytes == 0 ? 0 : std::max(itemSize, std::min(copies.auxBytes, incoming * itemSize));
   InPlaceIndexSets sets(std::move(layout));
-  // Whole items per buffer; fewer buffers when a / b would hold none.
+  sets.copied_ = std::move(copies.copied);
+  sets.copyAt_ = std::move(copies.at);
+  sets.copy_.resize(static_cast<size_t>(copies.items * itemSize));
+  // Whole items per buffer; fewer buffers when a / b would hold none; one
+  // empty buffer when everything is copied (no item ever waits for one).
   const int64_t buffers = std::max<int64_t>(1, std::min(auxBuffers, auxBytes / itemSize));
   sets.aux_.resize(static_cast<size_t>(buffers));
   for (AuxBuffer& buffer : sets.aux_) {
@@ -52,7 +60,7 @@ void InPlaceIndexSets::split() {
   for (int i = 0; i < size_; ++i) {
     firstPiece_.push_back(pieces_.size());
     int64_t at = counts(sdispl_, i);
-    const int64_t end = at + counts(sendcount_, i);
+    const int64_t end = copied_[index(i)] ? at : at + counts(sendcount_, i);  // a copied block waits in the copy
     while (at < end) {
       // The last receive set starting at or before `at`, and the next one after.
       auto next = std::upper_bound(byStart.begin(), byStart.end(), at,
@@ -82,6 +90,11 @@ void InPlaceIndexSets::split() {
 }
 
 void InPlaceIndexSets::reset() {
+  for (int i = 0; i < size_; ++i) {  // before anything moves inside the buffer
+    if (!copied_[index(i)]) continue;
+    std::memcpy(copy_.data() + copyAt_[index(i)] * itemSize_, item(sdispl_[index(i)]),
+                static_cast<size_t>(sendcount_[index(i)] * itemSize_));
+  }
   split();
   std::fill(sent_.begin(), sent_.end(), 0);
   std::fill(placed_.begin(), placed_.end(), 0);
@@ -164,6 +177,13 @@ std::byte* InPlaceIndexSets::auxTarget(int peer) const {
 
 void InPlaceIndexSets::sendRuns(int peer, int64_t skip, int64_t count, std::vector<ItemRun>& runs) const {
   runs.clear();
+  if (copied_[index(peer)]) {  // one run in the copy
+    if (count > 0) {
+      std::byte* copy = const_cast<std::byte*>(copy_.data());
+      runs.push_back({copy + (copyAt_[index(peer)] + sent_[index(peer)] + skip) * itemSize_, count});
+    }
+    return;
+  }
   for (size_t k = firstPiece_[index(peer)]; k < firstPiece_[index(peer) + 1] && count > 0; ++k) {
     const Piece& piece = pieces_[k];
     if (skip >= piece.length) {
@@ -201,6 +221,7 @@ void InPlaceIndexSets::update(const std::vector<PhaseCounts>& sent, const std::v
 int64_t InPlaceIndexSets::bytes() const {
   int64_t total = 0;
   for (const AuxBuffer& buffer : aux_) total += static_cast<int64_t>(buffer.data.capacity());
+  total += static_cast<int64_t>(copy_.capacity());
   total += static_cast<int64_t>(pieces_.capacity() * sizeof(Piece) + firstPiece_.capacity() * sizeof(size_t));
   for (const auto& inside : insideRecv_) total += static_cast<int64_t>(inside.capacity() * sizeof(size_t));
   total += static_cast<int64_t>((sendcount_.size() * 4 + sent_.size() * 3) * sizeof(int64_t));

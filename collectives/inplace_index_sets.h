@@ -49,8 +49,9 @@ class InPlaceIndexSets {
     int64_t itemSize = 0;  // bytes, > 0
     std::vector<int64_t> sendcounts, sdispls, recvcounts, rdispls;  // in items, by rank
   };
-  // `auxBytes` (at least one item) split into up to `auxBuffers` buffers of
-  // whole items.
+  // `auxBytes` (at least one item): first the copy path's blocks
+  // (inplace_copy.h), the rest split into up to `auxBuffers` buffers of
+  // whole items; never more than `auxBytes` in all.
   static Result<InPlaceIndexSets> create(Layout layout, int64_t auxBytes, int64_t auxBuffers);
 
   // Starts a run from the caller's blocks: splits the send sets and joins the
@@ -110,6 +111,10 @@ class InPlaceIndexSets {
   std::vector<size_t> firstPiece_;                  // peer -> first piece (size_ + 1 entries)
   std::vector<std::vector<size_t>> insideRecv_;     // R_j -> its pieces, by buffer position
   std::vector<AuxBuffer> aux_;
+  // The copy path (inplace_copy.h): blocks copied out at reset(), sent from here.
+  std::vector<uint8_t> copied_;   // by peer
+  std::vector<int64_t> copyAt_;   // by peer: first item in copy_
+  std::vector<std::byte> copy_;
 };
 
 }  // namespace ibdt::collectives
