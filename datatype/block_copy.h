@@ -33,6 +33,11 @@ inline constexpr int64_t kLargeBlockBytes = 1024;
 // this VM, and which wins against the other kernels differs between the two.
 inline constexpr int64_t kLongBlockBytes = 4096;
 
+// Beyond the cache, a call of at least kTrialChunks blocks runs the kernels'
+// trials on its own chunks (1/kTrialChunks of its blocks each, one kernel per
+// chunk), so the first such call decides; smaller calls are trials whole.
+inline constexpr int64_t kTrialChunks = 16;
+
 enum class BlockKernel : uint8_t {
   kMemcpy,  // the C library's memcpy per block
   kVector,  // 64 bytes per iteration through 16-byte registers (x86-64 only)
@@ -62,7 +67,7 @@ struct DirectionPlan {
 };
 
 struct BlockCopyPlan {
-  DirectionPlan pack, unpack;
+  DirectionPlan pack, unpack;  // in cache the trials never choose kStream (block_copy.cc says why)
   int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
   bool forced = false;                      // IBDT_PACK_COPY named a kernel
   const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
