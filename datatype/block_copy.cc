@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -84,12 +85,15 @@ int64_t streamThresholdBytes() {
 // Beyond the cache a call is cut into kTrialChunks chunks and the trials run
 // on the chunks of the call itself, one kernel per chunk (rotating), timed
 // once each: all kernels meet the same load within milliseconds, and the
-// trials copy nothing twice. Before, each trial was a whole call copied twice
+// trials copy nothing twice. Each timed chunk follows an untimed memcpy
+// chunk: a chunk pays for writing back the dirty lines its predecessor left,
+// which a streamed chunk does not leave, so in plain rotation memcpy (after
+// stream) would be timed on a cleaner cache than the others. Before, each trial was a whole call copied twice
 // (ten calls of 16 MiB), and a process packing 16 MiB a few times did little
 // but trials.
 constexpr int kTrialsInCache = 7, kTrialsBeyondCache = 3;
 constexpr int kInCacheKernels = 2;
-static_assert(kTrialChunks >= 1 + kTrialsBeyondCache * kBlockKernelCount, "one call holds every beyond-cache trial");
+static_assert(kTrialChunks >= 1 + 2 * kTrialsBeyondCache * kBlockKernelCount, "one call holds every beyond-cache trial");
 using Trials = KernelTrials<kBlockKernelCount>;
 static_assert(static_cast<int>(BlockKernel::kMemcpy) == 0, "memcpy is the incumbent of the trials");
 static_assert(static_cast<int>(BlockKernel::kStream) == kInCacheKernels, "stream is left out of the in-cache trials");
@@ -110,15 +114,20 @@ PlanState& state() {
 
 DirectionPlan& direction(BlockCopyPlan& plan, bool pack) { return pack ? plan.pack : plan.unpack; }
 
+bool isBeyondCache(int regime) {
+  return regime == static_cast<int>(CopyRegime::kBeyondCache) || regime == static_cast<int>(CopyRegime::kSmallBeyondCache);
+}
+
 // Lock-free copy of the decided kernels for the per-call path, per direction
 // ([packing]): regime r in bits 5r..5r+4 (kernel in the low 4, decided in
 // bit 4); 0 = not made yet, ask under the lock.
 std::atomic<uint32_t> settledPlan[2] = {0, 0};
 std::atomic<int64_t> settledStreamAbove{0};
-constexpr uint32_t kSettledValid = 1u << 15;
+constexpr uint32_t kSettledValid = 1u << 31;
+static_assert(5 * kCopyRegimeCount <= 31, "the regimes' fields fit below the valid bit");
 
 void publishLocked(const PlanState& s) {
-  settledStreamAbove.store(s.plan.streamAbove, std::memory_order_relaxed);
+  settledStreamAbove.store(s.made ? s.plan.streamAbove : 0, std::memory_order_relaxed);  // 0: ask under the lock
   for (int packing = 0; packing < 2; ++packing) {
     const DirectionPlan& d = s.plan.of(packing == 1);
     uint32_t word = kSettledValid;
@@ -134,7 +143,7 @@ void publishLocked(const PlanState& s) {
 bool settledKernel(bool pack, int64_t blockBytes, int64_t total, BlockKernel& kernel) {
   const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
   if ((word & kSettledValid) == 0) return false;
-  int regime = static_cast<int>(CopyRegime::kBeyondCache);
+  int regime = static_cast<int>(blockBytes < kLargeBlockBytes ? CopyRegime::kSmallBeyondCache : CopyRegime::kBeyondCache);
   if (total < settledStreamAbove.load(std::memory_order_relaxed)) {
     regime = static_cast<int>(blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache);
   }
@@ -169,7 +178,7 @@ void makePlanLocked(PlanState& s) {
   s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
   for (auto& perDirection : s.trials) {
     for (int r = 0; r < kCopyRegimeCount; ++r) {
-      const bool beyond = r == static_cast<int>(CopyRegime::kBeyondCache);
+      const bool beyond = isBeyondCache(r);
       perDirection[r] = beyond ? Trials(kTrialsBeyondCache) : Trials(kTrialsInCache, kInCacheKernels);
     }
   }
@@ -198,11 +207,16 @@ void recordTrial(PlanState& s, bool pack, int regime, BlockKernel kernel, double
 }
 
 // Beyond-cache trials on the chunks of this call (why: above); copies every block.
-void copyWithChunkTrials(PlanState& s, bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes,
-                         int64_t stride, const int64_t* displs) {
-  constexpr int regime = static_cast<int>(CopyRegime::kBeyondCache);
+void copyWithChunkTrials(PlanState& s, bool pack, int regime, char* packed, uintptr_t typed, int64_t count,
+                         int64_t bytes, int64_t stride, const int64_t* displs) {
   const int64_t chunk = (count + kTrialChunks - 1) / kTrialChunks;
+  bool spacerNext = false;
   for (int64_t first = 0; first < count; first += chunk) {
+    if (std::exchange(spacerNext, false)) {
+      copyBlockRange(BlockKernel::kMemcpy, pack, packed, typed, first, std::min(chunk, count - first), bytes, stride,
+                     displs);
+      continue;
+    }
     BlockKernel kernel = BlockKernel::kMemcpy;
     bool timed = false, decided = false;
     {
@@ -215,6 +229,7 @@ void copyWithChunkTrials(PlanState& s, bool pack, char* packed, uintptr_t typed,
     const int64_t n = std::min(chunk, count - first);
     const double ns = fastestNs(1, [&] { copyBlockRange(kernel, pack, packed, typed, first, n, bytes, stride, displs); });
     if (!timed) continue;
+    spacerNext = true;
     std::lock_guard<std::mutex> lock(s.mutex);
     recordTrial(s, pack, regime, kernel, ns / static_cast<double>(n * bytes));
   }
@@ -236,6 +251,7 @@ std::string_view copyRegimeName(CopyRegime regime) {
     case CopyRegime::kShortInCache: return "in cache, 1-4 KiB blocks";
     case CopyRegime::kLongInCache: return "in cache, blocks from 4 KiB";
     case CopyRegime::kBeyondCache: return "beyond the cache";
+    case CopyRegime::kSmallBeyondCache: return "beyond the cache, 256 B-1 KiB blocks";
   }
   return "?";
 }
@@ -277,6 +293,19 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove) {
   publishLocked(s);
 }
 
+bool takesBlockKernels(int64_t count, int64_t bytes) {
+  if (bytes >= kLargeBlockBytes) return true;
+  if (bytes < kBeyondCacheMinBlockBytes) return false;
+  int64_t streamAbove = settledStreamAbove.load(std::memory_order_relaxed);
+  if (streamAbove == 0) {  // no plan yet
+    PlanState& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    makePlanLocked(s);
+    streamAbove = s.plan.streamAbove;
+  }
+  return count * bytes >= streamAbove;
+}
+
 void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs) {
   BlockKernel kernel = BlockKernel::kMemcpy;
@@ -291,12 +320,12 @@ void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, in
     makePlanLocked(s);
     regime = static_cast<int>(s.plan.regime(bytes, count * bytes));
     const DirectionPlan& d = s.plan.of(pack);
-    chunkTrials = !d.decided[regime] && regime == static_cast<int>(CopyRegime::kBeyondCache) && count >= kTrialChunks;
+    chunkTrials = !d.decided[regime] && isBeyondCache(regime) && count >= kTrialChunks;
     if (!chunkTrials) {
       kernel = d.decided[regime] ? d.kernel[regime] : static_cast<BlockKernel>(s.trials[pack][regime].next(timed));
     }
   }
-  if (chunkTrials) return copyWithChunkTrials(s, pack, packed, typed, count, bytes, stride, displs);
+  if (chunkTrials) return copyWithChunkTrials(s, pack, regime, packed, typed, count, bytes, stride, displs);
   copyBlocksWith(kernel, pack, packed, typed, count, bytes, stride, displs);
   if (!timed) return;
   // An in-cache trial (or one beyond the cache in a call of too few blocks

@@ -29,9 +29,10 @@ struct Case {
   int64_t count;
 };
 
-// Block sizes on both sides of the thresholds: the large-block cut and the
-// kernels' 16-byte stores and 64-byte iterations.
-constexpr int64_t kStraddling[] = {kLargeBlockBytes - 1, kLargeBlockBytes,     kLargeBlockBytes + 1,
+// Block sizes on both sides of the thresholds: the beyond-cache and the
+// large-block cuts and the kernels' 16-byte stores and 64-byte iterations.
+constexpr int64_t kStraddling[] = {kBeyondCacheMinBlockBytes - 1, kBeyondCacheMinBlockBytes,
+                                   kBeyondCacheMinBlockBytes + 1, kLargeBlockBytes - 1, kLargeBlockBytes,     kLargeBlockBytes + 1,
                                    kLargeBlockBytes + 15, kLargeBlockBytes + 63, kLargeBlockBytes + 64,
                                    kLargeBlockBytes + 65, 4095,                 4096,
                                    4097};
@@ -234,6 +235,50 @@ TEST(BlockCopy, BeyondTheCacheOneCallOfEnoughBlocksDecides) {
     constexpr int kBeyond = static_cast<int>(CopyRegime::kBeyondCache);
     EXPECT_EQ(plan->pack.decided[kBeyond], blocks >= kTrialChunks);
     EXPECT_FALSE(plan->unpack.decided[kBeyond]) << "no unpack has run";
+  }
+  resetBlockCopyPlanForTesting();
+}
+
+// Beyond the cache, blocks from kBeyondCacheMinBlockBytes take the kernels
+// (their own regime, decided by one call's chunks); one byte shorter, or a
+// call that stays in cache, keeps the plain loops and decides nothing.
+TEST(BlockCopy, BlocksFromTheBeyondCacheMinimumTakeTheKernelsBeyondTheCache) {
+  constexpr int kSmallBeyond = static_cast<int>(CopyRegime::kSmallBeyondCache);
+  struct Shape {
+    int64_t bytes, blocks;
+    bool decides;
+  };
+  constexpr int64_t kStreamAbove = 64 * 1024;
+  for (Shape shape : {Shape{kBeyondCacheMinBlockBytes - 1, 400, false}, Shape{kBeyondCacheMinBlockBytes, 400, true},
+                      Shape{kLargeBlockBytes - 1, 80, true}, Shape{kBeyondCacheMinBlockBytes, 100, false}}) {
+    SCOPED_TRACE(::testing::Message() << shape.blocks << " blocks of " << shape.bytes);
+    resetBlockCopyPlanForTesting(kStreamAbove);
+    const int64_t stride = shape.bytes + 3 * 64 + 5;
+    Datatype type = Datatype::hvector(shape.blocks, shape.bytes, stride, Datatype::of<uint8_t>()).value();
+    ASSERT_TRUE(type.commit().isOk());
+    auto seg = Segment::create(type, 1);
+    ASSERT_TRUE(seg.isOk()) << seg.status().toString();
+    ASSERT_EQ(seg->size() >= kStreamAbove, shape.blocks * shape.bytes >= kStreamAbove);
+    std::vector<uint8_t> typed(static_cast<size_t>(shape.blocks * stride)), packed(static_cast<size_t>(seg->size()) + 64, kGuard);
+    std::mt19937_64 rng(19);
+    for (uint8_t& b : typed) b = static_cast<uint8_t>(rng());
+    ASSERT_TRUE(seg->pack(typed.data(), 0, seg->size(), packed.data()).isOk());
+    for (int64_t i = 0; i < shape.blocks; ++i) {
+      ASSERT_EQ(std::memcmp(packed.data() + i * shape.bytes, typed.data() + i * stride, shape.bytes), 0) << "block " << i;
+    }
+    for (size_t i = static_cast<size_t>(seg->size()); i < packed.size(); ++i) ASSERT_EQ(packed[i], kGuard) << i;
+    std::vector<uint8_t> back(typed.size() + 64, kGuard);
+    ASSERT_TRUE(seg->unpack(back.data(), 0, seg->size(), packed.data()).isOk());
+    for (int64_t i = 0; i < shape.blocks; ++i) {
+      ASSERT_EQ(std::memcmp(back.data() + i * stride, typed.data() + i * stride, shape.bytes), 0) << "block " << i;
+      for (int64_t gap = i * stride + shape.bytes; gap < (i + 1) * stride; ++gap) {
+        ASSERT_EQ(back[static_cast<size_t>(gap)], kGuard) << "gap byte " << gap;
+      }
+    }
+    auto plan = blockCopyPlan();
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->pack.decided[kSmallBeyond], shape.decides);
+    EXPECT_EQ(plan->unpack.decided[kSmallBeyond], shape.decides);
   }
   resetBlockCopyPlanForTesting();
 }
