@@ -28,10 +28,23 @@
 namespace ibdt::datatype {
 
 inline constexpr int64_t kLargeBlockBytes = 1024;
+// Beyond the cache, blocks from 256 bytes on take the kernels too: there
+// what counts is how the destination's lines reach memory, not the per-block
+// call, and on the loaded EPYC VM non-temporal stores unpacked 16 MiB of
+// 4 KiB blocks at 7-8.4 GB/s against 2-2.4 for cached stores (memcpy and the
+// MPI libraries alike), 512 B blocks at 1.9-6.9 against 1.1-2.0. Shorter
+// blocks keep their loops: 64 B blocks 128 B apart (mostly partial lines)
+// unpacked at 1.0-1.5 with non-temporal stores against 2.0 cached.
+inline constexpr int64_t kBeyondCacheMinBlockBytes = 256;
 // In cache, blocks below a page and from a page on choose separately: glibc's
 // memcpy is a 32-byte vector loop below 4 KiB and `rep movsb` from there on
 // this VM, and which wins against the other kernels differs between the two.
 inline constexpr int64_t kLongBlockBytes = 4096;
+
+// Beyond the cache, a call of at least kTrialChunks blocks runs the kernels'
+// trials on its own chunks (1/kTrialChunks of its blocks each, one kernel per
+// chunk), so the first such call decides; smaller calls are trials whole.
+inline constexpr int64_t kTrialChunks = 32;
 
 enum class BlockKernel : uint8_t {
   kMemcpy,  // the C library's memcpy per block
@@ -46,9 +59,10 @@ bool blockKernelAvailable(BlockKernel kernel);
 enum class CopyRegime : uint8_t {
   kShortInCache,  // kLargeBlockBytes <= block < kLongBlockBytes, the call moves < streamAbove bytes
   kLongInCache,   // block >= kLongBlockBytes, the call moves < streamAbove bytes
-  kBeyondCache,   // the call moves >= streamAbove bytes
+  kBeyondCache,   // block >= kLargeBlockBytes, the call moves >= streamAbove bytes
+  kSmallBeyondCache,  // kBeyondCacheMinBlockBytes <= block < kLargeBlockBytes, the call moves >= streamAbove
 };
-inline constexpr int kCopyRegimeCount = 3;
+inline constexpr int kCopyRegimeCount = 4;
 std::string_view copyRegimeName(CopyRegime regime);
 
 // One direction's choice per regime. Pack writes the contiguous buffer,
@@ -56,18 +70,21 @@ std::string_view copyRegimeName(CopyRegime regime);
 // VM non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
 // against 7-8.5 for cached stores, fastest runs) and lost packing.
 struct DirectionPlan {
-  BlockKernel kernel[kCopyRegimeCount] = {BlockKernel::kMemcpy, BlockKernel::kMemcpy, BlockKernel::kMemcpy};
-  bool decided[kCopyRegimeCount] = {false, false, false};  // false: still rotating trials
+  BlockKernel kernel[kCopyRegimeCount] = {BlockKernel::kMemcpy, BlockKernel::kMemcpy, BlockKernel::kMemcpy,
+                                          BlockKernel::kMemcpy};
+  bool decided[kCopyRegimeCount] = {false, false, false, false};  // false: still rotating trials
   BlockKernel of(CopyRegime regime) const { return kernel[static_cast<int>(regime)]; }
 };
 
 struct BlockCopyPlan {
-  DirectionPlan pack, unpack;
+  DirectionPlan pack, unpack;  // in cache the trials never choose kStream (block_copy.cc says why)
   int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
   bool forced = false;                      // IBDT_PACK_COPY named a kernel
   const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
   CopyRegime regime(int64_t blockBytes, int64_t totalBytes) const {
-    if (totalBytes >= streamAbove) return CopyRegime::kBeyondCache;
+    if (totalBytes >= streamAbove) {
+      return blockBytes < kLargeBlockBytes ? CopyRegime::kSmallBeyondCache : CopyRegime::kBeyondCache;
+    }
     return blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache;
   }
 };
@@ -81,7 +98,12 @@ Result<BlockCopyPlan> blockCopyPlan();
 void setBlockCopyPlanForTesting(const BlockCopyPlan& plan);
 void resetBlockCopyPlanForTesting(int64_t streamAbove = 0);
 
-// Copies `count` blocks of `bytes` (>= kLargeBlockBytes) between the packed
+// Whether `count` runs of `bytes` go to copyLargeBlocks: from
+// kLargeBlockBytes always, from kBeyondCacheMinBlockBytes when the call moves
+// streamAbove bytes or more (the plan is made on the first ask).
+bool takesBlockKernels(int64_t count, int64_t bytes);
+
+// Copies `count` blocks of `bytes` (takesBlockKernels) between the packed
 // buffer and typed + i*stride (or typed + displs[i]).
 void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs);

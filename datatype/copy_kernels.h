@@ -2,8 +2,9 @@
 //
 // A memcpy call per 8-byte run reaches ~2 GB/s; with the size known at
 // compile time the copy is a register move and the loop runs at memory
-// speed. Runs of common small sizes get such a loop; large runs the kernel
-// measured fastest on this machine (block_copy.h); small runs unpacked at
+// speed. Runs of common small sizes get such a loop; large runs, and runs
+// from 64 bytes in calls beyond the cache, the kernel measured fastest on
+// this machine (block_copy.h); small runs unpacked at
 // 4 KiB-multiple strides the scatter measured fastest (same_set_scatter.h);
 // others call memcpy.
 #pragma once
@@ -55,6 +56,9 @@ inline void copyRuns(char* packed, uintptr_t typed, int64_t count, int64_t bytes
       return scatterSameSet(packed, typed, count, bytes, stride);
     }
   }
+  if (bytes >= kBeyondCacheMinBlockBytes && takesBlockKernels(count, bytes)) {
+    return copyLargeBlocks(kPack, packed, typed, count, bytes, stride, displs);
+  }
   switch (bytes) {
     case 1: return copyFixed<kPack, 1>(packed, typed, count, stride, displs);
     case 2: return copyFixed<kPack, 2>(packed, typed, count, stride, displs);
@@ -67,7 +71,6 @@ inline void copyRuns(char* packed, uintptr_t typed, int64_t count, int64_t bytes
     case 64: return copyFixed<kPack, 64>(packed, typed, count, stride, displs);
     default: break;
   }
-  if (bytes >= kLargeBlockBytes) return copyLargeBlocks(kPack, packed, typed, count, bytes, stride, displs);
   for (int64_t i = 0; i < count; ++i) {
     char* t = reinterpret_cast<char*>(typed + static_cast<uintptr_t>(displs ? displs[i] : i * stride));
     char* p = packed + i * bytes;

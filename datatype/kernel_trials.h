@@ -9,16 +9,19 @@
 namespace ibdt::datatype {
 
 // Trials of kKernels kernels, kPerKernel timed copies each, after one
-// untimed copy (it takes a fresh buffer's page faults and cold misses). The
-// callers time a trial kernel's second copy of the same bytes.
+// untimed copy (it takes a fresh buffer's page faults and cold misses). In
+// cache the callers time a trial kernel's second copy of the same bytes;
+// beyond it, one chunk of a call's blocks (datatype/block_copy.cc).
 // Kernel 0 is the incumbent: another replaces it only when its fastest trial
-// per byte is below kLeaveIncumbentBelow of kernel 0's.
+// per byte is below kLeaveIncumbentBelow of kernel 0's. `kernels` (at most
+// kKernels) limits the trials to kernels 0 .. kernels-1.
 template <int kKernels>
 class KernelTrials {
  public:
   static constexpr double kLeaveIncumbentBelow = 0.85;
 
-  explicit KernelTrials(int perKernel = 1) : total_(kKernels * perKernel) {
+  explicit KernelTrials(int perKernel = 1, int kernels = kKernels)
+      : kernels_(std::clamp(kernels, 1, kKernels)), total_(kernels_ * perKernel) {
     std::fill(std::begin(best_), std::end(best_), 1e300);
   }
 
@@ -32,7 +35,7 @@ class KernelTrials {
     }
     if (handedOut_ == total_) return 0;
     timed = true;
-    return handedOut_++ % kKernels;
+    return handedOut_++ % kernels_;
   }
 
   // Records a timed copy; returns the winner once the last trial is in, else -1.
@@ -40,18 +43,18 @@ class KernelTrials {
     best_[kernel] = std::min(best_[kernel], nsPerByte);
     if (++recorded_ != total_) return -1;
     int winner = 0;
-    for (int k = 1; k < kKernels; ++k) {
+    for (int k = 1; k < kernels_; ++k) {
       if (best_[k] < best_[winner] * (winner == 0 ? kLeaveIncumbentBelow : 0.97)) winner = k;
     }
     return winner;
   }
 
  private:
+  int kernels_;
   int total_;
   bool warmedUp_ = false;
   int handedOut_ = 0, recorded_ = 0;
   double best_[kKernels] = {};
-
 };
 
 }  // namespace ibdt::datatype

@@ -91,7 +91,8 @@ void printPackCopy() {
     return;
   }
   std::printf("pack copy (blocks >= 1 KiB): measured by each process's first copies, per direction, for 1-4 KiB "
-              "blocks, blocks from 4 KiB, and copies from %lld MiB (beyond the cache)\n",
+              "blocks, blocks from 4 KiB, and copies from %lld MiB (beyond the cache: blocks from 256 B, "
+              "non-temporal stores among the kernels)\n",
               static_cast<long long>(plan->streamAbove >> 20));
 }
 

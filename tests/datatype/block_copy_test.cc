@@ -29,9 +29,10 @@ struct Case {
   int64_t count;
 };
 
-// Block sizes on both sides of the thresholds: the large-block cut and the
-// kernels' 16-byte stores and 64-byte iterations.
-constexpr int64_t kStraddling[] = {kLargeBlockBytes - 1, kLargeBlockBytes,     kLargeBlockBytes + 1,
+// Block sizes on both sides of the thresholds: the beyond-cache and the
+// large-block cuts and the kernels' 16-byte stores and 64-byte iterations.
+constexpr int64_t kStraddling[] = {kBeyondCacheMinBlockBytes - 1, kBeyondCacheMinBlockBytes,
+                                   kBeyondCacheMinBlockBytes + 1, kLargeBlockBytes - 1, kLargeBlockBytes,     kLargeBlockBytes + 1,
                                    kLargeBlockBytes + 15, kLargeBlockBytes + 63, kLargeBlockBytes + 64,
                                    kLargeBlockBytes + 65, 4095,                 4096,
                                    4097};
@@ -39,7 +40,8 @@ constexpr int64_t kStraddling[] = {kLargeBlockBytes - 1, kLargeBlockBytes,     k
 // Large blocks of bytes or doubles, as a vector (strided runs) or an
 // indexed-block type (runs at displacements), odd sizes included; shapes 4
 // and 5 take byte blocks of a kStraddling size.
-Case makeCase(std::mt19937_64& rng, int shape) {
+// blocks > 0: that many blocks instead of a random 1-40.
+Case makeCase(std::mt19937_64& rng, int shape, int64_t blocks = 0) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   const bool straddling = shape >= 4;
   shape %= 4;
@@ -50,7 +52,7 @@ Case makeCase(std::mt19937_64& rng, int shape) {
   const int64_t blocklen = straddling ? kStraddling[pick(0, std::size(kStraddling) - 1)]
                                       : pick(kLargeBlockBytes, 9000) / elemBytes;
   const int64_t blockBytes = blocklen * elemBytes;
-  const int64_t blocks = pick(1, 40);
+  if (blocks <= 0) blocks = pick(1, 40);
   Case c;
   c.count = pick(1, 3);
   if (shape < 2) {
@@ -189,6 +191,113 @@ TEST(BlockCopy, EachDirectionRunsItsOwnTrials) {
   plan = blockCopyPlan();
   ASSERT_TRUE(plan.isOk());
   EXPECT_TRUE(plan->unpack.decided[kBeyond]);
+  resetBlockCopyPlanForTesting();
+}
+
+// In cache only memcpy and vector compete (block_copy.cc says why): after
+// the trials of both in-cache regimes, neither direction holds stream.
+TEST(BlockCopy, InCacheTrialsNeverChooseStream) {
+  resetBlockCopyPlanForTesting(int64_t{1} << 40);
+  checkManyTypes(16);
+  auto plan = blockCopyPlan();
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  for (const DirectionPlan* d : {&plan->pack, &plan->unpack}) {
+    for (CopyRegime r : {CopyRegime::kShortInCache, CopyRegime::kLongInCache}) {
+      ASSERT_TRUE(d->decided[static_cast<int>(r)]) << copyRegimeName(r);
+      EXPECT_NE(d->of(r), BlockKernel::kStream) << copyRegimeName(r);
+    }
+  }
+  resetBlockCopyPlanForTesting();
+}
+
+// Beyond the cache, a call of kTrialChunks blocks or more runs every trial
+// on its own chunks and decides; one block fewer is a whole-call trial (the
+// first call of a regime is the untimed one) and does not.
+TEST(BlockCopy, BeyondTheCacheOneCallOfEnoughBlocksDecides) {
+  for (int64_t blocks : {kTrialChunks - 1, kTrialChunks}) {
+    SCOPED_TRACE(::testing::Message() << blocks << " blocks");
+    resetBlockCopyPlanForTesting(/*streamAbove=*/kLargeBlockBytes);
+    constexpr int64_t kBytes = 2048 + 40, kStride = 2 * 4096;
+    Datatype type = Datatype::hvector(blocks, kBytes, kStride, Datatype::of<uint8_t>()).value();
+    ASSERT_TRUE(type.commit().isOk());
+    auto seg = Segment::create(type, 1);
+    ASSERT_TRUE(seg.isOk()) << seg.status().toString();
+    std::vector<uint8_t> typed(static_cast<size_t>(blocks * kStride)), packed(static_cast<size_t>(seg->size()) + 64, kGuard);
+    std::mt19937_64 rng(17);
+    for (uint8_t& b : typed) b = static_cast<uint8_t>(rng());
+    ASSERT_TRUE(seg->pack(typed.data(), 0, seg->size(), packed.data()).isOk());
+    for (int64_t i = 0; i < blocks; ++i) {
+      ASSERT_EQ(std::memcmp(packed.data() + i * kBytes, typed.data() + i * kStride, kBytes), 0) << "block " << i;
+    }
+    for (size_t i = static_cast<size_t>(seg->size()); i < packed.size(); ++i) ASSERT_EQ(packed[i], kGuard) << i;
+    auto plan = blockCopyPlan();
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    constexpr int kBeyond = static_cast<int>(CopyRegime::kBeyondCache);
+    EXPECT_EQ(plan->pack.decided[kBeyond], blocks >= kTrialChunks);
+    EXPECT_FALSE(plan->unpack.decided[kBeyond]) << "no unpack has run";
+  }
+  resetBlockCopyPlanForTesting();
+}
+
+// Beyond the cache, blocks from kBeyondCacheMinBlockBytes take the kernels
+// (their own regime, decided by one call's chunks); one byte shorter, or a
+// call that stays in cache, keeps the plain loops and decides nothing.
+TEST(BlockCopy, BlocksFromTheBeyondCacheMinimumTakeTheKernelsBeyondTheCache) {
+  constexpr int kSmallBeyond = static_cast<int>(CopyRegime::kSmallBeyondCache);
+  struct Shape {
+    int64_t bytes, blocks;
+    bool decides;
+  };
+  constexpr int64_t kStreamAbove = 64 * 1024;
+  for (Shape shape : {Shape{kBeyondCacheMinBlockBytes - 1, 400, false}, Shape{kBeyondCacheMinBlockBytes, 400, true},
+                      Shape{kLargeBlockBytes - 1, 80, true}, Shape{kBeyondCacheMinBlockBytes, 100, false}}) {
+    SCOPED_TRACE(::testing::Message() << shape.blocks << " blocks of " << shape.bytes);
+    resetBlockCopyPlanForTesting(kStreamAbove);
+    const int64_t stride = shape.bytes + 3 * 64 + 5;
+    Datatype type = Datatype::hvector(shape.blocks, shape.bytes, stride, Datatype::of<uint8_t>()).value();
+    ASSERT_TRUE(type.commit().isOk());
+    auto seg = Segment::create(type, 1);
+    ASSERT_TRUE(seg.isOk()) << seg.status().toString();
+    ASSERT_EQ(seg->size() >= kStreamAbove, shape.blocks * shape.bytes >= kStreamAbove);
+    std::vector<uint8_t> typed(static_cast<size_t>(shape.blocks * stride)), packed(static_cast<size_t>(seg->size()) + 64, kGuard);
+    std::mt19937_64 rng(19);
+    for (uint8_t& b : typed) b = static_cast<uint8_t>(rng());
+    ASSERT_TRUE(seg->pack(typed.data(), 0, seg->size(), packed.data()).isOk());
+    for (int64_t i = 0; i < shape.blocks; ++i) {
+      ASSERT_EQ(std::memcmp(packed.data() + i * shape.bytes, typed.data() + i * stride, shape.bytes), 0) << "block " << i;
+    }
+    for (size_t i = static_cast<size_t>(seg->size()); i < packed.size(); ++i) ASSERT_EQ(packed[i], kGuard) << i;
+    std::vector<uint8_t> back(typed.size() + 64, kGuard);
+    ASSERT_TRUE(seg->unpack(back.data(), 0, seg->size(), packed.data()).isOk());
+    for (int64_t i = 0; i < shape.blocks; ++i) {
+      ASSERT_EQ(std::memcmp(back.data() + i * stride, typed.data() + i * stride, shape.bytes), 0) << "block " << i;
+      for (int64_t gap = i * stride + shape.bytes; gap < (i + 1) * stride; ++gap) {
+        ASSERT_EQ(back[static_cast<size_t>(gap)], kGuard) << "gap byte " << gap;
+      }
+    }
+    auto plan = blockCopyPlan();
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->pack.decided[kSmallBeyond], shape.decides);
+    EXPECT_EQ(plan->unpack.decided[kSmallBeyond], shape.decides);
+  }
+  resetBlockCopyPlanForTesting();
+}
+
+// Chunked trials on random vector and indexed-block types whose block
+// counts straddle kTrialChunks and leave a short last chunk, each copy
+// checked against the reference with guard bytes, while the trials run
+// (reset per count) and after they decided.
+TEST(BlockCopy, ChunkedTrialsMatchTheReference) {
+  std::mt19937_64 rng(18);
+  for (int64_t blocks : {kTrialChunks - 1, kTrialChunks, kTrialChunks + 1, 2 * kTrialChunks + 1, 3 * kTrialChunks - 1,
+                         5 * kTrialChunks + 7}) {
+    resetBlockCopyPlanForTesting(/*streamAbove=*/kLargeBlockBytes);
+    for (int k = 0; k < 12; ++k) {
+      SCOPED_TRACE(::testing::Message() << blocks << " blocks, case " << k);
+      checkPackUnpack(makeCase(rng, k % 6, blocks), rng);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
   resetBlockCopyPlanForTesting();
 }
 
