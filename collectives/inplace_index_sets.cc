@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/copy_bytes.h"
 #include "collectives/inplace_copy.h"
 
 namespace ibdt::collectives {
@@ -92,8 +93,8 @@ void InPlaceIndexSets::split() {
 void InPlaceIndexSets::reset() {
   for (int i = 0; i < size_; ++i) {  // before anything moves inside the buffer
     if (!copied_[index(i)]) continue;
-    std::memcpy(copy_.data() + copyAt_[index(i)] * itemSize_, item(sdispl_[index(i)]),
-                static_cast<size_t>(sendcount_[index(i)] * itemSize_));
+    copyBytes(copy_.data() + copyAt_[index(i)] * itemSize_, item(sdispl_[index(i)]),
+              static_cast<size_t>(sendcount_[index(i)] * itemSize_));
   }
   split();
   std::fill(sent_.begin(), sent_.end(), 0);

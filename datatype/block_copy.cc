@@ -143,10 +143,8 @@ void publishLocked(const PlanState& s) {
 bool settledKernel(bool pack, int64_t blockBytes, int64_t total, BlockKernel& kernel) {
   const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
   if ((word & kSettledValid) == 0) return false;
-  int regime = static_cast<int>(blockBytes < kLargeBlockBytes ? CopyRegime::kSmallBeyondCache : CopyRegime::kBeyondCache);
-  if (total < settledStreamAbove.load(std::memory_order_relaxed)) {
-    regime = static_cast<int>(blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache);
-  }
+  const int regime =
+      static_cast<int>(copyRegimeOf(blockBytes, total, settledStreamAbove.load(std::memory_order_relaxed)));
   const uint32_t field = (word >> (5 * regime)) & 0x1Fu;
   if ((field & 0x10u) == 0) return false;
   kernel = static_cast<BlockKernel>(field & 0xFu);

@@ -65,6 +65,15 @@ enum class CopyRegime : uint8_t {
 inline constexpr int kCopyRegimeCount = 4;
 std::string_view copyRegimeName(CopyRegime regime);
 
+// The regime of a call moving `totalBytes` in blocks of `blockBytes` when
+// calls from `streamAbove` bytes on are beyond the cache.
+inline CopyRegime copyRegimeOf(int64_t blockBytes, int64_t totalBytes, int64_t streamAbove) {
+  if (totalBytes >= streamAbove) {
+    return blockBytes < kLargeBlockBytes ? CopyRegime::kSmallBeyondCache : CopyRegime::kBeyondCache;
+  }
+  return blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache;
+}
+
 // One direction's choice per regime. Pack writes the contiguous buffer,
 // unpack the strided one, so the fastest kernel differs: on the loaded EPYC
 // VM non-temporal stores won unpacking 16 MiB of 4 KiB blocks (10.5-11.8 GB/s
@@ -82,10 +91,7 @@ struct BlockCopyPlan {
   bool forced = false;                      // IBDT_PACK_COPY named a kernel
   const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
   CopyRegime regime(int64_t blockBytes, int64_t totalBytes) const {
-    if (totalBytes >= streamAbove) {
-      return blockBytes < kLargeBlockBytes ? CopyRegime::kSmallBeyondCache : CopyRegime::kBeyondCache;
-    }
-    return blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache;
+    return copyRegimeOf(blockBytes, totalBytes, streamAbove);
   }
 };
 

@@ -3,7 +3,7 @@
 // A memcpy call per 8-byte run reaches ~2 GB/s; with the size known at
 // compile time the copy is a register move and the loop runs at memory
 // speed. Runs of common small sizes get such a loop; large runs, and runs
-// from 64 bytes in calls beyond the cache, the kernel measured fastest on
+// from 256 bytes in calls beyond the cache, the kernel measured fastest on
 // this machine (block_copy.h); small runs unpacked at
 // 4 KiB-multiple strides the scatter measured fastest (same_set_scatter.h);
 // others call memcpy.
