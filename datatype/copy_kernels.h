@@ -28,6 +28,17 @@ inline void copyOne(char* packed, uintptr_t typed) {
   }
 }
 
+// One run of `bytes` known at run time only: a memcpy call.
+template <bool kPack>
+inline void copyOne(char* packed, uintptr_t typed, size_t bytes) {
+  char* t = reinterpret_cast<char*>(typed);
+  if constexpr (kPack) {
+    std::memcpy(packed, t, bytes);
+  } else {
+    std::memcpy(t, packed, bytes);
+  }
+}
+
 // Runs at typed + i*stride, or at typed + displs[i] when displs is given.
 template <bool kPack, int64_t kBytes>
 inline void copyFixed(char* packed, uintptr_t typed, int64_t count, int64_t stride, const int64_t* displs) {
@@ -71,14 +82,17 @@ inline void copyRuns(char* packed, uintptr_t typed, int64_t count, int64_t bytes
     case 64: return copyFixed<kPack, 64>(packed, typed, count, stride, displs);
     default: break;
   }
-  for (int64_t i = 0; i < count; ++i) {
-    char* t = reinterpret_cast<char*>(typed + static_cast<uintptr_t>(displs ? displs[i] : i * stride));
-    char* p = packed + i * bytes;
-    if constexpr (kPack) {
-      std::memcpy(p, t, static_cast<size_t>(bytes));
-    } else {
-      std::memcpy(t, p, static_cast<size_t>(bytes));
+  // A memcpy call per run; the strided loop apart, so that it tests no
+  // displacement pointer per run (a column of 128-byte rows: 128 runs per call).
+  const size_t n = static_cast<size_t>(bytes);
+  if (displs != nullptr) {
+    for (int64_t i = 0; i < count; ++i, packed += n) {
+      copyOne<kPack>(packed, typed + static_cast<uintptr_t>(displs[i]), n);
     }
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i, packed += n, typed += static_cast<uintptr_t>(stride)) {
+    copyOne<kPack>(packed, typed, n);
   }
 }
 

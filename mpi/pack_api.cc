@@ -22,7 +22,7 @@ int checkArguments(const void* packed, int count, int packedSize, const int* pos
 }
 
 // The segment ibdt packs with, or nothing (then MPI packs; the reason is logged).
-Result<datatype::Segment> segmentOrLog(MPI_Datatype type, int count, const char* call) {
+Result<const datatype::Segment*> segmentOrLog(MPI_Datatype type, int count, const char* call) {
   auto segment = segmentOf(type, count);
   if (!segment.isOk()) {
     IBDT_LOG(kDebug, "mpi: ", call, " handed to MPI: ", segment.status().toString());
@@ -45,10 +45,10 @@ extern "C" int IBDT_Pack(const void* inbuf, int incount, MPI_Datatype datatype, 
   if (datatype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   auto segment = segmentOrLog(datatype, incount, "MPI_Pack");
   if (!segment.isOk()) return PMPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm);
-  const int64_t bytes = segment->size();
+  const int64_t bytes = (*segment)->size();
   if (bytes > int64_t{outsize} - *position) return MPI_ERR_TRUNCATE;
   if (bytes == 0) return MPI_SUCCESS;
-  if (!segment->pack(inbuf, 0, bytes, static_cast<char*>(outbuf) + *position).isOk()) return MPI_ERR_INTERN;
+  if (!(*segment)->pack(inbuf, 0, bytes, static_cast<char*>(outbuf) + *position).isOk()) return MPI_ERR_INTERN;
   *position += static_cast<int>(bytes);
   return MPI_SUCCESS;
 }
@@ -59,10 +59,10 @@ extern "C" int IBDT_Unpack(const void* inbuf, int insize, int* position, void* o
   if (datatype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   auto segment = segmentOrLog(datatype, outcount, "MPI_Unpack");
   if (!segment.isOk()) return PMPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm);
-  const int64_t bytes = segment->size();
+  const int64_t bytes = (*segment)->size();
   if (bytes > int64_t{insize} - *position) return MPI_ERR_TRUNCATE;
   if (bytes == 0) return MPI_SUCCESS;
-  if (!segment->unpack(outbuf, 0, bytes, static_cast<const char*>(inbuf) + *position).isOk()) return MPI_ERR_INTERN;
+  if (!(*segment)->unpack(outbuf, 0, bytes, static_cast<const char*>(inbuf) + *position).isOk()) return MPI_ERR_INTERN;
   *position += static_cast<int>(bytes);
   return MPI_SUCCESS;
 }

@@ -130,7 +130,18 @@ Result<Datatype> convertType(MPI_Datatype type) {
 
 uint64_t convertedTypesFreed() { return typesFreed.load(std::memory_order_relaxed); }
 
-Result<Segment> segmentOf(MPI_Datatype type, int64_t count) {
+Result<const Segment*> segmentOf(MPI_Datatype type, int64_t count) {
+  // The thread's previous segment (see the header): read before the lookup,
+  // so a type freed meanwhile leaves a stale count and the next call misses.
+  struct Last {
+    MPI_Datatype handle = MPI_DATATYPE_NULL;
+    int64_t count = -1;
+    uint64_t typesFreed = 0;
+    std::optional<Segment> segment;  // holds its program: a freed type's entry may go
+  };
+  thread_local Last last;
+  const uint64_t freed = convertedTypesFreed();
+  if (last.segment && last.handle == type && last.count == count && last.typesFreed == freed) return &*last.segment;
   std::lock_guard lock(cacheMutex());
   IBDT_ASSIGN_OR_RETURN(Cached * cached, lookup(type));
   if (cached->lastCount != count || !cached->lastSegment) {
@@ -138,7 +149,8 @@ Result<Segment> segmentOf(MPI_Datatype type, int64_t count) {
     cached->lastSegment = std::move(segment);
     cached->lastCount = count;
   }
-  return *cached->lastSegment;
+  last = Last{type, count, freed, *cached->lastSegment};
+  return &*last.segment;
 }
 
 }  // namespace ibdt::mpi

@@ -41,8 +41,12 @@ Result<datatype::Datatype> signatureType(MPI_Datatype type);
 
 // A segment of `count` elements of `type`, ready to pack. The conversion
 // keeps the last segment it made, so repeated packs with one count do not
-// compile the loop program again.
-Result<datatype::Segment> segmentOf(MPI_Datatype type, int64_t count);
+// compile the loop program again. Each thread also keeps the segment of its
+// previous call: a call that repeats its type handle and count while no
+// converted type was freed (convertedTypesFreed) takes it without a lock or
+// a lookup (a pack loop's per-call cost). The pointer is valid until the
+// thread's next call.
+Result<const datatype::Segment*> segmentOf(MPI_Datatype type, int64_t count);
 
 // Uncached conversion of one level; `inner` converts the types it is made of.
 using InnerConverter = std::function<Result<datatype::Datatype>(MPI_Datatype)>;

@@ -204,6 +204,39 @@ TEST(MpiTypeConvert, FreedHandleReusedIsConvertedAfresh) {
   }
 }
 
+// IBDT_Pack keeps each thread's last (handle, count) segment (mpi/type_convert.h):
+// a changed count, another live type, or a type freed and recreated on the
+// same handle between calls must each pack and unpack MPI's bytes.
+TEST(MpiTypeConvert, RepeatedPacksFollowCountsAndFreedTypes) {
+  MPI_Datatype a, other;
+  MPI_Type_vector(4, 1, 3, MPI_INT, &a);
+  MPI_Type_create_resized(MPI_DOUBLE, 0, 24, &other);
+  MPI_Type_commit(&a);
+  MPI_Type_commit(&other);
+  const int counts[] = {3, 3, 5, 3, 1, 0, 3};
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(comparePack(a, counts[i], static_cast<uint32_t>(i)), "") << "count " << counts[i];
+    EXPECT_EQ(comparePack(a, counts[i], static_cast<uint32_t>(i + 50)), "") << "count " << counts[i] << " again";
+    if (i % 2) {
+      EXPECT_EQ(comparePack(other, counts[i], static_cast<uint32_t>(i)), "") << "the other type";
+    }
+  }
+  int reused = 0;
+  for (int round = 0; round < 10; ++round) {
+    const MPI_Datatype freed = a;
+    MPI_Type_free(&a);
+    // Same count, another layout (block length and stride), often on the freed handle.
+    MPI_Type_vector(4, 1 + round % 3, 5 + round, round % 2 ? MPI_INT : MPI_SHORT, &a);
+    MPI_Type_commit(&a);
+    reused += a == freed;
+    EXPECT_EQ(comparePack(a, 3, static_cast<uint32_t>(round)), "") << "round " << round;
+    EXPECT_EQ(comparePack(a, 3, static_cast<uint32_t>(round + 100)), "") << "round " << round << " again";
+  }
+  RecordProperty("handles_reused", reused);  // Open MPI reuses the handle: the case the check exists for
+  MPI_Type_free(&a);
+  MPI_Type_free(&other);
+}
+
 TEST(MpiTypeConvert, RandomTypesPackLikeMpi) {
   MpiTypeGenerator generator(20261124);
   for (int i = 0; i < 3000; ++i) {
