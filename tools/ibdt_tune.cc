@@ -177,8 +177,16 @@ int main(int argc, char** argv) {
   app.add_option("--reps", options.reps, "timed ping-pongs per layout (the median is kept)")
       ->check(CLI::Range(3, 1000));
   app.add_option("--alltoall-ranks", options.alltoallRanks,
-                 "time the alltoall algorithms at 2..N forked ranks for kAuto's selection (0: not)")
-      ->check(CLI::Range(0, 16));
+                 "time the alltoall algorithms at 2..N forked ranks for kAuto's selection (0: not; N >= 3, "
+                 "since one rank count cannot separate a call's fixed cost from its cost per message)")
+      ->check(CLI::Range(0, 16))
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            return value == "1" || value == "2" ? "at least 3 ranks: two rank counts separate a call's fixed cost from "
+                                                  "its cost per message (0 skips the alltoall timings)"
+                                                : "";
+          },
+          "0 or 3..16"));
   CLI11_PARSE(app, argc, argv);
   return run(options);
 }

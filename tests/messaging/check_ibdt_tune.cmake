@@ -53,3 +53,10 @@ if(NOT info MATCHES "tuning: ignored .*not valid JSON")
   message(FATAL_ERROR "ibdt-info on a damaged file:\n${info}\n${err}")
 endif()
 file(REMOVE ${file})
+# One rank count cannot separate a call's fixed cost from its cost per
+# message: refused before anything is measured, with the reason.
+execute_process(COMMAND ${TUNE} --provider shm --output ${file} --alltoall-ranks 2
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+if(status EQUAL 0 OR NOT "${out}${err}" MATCHES "at least 3 ranks" OR EXISTS ${file})
+  message(FATAL_ERROR "ibdt-tune --alltoall-ranks 2 was not refused (${status}):\n${out}\n${err}")
+endif()
