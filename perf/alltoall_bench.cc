@@ -355,9 +355,9 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
   setup.bytes = options.bytes.empty() ? alltoallBytes(common.quick) : options.bytes;
   setup.reps = common.quick ? 3 : std::max(common.reps, kAlltoallMinReps);
   // Warm up like OSU's benchmarks (hundreds of untimed iterations), not 3
-  // repetitions: a rank's first messages to a peer fault in the pages of that
-  // peer's eager buffers (a 2-rank alltoall of 8 KiB took 8-10 us for its
-  // first few dozen calls, 2.5 us after). Both libraries get the same.
+  // repetitions: caches, the registration cache and the MPI library's own
+  // first-touch costs (ibdt's eager buffers arrive faulted in, docs/design.md
+  // "Fabric"). Both libraries get the same.
   setup.warmup = common.quick ? 1 : std::max(common.warmup, kAlltoallWarmupReps);
   const std::vector<int> rankCounts = options.ranks.empty() ? alltoallRanks() : options.ranks;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,7 +1,9 @@
 // shm only: a peer's memfd segment is mapped through /proc/<pid>/fd and,
 // where /proc hides it, through pidfd_getfd(); both see and change the same
 // bytes, and a wrong inode (a closed and reused descriptor) is refused.
+// Segments of pool-chunk size arrive faulted in, on both sides.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +63,36 @@ TEST(ShmSegment, PeerMapsBothWaysAndRejectsAWrongInode) {
   // The owner is gone: its segments cannot be reached any more.
   EXPECT_TRUE(SharedRegion::openPeer(child, advert.fd, advert.inode).status().isError());
   for (int fd : {toParent[0], toParent[1], toChild[0], toChild[1]}) close(fd);
+}
+
+long minorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// Writes one byte per page (page number + seed); returns the minor page faults that took.
+long faultsToTouch(uint8_t* data, size_t length, int seed) {
+  const long before = minorFaults();
+  for (size_t at = 0; at < length; at += 4096) data[at] = static_cast<uint8_t>(at / 4096 + seed);
+  return minorFaults() - before;
+}
+
+TEST(ShmSegment, PoolSizedSegmentsArriveFaultedInOnBothSides) {
+  // A pool chunk holds eager buffers a peer writes into: without this, the
+  // first message into each of their pages paid a fault on both sides.
+  constexpr size_t kLength = size_t{1} << 20;
+  constexpr size_t kPages = kLength / 4096;
+  auto segment = SharedRegion::create("populate-test", kLength);
+  ASSERT_TRUE(segment.isOk()) << segment.status().toString();
+  EXPECT_LT(faultsToTouch(segment->data(), kLength, 0), static_cast<long>(kPages / 16)) << "the owner's mapping";
+  auto peer = SharedRegion::openPeer(getpid(), segment->fd(), segment->inode());
+  ASSERT_TRUE(peer.isOk()) << peer.status().toString();
+  EXPECT_LT(faultsToTouch(peer->data(), kLength, 1), static_cast<long>(kPages / 16)) << "the peer's mapping";
+  // One memory: what the peer wrote last is what the owner reads.
+  for (size_t at = 0; at < kLength; at += 4096) {
+    ASSERT_EQ(segment->data()[at], static_cast<uint8_t>(at / 4096 + 1)) << "page " << at / 4096;
+  }
 }
 
 }  // namespace
