@@ -166,14 +166,9 @@ void InPlaceIndexSets::compact(int recvSet) {
 void InPlaceIndexSets::place(int recvSet) {
   AuxBuffer& buffer = auxOf(recvSet);
   if (buffer.owner != recvSet || buffer.used == 0) return;
-  const size_t j = index(recvSet);
-  const int64_t free = recvcount_[j] - placed_[j] - occupied_[j];
-  const int64_t moved = std::min(free, buffer.used);
-  if (moved <= 0) return;
-  std::memcpy(item(rdispl_[j] + placed_[j]), buffer.data.data(), static_cast<size_t>(moved * itemSize_));
+  const int64_t moved = fillFreeRun(index(recvSet), buffer.data.data(), buffer.used);
   std::memmove(buffer.data.data(), buffer.data.data() + moved * itemSize_,
                static_cast<size_t>((buffer.used - moved) * itemSize_));
-  placed_[j] += moved;
   buffer.used -= moved;
   if (buffer.used == 0) buffer.owner = -1;
 }
@@ -183,13 +178,17 @@ void InPlaceIndexSets::place(int recvSet) {
 void InPlaceIndexSets::placeStaged(int recvSet) {
   const size_t j = index(recvSet);
   if (staged_[j] == 0 || stagedFrom_[j] == nullptr) return;
-  const int64_t free = recvcount_[j] - placed_[j] - occupied_[j];
-  const int64_t moved = std::min(free, staged_[j]);
-  if (moved <= 0) return;
-  std::memcpy(item(rdispl_[j] + placed_[j]), stagedFrom_[j] + placed_[j] * itemSize_,
-              static_cast<size_t>(moved * itemSize_));
+  staged_[j] -= fillFreeRun(j, stagedFrom_[j] + placed_[j] * itemSize_, staged_[j]);  // nothing else is placed
+}
+
+// Copies up to `items` from `from` into R_j's free run, right above its
+// placed prefix; returns how many fitted.
+int64_t InPlaceIndexSets::fillFreeRun(size_t j, const std::byte* from, int64_t items) {
+  const int64_t moved = std::min(recvcount_[j] - placed_[j] - occupied_[j], items);
+  if (moved <= 0) return 0;
+  std::memcpy(item(rdispl_[j] + placed_[j]), from, static_cast<size_t>(moved * itemSize_));
   placed_[j] += moved;
-  staged_[j] -= moved;
+  return moved;
 }
 
 void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first) {

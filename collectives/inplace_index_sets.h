@@ -111,6 +111,7 @@ class InPlaceIndexSets {
   void compact(int recvSet);
   void place(int recvSet);
   void placeStaged(int recvSet);
+  int64_t fillFreeRun(size_t recvSet, const std::byte* from, int64_t items);
 
   std::byte* base_;
   int64_t itemSize_;
