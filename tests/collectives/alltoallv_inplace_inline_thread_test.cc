@@ -98,7 +98,7 @@ TEST_P(InPlaceInlineThreads, AllInlineTakesOneMessagePerPeer) {
       for (int run = 0; run < 3; ++run) {
         const std::string where = "a " + std::to_string(auxBytes) + " run " + std::to_string(run);
         EXPECT_EQ(runChecked(env, size, *plan, buffer, auxBytes, where), static_cast<uint64_t>(size - 1)) << where;
-        if (::testing::Test::HasFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   });
@@ -129,7 +129,7 @@ TEST_P(InPlaceInlineThreads, MixedInlineAndPhasedPairs) {
         for (int run = 0; run < 2; ++run) {
           runChecked(env, size, *plan, buffer, auxBytes,
                      "seed " + std::to_string(seed) + " a " + std::to_string(auxBytes) + " run " + std::to_string(run));
-          if (::testing::Test::HasFailure()) return;
+          if (::testing::Test::HasFatalFailure()) return;
         }
       }
     }
@@ -164,7 +164,7 @@ TEST_P(InPlaceInlineThreads, PlansWithChangingCountsAlternate) {
       for (size_t shape = 0; shape < plans.size(); ++shape) {
         runChecked(env, size, plans[shape], buffers[shape], 2048,
                    "shape " + std::to_string(shape) + " round " + std::to_string(round));
-        if (::testing::Test::HasFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   });
