@@ -21,6 +21,10 @@
 // takes part in no later phase: the verdict is derived from both messages,
 // which every pair exchanges anyway, so no vote is needed.
 //
+// Blocks of at most 256 B ride inside phase 0's control messages
+// (inplace_control_messages.h): a pair of such blocks moves in one message
+// each way, and the receiver places them in the update after phase 0.
+//
 // The pair check (pair_signature_check.h: both signatures and counts of
 // each pair) rides on phase 0's control messages, which every run
 // exchanges with every peer, also those it has nothing to move with: so
