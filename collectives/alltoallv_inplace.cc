@@ -21,6 +21,10 @@
 // takes part in no later phase: the verdict is derived from both messages,
 // which every pair exchanges anyway, so no vote is needed.
 //
+// Blocks of at most 256 B ride inside phase 0's control messages
+// (inplace_control_messages.h): a pair of such blocks moves in one message
+// each way, and the receiver places them in the update after phase 0.
+//
 // The pair check (pair_signature_check.h: both signatures and counts of
 // each pair) rides on phase 0's control messages, which every run
 // exchanges with every peer, also those it has nothing to move with: so
@@ -41,6 +45,7 @@
 #include <algorithm>
 
 #include "collectives/alltoallv_algorithms.h"
+#include "collectives/inplace_control_messages.h"
 #include "collectives/inplace_index_sets.h"
 #include "collectives/pair_signature_check.h"
 
@@ -55,15 +60,14 @@ constexpr size_t kControlWords = kCheckAt + PairSignatureCheck::kWords;
 
 class InPlaceAlltoallv final : public PlanImpl {
  public:
-  InPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, InPlaceIndexSets sets)
+  InPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, InPlaceIndexSets sets, InPlaceControlMessages messages)
       : comm_(comm), ctx_(comm.context()), rank_(comm.rank()), size_(comm.size()), args_(std::move(args)),
-        sets_(std::move(sets)) {
+        sets_(std::move(sets)), messages_(std::move(messages)) {
     const size_t size = static_cast<size_t>(size_);
     gone_.assign(size, 0);
-    controlOut_.resize(size * kControlWords);
-    controlIn_.resize(size * kControlWords);
+    truncated_.assign(size, 0);
     for (size_t peer = 0; peer < size; ++peer) {  // the check words never change
-      PairSignatureCheck::pairWords(args_, peer, controlOut_.data() + peer * kControlWords + kCheckAt);
+      PairSignatureCheck::pairWords(args_, peer, messages_.out(static_cast<int>(peer)) + kCheckAt);
     }
     ops_.reserve(6 * size);  // per peer: 2 control, up to 2 data each way (no reallocation mid-phase)
   }
@@ -80,8 +84,10 @@ class InPlaceAlltoallv final : public PlanImpl {
     active_ = true;
     phase_ = 0;
     ops_.clear();
+    messages_.pack(args_.recvbuf, args_.sdispls);  // before reset() moves anything in the buffer
     sets_.reset();
     gone_.assign(gone_.size(), 0);
+    truncated_.assign(truncated_.size(), 0);
     giveUp_ = false;
     beginControl();
     return Status::ok();
@@ -138,7 +144,6 @@ class InPlaceAlltoallv final : public PlanImpl {
     const char* what;
   };
 
-  int64_t* control(std::vector<int64_t>& words, int peer) { return words.data() + static_cast<size_t>(peer) * kControlWords; }
   // Phase 0 exchanges with every peer (the pair check), later phases with
   // the peers this rank still has items to send to or receive from.
   bool pairActive(int peer) const {
@@ -149,8 +154,12 @@ class InPlaceAlltoallv final : public PlanImpl {
   // Phase 0: the pair's words against the peer's; a mismatch takes the pair
   // out on both of its ranks (the verdict is symmetric) and this rank gives up.
   bool pairMatches(int peer) {
-    Status pair = PairSignatureCheck::comparePair(rank_, peer, true, control(controlOut_, peer) + kCheckAt,
-                                                  control(controlIn_, peer) + kCheckAt, false);
+    Status pair = PairSignatureCheck::comparePair(rank_, peer, true, messages_.out(peer) + kCheckAt,
+                                                  messages_.in(peer) + kCheckAt, false);
+    if (pair.isOk() && truncated_[static_cast<size_t>(peer)]) {  // cannot be: its length follows from the counts
+      pair = makeError(Code::kInvalidArgument, "alltoallv (in place) rank ", rank_, ": rank ", peer,
+                       "'s phase-0 control message is longer than its counts imply");
+    }
     if (pair.isOk()) return true;
     gone_[static_cast<size_t>(peer)] = 1;
     note(pair);
@@ -177,13 +186,16 @@ class InPlaceAlltoallv final : public PlanImpl {
     for (int peer = 0; peer < size_; ++peer) {
       if (!pairActive(peer)) continue;
       controlLeft_[static_cast<size_t>(peer)] = 2;
-      int64_t* out = control(controlOut_, peer);
+      int64_t* out = messages_.out(peer);
+      // Phase 0 carries the inline blocks (inplace_control_messages.h).
+      const int64_t outWords = phase_ == 0 ? messages_.outWords(peer) : static_cast<int64_t>(kControlWords);
+      const int64_t inWords = phase_ == 0 ? messages_.inWords(peer) : static_cast<int64_t>(kControlWords);
       out[0] = take_[static_cast<size_t>(peer)].inPlace;
       out[1] = take_[static_cast<size_t>(peer)].aux;
       out[2] = announcing_ ? 1 : 0;
-      post(ctx_.irecv(control(controlIn_, peer), kControlWords, word, comm_.contextRank(peer), controlTag_,
-                      comm_.contextId()), peer, true, "control from", true);
-      post(ctx_.isend(out, kControlWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()), peer, false,
+      post(ctx_.irecv(messages_.in(peer), inWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()),
+           peer, true, "control from", true);
+      post(ctx_.isend(out, outWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()), peer, false,
            "control to", true);
     }
     if (!announcing_) {
@@ -197,7 +209,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   // its data goes without waiting for the phase's other pairs.
   void pairData(int peer) {
     if (!pairActive(peer)) return;  // its control failed
-    const int64_t* in = control(controlIn_, peer);
+    const int64_t* in = messages_.in(peer);
     if (in[2] != 0) {
       gone_[static_cast<size_t>(peer)] = 1;
       note(makeError(Code::kPeerFailed, "alltoallv (in place) rank ", rank_, ": rank ", peer,
@@ -206,6 +218,14 @@ class InPlaceAlltoallv final : public PlanImpl {
       return;
     }
     if (phase_ == 0 && !pairMatches(peer)) return;
+    if (in[0] < 0 || in[1] < 0 || in[0] + in[1] > sets_.remainingSend(peer)) {  // a peer out of step
+      gone_[static_cast<size_t>(peer)] = 1;
+      note(makeError(Code::kInternal, "alltoallv (in place) rank ", rank_, ": rank ", peer, " asked for ",
+                     in[0] + in[1], " items in phase ", phase_, ", ", sets_.remainingSend(peer), " are left"));
+      giveUp_ = true;
+      return;
+    }
+    if (phase_ == 0 && messages_.receivesInline(peer)) sets_.deliverInline(peer, messages_.inPayload(peer));
     give_[static_cast<size_t>(peer)] = {in[0], in[1]};
     posted_[static_cast<size_t>(peer)] = 1;
     postData(peer);
@@ -308,7 +328,12 @@ class InPlaceAlltoallv final : public PlanImpl {
   void finishOp(size_t index, Status status) {
     const Op& op = ops_[index];
     const int peer = op.peer;
-    if (!status.isOk()) failed(peer, std::move(status), op.what);
+    const bool longControl = op.control && op.receive && phase_ == 0 && status.code() == Code::kTruncated;
+    if (longControl) {
+      truncated_[static_cast<size_t>(peer)] = 1;  // its words arrived: the pair check names the mismatch
+    } else if (!status.isOk()) {
+      failed(peer, std::move(status), op.what);
+    }
     if (op.control && --controlLeft_[static_cast<size_t>(peer)] == 0 && !announcing_) pairData(peer);
   }
 
@@ -331,9 +356,8 @@ class InPlaceAlltoallv final : public PlanImpl {
   }
 
   void notePeak() {
-    const int64_t now = sets_.bytes() +
-                        static_cast<int64_t>((controlOut_.capacity() + controlIn_.capacity()) * sizeof(int64_t) +
-                                             ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun));
+    const int64_t now = sets_.bytes() + messages_.bytes() +
+                        static_cast<int64_t>(ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun));
     peak_ = std::max(peak_, now);
   }
 
@@ -350,7 +374,8 @@ class InPlaceAlltoallv final : public PlanImpl {
   Stage stage_ = Stage::kDone;
   int phase_ = 0;
   std::vector<uint8_t> gone_;  // peers this run no longer exchanges with
-  std::vector<int64_t> controlOut_, controlIn_;
+  InPlaceControlMessages messages_;
+  std::vector<uint8_t> truncated_;  // by peer: its phase-0 control message was longer than expected
   std::vector<PhaseCounts> take_, give_;
   std::vector<uint8_t> posted_;      // by peer: its data was posted this phase
   std::vector<int> controlLeft_;     // by peer: control messages of this phase still pending
@@ -375,8 +400,13 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
     std::fill(layout.sendcounts.begin(), layout.sendcounts.end(), 0);
     std::fill(layout.recvcounts.begin(), layout.recvcounts.end(), 0);
   }
+  InPlaceControlMessages messages(comm.rank(), kControlWords, layout.sendcounts, layout.recvcounts, layout.itemSize);
+  for (int peer = 0; peer < comm.size(); ++peer) {
+    layout.inlineSend.push_back(messages.sendsInline(peer) ? 1 : 0);
+    layout.inlineRecv.push_back(messages.receivesInline(peer) ? 1 : 0);
+  }
   IBDT_ASSIGN_OR_RETURN(InPlaceIndexSets sets, InPlaceIndexSets::create(std::move(layout), auxBytes, auxBuffers));
-  auto plan = std::make_unique<InPlaceAlltoallv>(comm, std::move(args), std::move(sets));
+  auto plan = std::make_unique<InPlaceAlltoallv>(comm, std::move(args), std::move(sets), std::move(messages));
   (void)throttle;  // every control exchange is posted at once (one message per peer and phase)
   IBDT_RETURN_IF_ERROR(plan->prepare());
   return std::unique_ptr<PlanImpl>(std::move(plan));

@@ -12,7 +12,11 @@ namespace ibdt::collectives {
 InPlaceIndexSets::InPlaceIndexSets(Layout layout)
     : base_(layout.base), itemSize_(layout.itemSize), size_(static_cast<int>(layout.sendcounts.size())),
       sendcount_(std::move(layout.sendcounts)), sdispl_(std::move(layout.sdispls)),
-      recvcount_(std::move(layout.recvcounts)), rdispl_(std::move(layout.rdispls)) {}
+      recvcount_(std::move(layout.recvcounts)), rdispl_(std::move(layout.rdispls)),
+      inlineSend_(std::move(layout.inlineSend)), inlineRecv_(std::move(layout.inlineRecv)) {
+  inlineSend_.resize(static_cast<size_t>(size_), 0);
+  inlineRecv_.resize(static_cast<size_t>(size_), 0);
+}
 
 Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxBytes, int64_t auxBuffers) {
   const int64_t itemSize = layout.itemSize;
@@ -20,11 +24,25 @@ Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxByte
     return makeError(Code::kInvalidArgument, "alltoallv in place: auxiliary memory of ", auxBytes,
                      " bytes holds no element of ", itemSize, " bytes (at least one is needed)");
   }
-  // The copy path first (inplace_copy.h); the auxiliary buffers get the rest.
-  InPlaceCopyChoice copies = chooseInPlaceCopies(layout.sendcounts, itemSize, auxBytes);
-  // More than the incoming items could never be used.
-  int64_t incoming = 0;
-  for (int64_t count : layout.recvcounts) incoming += count;
+  // Inline blocks (inplace_control_messages.h) first: they leave and arrive
+  // with phase 0's control, so neither the copy nor the auxiliary buffers
+  // see them, and their bytes (both ways) come out of a while a holds them.
+  std::vector<int64_t> sendcounts = layout.sendcounts;
+  int64_t incoming = 0, inlineBytes = 0;
+  for (size_t peer = 0; peer < sendcounts.size(); ++peer) {
+    if (peer < layout.inlineSend.size() && layout.inlineSend[peer]) {
+      inlineBytes += sendcounts[peer] * itemSize;
+      sendcounts[peer] = 0;
+    }
+    if (peer < layout.inlineRecv.size() && layout.inlineRecv[peer]) {
+      inlineBytes += layout.recvcounts[peer] * itemSize;
+    } else {
+      incoming += layout.recvcounts[peer];  // more than the incoming items could never be used
+    }
+  }
+  auxBytes = std::max(itemSize, auxBytes - inlineBytes);
+  // The copy path next (inplace_copy.h); the auxiliary buffers get the rest.
+  InPlaceCopyChoice copies = chooseInPlaceCopies(sendcounts, itemSize, auxBytes);
   auxBytes = copies.auxBytes == 0 ? 0 : std::max(itemSize, std::min(copies.auxBytes, incoming * itemSize));
   InPlaceIndexSets sets(std::move(layout));
   sets.copied_ = std::move(copies.copied);
@@ -42,6 +60,8 @@ Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxByte
   sets.sent_.resize(size);
   sets.placed_.resize(size);
   sets.occupied_.resize(size);
+  sets.staged_.resize(size);
+  sets.stagedFrom_.resize(size);
   sets.insideRecv_.resize(size);
   sets.pieces_.reserve(3 * size);
   sets.firstPiece_.reserve(size + 1);
@@ -61,7 +81,9 @@ void InPlaceIndexSets::split() {
   for (int i = 0; i < size_; ++i) {
     firstPiece_.push_back(pieces_.size());
     int64_t at = counts(sdispl_, i);
-    const int64_t end = copied_[index(i)] ? at : at + counts(sendcount_, i);  // a copied block waits in the copy
+    // A copied block waits in the copy, an inline one in its control message.
+    const bool elsewhere = copied_[index(i)] || inlineSend_[index(i)];
+    const int64_t end = elsewhere ? at : at + counts(sendcount_, i);
     while (at < end) {
       // The last receive set starting at or before `at`, and the next one after.
       auto next = std::upper_bound(byStart.begin(), byStart.end(), at,
@@ -97,7 +119,11 @@ void InPlaceIndexSets::reset() {
               static_cast<size_t>(sendcount_[index(i)] * itemSize_));
   }
   split();
-  std::fill(sent_.begin(), sent_.end(), 0);
+  for (size_t i = 0; i < sent_.size(); ++i) {  // inline blocks leave with phase 0's control
+    sent_[i] = inlineSend_[i] ? sendcount_[i] : 0;
+    staged_[i] = inlineRecv_[i] ? recvcount_[i] : 0;
+    stagedFrom_[i] = nullptr;
+  }
   std::fill(placed_.begin(), placed_.end(), 0);
   for (AuxBuffer& buffer : aux_) {
     buffer.used = 0;
@@ -108,7 +134,9 @@ void InPlaceIndexSets::reset() {
 
 bool InPlaceIndexSets::done() const {
   for (int peer = 0; peer < size_; ++peer) {
-    if (remainingSend(peer) > 0 || remainingRecv(peer) > 0 || held(peer) > 0) return false;
+    if (remainingSend(peer) > 0 || remainingRecv(peer) > 0 || held(peer) > 0 || staged_[index(peer)] > 0) {
+      return false;
+    }
   }
   return true;
 }
@@ -138,16 +166,29 @@ void InPlaceIndexSets::compact(int recvSet) {
 void InPlaceIndexSets::place(int recvSet) {
   AuxBuffer& buffer = auxOf(recvSet);
   if (buffer.owner != recvSet || buffer.used == 0) return;
-  const size_t j = index(recvSet);
-  const int64_t free = recvcount_[j] - placed_[j] - occupied_[j];
-  const int64_t moved = std::min(free, buffer.used);
-  if (moved <= 0) return;
-  std::memcpy(item(rdispl_[j] + placed_[j]), buffer.data.data(), static_cast<size_t>(moved * itemSize_));
+  const int64_t moved = fillFreeRun(index(recvSet), buffer.data.data(), buffer.used);
   std::memmove(buffer.data.data(), buffer.data.data() + moved * itemSize_,
                static_cast<size_t>((buffer.used - moved) * itemSize_));
-  placed_[j] += moved;
   buffer.used -= moved;
   if (buffer.used == 0) buffer.owner = -1;
+}
+
+// Moves an arrived inline block of R_j from its control message into the
+// free run (an inline block needs no auxiliary buffer, so nothing is held).
+void InPlaceIndexSets::placeStaged(int recvSet) {
+  const size_t j = index(recvSet);
+  if (staged_[j] == 0 || stagedFrom_[j] == nullptr) return;
+  staged_[j] -= fillFreeRun(j, stagedFrom_[j] + placed_[j] * itemSize_, staged_[j]);  // nothing else is placed
+}
+
+// Copies up to `items` from `from` into R_j's free run, right above its
+// placed prefix; returns how many fitted.
+int64_t InPlaceIndexSets::fillFreeRun(size_t j, const std::byte* from, int64_t items) {
+  const int64_t moved = std::min(recvcount_[j] - placed_[j] - occupied_[j], items);
+  if (moved <= 0) return 0;
+  std::memcpy(item(rdispl_[j] + placed_[j]), from, static_cast<size_t>(moved * itemSize_));
+  placed_[j] += moved;
+  return moved;
 }
 
 void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first) {
@@ -216,6 +257,7 @@ void InPlaceIndexSets::update(const std::vector<PhaseCounts>& sent, const std::v
   for (int j = 0; j < size_; ++j) {
     compact(j);
     place(j);
+    placeStaged(j);
   }
 }
 
@@ -225,7 +267,7 @@ int64_t InPlaceIndexSets::bytes() const {
   total += static_cast<int64_t>(copy_.capacity());
   total += static_cast<int64_t>(pieces_.capacity() * sizeof(Piece) + firstPiece_.capacity() * sizeof(size_t));
   for (const auto& inside : insideRecv_) total += static_cast<int64_t>(inside.capacity() * sizeof(size_t));
-  total += static_cast<int64_t>((sendcount_.size() * 4 + sent_.size() * 3) * sizeof(int64_t));
+  total += static_cast<int64_t>((sendcount_.size() * 4 + sent_.size() * 5) * sizeof(int64_t));
   return total;
 }
 

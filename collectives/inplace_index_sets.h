@@ -48,17 +48,23 @@ class InPlaceIndexSets {
     std::byte* base = nullptr;
     int64_t itemSize = 0;  // bytes, > 0
     std::vector<int64_t> sendcounts, sdispls, recvcounts, rdispls;  // in items, by rank
+    // Blocks carried inside phase-0 control messages (inplace_control_messages.h):
+    // by rank, 1 when its outgoing / incoming block goes that way.
+    std::vector<uint8_t> inlineSend, inlineRecv;
   };
-  // `auxBytes` (at least one item): first the copy path's blocks
-  // (inplace_copy.h), the rest split into up to `auxBuffers` buffers of
-  // whole items; never more than `auxBytes` in all.
+  // `auxBytes` (at least one item): first the inline blocks (both ways,
+  // while they fit), then the copy path's blocks (inplace_copy.h), the rest
+  // split into up to `auxBuffers` buffers of whole items; never more than
+  // `auxBytes` in all beyond the inline blocks.
   static Result<InPlaceIndexSets> create(Layout layout, int64_t auxBytes, int64_t auxBuffers);
 
   // Starts a run from the caller's blocks: splits the send sets and joins the
   // free space of every receive set (moves items inside the buffer).
   void reset();
   int64_t remainingSend(int peer) const { return counts(sendcount_, peer) - sent_[index(peer)]; }
-  int64_t remainingRecv(int peer) const { return counts(recvcount_, peer) - placed_[index(peer)] - held(peer); }
+  int64_t remainingRecv(int peer) const {
+    return counts(recvcount_, peer) - placed_[index(peer)] - held(peer) - staged_[index(peer)];
+  }
   bool done() const;
 
   // Sect. 3.3 with the auxiliary buffers (Sect. 3.5): what this rank can
@@ -68,6 +74,9 @@ class InPlaceIndexSets {
   // Where the items from `peer` land this phase.
   std::byte* inPlaceTarget(int peer) const;
   std::byte* auxTarget(int peer) const;
+  // The inline block from `peer` arrived at `from` (alive until the run
+  // ends); update() places it once its receive block has room.
+  void deliverInline(int peer, const std::byte* from) { stagedFrom_[index(peer)] = from; }
   // Items [skip, skip + count) of what is left for `peer`, as runs.
   void sendRuns(int peer, int64_t skip, int64_t count, std::vector<ItemRun>& runs) const;
   // Sect. 3.4 once a phase's messages completed: drops the sent items,
@@ -101,6 +110,8 @@ class InPlaceIndexSets {
   void split();
   void compact(int recvSet);
   void place(int recvSet);
+  void placeStaged(int recvSet);
+  int64_t fillFreeRun(size_t recvSet, const std::byte* from, int64_t items);
 
   std::byte* base_;
   int64_t itemSize_;
@@ -115,6 +126,11 @@ class InPlaceIndexSets {
   std::vector<uint8_t> copied_;   // by peer
   std::vector<int64_t> copyAt_;   // by peer: first item in copy_
   std::vector<std::byte> copy_;
+  // Inline blocks: sent with phase 0's control (never pieces here); received
+  // ones count as staged until placed, from their control receive buffer.
+  std::vector<uint8_t> inlineSend_, inlineRecv_;
+  std::vector<int64_t> staged_;                 // by peer: items arrived or due inline, not placed
+  std::vector<const std::byte*> stagedFrom_;    // by peer: where they wait (null before arrival)
 };
 
 }  // namespace ibdt::collectives
