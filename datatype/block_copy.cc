@@ -55,17 +55,35 @@ void copyBlockRange(BlockKernel kernel, bool pack, char* packed, uintptr_t typed
                  count, bytes, stride, displs ? displs + first : nullptr);
 }
 
-// Half the last-level cache: a copy moving more leaves little of its destination in cache anyway.
-int64_t streamThresholdBytes() {
-  for (int index = 4; index >= 2; --index) {
+// The size of the cache at `level` (2, 3) from /sys, else sysconf, else 0.
+int64_t cacheBytes(int level) {
+  for (int index = 4; index >= 1; --index) {
     char path[80];
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+    std::unique_ptr<FILE, int (*)(FILE*)> levelFile(std::fopen(path, "r"), &std::fclose);
+    int found = 0;
+    if (!levelFile || std::fscanf(levelFile.get(), "%d", &found) != 1 || found != level) continue;
     std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
     std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path, "r"), &std::fclose);
     long kib = 0;
-    if (f && std::fscanf(f.get(), "%ldK", &kib) == 1 && kib > 0) return int64_t{kib} * 1024 / 2;
+    if (f && std::fscanf(f.get(), "%ldK", &kib) == 1 && kib > 0) return int64_t{kib} * 1024;
   }
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return l3 > 0 ? l3 / 2 : int64_t{16} << 20;
+  const long bytes = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+  return bytes > 0 ? bytes : 0;
+}
+
+// Half the last-level cache: a copy moving more leaves little of its destination in cache anyway.
+int64_t streamThresholdBytes() {
+  const int64_t llc = cacheBytes(3) > 0 ? cacheBytes(3) : cacheBytes(2);
+  return llc > 0 ? llc / 2 : int64_t{16} << 20;
+}
+
+// The core's own cache (L2): a call moving more cannot afford the in-cache
+// trials' second copy (block_copy.h). Unknown: 256 KiB, so that large calls
+// take the chunked trials, which copy nothing twice.
+int64_t ownCacheThresholdBytes() {
+  const int64_t l2 = cacheBytes(2);
+  return l2 > 0 ? l2 : int64_t{256} << 10;
 }
 
 // Trials per kernel, per direction and regime (kernel_trials.h). In cache a
@@ -91,6 +109,9 @@ int64_t streamThresholdBytes() {
 // stream) would be timed on a cleaner cache than the others. Before, each trial was a whole call copied twice
 // (ten calls of 16 MiB), and a process packing 16 MiB a few times did little
 // but trials.
+// Calls beyond the core's own cache but within the shared one run the
+// chunked trials between the in-cache kernels (memcpy, vector): their
+// output can still be read from the shared cache.
 constexpr int kTrialsInCache = 7, kTrialsBeyondCache = 3;
 constexpr int kInCacheKernels = 2;
 static_assert(kTrialChunks >= 1 + 2 * kTrialsBeyondCache * kBlockKernelCount, "one call holds every beyond-cache trial");
@@ -105,6 +126,7 @@ struct PlanState {
   Status error;
   Trials trials[2][kCopyRegimeCount];  // [packing][regime]
   int64_t streamAboveOverride = 0;     // tests
+  int64_t ownCacheAboveOverride = 0;   // tests
 };
 
 PlanState& state() {
@@ -118,16 +140,22 @@ bool isBeyondCache(int regime) {
   return regime == static_cast<int>(CopyRegime::kBeyondCache) || regime == static_cast<int>(CopyRegime::kSmallBeyondCache);
 }
 
+// Regimes whose calls of kTrialChunks blocks or more run the trials on their own chunks.
+bool takesChunkTrials(int regime) {
+  return isBeyondCache(regime) || regime == static_cast<int>(CopyRegime::kBeyondOwnCache);
+}
+
 // Lock-free copy of the decided kernels for the per-call path, per direction
 // ([packing]): regime r in bits 5r..5r+4 (kernel in the low 4, decided in
 // bit 4); 0 = not made yet, ask under the lock.
 std::atomic<uint32_t> settledPlan[2] = {0, 0};
-std::atomic<int64_t> settledStreamAbove{0};
+std::atomic<int64_t> settledStreamAbove{0}, settledOwnCacheAbove{0};
 constexpr uint32_t kSettledValid = 1u << 31;
 static_assert(5 * kCopyRegimeCount <= 31, "the regimes' fields fit below the valid bit");
 
 void publishLocked(const PlanState& s) {
   settledStreamAbove.store(s.made ? s.plan.streamAbove : 0, std::memory_order_relaxed);  // 0: ask under the lock
+  settledOwnCacheAbove.store(s.plan.ownCacheAbove, std::memory_order_relaxed);
   for (int packing = 0; packing < 2; ++packing) {
     const DirectionPlan& d = s.plan.of(packing == 1);
     uint32_t word = kSettledValid;
@@ -143,8 +171,8 @@ void publishLocked(const PlanState& s) {
 bool settledKernel(bool pack, int64_t blockBytes, int64_t total, BlockKernel& kernel) {
   const uint32_t word = settledPlan[pack].load(std::memory_order_acquire);
   if ((word & kSettledValid) == 0) return false;
-  const int regime =
-      static_cast<int>(copyRegimeOf(blockBytes, total, settledStreamAbove.load(std::memory_order_relaxed)));
+  const int regime = static_cast<int>(copyRegimeOf(blockBytes, total, settledStreamAbove.load(std::memory_order_relaxed),
+                                                   settledOwnCacheAbove.load(std::memory_order_relaxed)));
   const uint32_t field = (word >> (5 * regime)) & 0x1Fu;
   if ((field & 0x10u) == 0) return false;
   kernel = static_cast<BlockKernel>(field & 0xFu);
@@ -174,10 +202,11 @@ void makePlanLocked(PlanState& s) {
   s.made = true;
   s.plan = BlockCopyPlan{};
   s.plan.streamAbove = s.streamAboveOverride > 0 ? s.streamAboveOverride : streamThresholdBytes();
+  s.plan.ownCacheAbove = s.ownCacheAboveOverride > 0 ? s.ownCacheAboveOverride : ownCacheThresholdBytes();
   for (auto& perDirection : s.trials) {
     for (int r = 0; r < kCopyRegimeCount; ++r) {
-      const bool beyond = isBeyondCache(r);
-      perDirection[r] = beyond ? Trials(kTrialsBeyondCache) : Trials(kTrialsInCache, kInCacheKernels);
+      const int perKernel = takesChunkTrials(r) ? kTrialsBeyondCache : kTrialsInCache;
+      perDirection[r] = Trials(perKernel, isBeyondCache(r) ? kBlockKernelCount : kInCacheKernels);
     }
   }
   Result<int> forced = forcedKernel();
@@ -250,6 +279,7 @@ std::string_view copyRegimeName(CopyRegime regime) {
     case CopyRegime::kLongInCache: return "in cache, blocks from 4 KiB";
     case CopyRegime::kBeyondCache: return "beyond the cache";
     case CopyRegime::kSmallBeyondCache: return "beyond the cache, 256 B-1 KiB blocks";
+    case CopyRegime::kBeyondOwnCache: return "beyond the core's cache, within the shared one";
   }
   return "?";
 }
@@ -282,11 +312,12 @@ void setBlockCopyPlanForTesting(const BlockCopyPlan& plan) {
   publishLocked(s);
 }
 
-void resetBlockCopyPlanForTesting(int64_t streamAbove) {
+void resetBlockCopyPlanForTesting(int64_t streamAbove, int64_t ownCacheAbove) {
   PlanState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.made = false;
   s.streamAboveOverride = streamAbove;
+  s.ownCacheAboveOverride = ownCacheAbove;
   s.error = Status();
   publishLocked(s);
 }
@@ -318,7 +349,7 @@ void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, in
     makePlanLocked(s);
     regime = static_cast<int>(s.plan.regime(bytes, count * bytes));
     const DirectionPlan& d = s.plan.of(pack);
-    chunkTrials = !d.decided[regime] && isBeyondCache(regime) && count >= kTrialChunks;
+    chunkTrials = !d.decided[regime] && takesChunkTrials(regime) && count >= kTrialChunks;
     if (!chunkTrials) {
       kernel = d.decided[regime] ? d.kernel[regime] : static_cast<BlockKernel>(s.trials[pack][regime].next(timed));
     }

@@ -57,20 +57,28 @@ std::string_view blockKernelName(BlockKernel kernel);
 bool blockKernelAvailable(BlockKernel kernel);
 
 enum class CopyRegime : uint8_t {
-  kShortInCache,  // kLargeBlockBytes <= block < kLongBlockBytes, the call moves < streamAbove bytes
-  kLongInCache,   // block >= kLongBlockBytes, the call moves < streamAbove bytes
+  kShortInCache,  // kLargeBlockBytes <= block < kLongBlockBytes, the call moves < ownCacheAbove bytes
+  kLongInCache,   // block >= kLongBlockBytes, the call moves < ownCacheAbove bytes
   kBeyondCache,   // block >= kLargeBlockBytes, the call moves >= streamAbove bytes
   kSmallBeyondCache,  // kBeyondCacheMinBlockBytes <= block < kLargeBlockBytes, the call moves >= streamAbove
+  kBeyondOwnCache,    // block >= kLargeBlockBytes, ownCacheAbove <= the call's bytes < streamAbove
 };
-inline constexpr int kCopyRegimeCount = 4;
+inline constexpr int kCopyRegimeCount = 5;
 std::string_view copyRegimeName(CopyRegime regime);
 
 // The regime of a call moving `totalBytes` in blocks of `blockBytes` when
-// calls from `streamAbove` bytes on are beyond the cache.
-inline CopyRegime copyRegimeOf(int64_t blockBytes, int64_t totalBytes, int64_t streamAbove) {
+// calls from `streamAbove` bytes on are beyond the cache and calls from
+// `ownCacheAbove` on outgrow the core's own (L2) cache. The second cut is
+// there because the in-cache trials copy each timed call twice, which only
+// a call that fits the core's cache can afford: the EPYC VM reports a
+// 508 MiB L3 (sysconf; no /sys cache entries), so 16 MiB calls were "in
+// cache", ran 15 whole-call trials (14 copied twice) and packed at 3.6-5.7
+// GB/s against 7.8-10.9 for forced memcpy (docs/datatype.md).
+inline CopyRegime copyRegimeOf(int64_t blockBytes, int64_t totalBytes, int64_t streamAbove, int64_t ownCacheAbove) {
   if (totalBytes >= streamAbove) {
     return blockBytes < kLargeBlockBytes ? CopyRegime::kSmallBeyondCache : CopyRegime::kBeyondCache;
   }
+  if (totalBytes >= ownCacheAbove && blockBytes >= kLargeBlockBytes) return CopyRegime::kBeyondOwnCache;
   return blockBytes < kLongBlockBytes ? CopyRegime::kShortInCache : CopyRegime::kLongInCache;
 }
 
@@ -80,18 +88,19 @@ inline CopyRegime copyRegimeOf(int64_t blockBytes, int64_t totalBytes, int64_t s
 // against 7-8.5 for cached stores, fastest runs) and lost packing.
 struct DirectionPlan {
   BlockKernel kernel[kCopyRegimeCount] = {BlockKernel::kMemcpy, BlockKernel::kMemcpy, BlockKernel::kMemcpy,
-                                          BlockKernel::kMemcpy};
-  bool decided[kCopyRegimeCount] = {false, false, false, false};  // false: still rotating trials
+                                          BlockKernel::kMemcpy, BlockKernel::kMemcpy};
+  bool decided[kCopyRegimeCount] = {false, false, false, false, false};  // false: still rotating trials
   BlockKernel of(CopyRegime regime) const { return kernel[static_cast<int>(regime)]; }
 };
 
 struct BlockCopyPlan {
   DirectionPlan pack, unpack;  // in cache the trials never choose kStream (block_copy.cc says why)
-  int64_t streamAbove = int64_t{16} << 20;  // bytes per runs call; half the last-level cache
-  bool forced = false;                      // IBDT_PACK_COPY named a kernel
+  int64_t streamAbove = int64_t{16} << 20;   // bytes per runs call; half the last-level cache
+  int64_t ownCacheAbove = int64_t{1} << 20;  // bytes per runs call; the core's own (L2) cache
+  bool forced = false;                       // IBDT_PACK_COPY named a kernel
   const DirectionPlan& of(bool packing) const { return packing ? pack : unpack; }
   CopyRegime regime(int64_t blockBytes, int64_t totalBytes) const {
-    return copyRegimeOf(blockBytes, totalBytes, streamAbove);
+    return copyRegimeOf(blockBytes, totalBytes, streamAbove, ownCacheAbove);
   }
 };
 
@@ -100,9 +109,9 @@ struct BlockCopyPlan {
 // back to memcpy.
 Result<BlockCopyPlan> blockCopyPlan();
 // For tests: replace the plan (forced, every regime decided); reset: trials
-// again from the next copy, with streamAbove replaced when > 0.
+// again from the next copy, with streamAbove and ownCacheAbove replaced when > 0.
 void setBlockCopyPlanForTesting(const BlockCopyPlan& plan);
-void resetBlockCopyPlanForTesting(int64_t streamAbove = 0);
+void resetBlockCopyPlanForTesting(int64_t streamAbove = 0, int64_t ownCacheAbove = 0);
 
 // Whether `count` runs of `bytes` go to copyLargeBlocks: from
 // kLargeBlockBytes always, from kBeyondCacheMinBlockBytes when the call moves

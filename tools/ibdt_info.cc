@@ -91,9 +91,10 @@ void printPackCopy() {
     return;
   }
   std::printf("pack copy (blocks >= 1 KiB): measured by each process's first copies, per direction, for 1-4 KiB "
-              "blocks, blocks from 4 KiB, and copies from %lld MiB (beyond the cache: blocks from 256 B, "
-              "non-temporal stores among the kernels)\n",
-              static_cast<long long>(plan->streamAbove >> 20));
+              "blocks, blocks from 4 KiB, copies from %lld KiB (beyond the core's cache: one call's chunks decide), "
+              "and copies from %lld MiB (beyond the cache: blocks from 256 B, non-temporal stores among the "
+              "kernels)\n",
+              static_cast<long long>(plan->ownCacheAbove >> 10), static_cast<long long>(plan->streamAbove >> 20));
 }
 
 // Copy distances this CPU is slow at (base/slow_distances.h): memcpy's,
