@@ -104,10 +104,14 @@ std::string listOf(const std::vector<SoakJobSpec::Victim>& victims, bool delays)
 }
 
 // A victim dies of its SIGKILL, outside its rounds' end; a later victim may
-// instead have ended first with the error the earlier death caused.
+// instead have ended first with the error the earlier death caused, and
+// then exited or met its own SIGKILL on the way out (closing its context).
 bool victimEndedAsMeant(const SoakRankEnd& end, bool first) {
-  if (WIFSIGNALED(end.waitStatus) && WTERMSIG(end.waitStatus) == SIGKILL && !end.roundsEnded) return true;
-  return !first && complaint(end, true).empty();
+  const bool killed = WIFSIGNALED(end.waitStatus) && WTERMSIG(end.waitStatus) == SIGKILL;
+  if (killed && !end.roundsEnded) return true;
+  if (first) return false;
+  if (killed && !end.hung && !end.wrong) return end.code != Code::kOk && end.code != Code::kTimeout;
+  return complaint(end, true).empty();
 }
 
 // One kill job's row; its victims and delays come from the job's seed.
