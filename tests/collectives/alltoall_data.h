@@ -82,5 +82,8 @@ class AlltoallBuffers {
 // checks every byte. "" on success, else what failed (status or first
 // wrong byte).
 std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);
+// The same for a plan built in place (kInPlace) over buffers.recvbuf():
+// the run's send blocks are loaded into the receive buffer first.
+std::string runInPlaceChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);
 
 }  // namespace ibdt::collectives::testing
