@@ -281,6 +281,8 @@ class MergedBuilder {
       in += nb.inBlocks;
       nodeBlocks_.push_back(std::move(nb));
     }
+    auto aliased = [&](const NodeBlock& nb) { return nb.node == node && !bruck_; };  // kept: E's block is G's
+    for (const NodeBlock& nb : nodeBlocks_) in -= aliased(nb) ? nb.inBlocks : 0;
     Checked checked;
     const int64_t bytes = checked.mul(checked.add(out, in), block_);
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
@@ -288,9 +290,8 @@ class MergedBuilder {
     exchanged_ = gather_ + out * block_;
     std::byte* exchanged = exchanged_;
     for (NodeBlock& nb : nodeBlocks_) {
-      const bool aliased = nb.node == node && !bruck_;  // what this node keeps: E's block is G's
-      nb.in = aliased ? gather_ + nb.outOffset * block_ : exchanged;
-      if (!aliased) exchanged += nb.inBlocks * block_;
+      nb.in = aliased(nb) ? gather_ + nb.outOffset * block_ : exchanged;
+      if (!aliased(nb)) exchanged += nb.inBlocks * block_;
     }
     for (size_t s = 0; s < locals().size(); ++s) {
       if (static_cast<int>(s) == j) continue;
