@@ -45,6 +45,18 @@ inline constexpr uint8_t kGuard = 0xA5;
 inline constexpr uint8_t kSendGap = 0x5A;
 inline constexpr int64_t kGuardBytes = 64;
 
+// Options forcing the hierarchical alltoall with `leaders` per node and the
+// leaders' exchange.
+inline AlltoallOptions hierarchical(int leaders, LeaderExchange exchange = LeaderExchange::kAuto,
+                                    int64_t throttle = 8) {
+  AlltoallOptions options;
+  options.algorithm = AlltoallAlgorithm::kHierarchical;
+  options.leaders = leaders;
+  options.leaderExchange = exchange;
+  options.throttle = throttle;
+  return options;
+}
+
 // One rank's send and receive buffers, guard bytes around both.
 class AlltoallBuffers {
  public:

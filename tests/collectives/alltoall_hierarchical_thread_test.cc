@@ -24,6 +24,7 @@ using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
 using messaging::testing::soon;
 using testing::AlltoallBuffers;
+using testing::hierarchical;
 using testing::Side;
 
 enum class Layout { kOneNode, kTwoBlocks, kThreeBlocks, kThreeInterleaved };
@@ -43,15 +44,6 @@ std::vector<NodeInfo> nodeMap(int size, Layout layout) {
     map.push_back({node, seen[static_cast<size_t>(node)]++});
   }
   return map;
-}
-
-AlltoallOptions hierarchical(int leaders, LeaderExchange exchange = LeaderExchange::kAuto, int64_t throttle = 8) {
-  AlltoallOptions options;
-  options.algorithm = AlltoallAlgorithm::kHierarchical;
-  options.leaders = leaders;
-  options.leaderExchange = exchange;
-  options.throttle = throttle;
-  return options;
 }
 
 // One plan, started twice with different data, checked each time; in

@@ -22,6 +22,7 @@ namespace {
 using test::mpDeadline;
 using test::mpStore;
 using testing::AlltoallBuffers;
+using testing::hierarchical;
 using testing::Side;
 
 class NodeAwareMp : public testing::CollectivesMp {
@@ -94,15 +95,6 @@ TEST_F(NodeAwareMp, PairwiseOnTheNodeWhileTheParentRunsHierarchical) {
     EXPECT_EQ(nodeBuffers.check(), "") << "run " << run;
     ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());  // peers' runs end before the buffers are cleared
   }
-}
-
-AlltoallOptions hierarchical(int leaders, LeaderExchange exchange, int64_t throttle) {
-  AlltoallOptions options;
-  options.algorithm = AlltoallAlgorithm::kHierarchical;
-  options.leaders = leaders;
-  options.leaderExchange = exchange;
-  options.throttle = throttle;
-  return options;
 }
 
 // Direct one node pair at a time, direct all at once with 2 leaders, and
