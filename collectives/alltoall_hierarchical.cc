@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "base/checked_math.h"
+#include "collectives/alltoall_schedule.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/staged_plan.h"
 
@@ -179,16 +180,13 @@ class MergedBuilder {
 
  private:
   // Exchange stages: Bruck is one; direct, one per window of `throttle`
-  // distances (0: all at once).
+  // distances (collectives/alltoall_schedule.h).
   static int exchangeWindows(int nodes, int64_t throttle, bool bruck) {
-    if (bruck || throttle <= 0 || nodes <= 1) return 1;
-    return static_cast<int>((nodes - 1 + throttle - 1) / throttle);
+    return bruck ? 1 : leaderExchangeWindows(nodes, throttle);
   }
   size_t scatterStage() const { return static_cast<size_t>(windows_) + 1; }
   // The exchange stage of a node pair `distance` apart (1 .. N - 1).
-  size_t windowStage(int distance) const {
-    return windows_ == 1 ? 1 : 1 + static_cast<size_t>((distance - 1) / throttle_);
-  }
+  size_t windowStage(int distance) const { return static_cast<size_t>(leaderExchangeWindow(distance, throttle_)); }
   bool together(int a, int b) const {
     return groups_.group[static_cast<size_t>(a)] == groups_.group[static_cast<size_t>(b)];
   }
