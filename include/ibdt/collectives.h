@@ -291,7 +291,9 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment();
 // received ones; sendcount and sendtype are ignored. Extra memory stays
 // bounded (docs/alltoall-bruck.md): pairwise packs one block per round in
 // flight, basic and modified Bruck permute through their p/2-block
-// intermediate buffer, zero-copy stages the p send blocks once per run. A
+// intermediate buffer, zero-copy stages the p send blocks once per run,
+// hierarchical stages 2p blocks per rank (and its leaders' node-blocks) in
+// place or not (docs/alltoall-hierarchical.md). A
 // sendbuf equal to recvbuf (when bytes move) is an error: use kInPlace.
 extern const std::byte kInPlaceMarker;
 inline constexpr const void* kInPlace = &kInPlaceMarker;
