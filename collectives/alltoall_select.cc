@@ -159,4 +159,11 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   return best;
 }
 
+LeaderExchange selectLeaderExchange(const AlltoallCostModel& model, int nodes, int64_t nodeBlockBytes) {
+  if (nodes <= 2) return LeaderExchange::kDirect;  // one exchange either way; direct copies nothing
+  const double direct = model.predictNs(AlltoallAlgorithm::kPairwise, 2, nodes, nodeBlockBytes, nodes);
+  const double bruck = model.predictNs(AlltoallAlgorithm::kBruckZeroCopy, 2, nodes, nodeBlockBytes, nodes);
+  return bruck < direct ? LeaderExchange::kBruck : LeaderExchange::kDirect;
+}
+
 }  // namespace ibdt::collectives

@@ -123,4 +123,10 @@ struct AlltoallChoice {
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true,
                               int nodes = 1, bool perCall = false);
 
+// The hierarchical alltoall's leader exchange among `nodes` leaders trading
+// node-blocks of `nodeBlockBytes`: direct (priced as pairwise) or Bruck
+// (priced as zero-copy Bruck, which it runs), every round between nodes
+// paying networkRoundNs(). Direct where the model lacks zero-copy Bruck.
+LeaderExchange selectLeaderExchange(const AlltoallCostModel& model, int nodes, int64_t nodeBlockBytes);
+
 }  // namespace ibdt::collectives

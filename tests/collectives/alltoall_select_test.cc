@@ -114,8 +114,7 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
     }
   }
   Tuning tuning = tuningFavouring(AlltoallAlgorithm::kPairwise);
-  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
-            AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
   for (messaging::CollectiveFit& fit : tuning.collectives) {
     if (fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite)) fit.cost = CollectiveCost{1000, 5.0, 0.1};
   }
@@ -124,8 +123,7 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
   std::erase_if(tuning.collectives, [](const messaging::CollectiveFit& fit) {
     return fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite);
   });
-  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
-            AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
 }
 
 // The blocking call builds a plan per call, so its choice prices each
@@ -191,6 +189,22 @@ TEST(AlltoallSelection, AcrossNodesRoundsOverlapAsInTheSimulator) {
   AlltoallCostModel flat = builtIn;
   flat.setNetworkRoundNs(0);
   EXPECT_EQ(selectAlltoall(flat, 1024, 8, false, 64).algorithm, AlltoallAlgorithm::kBruckZeroCopy);
+}
+
+// The hierarchical alltoall's leaders: Bruck where many nodes trade small
+// node-blocks (log2 N network rounds instead of (N - 1) / 8 windows),
+// direct for large node-blocks and few nodes.
+TEST(AlltoallSelection, LeaderExchangeBruckForSmallNodeBlocksOnManyNodes) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  EXPECT_EQ(selectLeaderExchange(builtIn, 64, 64), LeaderExchange::kBruck);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 256, 512), LeaderExchange::kBruck);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 64, 64 * 1024), LeaderExchange::kDirect);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 4, 8), LeaderExchange::kDirect);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 2, 8), LeaderExchange::kDirect);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 1, 8), LeaderExchange::kDirect);
+  AlltoallCostModel noBruck;  // a tuning file without zero-copy Bruck
+  noBruck.set(AlltoallAlgorithm::kPairwise, {500, 1000, 0.35});
+  EXPECT_EQ(selectLeaderExchange(noBruck, 64, 64), LeaderExchange::kDirect);
 }
 
 // alltoallv (docs/alltoallv.md, "Automatic choice"): pairwise priced at the
