@@ -109,7 +109,7 @@ void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasure
   }
   const auto model = collectives::AlltoallCostModel::fromTuning(&tuning);
   for (bool perCall : {false, true}) {
-    std::printf("\nalltoall auto, %s (beyond %d ranks: the model's extrapolation):\n",
+    std::printf("\nalltoall auto, %s (up to %d ranks: the timings between the sizes timed, else the fit; beyond: the fit):\n",
                 perCall ? "blocking (run + init)" : "persistent", measured.maxRanks);
     for (int p : {2, 3, 4, 8, 16, 64, 256}) {
       std::printf("  p=%-4d", p);

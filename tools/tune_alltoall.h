@@ -20,6 +20,9 @@ struct AlltoallSamples {
   // (samples) or per plan creation, init + destroy (initSamples).
   std::vector<messaging::TuningSample> samples;
   std::vector<messaging::TuningSample> initSamples;
+  // The same timings by ranks and block size, kept in the file (format_version 3).
+  std::vector<messaging::CollectiveSample> points;
+  std::vector<messaging::CollectiveSample> initPoints;
 };
 
 struct AlltoallMeasured {
