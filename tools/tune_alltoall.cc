@@ -8,6 +8,7 @@
 
 #include "collectives/alltoall_select.h"
 #include "ibdt/collectives.h"
+#include "perf/alltoall_cases.h"
 #include "perf/forked_ranks.h"
 #include "perf/report.h"
 
@@ -46,7 +47,8 @@ struct Timed {
 Result<Timed> timeOne(messaging::Bootstrap& bootstrap, collectives::Communicator& comm, AlltoallAlgorithm algorithm,
                       int64_t bytes, int reps) {
   const int p = comm.size();
-  std::vector<uint8_t> send(static_cast<size_t>(bytes * p), static_cast<uint8_t>(comm.rank())), recv(send.size(), 0);
+  // Page-aligned as the bench's (perf/alltoall_cases.h): a copy's distance modulo 4 KiB can cost 3x (docs/tuning.md).
+  perf::AlltoallBuffer send(static_cast<size_t>(bytes * p), static_cast<uint8_t>(comm.rank())), recv(send.size(), 0);
   collectives::AlltoallOptions options;
   options.algorithm = algorithm;
   options.radix = collectives::kTunedRadix;
