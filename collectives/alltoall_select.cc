@@ -186,12 +186,13 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   best.predictedNs = price(AlltoallAlgorithm::kPairwise, 2);
   if (p <= 1 || blockBytes == 0) return best;
   const AlltoallChoice pairwise = best;
-  // Measured here: others must beat pairwise by the margin (kSampledMargin).
-  const double toBeat = model.sampled(AlltoallAlgorithm::kPairwise, 2, p, blockBytes)
-                            ? pairwise.predictedNs * (1 - kSampledMargin)
-                            : pairwise.predictedNs;
+  // Measured here: only what was measured here competes (a fit does not
+  // compare with timings), and must beat pairwise by the margin (kSampledMargin).
+  const bool measured = model.sampled(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
+  const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin) : pairwise.predictedNs;
   best.predictedNs = std::numeric_limits<double>::infinity();
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
+    if (measured && !model.sampled(algorithm, radix, p, blockBytes)) return;
     const double ns = price(algorithm, radix);
     if (ns < toBeat && ns < best.predictedNs) best = {algorithm, radix, ns};
   };

@@ -145,8 +145,10 @@ std::optional<double> sampledNs(const std::vector<messaging::CollectiveSample>& 
 // whose init exchanges keys, is a candidate.
 // `nodes`: how many nodes the p ranks span (rounds between nodes cost a
 // network latency each).
-// Where pairwise's price is sampled, another candidate must be priced at
-// least kSampledMargin below it to replace it.
+// Where pairwise's price is sampled, only sampled candidates compete (at a
+// p beyond 4 that ibdt-tune timed, radix 4 and 8, priced by the fit, do
+// not), and one must be priced at least kSampledMargin below pairwise to
+// replace it.
 // `perCall`: the plan runs once (the blocking call): every candidate is
 // priced at its run plus its measured init, and direct-write, whose init
 // is the most costly, is a candidate only when the model measured that init.

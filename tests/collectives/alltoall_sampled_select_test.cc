@@ -75,6 +75,16 @@ TEST(AlltoallSamples, SamplesDecideWhereTimedAndTheFitBeyond) {
   // bruck-radix was timed at kTunedRadix: its samples do not price radix 4.
   EXPECT_TRUE(model.sampled(AlltoallAlgorithm::kBruckRadix, kTunedRadix, 4, 4096));
   EXPECT_FALSE(model.sampled(AlltoallAlgorithm::kBruckRadix, 4, 4, 4096));
+  // Where pairwise is sampled, a candidate priced only by its fit does not
+  // compete, however cheap the fit: radix 4 at p = 8 once p = 8 was timed.
+  Tuning eight = tuningFavouring(AlltoallAlgorithm::kBruckRadix);
+  for (messaging::CollectiveFit& fit : eight.collectives) {
+    if (fit.name == alltoallFitName(AlltoallAlgorithm::kPairwise)) fit.samples = {{8, 64, 100000.0}};
+    if (fit.name == alltoallFitName(AlltoallAlgorithm::kBruckZeroCopy)) fit.samples = {{8, 64, 50000.0}};  // the radix fit: ~2 us
+  }
+  const AlltoallCostModel timedAtEight = AlltoallCostModel::fromTuning(&eight);
+  EXPECT_EQ(selectAlltoall(timedAtEight, 8, 64).algorithm, AlltoallAlgorithm::kBruckZeroCopy);
+  EXPECT_EQ(selectAlltoall(timedAtEight, 8, 128).algorithm, AlltoallAlgorithm::kBruckRadix);  // not timed: the fits
   // Deterministic given the file.
   for (int p = 1; p <= 16; ++p) {
     for (int64_t block : {0, 8, 1024, 3000, 16384, 65536}) {
