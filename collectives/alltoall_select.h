@@ -6,7 +6,7 @@
 // where `messages` and `bytes` are what one rank sends in one call for p
 // ranks and blocks of b bytes (computed exactly per algorithm), and the
 // three coefficients per algorithm come from the tuning file ibdt-tune
-// wrote on this machine (fitted to alltoalls it timed at 2..4 ranks), or
+// wrote on this machine (fitted to alltoalls it timed at 2..8 ranks), or
 // from the built-in defaults without one. Where the file has the timings
 // themselves (format_version 3) they price the algorithm at the ranks and
 // sizes they cover instead of the fit. The cheapest wins; the choice is

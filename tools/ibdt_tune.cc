@@ -33,7 +33,9 @@ struct TuneOptions {
   std::string provider = "shm";
   std::string output;  // empty: IBDT_TUNE_FILE (auto: the per-host default path)
   int reps = 15;
-  int alltoallRanks = 4;  // 0: no collective timings (a format_version 1 file)
+  // The largest rank count of `ibdt-bench alltoall` (2, 4, 8): its choices
+  // come from timings, not from the fit (docs/alltoall-selection.md).
+  int alltoallRanks = 8;  // 0: no collective timings (a format_version 1 file)
 };
 
 Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string& provider) {
