@@ -15,6 +15,7 @@
 #include "collectives/alltoallv_select.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
+#include "collectives/tuning_favouring.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -25,6 +26,7 @@ using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
 using testing::AlltoallBuffers;
 using testing::Side;
+using testing::tuningFavouring;
 
 TEST(AlltoallVolume, PairwiseAndBruckSchedules) {
   AlltoallVolume pairwise = alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 8, 10);
@@ -45,20 +47,6 @@ TEST(AlltoallVolume, PairwiseAndBruckSchedules) {
   EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 1, 100).messages, 0);
 }
 
-// A model in which only `cheap` costs little per message.
-Tuning tuningFavouring(AlltoallAlgorithm cheap) {
-  Tuning tuning;
-  tuning.key = messaging::currentHostKey(messaging::testing::loopbackCaps().provider);
-  tuning.collectiveMinRanks = 2;
-  tuning.collectiveMaxRanks = 4;
-  tuning.collectiveMinBlock = 8;
-  tuning.collectiveMaxBlock = 16384;
-  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
-    CollectiveCost cost{1000, algorithm == cheap ? 10.0 : 100000.0, 0.5};
-    tuning.collectives.push_back({alltoallFitName(algorithm), cost});
-  }
-  return tuning;
-}
 
 TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
   const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
