@@ -23,7 +23,15 @@ class LoopbackWorld;
 
 // Creates a Domain attached to `world`; one per simulated rank.
 std::unique_ptr<fabric::Domain> openLoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps);
-std::shared_ptr<LoopbackWorld> makeLoopbackWorld();
+// `sharedReceives`: its domains offer a receive queue shared by the
+// endpoints of a completion queue (transport/fabric/shared_receives.h), as
+// a verbs SRQ: a SEND takes whichever receive is at its head.
+std::shared_ptr<LoopbackWorld> makeLoopbackWorld(bool sharedReceives = false);
+struct SharedReceiveStats {
+  uint64_t queues = 0;      // completion queues whose endpoints share one receive queue
+  uint64_t foundEmpty = 0;  // a SEND found its shared queue empty and waited (an RNR retry on a device)
+};
+SharedReceiveStats sharedReceiveStats(LoopbackWorld& world);
 // Marks `domain` (a loopback domain) as killed: from now on, each of its
 // endpoints that is destroyed fails its peer's outstanding requests and
 // posted receives, as a dead process's would (an orderly close does not).

@@ -64,9 +64,10 @@ struct Ranks {
 };
 
 // Creates `size` Contexts (create() is collective: one thread per rank).
-inline Ranks createRanks(int size, const Options& options) {
+// `sharedReceives`: the loopback offers shared receive queues (a verbs SRQ).
+inline Ranks createRanks(int size, const Options& options, bool sharedReceives = false) {
   Ranks ranks;
-  ranks.world = makeLoopbackWorld();
+  ranks.world = makeLoopbackWorld(sharedReceives);
   ThreadExchange exchange(size);
   for (int i = 0; i < size; ++i) ranks.domains.push_back(openLoopbackDomain(ranks.world, loopbackCaps()));
   ranks.contexts.resize(static_cast<size_t>(size));
