@@ -40,6 +40,7 @@ class LoopbackWorld {
   uint32_t nextDomain = 1;
   std::set<uint32_t> deadDomains;  // killLoopbackDomain(): their endpoints' peers fail when they go
   bool sharedReceives = false;     // domains offer shared receive queues (fabric/shared_receives.h)
+  bool sharedAlways = false;       // ... and every Context must use them
   SharedReceiveStats shared;      // queues shared, and how often a SEND found one empty
 
   // Local SGE check: inside a registered region with that key.
@@ -456,7 +457,8 @@ class LoopbackDomain : public fabric::Domain, public fabric::SharedReceiveDomain
     return std::unique_ptr<fabric::Listener>(new LoopbackListener(world_));
   }
   fabric::SharedReceiveSupport sharedReceiveSupport() const override {
-    return {.available = world_->sharedReceives, .always = false, .maxDepth = caps_.maxCompletionQueueDepth};
+    return {.available = world_->sharedReceives, .always = world_->sharedAlways,
+            .maxDepth = caps_.maxCompletionQueueDepth};
   }
   Status shareReceives(fabric::CompletionQueue& recvQueue, uint32_t depth) override {
     if (!world_->sharedReceives) return makeError(Code::kUnsupported, "loopback: no shared receive queues");
@@ -485,10 +487,11 @@ void killLoopbackDomain(fabric::Domain& domain) { dynamic_cast<LoopbackDomain&>(
 
 std::shared_ptr<LoopbackWorld> makeLoopbackWorld(bool sharedReceives) {
   auto world = std::make_shared<LoopbackWorld>();
-  // LOOPBACK_SHARED_RECEIVES=1 runs a whole suite over shared queues (with
-  // IBDT_MSG_SRQ_RANKS=0 the Contexts then use them: tests/messaging/CMakeLists.txt).
+  // LOOPBACK_SHARED_RECEIVES=1 runs a whole suite over shared queues: every
+  // receive CQ shares one, as with IBDT_VERBS_SRQ=1 (tests/messaging/CMakeLists.txt).
   const char* forced = std::getenv("LOOPBACK_SHARED_RECEIVES");
-  world->sharedReceives = sharedReceives || (forced != nullptr && std::string_view(forced) == "1");
+  world->sharedAlways = forced != nullptr && std::string_view(forced) == "1";
+  world->sharedReceives = sharedReceives || world->sharedAlways;
   return world;
 }
 

@@ -25,8 +25,9 @@ class LoopbackWorld;
 std::unique_ptr<fabric::Domain> openLoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps);
 // `sharedReceives`: its domains offer a receive queue shared by the
 // endpoints of a completion queue (transport/fabric/shared_receives.h), as
-// a verbs SRQ: a SEND takes whichever receive is at its head (also when
-// LOOPBACK_SHARED_RECEIVES=1 is set).
+// a verbs SRQ: a SEND takes whichever receive is at its head. With
+// LOOPBACK_SHARED_RECEIVES=1 every world offers them and every Context must
+// use them (as IBDT_VERBS_SRQ=1 on verbs).
 std::shared_ptr<LoopbackWorld> makeLoopbackWorld(bool sharedReceives = false);
 struct SharedReceiveStats {
   uint64_t queues = 0;      // completion queues whose endpoints share one receive queue

@@ -66,14 +66,6 @@ TEST(SharedReceives, PoolBuffersGoBackByIdWhileCreditsAreTheSenders) {
 constexpr int kRanks = 4;
 constexpr int kTag = 9;
 
-Options poolOptions() {
-  Options options;
-  options.eagerLimit = 256;
-  options.eagerCredits = 32;
-  options.connect = Connect::kEager;
-  return options;
-}
-
 std::vector<uint8_t> payload(int from, int i, int64_t bytes) {
   std::vector<uint8_t> data(static_cast<size_t>(bytes));
   for (size_t k = 0; k < data.size(); ++k) data[k] = static_cast<uint8_t>(from * 53 + i * 31 + k * 7 + (k >> 8));
@@ -110,7 +102,7 @@ bool progressUntil(Ranks& ranks, std::vector<Transfer>& transfers) {
 // flood starves nobody), then takes the flood: everything in posting order,
 // every byte right, and no SEND ever found the shared queue empty.
 void floodWithExchanges(bool expectShared) {
-  Ranks ranks = createRanks(kRanks, poolOptions(), /*sharedReceives=*/true);
+  Ranks ranks = createRanks(kRanks, budgetOptions(), /*sharedReceives=*/true);
   for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
   Context& receiver = *ranks.contexts[0];
   std::vector<int64_t> flood;
@@ -194,7 +186,7 @@ TEST(SharedReceives, ABadThresholdIsRefusedNamingTheKnob) {
   auto domain = openLoopbackDomain(world, loopbackCaps());
   ThreadExchange exchange(1);
   Bootstrap bootstrap{0, 1, [&exchange](std::span<const uint8_t> v) { return exchange.allgather(0, v); }};
-  auto context = Context::create(*domain, bootstrap, poolOptions());
+  auto context = Context::create(*domain, bootstrap, budgetOptions());
   ASSERT_FALSE(context.isOk());
   EXPECT_NE(context.status().toString().find("IBDT_MSG_SRQ_RANKS"), std::string::npos) << context.status().toString();
 }

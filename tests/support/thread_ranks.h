@@ -109,4 +109,14 @@ inline Options smallOptions() {
   return options;
 }
 
+// A 256-byte eager limit (pipelined and rendezvous from short messages on),
+// the default 32 credits before any budget, every rank connected at once.
+inline Options budgetOptions() {
+  Options options;
+  options.eagerLimit = 256;
+  options.eagerCredits = 32;
+  options.connect = Connect::kEager;
+  return options;
+}
+
 }  // namespace ibdt::messaging::testing
