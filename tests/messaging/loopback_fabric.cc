@@ -314,6 +314,9 @@ class LoopbackEndpoint : public fabric::Endpoint {
       if (status == CompletionStatus::kSuccess && needsRecv) {
         PostedRecv recv = std::move(target.receives().front());
         target.receives().pop_front();
+        if (target.recvCq_.shared() != nullptr) {
+          world_->shared.lowWater = std::min<uint64_t>(world_->shared.lowWater, target.receives().size());
+        }
         bool isSend = r.opcode != Opcode::kWriteWithImm;
         size_t capacity = 0;
         for (const auto& sge : recv.sges) capacity += sge.length;

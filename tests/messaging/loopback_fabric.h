@@ -10,6 +10,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -32,6 +33,10 @@ std::shared_ptr<LoopbackWorld> makeLoopbackWorld(bool sharedReceives = false);
 struct SharedReceiveStats {
   uint64_t queues = 0;      // completion queues whose endpoints share one receive queue
   uint64_t foundEmpty = 0;  // a SEND found its shared queue empty and waited (an RNR retry on a device)
+  // The fewest receives any shared queue held right after one was taken
+  // (UINT64_MAX: none taken): a queue sized exactly for what its senders may
+  // have in flight goes down to its size minus that, never lower.
+  uint64_t lowWater = UINT64_MAX;
 };
 SharedReceiveStats sharedReceiveStats(LoopbackWorld& world);
 // Marks `domain` (a loopback domain) as killed: from now on, each of its

@@ -180,6 +180,53 @@ TEST(SharedReceives, AtOrBelowTheRankThresholdEachPeerKeepsItsOwnBuffers) {
   floodWithExchanges(/*expectShared=*/false);
 }
 
+// Ranks 1..3 each send 40 small messages to rank 0 while it stalls, with 5
+// credits per peer: they take exactly 5 buffers each from rank 0's pool of
+// 4 x (5 + 4) = 36, which goes down to 36 - 15 = 21 and no lower (no chunk
+// short, nothing else taken), and never runs empty; then rank 0 takes all
+// 120, each sender's in order, every byte checked.
+TEST(SharedReceives, StalledReceiverPoolGoesDownByExactlyTheSendersCredits) {
+  test::ScopedEnv srq("IBDT_MSG_SRQ_RANKS", "0");
+  const Options options = budgetOptions();
+  const uint64_t slot = eagerSlotBytes(options.eagerLimit);
+  const uint64_t budget = kRanks * (5 + CreditFlow::kReserveSlots) * slot;
+  ASSERT_EQ(eagerCreditsWithin(budget, slot, kRanks, options.eagerCredits), 5u);
+  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", std::to_string(budget).c_str());
+  Ranks ranks = createRanks(kRanks, options, /*sharedReceives=*/true);
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  constexpr int kMessages = 40;
+  std::vector<std::vector<uint8_t>> sent, got;
+  std::vector<Transfer> transfers;
+  for (int from = 1; from < kRanks; ++from) {
+    for (int i = 0; i < kMessages; ++i) {
+      sent.push_back(payload(from, i, 1 + (i * 37) % 200));
+      auto request = ranks.contexts[static_cast<size_t>(from)]->isend(sent.back().data(),
+                                                                       static_cast<int64_t>(sent.back().size()),
+                                                                       Datatype::of<uint8_t>(), 0, kTag);
+      ASSERT_TRUE(request.isOk());
+      transfers.push_back({ranks.contexts[static_cast<size_t>(from)].get(), std::move(*request)});
+    }
+  }
+  for (int i = 0; i < 200; ++i) {
+    for (int rank = 1; rank < kRanks; ++rank) EXPECT_TRUE(ranks.contexts[static_cast<size_t>(rank)]->progress().isOk());
+  }
+  EXPECT_EQ(sharedReceiveStats(*ranks.world).lowWater, 36u - 3 * 5);
+  Context& receiver = *ranks.contexts[0];
+  for (size_t k = 0; k < sent.size(); ++k) {
+    got.emplace_back(sent[k].size(), 0);
+    int from = 1 + static_cast<int>(k) / kMessages;
+    auto request = receiver.irecv(got.back().data(), static_cast<int64_t>(got.back().size()),
+                                  Datatype::of<uint8_t>(), from, kTag);
+    ASSERT_TRUE(request.isOk());
+    transfers.push_back({&receiver, std::move(*request)});
+  }
+  ASSERT_TRUE(progressUntil(ranks, transfers));
+  for (size_t k = 0; k < sent.size(); ++k) EXPECT_EQ(got[k], sent[k]) << "message " << k;
+  SharedReceiveStats stats = sharedReceiveStats(*ranks.world);
+  EXPECT_EQ(stats.lowWater, 36u - 3 * 5) << "the pool went lower than the senders' credits allow";
+  EXPECT_EQ(stats.foundEmpty, 0u);
+}
+
 TEST(SharedReceives, ABadThresholdIsRefusedNamingTheKnob) {
   test::ScopedEnv srq("IBDT_MSG_SRQ_RANKS", "-1");
   auto world = makeLoopbackWorld(/*sharedReceives=*/true);

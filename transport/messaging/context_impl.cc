@@ -134,9 +134,10 @@ bool ContextImpl::deliver(Peer& peer, const fabric::Completion& completion) {
 }
 
 std::span<const uint8_t> ContextImpl::receivedMessage(const Peer& sender, const fabric::Completion& completion) const {
-  uint32_t slot = static_cast<uint32_t>(wrValue(completion.id) & 0xffffff);
-  if (ReceivePool::names(completion.id)) return receivePool_.message(ReceivePool::slotOf(completion.id), completion.byteLength);
-  return sender.slotMessage(slot, completion.byteLength);
+  if (ReceivePool::names(completion.id)) {
+    return receivePool_.message(ReceivePool::slotOf(completion.id), completion.byteLength);
+  }
+  return sender.slotMessage(static_cast<uint32_t>(wrValue(completion.id) & 0xffffff), completion.byteLength);
 }
 
 Status ContextImpl::repostBuffer(int sender, uint64_t buffer) {

@@ -29,8 +29,9 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   IBDT_RETURN_IF_ERROR(chooseSharedReceives(domain_, size_, limits_));
   if (limits_.sharedReceiveDepth != 0) receivePool_.enable(slotSize(), limits_.recvDepth);
   IBDT_LOG(kDebug, "messaging: rank ", rank_, ": eager receive buffers ",
-           limits_.sharedReceiveDepth != 0 ? strCat("in one pool under a shared receive queue of ", limits_.sharedReceiveDepth)
-                                           : std::string("per peer"));
+           limits_.sharedReceiveDepth != 0
+               ? strCat("in one pool under a shared receive queue of ", limits_.sharedReceiveDepth)
+               : std::string("per peer"));
   IBDT_RETURN_IF_ERROR(measureCosts());
   IBDT_RETURN_IF_ERROR(peers_.init(rank_, size_, limits_, [this](Peer& peer, fabric::Endpoint& endpoint) {
     return preparePeer(peer, endpoint);

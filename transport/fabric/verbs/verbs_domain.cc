@@ -155,7 +155,8 @@ Status VerbsDomain::shareReceives(CompletionQueue& recvQueue, uint32_t depth) {
     return makeError(Code::kInvalidArgument, label_, ": shareReceives: a completion queue of another domain");
   }
   if (cq->sharedReceiveQueue() != nullptr) {
-    return makeError(Code::kInvalidArgument, label_, ": shareReceives: the completion queue already has a shared receive queue");
+    return makeError(Code::kInvalidArgument, label_,
+                     ": shareReceives: the completion queue already has a shared receive queue");
   }
   if (depth == 0 || depth > settings_.maxSharedQueueDepth) {
     return makeError(Code::kInvalidArgument, label_, ": shareReceives: depth ", depth, " outside 1..max_srq_wr ",
