@@ -8,8 +8,8 @@
 
 #include "base/config.h"
 #include "base/log.h"
-#include "transport/messaging/credit_flow.h"
 #include "transport/fabric/shared_receives.h"
+#include "transport/messaging/credit_flow.h"
 #include "transport/messaging/eager_budget.h"
 
 namespace ibdt::messaging {
