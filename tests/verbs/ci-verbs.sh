@@ -67,8 +67,8 @@ if [[ -x $build/bin/collectives_many_ranks_mp_test && -x $build/bin/ibdt-run ]];
   suites+=("$srq IBDT_MSG_EAGER_MEMORY=1 $build/bin/ibdt-run -n 4 --timeout 200 -- $build/bin/collectives_many_ranks_mp_test")
 fi
 if [[ -x $build/bin/messaging_dead_peer_test ]]; then
-  names+=(messaging_dead_peer_test)
-  suites+=("IBDT_PROVIDER=verbs $build/bin/messaging_dead_peer_test")
+  names+=(messaging_dead_peer_test "messaging_dead_peer_test (SRQ)")
+  suites+=("IBDT_PROVIDER=verbs $build/bin/messaging_dead_peer_test" "$srq $build/bin/messaging_dead_peer_test")
 fi
 rnr=/sys/class/infiniband/rxe0/ports/1/hw_counters/send_rnr_err
 script="rnr() { cat $rnr 2> /dev/null || echo 0; }; "
