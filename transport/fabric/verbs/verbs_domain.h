@@ -8,12 +8,13 @@
 #include <random>
 
 #include "ibdt/fabric.h"
+#include "transport/fabric/shared_receives.h"
 #include "transport/fabric/verbs/verbs_device.h"
 #include "transport/fabric/verbs/verbs_endpoint.h"
 
 namespace ibdt::fabric::verbs {
 
-class VerbsDomain final : public Domain {
+class VerbsDomain final : public Domain, public SharedReceiveDomain {
  public:
   static Result<std::unique_ptr<Domain>> open(const DomainOptions& options);
   ~VerbsDomain() override;
@@ -25,6 +26,12 @@ class VerbsDomain final : public Domain {
   Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
                                                   const EndpointOptions& options) override;
   Result<std::unique_ptr<Listener>> createListener() override;
+  // SharedReceiveDomain; IBDT_VERBS_SRQ=1 shares every receive CQ's, from
+  // its first endpoint on.
+  SharedReceiveSupport sharedReceiveSupport() const override {
+    return {.available = true, .always = settings_.sharedReceiveQueue, .maxDepth = settings_.maxSharedQueueDepth};
+  }
+  Status shareReceives(CompletionQueue& recvQueue, uint32_t depth) override;
 
  private:
   explicit VerbsDomain(SelectedPort port);
