@@ -2,7 +2,7 @@
 # ci-verbs.sh [BUILD_DIR] — CI step: runs the verbs test suites on Soft-RoCE
 # inside the QEMU guest (tests/verbs/run-in-rxe-vm.sh). Builds nothing: it
 # uses the test binaries already in BUILD_DIR (default build/release).
-# Bounded in time (RXE_VM_TIMEOUT, default 600 s for the whole guest run; about 320 s here).
+# Bounded in time (RXE_VM_TIMEOUT, default 600 s for the whole guest run; about 250 s here).
 # Exit status: 0 passed or skipped (the reason is printed on a line starting
 # with "ci-verbs: SKIPPED"), 1 a suite failed or the guest broke.
 set -u
@@ -54,8 +54,9 @@ if [[ -x $build/bin/messaging_mp_test && -x $build/bin/ibdt-run ]]; then
   names+=("messaging_mp_test_lazy (SRQ)")
   suites+=("$srq IBDT_MSG_CONNECT=lazy $build/bin/ibdt-run -n 4 --timeout 200 -- $build/bin/messaging_mp_test")
 fi
-for spec in "collectives_mp_test:-n 3" "collectives_bruck_mp_test:-n 4" \
-            "collectives_nodes_mp_test:-n 4 --nodes 2" "collectives_many_ranks_mp_test:-n 4"; do
+# One collectives suite is enough here: the pool is below the collectives,
+# and the guest's time counts in CI's 45 minutes.
+for spec in "collectives_bruck_mp_test:-n 4" "collectives_many_ranks_mp_test:-n 4"; do
   test=${spec%%:*}
   if [[ -x $build/bin/$test && -x $build/bin/ibdt-run ]]; then
     names+=("$test (${spec#*:}, SRQ)")
