@@ -56,6 +56,15 @@ class ShmHostilePeer : public ::testing::Test {
   }
   void TearDown() override { unsetenv("IBDT_SHM_CMA"); }
 
+  // Maps the victim's domain or endpoint segment, as the attacker can.
+  enum class Segment { kDomain, kEndpoint };
+  Result<SharedRegion> victimSegment(Segment which) {
+    EndpointAddress address = parseAddress(*victimEndpoint_);
+    auto pid = static_cast<pid_t>(address.pid);
+    return which == Segment::kDomain ? SharedRegion::openPeer(pid, address.domainFd, address.domainInode)
+                                     : SharedRegion::openPeer(pid, address.endpointFd, address.endpointInode);
+  }
+
   // Polls the victim (which serves bounce requests) until the attacker's
   // request completes; returns that completion.
   Completion attackerCompletion() {
@@ -82,8 +91,7 @@ TEST_F(ShmHostilePeer, RewrittenRegistrationTableGrantsNothingBeyondTheRegistrat
   connectPair(*victimEndpoint_, *attackerEndpoint_);
 
   // The attacker widens the victim's entry in the shared table to the whole vector.
-  EndpointAddress address = parseAddress(*victimEndpoint_);
-  auto domainSegment = SharedRegion::openPeer(static_cast<pid_t>(address.pid), address.domainFd, address.domainInode);
+  auto domainSegment = victimSegment(Segment::kDomain);
   ASSERT_TRUE(domainSegment.isOk());
   const auto* header = reinterpret_cast<const shm::DomainHeader*>(domainSegment->data());
   auto* entries = reinterpret_cast<shm::RegionEntry*>(domainSegment->data() + header->regionsOffset);
@@ -121,8 +129,7 @@ TEST_F(ShmHostilePeer, RewrittenReceiveSlotCannotRedirectABounceReceive) {
   connectPair(*victimEndpoint_, *attackerEndpoint_);
 
   // The attacker points the victim's posted receive (ring slot 0) at `secret`.
-  EndpointAddress address = parseAddress(*victimEndpoint_);
-  auto segment = SharedRegion::openPeer(static_cast<pid_t>(address.pid), address.endpointFd, address.endpointInode);
+  auto segment = victimSegment(Segment::kEndpoint);
   ASSERT_TRUE(segment.isOk());
   const auto* header = reinterpret_cast<const shm::EndpointHeader*>(segment->data());
   auto* slot = reinterpret_cast<shm::RecvSlot*>(segment->data() + header->recvRingOffset);
