@@ -110,7 +110,8 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::create(const EndpointSetti
   endpoint->sendRing_.resize(init.cap.max_send_wr);
   endpoint->userDepth_ = init.cap.max_send_wr - reserve;
   endpoint->scratch_.resize(init.cap.max_send_wr);
-  endpoint->signalInterval_ = std::max<uint32_t>(1, init.cap.max_send_wr / 2);
+  // Signalled at least every half of the caller's depth (internal requests always are).
+  endpoint->signalInterval_ = std::max<uint32_t>(1, static_cast<uint32_t>(endpoint->userDepth_ / 2));
   if (settings.sharedReceiveQueue) {
     endpoint->receiveQueue_ = recvCq.sharedReceiveQueue();
   } else {

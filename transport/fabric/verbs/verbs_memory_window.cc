@@ -11,9 +11,10 @@
 
 namespace ibdt::fabric::verbs {
 namespace {
-// An invalidation queued behind at most a send queue of transfers; beyond
-// this the window is deallocated instead (which revokes it at once).
+// A bind or invalidation queued behind at most a send queue of transfers;
+// beyond this the window is deallocated instead (which revokes it at once).
 constexpr auto kInvalidateWait = std::chrono::seconds(2);
+constexpr auto kBindWait = std::chrono::seconds(2);
 }  // namespace
 
 bool deviceHasMemoryWindows(ibv_context* context) {
@@ -71,6 +72,14 @@ Result<std::unique_ptr<MemoryRegion>> VerbsMemoryWindow::bind(WindowCache& cache
   }
   // Later binds name the window by its current key (as ibv_bind_mw keeps it for type 1).
   window->rkey = rkey;
+  // The key works once this returns, whichever QP carries it to the peer
+  // (a rank's link to itself sends on another QP than the bound one).
+  if (!endpoint.awaitInternal(*posted, Deadline::after(kBindWait))) {
+    cache.destroy(window);
+    return makeError(endpoint.state() == EndpointState::kError ? Code::kPeerFailed : Code::kTimeout, cache.device(),
+                     ": memory window bind for ", endpoint.peerLabel(), " was not carried out",
+                     endpoint.state() == EndpointState::kError ? " (the endpoint failed)" : " in time");
+  }
   auto* made = new VerbsMemoryWindow(cache, window, address, length, lkey, rkey, remote, endpoint);
   endpoint.attachWindow(made);
   return std::unique_ptr<MemoryRegion>(made);

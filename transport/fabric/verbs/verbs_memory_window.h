@@ -2,9 +2,10 @@
 // the keys of Domain::bindWindow (docs/security.md, "Pool buffers").
 //
 // A window is bound by an IBV_WR_BIND_MW on the queue pair of the peer the
-// key is for, over part of a memory region registered with
-// IBV_ACCESS_MW_BIND, so the device accepts its rkey only on that QP and
-// only inside [address, address + length). Destroying it posts an
+// key is for, over a region registered for window binding that covers
+// exactly [address, address + length) (VerbsMemoryRegion::windowTarget), so
+// the device accepts its rkey only on that QP and only inside that range;
+// binding waits until the device carried it out. Destroying it posts an
 // IBV_WR_LOCAL_INV behind the bind and waits until the device carried it
 // out, so the key is dead before the memory is reused; the ibv_mw then goes
 // back to a per-domain cache for the next bind (ibv_alloc_mw is a system
