@@ -97,6 +97,14 @@ constexpr std::string_view kAlgorithmNames[] = {"auto",           "pairwise",   
                                                  "direct-write"};
 }  // namespace
 
+// Indexed by LeaderExchange.
+constexpr std::string_view kLeaderExchangeNames[] = {"auto", "direct", "bruck"};
+
+std::string_view leaderExchangeName(LeaderExchange exchange) {
+  const auto index = static_cast<size_t>(exchange);
+  return index < std::size(kLeaderExchangeNames) ? kLeaderExchangeNames[index] : "unknown";
+}
+
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm) {
   const auto index = static_cast<size_t>(algorithm);
   return index < std::size(kAlgorithmNames) ? kAlgorithmNames[index] : "unknown";
@@ -123,6 +131,10 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   options.algorithm = static_cast<AlltoallAlgorithm>(algorithm);
   IBDT_ASSIGN_OR_RETURN(int64_t leaders, config::getInt("IBDT_ALLTOALL_LEADERS", 1, 1024));
   options.leaders = static_cast<int>(leaders);
+  IBDT_ASSIGN_OR_RETURN(int exchange, config::getChoice("IBDT_ALLTOALL_LEADER_EXCHANGE",
+                                                        {kLeaderExchangeNames[0], kLeaderExchangeNames[1],
+                                                         kLeaderExchangeNames[2]}));
+  options.leaderExchange = static_cast<LeaderExchange>(exchange);
   return options;
 }
 
@@ -184,7 +196,7 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
   if (options.algorithm == AlltoallAlgorithm::kHierarchical) {
     // Its init is collective: a rank with bad arguments still takes part,
     // so every rank fails instead of waiting for it.
-    IBDT_ASSIGN_OR_RETURN(auto hierarchical, makeHierarchicalAlltoall(comm, checked, options.leaders));
+    IBDT_ASSIGN_OR_RETURN(auto hierarchical, makeHierarchicalAlltoall(comm, checked, options));
     return Plan(std::move(hierarchical));
   }
   if (options.algorithm == AlltoallAlgorithm::kDirectWrite) {

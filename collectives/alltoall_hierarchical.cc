@@ -1,10 +1,10 @@
-// Hierarchical alltoall (Jocksch, Kraushaar and Daverio, II-A, Figure 1)
-// and multiple alltoall (II-C): the blocks that go from one node to
-// another travel as one message between two leaders, so p^2 small messages
-// become N^2 larger ones (N nodes) plus node-local gathers and scatters.
-// The multiple alltoall runs the alltoalls of several groups (the rows of
-// a process grid) at once: only pairs of one group exchange, and a node
-// pair's message carries the blocks of every group.
+// Hierarchical alltoall (Jocksch, Kraushaar and Daverio, II-A, Figure 1,
+// and II-B) and multiple alltoall (II-C): the blocks that go from one node
+// to another travel as one node-block between two leaders, so p^2 small
+// messages become N^2 larger ones (N nodes) plus node-local gathers and
+// scatters. The multiple alltoall runs the alltoalls of several groups (the
+// rows of a process grid) at once: only pairs of one group exchange, and a
+// node-block carries the blocks of every group.
 //
 // Leaders: the first min(L, ranks on the node) local ranks (L from
 // AlltoallOptions::leaders). Leader j of a node handles the nodes n with
@@ -12,24 +12,38 @@
 // blocks) and as sources (it receives their blocks for this node), so the
 // partner of a node pair is fixed on both sides, as in Figure 1.
 //
+// A leader's buffers: G holds, for each node n it handles, the node-block
+// [local source][its partners on n] it sends n, contiguous; E holds the
+// node-block [source on n][local destination] n sends it, in n's order.
+//
 // Stages (collectives/staged_plan.h; every receive is posted at start):
-//   0  every rank packs its send blocks, one chunk per leader, in the order
-//      [destination node][destination rank], and sends each leader its
-//      chunk (a leader packs its own straight into its gather buffer);
-//   1  a leader, its gather complete, holds [source rank][node][dest rank];
-//      it sends node n the blocks [source][n's ranks] as one message (an
-//      hindexed type over the gather buffer) to n's partner leader, whose
-//      receive type places them into [dest rank][source node][source rank];
-//      the blocks that stay on the node are copied the same way;
-//   2  the leader sends each rank of its node its row (contiguous);
-//   3  every rank unpacks its rows into its receive buffer.
+//   0       every rank packs its send blocks, one chunk per leader, in the
+//           order [destination node][destination rank], and sends each
+//           leader its chunk; the leader's receive type spreads the chunk
+//           over G's node-blocks (its own chunk it packs straight into G);
+//   1 .. W  the exchange. Direct: each node-block is one message to the
+//           partner leader, window w (distance (n - node) mod N in
+//           ((w-1)t, wt], t the throttle) sent once the receives of window
+//           w - 1 arrived, so at most t node pairs per leader are in flight
+//           and no leader waits on a later window (the windows follow the
+//           distance on every leader). The own node's block is E in place.
+//           Bruck (one leader per node, W = 1): the zero-copy Bruck
+//           alltoallv of collectives/alltoallv_bruck.cc among the leaders,
+//           G's node-blocks to E's, ceil(log2 N) rounds;
+//   W + 1   the leader sends each rank of its node its row [node][source],
+//           an hindexed type over E;
+//   W + 2   every rank unpacks its rows into its receive buffer.
 // A rank's chunk and its row at a leader hold the same ranks (the group's
 // ranks on that leader's nodes), so both have one offset per rank.
+//
+// In place (kInPlace): every block is packed out of the receive buffer in
+// stage 0, before any stage unpacks into it, so in place needs no memory
+// beyond the staging every run has (docs/alltoall-hierarchical.md).
 // Node-local traffic goes through the messaging layer (the shm provider on
 // one host), not a shared segment: collectives do not reach below
 // messaging. Messages carry packed bytes; the ranks' type signatures are
-// compared once at init (an allgather), where the other algorithms compare
-// them per message.
+// compared once at init (alltoall_hierarchical_agreement.cc), where the
+// other algorithms compare them per message.
 #include "collectives/alltoall_hierarchical.h"
 
 #include <algorithm>
@@ -37,8 +51,10 @@
 #include <optional>
 #include <vector>
 
-#include "collectives/staged_plan.h"
 #include "base/checked_math.h"
+#include "collectives/alltoall_schedule.h"
+#include "collectives/alltoallv_algorithms.h"
+#include "collectives/staged_plan.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -114,11 +130,32 @@ struct BlockCopy {
   std::byte* packed;
 };
 
+// A leader's node-block with node `node`, in G (out) and E (in).
+struct NodeBlock {
+  int node = 0;
+  int64_t outOffset = 0;         // in blocks, in G
+  std::vector<int64_t> outPart;  // per local source: its offset in the node-block
+  int64_t outBlocks = 0, inBlocks = 0;
+  std::byte* in = nullptr;       // in E, or G's own block (direct, own node)
+  std::vector<int64_t> inIndex;  // [source on node][local destination]: block index, or -1
+};
+
 class MergedBuilder {
  public:
-  MergedBuilder(Communicator& comm, const AlltoallArgs& args, int leaders, const RankGroups& groups, std::string name)
-      : comm_(comm), args_(args), layout_(comm, leaders), groups_(groups), name_(std::move(name)), block_(args.bytes),
-        gatherTag_(comm.takePlanTag()), exchangeTag_(comm.takePlanTag()), scatterTag_(comm.takePlanTag()) {}
+  MergedBuilder(Communicator& comm, const AlltoallArgs& args, const AlltoallOptions& options,
+                const HierarchicalAgreement& agreed, std::string name)
+      : comm_(comm),
+        args_(args),
+        layout_(comm, options.leaders),
+        groups_(agreed.groups),
+        name_(std::move(name)),
+        block_(args.bytes),
+        bruck_(agreed.exchange == LeaderExchange::kBruck),
+        windows_(exchangeWindows(layout_.nodes(), options.throttle, bruck_)),
+        throttle_(options.throttle),
+        gatherTag_(comm.takePlanTag()),
+        exchangeTag_(comm.takePlanTag()),
+        scatterTag_(comm.takePlanTag()) {}
 
   Result<std::unique_ptr<PlanImpl>> build() {
     IBDT_ASSIGN_OR_RETURN(Segment send, Segment::create(args_.sendtype, args_.sendcount));
@@ -128,16 +165,31 @@ class MergedBuilder {
     Checked checked;
     const size_t all = static_cast<size_t>(checked.mul(comm_.size(), block_));
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": staging buffer size overflows");
-    plan_ = std::make_unique<StagedPlan>(comm_, name_, 4);
+    plan_ = std::make_unique<StagedPlan>(comm_, name_, static_cast<size_t>(windows_) + 3);
     sendStage_ = plan_->scratch(all);
     recvStage_ = plan_->scratch(all);
-    if (layout_.myLocal < layout_.leaders[static_cast<size_t>(layout_.myNode)]) IBDT_RETURN_IF_ERROR(buildLeader());
+    const bool leader = layout_.myLocal < layout_.leaders[static_cast<size_t>(layout_.myNode)];
+    std::unique_ptr<Communicator> leaders;
+    if (bruck_) {  // collective over comm: every rank takes part
+      IBDT_ASSIGN_OR_RETURN(leaders, comm_.split(leader ? 0 : kUndefinedColour, layout_.myNode));
+    }
+    if (leader) IBDT_RETURN_IF_ERROR(buildLeader(std::move(leaders)));
     IBDT_RETURN_IF_ERROR(buildMember());
     return std::unique_ptr<PlanImpl>(std::move(plan_));
   }
 
  private:
-  bool together(int a, int b) const { return groups_.group[static_cast<size_t>(a)] == groups_.group[static_cast<size_t>(b)]; }
+  // Exchange stages: Bruck is one; direct, one per window of `throttle`
+  // distances (collectives/alltoall_schedule.h).
+  static int exchangeWindows(int nodes, int64_t throttle, bool bruck) {
+    return bruck ? 1 : leaderExchangeWindows(nodes, throttle);
+  }
+  size_t scatterStage() const { return static_cast<size_t>(windows_) + 1; }
+  // The exchange stage of a node pair `distance` apart (1 .. N - 1).
+  size_t windowStage(int distance) const { return static_cast<size_t>(leaderExchangeWindow(distance, throttle_)); }
+  bool together(int a, int b) const {
+    return groups_.group[static_cast<size_t>(a)] == groups_.group[static_cast<size_t>(b)];
+  }
   // The ranks of `node` that exchange with `rank`, in rank order.
   std::vector<int> partnersOn(int node, int rank) const {
     std::vector<int> out;
@@ -152,9 +204,17 @@ class MergedBuilder {
     for (int n : group) total += static_cast<int64_t>(partnersOn(n, rank).size());
     return total;
   }
+  const std::vector<int>& locals() const { return layout_.ranks[static_cast<size_t>(layout_.myNode)]; }
+  // Where the block (source -> local destination d) of node-block `nb` waits in E.
+  std::byte* inSlot(const NodeBlock& nb, int source, size_t d) const {
+    const std::vector<int>& sources = layout_.ranks[static_cast<size_t>(nb.node)];
+    const auto s = static_cast<size_t>(std::find(sources.begin(), sources.end(), source) - sources.begin());
+    return nb.in + nb.inIndex[s * locals().size() + d] * block_;
+  }
 
   // Every rank: pack and send its chunk to each leader of its node (stage
-  // 0), receive its row from each (stage 2) and unpack the rows (stage 3).
+  // 0), receive its row from each (scatter stage) and unpack the rows (last
+  // stage). A leader's own chunk and row live in its G and E.
   Status buildMember() {
     const int node = layout_.myNode, me = comm_.rank();
     int64_t offset = 0;  // in blocks, in sendStage_ and recvStage_ alike
@@ -162,22 +222,28 @@ class MergedBuilder {
       const std::vector<int> group = layout_.handled(node, j);
       const int64_t blocks = blocksWith(group, me);
       const bool self = j == layout_.myLocal;
-      // A leader's own chunk and row live in its gather and receive buffers.
-      std::byte* packTo = self ? gather_ + leaderOffset_[static_cast<size_t>(j)] * block_ : sendStage_ + offset * block_;
-      std::byte* unpackFrom = self ? exchanged_ + leaderOffset_[static_cast<size_t>(j)] * block_ : recvStage_ + offset * block_;
-      int64_t k = 0;
-      for (int n : group) {
-        for (int peer : partnersOn(n, me)) {  // the same ranks as destinations and as sources
-          const int index = groups_.rank[static_cast<size_t>(peer)];
-          packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo + k * block_});
-          (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom + k * block_});
-          ++k;
+      for (size_t g = 0, k = 0; g < group.size(); ++g) {
+        const std::vector<int> partners = partnersOn(group[g], me);  // the same ranks as destinations and sources
+        for (size_t q = 0; q < partners.size(); ++q, ++k) {
+          const int index = groups_.rank[static_cast<size_t>(partners[q])];
+          std::byte* packTo = sendStage_ + (offset + static_cast<int64_t>(k)) * block_;
+          std::byte* unpackFrom = recvStage_ + (offset + static_cast<int64_t>(k)) * block_;
+          if (self) {
+            const NodeBlock& nb = nodeBlocks_[g];
+            const auto mine = static_cast<size_t>(layout_.myLocal);
+            packTo = gather_ + (nb.outOffset + nb.outPart[mine] + static_cast<int64_t>(q)) * block_;
+            unpackFrom = inSlot(nb, partners[q], mine);
+          }
+          packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo});
+          (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom});
         }
       }
       if (!self) {
         const int leader = layout_.leaderRank(node, j);
-        IBDT_RETURN_IF_ERROR(plan_->addSend(0, packTo, blocks * block_, byte(), leader, gatherTag_));
-        IBDT_RETURN_IF_ERROR(plan_->addRecv(2, unpackFrom, blocks * block_, byte(), leader, scatterTag_));
+        std::byte* chunk = sendStage_ + offset * block_;
+        IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
+        IBDT_RETURN_IF_ERROR(
+            plan_->addRecv(scatterStage(), recvStage_ + offset * block_, blocks * block_, byte(), leader, scatterTag_));
       }
       offset += blocks;
     }
@@ -187,80 +253,94 @@ class MergedBuilder {
     auto unpack = [segment = *recvSegment_, bytes = block_](const std::vector<BlockCopy>& copies) {
       return run(copies, segment, bytes, /*pack=*/false);
     };
-    plan_->setBefore(2, [unpack, own = ownUnpacks_] { return unpack(own); });
-    plan_->setBefore(3, [unpack, rows = unpacks_] { return unpack(rows); });
+    plan_->setBefore(scatterStage(), [unpack, own = ownUnpacks_] { return unpack(own); });
+    plan_->setBefore(scatterStage() + 1, [unpack, rows = unpacks_] { return unpack(rows); });
     return Status::ok();
   }
 
-  // Leader j: gather (stage 0 receives), exchange (stage 1), scatter (stage
-  // 2). Local rank s's chunk and row both start at leaderOffset_[s] blocks
-  // (a rank sends and receives the same number of blocks).
-  Status buildLeader() {
+  // Leader j: the node-blocks' places, then gather (stage 0 receives),
+  // exchange, scatter.
+  Status buildLeader(std::unique_ptr<Communicator> leaders) {
     const int node = layout_.myNode, j = layout_.myLocal;
-    const std::vector<int>& locals = layout_.ranks[static_cast<size_t>(node)];
     const std::vector<int> group = layout_.handled(node, j);
-    int64_t total = 0;
-    for (int s : locals) {
-      leaderOffset_.push_back(total);
-      total += blocksWith(group, s);
+    int64_t out = 0, in = 0;
+    for (int n : group) {
+      NodeBlock nb;
+      nb.node = n;
+      nb.outOffset = out;
+      for (int s : locals()) {
+        nb.outPart.push_back(nb.outBlocks);
+        nb.outBlocks += static_cast<int64_t>(partnersOn(n, s).size());
+      }
+      for (int source : layout_.ranks[static_cast<size_t>(n)]) {  // n's order: source, then destination
+        for (int d : locals()) nb.inIndex.push_back(together(source, d) ? nb.inBlocks++ : -1);
+      }
+      out += nb.outBlocks;
+      in += nb.inBlocks;
+      nodeBlocks_.push_back(std::move(nb));
     }
+    auto aliased = [&](const NodeBlock& nb) { return nb.node == node && !bruck_; };  // kept: E's block is G's
+    for (const NodeBlock& nb : nodeBlocks_) in -= aliased(nb) ? nb.inBlocks : 0;
     Checked checked;
-    const int64_t bytes = checked.mul(total, block_);
+    const int64_t bytes = checked.mul(checked.add(out, in), block_);
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
-    gather_ = plan_->scratch(static_cast<size_t>(bytes));
-    exchanged_ = plan_->scratch(static_cast<size_t>(bytes));
-    for (size_t s = 0; s < locals.size(); ++s) {
-      if (static_cast<int>(s) == j) continue;
-      const int64_t length = blocksWith(group, locals[s]) * block_;
-      IBDT_RETURN_IF_ERROR(plan_->addRecv(0, gather_ + leaderOffset_[s] * block_, length, byte(), locals[s], gatherTag_));
-      IBDT_RETURN_IF_ERROR(plan_->addSend(2, exchanged_ + leaderOffset_[s] * block_, length, byte(), locals[s], scatterTag_));
+    gather_ = plan_->scratch(static_cast<size_t>(bytes));  // G, then E: one base for every type over them
+    exchanged_ = gather_ + out * block_;
+    std::byte* exchanged = exchanged_;
+    for (NodeBlock& nb : nodeBlocks_) {
+      nb.in = aliased(nb) ? gather_ + nb.outOffset * block_ : exchanged;
+      if (!aliased(nb)) exchanged += nb.inBlocks * block_;
     }
-    for (int n : group) IBDT_RETURN_IF_ERROR(buildExchange(group, n));
+    for (size_t s = 0; s < locals().size(); ++s) {
+      if (static_cast<int>(s) == j) continue;
+      Runs chunk, row;
+      for (const NodeBlock& nb : nodeBlocks_) {
+        chunk.add((nb.outOffset + nb.outPart[s]) * block_,
+                  static_cast<int64_t>(partnersOn(nb.node, locals()[s]).size()) * block_);
+        for (int source : partnersOn(nb.node, locals()[s])) row.add(inSlot(nb, source, s) - gather_, block_);
+      }
+      IBDT_ASSIGN_OR_RETURN(Message gathered, chunk.message());
+      IBDT_ASSIGN_OR_RETURN(Message scattered, row.message());
+      IBDT_RETURN_IF_ERROR(plan_->addRecv(0, gather_, gathered.count, gathered.type, locals()[s], gatherTag_));
+      IBDT_RETURN_IF_ERROR(
+          plan_->addSend(scatterStage(), gather_, scattered.count, scattered.type, locals()[s], scatterTag_));
+    }
+    return bruck_ ? buildBruckExchange(std::move(leaders)) : buildDirectExchange();
+  }
+
+  // One message per node-block with each partner leader, in windows by distance.
+  Status buildDirectExchange() {
+    const int node = layout_.myNode, nodes = layout_.nodes();
+    for (const NodeBlock& nb : nodeBlocks_) {
+      if (nb.node == node) continue;  // aliased
+      const int partner = layout_.leaderRank(nb.node, layout_.handler(nb.node, node));
+      const size_t sendStage = windowStage((nb.node - node + nodes) % nodes);
+      const size_t recvStage = windowStage((node - nb.node + nodes) % nodes);
+      IBDT_RETURN_IF_ERROR(plan_->addSend(sendStage, gather_ + nb.outOffset * block_, nb.outBlocks * block_, byte(),
+                                          partner, exchangeTag_));
+      IBDT_RETURN_IF_ERROR(plan_->addRecv(recvStage, nb.in, nb.inBlocks * block_, byte(), partner, exchangeTag_));
+    }
     return Status::ok();
   }
 
-  // Offset (blocks) of node n's partners in local rank s's chunk or row.
-  int64_t columnOf(const std::vector<int>& group, size_t s, int n) const {
-    const int rank = layout_.ranks[static_cast<size_t>(layout_.myNode)][s];
-    int64_t column = leaderOffset_[s];
-    for (int m : group) {
-      if (m == n) break;
-      column += static_cast<int64_t>(partnersOn(m, rank).size());
+  // The leaders' zero-copy Bruck alltoallv of the node-blocks (one leader
+  // per node: the leaders' communicator rank is the node's index).
+  Status buildBruckExchange(std::unique_ptr<Communicator> leaders) {
+    Communicator& across = plan_->keep(std::move(leaders));
+    const size_t nodes = nodeBlocks_.size();
+    std::vector<int64_t> sendcounts(nodes), sdispls(nodes), recvcounts(nodes), rdispls(nodes);
+    for (size_t n = 0; n < nodes; ++n) {
+      const NodeBlock& nb = nodeBlocks_[n];
+      sendcounts[n] = nb.outBlocks * block_;
+      sdispls[n] = nb.outOffset * block_;
+      recvcounts[n] = nb.inBlocks * block_;
+      rdispls[n] = nb.in - exchanged_;  // not aliased with Bruck
     }
-    return column;
-  }
-
-  // With node n: send [my source][its partners on n] from the gather chunks;
-  // receive n's [source][my destinations] into the rows of my ranks. The
-  // blocks that stay on this node take the same way as a local copy.
-  Status buildExchange(const std::vector<int>& group, int n) {
-    const int node = layout_.myNode;
-    const std::vector<int>& locals = layout_.ranks[static_cast<size_t>(node)];
-    Runs out, in;
-    for (size_t s = 0; s < locals.size(); ++s) {
-      out.add(columnOf(group, s, n) * block_, static_cast<int64_t>(partnersOn(n, locals[s]).size()) * block_);
-    }
-    for (int source : layout_.ranks[static_cast<size_t>(n)]) {  // the sender's order: source, then destination
-      for (size_t d = 0; d < locals.size(); ++d) {
-        if (!together(source, locals[d])) continue;
-        const std::vector<int> partners = partnersOn(n, locals[d]);
-        const int64_t index = std::find(partners.begin(), partners.end(), source) - partners.begin();
-        in.add((columnOf(group, d, n) + index) * block_, block_);
-      }
-    }
-    IBDT_ASSIGN_OR_RETURN(Message sent, out.message());
-    IBDT_ASSIGN_OR_RETURN(Message received, in.message());
-    if (n == node) {
-      IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy,
-                            datatype::TypedCopy::create(sent.type, sent.count, received.type, received.count));
-      plan_->setBefore(1, [copy, from = gather_, to = exchanged_, bytes = copy.size()] {
-        return bytes == 0 ? Status::ok() : copy.run(from, to, 0, bytes);
-      });
-      return Status::ok();
-    }
-    const int partner = layout_.leaderRank(n, layout_.handler(n, node));
-    IBDT_RETURN_IF_ERROR(plan_->addSend(1, gather_, sent.count, sent.type, partner, exchangeTag_));
-    return plan_->addRecv(1, exchanged_, received.count, received.type, partner, exchangeTag_);
+    IBDT_ASSIGN_OR_RETURN(AlltoallvArgs args, checkAlltoallvArgs(across, gather_, sendcounts, sdispls, byte(),
+                                                                 exchanged_, recvcounts, rdispls, byte()));
+    IBDT_ASSIGN_OR_RETURN(auto bruck, buildZeroCopyBruckAlltoallv(across, args, datatype::BasicKind::kByte));
+    plan_->addSubPlan(1, std::move(bruck));
+    return Status::ok();
   }
 
   static Status run(const std::vector<BlockCopy>& copies, const Segment& segment, int64_t bytes, bool pack) {
@@ -279,77 +359,29 @@ class MergedBuilder {
   const RankGroups& groups_;
   std::string name_;
   int64_t block_;
+  bool bruck_;
+  int windows_;
+  int64_t throttle_;
   int32_t gatherTag_, exchangeTag_, scatterTag_;
   std::optional<Segment> sendSegment_, recvSegment_;
   std::unique_ptr<StagedPlan> plan_;
   std::byte *sendStage_ = nullptr, *recvStage_ = nullptr, *gather_ = nullptr, *exchanged_ = nullptr;
-  std::vector<int64_t> leaderOffset_;  // per local rank, in blocks (leaders only)
+  std::vector<NodeBlock> nodeBlocks_;  // leaders only: per handled node, ascending
   std::vector<BlockCopy> packs_, unpacks_, ownUnpacks_;
 };
-
-// Every rank's arguments must be valid and agree, and the groups must be
-// consistent (every member reports the same size, and ranks 0 .. size - 1
-// once each): the messages carry packed bytes, so this is where a mismatch
-// is caught, on every rank alike. Returns every rank's group and index.
-Result<RankGroups> agreeOnArguments(Communicator& comm, const Result<AlltoallArgs>& args, int leaders,
-                                    const GroupPlace& place, const std::string& name) {
-  constexpr size_t kFields = 8;
-  int64_t mine[kFields] = {args.isOk() && leaders >= 1 ? 1 : 0, 0, 0, 0, leaders, place.group, place.rank, place.size};
-  if (args.isOk()) {
-    IBDT_ASSIGN_OR_RETURN(datatype::Signature signature, datatype::signature(args->sendtype, args->sendcount));
-    mine[1] = static_cast<int64_t>(signature.hash);
-    mine[2] = signature.elements;
-    mine[3] = args->bytes;
-  }
-  std::vector<int64_t> all(kFields * static_cast<size_t>(comm.size()));
-  IBDT_RETURN_IF_ERROR(allgather(comm, mine, kFields, all.data()));
-  if (!args.isOk()) return args.status();
-  if (leaders < 1) return makeError(Code::kInvalidArgument, name, ": ", leaders, " leaders per node (at least 1)");
-  RankGroups groups;
-  std::map<std::pair<int64_t, int64_t>, int> seen;  // (group, index) -> rank
-  for (int r = 0; r < comm.size(); ++r) {
-    const int64_t* theirs = &all[kFields * static_cast<size_t>(r)];
-    if (theirs[0] == 0) return makeError(Code::kInvalidArgument, name, ": rank ", r, " refused its arguments");
-    if (theirs[4] != leaders) {
-      return makeError(Code::kInvalidArgument, name, ": rank ", comm.rank(), " asks for ", leaders,
-                       " leaders per node, rank ", r, " for ", theirs[4]);
-    }
-    if (!std::equal(mine + 1, mine + 4, theirs + 1)) {
-      return makeError(Code::kInvalidArgument, name, ": rank ", comm.rank(), "'s blocks (", mine[3], " bytes, ",
-                       mine[2], " basic elements) do not match rank ", r, "'s (", theirs[3], " bytes, ", theirs[2],
-                       " basic elements); every pair must match exactly");
-    }
-    if (theirs[6] < 0 || theirs[6] >= theirs[7] || !seen.emplace(std::make_pair(theirs[5], theirs[6]), r).second) {
-      return makeError(Code::kInvalidArgument, name, ": rank ", r, " is rank ", theirs[6], " of ", theirs[7],
-                       " in its group, which another rank is too (the groups must partition the communicator)");
-    }
-    groups.group.push_back(static_cast<int>(theirs[5]));
-    groups.rank.push_back(static_cast<int>(theirs[6]));
-  }
-  for (int r = 0; r < comm.size(); ++r) {  // every index below the size taken, by ranks reporting that size
-    const int64_t* theirs = &all[kFields * static_cast<size_t>(r)];
-    for (int64_t index = 0; index < theirs[7]; ++index) {
-      auto member = seen.find({theirs[5], index});
-      if (member == seen.end() || all[kFields * static_cast<size_t>(member->second) + 7] != theirs[7]) {
-        return makeError(Code::kInvalidArgument, name, ": rank ", r, "'s group of ", theirs[7],
-                         " ranks has no consistent rank ", index, " (the groups must partition the communicator)");
-      }
-    }
-  }
-  return groups;
-}
 
 }  // namespace
 
 Result<std::unique_ptr<PlanImpl>> makeNodeMergedAlltoall(Communicator& comm, const Result<AlltoallArgs>& args,
-                                                         int leaders, const GroupPlace& place, std::string name) {
-  IBDT_ASSIGN_OR_RETURN(RankGroups groups, agreeOnArguments(comm, args, leaders, place, name));
-  return MergedBuilder(comm, *args, leaders, groups, std::move(name)).build();
+                                                         const AlltoallOptions& options, const GroupPlace& place,
+                                                         std::string name) {
+  IBDT_ASSIGN_OR_RETURN(HierarchicalAgreement agreed, agreeOnHierarchical(comm, args, options, place, name));
+  return MergedBuilder(comm, *args, options, agreed, std::move(name)).build();
 }
 
 Result<std::unique_ptr<PlanImpl>> makeHierarchicalAlltoall(Communicator& comm, const Result<AlltoallArgs>& args,
-                                                           int leaders) {
-  return makeNodeMergedAlltoall(comm, args, leaders, {0, comm.rank(), comm.size()}, "hierarchical");
+                                                           const AlltoallOptions& options) {
+  return makeNodeMergedAlltoall(comm, args, options, {0, comm.rank(), comm.size()}, "hierarchical");
 }
 
 }  // namespace ibdt::collectives

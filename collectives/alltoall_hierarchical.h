@@ -11,13 +11,14 @@
 
 namespace ibdt::collectives {
 
-// Gather at up to `leaders` ranks per node, direct exchange between the
-// leaders of different nodes, scatter on the node. Collective at init: the
-// ranks compare their arguments (an allgather of whether checkAlltoallArgs()
-// accepted them, the type signature and `leaders`), so bad arguments or a
-// mismatch on any rank fail init on every rank.
+// Gather at up to `options.leaders` ranks per node, exchange between the
+// leaders of different nodes (direct or Bruck, options.leaderExchange),
+// scatter on the node. Collective at init: the ranks compare their
+// arguments (an allgather of whether checkAlltoallArgs() accepted them, the
+// type signature, the leaders and the leader exchange), so bad arguments or
+// a mismatch on any rank fail init on every rank.
 Result<std::unique_ptr<PlanImpl>> makeHierarchicalAlltoall(Communicator& comm, const Result<AlltoallArgs>& args,
-                                                           int leaders);
+                                                           const AlltoallOptions& options);
 
 // Where a rank's alltoall happens: its group (equal on the group's ranks,
 // unique among groups) and its index and the group's size; blocks are
@@ -35,6 +36,19 @@ struct RankGroups {
 // the gather, exchange and scatter above carry only pairs of one group.
 // Collective over `comm`; every rank's blocks must have one signature.
 Result<std::unique_ptr<PlanImpl>> makeNodeMergedAlltoall(Communicator& comm, const Result<AlltoallArgs>& args,
-                                                         int leaders, const GroupPlace& place, std::string name);
+                                                         const AlltoallOptions& options, const GroupPlace& place,
+                                                         std::string name);
+
+// What every rank agreed on at init (alltoall_hierarchical_agreement.cc).
+struct HierarchicalAgreement {
+  RankGroups groups;
+  LeaderExchange exchange = LeaderExchange::kDirect;  // resolved: direct or Bruck
+};
+// The allgather that checks every rank's arguments against the others'
+// (kInvalidArgument naming the rank and what differs, on every rank) and
+// resolves kAuto by rank 0's cost model.
+Result<HierarchicalAgreement> agreeOnHierarchical(Communicator& comm, const Result<AlltoallArgs>& args,
+                                                  const AlltoallOptions& options, const GroupPlace& place,
+                                                  const std::string& name);
 
 }  // namespace ibdt::collectives

@@ -17,7 +17,7 @@ Result<Plan> multipleAlltoallInit(Communicator& comm, Communicator& row, const v
   // no two share it. A bad argument still takes part in the agreement, so
   // every rank fails instead of waiting.
   const GroupPlace place{row.contextRank(0), row.rank(), row.size()};
-  IBDT_ASSIGN_OR_RETURN(auto plan, makeNodeMergedAlltoall(comm, args, options.leaders, place, "multiple alltoall"));
+  IBDT_ASSIGN_OR_RETURN(auto plan, makeNodeMergedAlltoall(comm, args, options, place, "multiple alltoall"));
   return Plan(std::move(plan));
 }
 

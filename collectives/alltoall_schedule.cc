@@ -75,14 +75,30 @@ struct Nodes {
   }
 };
 
-// Gather at the leaders (round 0), leaders exchange (1), scatter (2).
+}  // namespace
+
+int leaderExchangeWindows(int nodes, int64_t throttle) {
+  if (throttle <= 0 || nodes <= 1) return 1;
+  return static_cast<int>((nodes - 1 + throttle - 1) / throttle);
+}
+
+int leaderExchangeWindow(int distance, int64_t throttle) {
+  return throttle > 0 ? 1 + static_cast<int>((distance - 1) / throttle) : 1;
+}
+
+namespace {
+
+// Gather at the leaders (round 0), leaders exchange directly (rounds 1 ..
+// W: the node pairs at distance d = (n - node) mod N in window ceil(d / t),
+// t the throttle, 0: one window), scatter (W + 1).
 AlltoallSchedule hierarchical(const ScheduleShape& s) {
   const Nodes nodes{s.ranks, s.ranksPerNode, s.leaders};
   const int node = s.rank / s.ranksPerNode, local = s.rank % s.ranksPerNode;
   const int leaders = nodes.leaders(node);
+  auto window = [&](int distance) { return static_cast<size_t>(leaderExchangeWindow(distance, s.throttle)); };
   AlltoallSchedule schedule;
-  schedule.rounds.resize(3);
-  ScheduleRound &gather = schedule.rounds[0], &exchange = schedule.rounds[1], &scatter = schedule.rounds[2];
+  schedule.rounds.resize(static_cast<size_t>(leaderExchangeWindows(nodes.count(), s.throttle)) + 2);
+  ScheduleRound &gather = schedule.rounds.front(), &scatter = schedule.rounds.back();
   for (int j = 0; j < leaders; ++j) {
     if (j == local) continue;
     const int64_t bytes = nodes.blocksVia(node, j) * s.blockBytes;
@@ -100,8 +116,9 @@ AlltoallSchedule hierarchical(const ScheduleShape& s) {
     if (n == node) continue;  // the blocks that stay on the node: a local copy
     const int partner = nodes.leaderRank(n, node % nodes.leaders(n));
     const int64_t bytes = int64_t{nodes.size(node)} * nodes.size(n) * s.blockBytes;
-    exchange.sends.push_back({partner, bytes});
-    exchange.recvs.push_back({partner, bytes});
+    const int count = nodes.count();
+    schedule.rounds[window((n - node + count) % count)].sends.push_back({partner, bytes});
+    schedule.rounds[window((node - n + count) % count)].recvs.push_back({partner, bytes});
   }
   return schedule;
 }

@@ -46,10 +46,17 @@ struct ScheduleShape {
   int rank = 0;
   int64_t blockBytes = 0;
   int64_t radix = 2;      // kBruckRadix
-  int64_t throttle = 0;   // kPairwise (0: unlimited)
+  int64_t throttle = 0;   // kPairwise: rounds in flight; kHierarchical: node pairs per leader (0: unlimited)
   int ranksPerNode = 1;   // kHierarchical: rank r is on node r / ranksPerNode
   int leaders = 1;        // kHierarchical: leaders per node
 };
+
+// The hierarchical alltoall's direct leader exchange (the plan and its
+// schedule): ceil((nodes - 1) / throttle) windows (1 when throttle is 0),
+// and the window, from 1, of the node pair `distance` = (n - node) mod N
+// apart (the same on every leader, which keeps the windows deadlock-free).
+int leaderExchangeWindows(int nodes, int64_t throttle);
+int leaderExchangeWindow(int distance, int64_t throttle);
 
 // The rounds `shape.rank` runs. kBruckBasic/Modified/ZeroCopy are radix 2;
 // kAuto is not an algorithm (kInvalidArgument), nor are out-of-range shapes.

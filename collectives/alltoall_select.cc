@@ -89,8 +89,49 @@ void AlltoallCostModel::setInit(AlltoallAlgorithm algorithm, const messaging::Co
   initPresent_[i] = true;
 }
 
+void AlltoallCostModel::setSamples(AlltoallAlgorithm algorithm, std::vector<messaging::CollectiveSample> samples) {
+  const size_t i = slot(algorithm);
+  if (i < samples_.size()) samples_[i] = std::move(samples);
+}
+
+void AlltoallCostModel::setInitSamples(AlltoallAlgorithm algorithm, std::vector<messaging::CollectiveSample> samples) {
+  const size_t i = slot(algorithm);
+  if (i < initSamples_.size()) initSamples_[i] = std::move(samples);
+}
+
+std::optional<double> sampledNs(const std::vector<messaging::CollectiveSample>& samples, int p, int64_t blockBytes) {
+  if (blockBytes <= 0) return std::nullopt;
+  const messaging::CollectiveSample* below = nullptr;  // the largest timed size <= blockBytes
+  const messaging::CollectiveSample* above = nullptr;  // the smallest timed size >= blockBytes
+  for (const messaging::CollectiveSample& sample : samples) {
+    if (sample.ranks != p || sample.blockBytes <= 0 || sample.ns <= 0) continue;
+    if (sample.blockBytes <= blockBytes && (below == nullptr || sample.blockBytes > below->blockBytes)) below = &sample;
+    if (sample.blockBytes >= blockBytes && (above == nullptr || sample.blockBytes < above->blockBytes)) above = &sample;
+  }
+  if (below == nullptr || above == nullptr) return std::nullopt;
+  if (below->blockBytes == above->blockBytes) return below->ns;
+  const double at = std::log(double(blockBytes) / double(below->blockBytes)) /
+                    std::log(double(above->blockBytes) / double(below->blockBytes));
+  return below->ns * std::pow(above->ns / below->ns, at);
+}
+
+namespace {
+// bruck-radix was timed at kTunedRadix only; every other algorithm has one schedule per p.
+bool samplesApply(AlltoallAlgorithm algorithm, int64_t radix) {
+  return algorithm != AlltoallAlgorithm::kBruckRadix || radix == kTunedRadix;
+}
+}  // namespace
+
+bool AlltoallCostModel::sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
+  return has(algorithm) && samplesApply(algorithm, radix) &&
+         sampledNs(samples_[slot(algorithm)], p, blockBytes).has_value();
+}
+
 double AlltoallCostModel::predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
   if (!hasInit(algorithm)) return 0;
+  if (samplesApply(algorithm, radix)) {
+    if (auto ns = sampledNs(initSamples_[slot(algorithm)], p, blockBytes)) return *ns;
+  }
   const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
   return std::max(0.0, initCosts_[slot(algorithm)].ns(volume.messages, volume.bytes));
 }
@@ -107,8 +148,14 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
   model.fromFile_ = true;
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     for (const messaging::CollectiveFit& fit : tuning->collectives) {
-      if (fit.name == alltoallFitName(algorithm)) model.set(algorithm, fit.cost);
-      if (fit.name == alltoallInitFitName(algorithm)) model.setInit(algorithm, fit.cost);
+      if (fit.name == alltoallFitName(algorithm)) {
+        model.set(algorithm, fit.cost);
+        model.setSamples(algorithm, fit.samples);
+      }
+      if (fit.name == alltoallInitFitName(algorithm)) {
+        model.setInit(algorithm, fit.cost);
+        model.setInitSamples(algorithm, fit.samples);
+      }
     }
   }
   return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
@@ -119,6 +166,9 @@ double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, 
   if (!has(algorithm)) return std::numeric_limits<double>::infinity();
   const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
   const double network = nodes > 1 ? networkRoundNs_ * volume.rounds : 0;
+  if (samplesApply(algorithm, radix)) {
+    if (auto ns = sampledNs(samples_[slot(algorithm)], p, blockBytes)) return *ns + network;
+  }
   return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
 }
 
@@ -135,9 +185,16 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   AlltoallChoice best;
   best.predictedNs = price(AlltoallAlgorithm::kPairwise, 2);
   if (p <= 1 || blockBytes == 0) return best;
+  const AlltoallChoice pairwise = best;
+  // Measured here: only what was measured here competes (a fit does not
+  // compare with timings), and must beat pairwise by the margin (kSampledMargin).
+  const bool measured = model.sampled(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
+  const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin) : pairwise.predictedNs;
+  best.predictedNs = std::numeric_limits<double>::infinity();
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
+    if (measured && !model.sampled(algorithm, radix, p, blockBytes)) return;
     const double ns = price(algorithm, radix);
-    if (ns < best.predictedNs) best = {algorithm, radix, ns};
+    if (ns < toBeat && ns < best.predictedNs) best = {algorithm, radix, ns};
   };
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     if (algorithm == AlltoallAlgorithm::kDirectWrite) {
@@ -156,7 +213,14 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
       consider(algorithm, 2);
     }
   }
-  return best;
+  return std::isinf(best.predictedNs) ? pairwise : best;
+}
+
+LeaderExchange selectLeaderExchange(const AlltoallCostModel& model, int nodes, int64_t nodeBlockBytes) {
+  if (nodes <= 2) return LeaderExchange::kDirect;  // one exchange either way; direct copies nothing
+  const double direct = model.predictNs(AlltoallAlgorithm::kPairwise, 2, nodes, nodeBlockBytes, nodes);
+  const double bruck = model.predictNs(AlltoallAlgorithm::kBruckZeroCopy, 2, nodes, nodeBlockBytes, nodes);
+  return bruck < direct ? LeaderExchange::kBruck : LeaderExchange::kDirect;
 }
 
 }  // namespace ibdt::collectives

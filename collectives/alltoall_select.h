@@ -6,21 +6,35 @@
 // where `messages` and `bytes` are what one rank sends in one call for p
 // ranks and blocks of b bytes (computed exactly per algorithm), and the
 // three coefficients per algorithm come from the tuning file ibdt-tune
-// wrote on this machine (fitted to alltoalls it timed at 2..4 ranks), or
-// from the built-in defaults without one. The cheapest wins; the choice is
+// wrote on this machine (fitted to alltoalls it timed at 2..8 ranks), or
+// from the built-in defaults without one. Where the file has the timings
+// themselves (format_version 3) they price the algorithm at the ranks and
+// sizes they cover instead of the fit. The cheapest wins; the choice is
 // a pure function of (model, p, b), so every rank that loaded the same file
 // chooses the same (alltoall.cc agrees across nodes, whose files may differ).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ibdt/collectives.h"
 #include "transport/messaging/tuning.h"
 
 namespace ibdt::collectives {
+
+// The radix ibdt-tune times bruck-radix at: 3 gives 2 and 1 rounds of 2
+// messages at p = 4 and 3 (radix 4 would be pairwise's one round of p - 1).
+// Its samples price this radix only; the others use the fit.
+inline constexpr int64_t kTunedRadix = 3;
+// Where the samples price pairwise, another algorithm replaces it only when
+// it measured at least this fraction below it: within the 10 % the choice
+// aims for, pairwise (no copies, no round waiting for its partner) stays, so
+// a sample's noise does not flip the choice to a form that is no faster.
+inline constexpr double kSampledMargin = 0.10;
 
 // The radixes kAuto considers for bruck-radix (below p only: r >= p is one
 // round of p - 1 messages, pairwise's schedule).
@@ -78,9 +92,15 @@ class AlltoallCostModel {
     return has(algorithm) ? &costs_[slot(algorithm)] : nullptr;
   }
   // +infinity for an algorithm the model lacks. `nodes` > 1: every round
-  // also pays networkRoundNs().
+  // also pays networkRoundNs(). Priced by the algorithm's samples where
+  // they cover (p, blockBytes) (sampledNs), else by its fit.
   double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
+  // Whether predictNs comes from the samples at (p, blockBytes).
+  bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
+  // The timings the fit was made from (format_version 3 files).
+  void setSamples(AlltoallAlgorithm algorithm, std::vector<messaging::CollectiveSample> samples);
+  void setInitSamples(AlltoallAlgorithm algorithm, std::vector<messaging::CollectiveSample> samples);
   // Plan creation (init + destroy) by the same expression; measured by
   // ibdt-tune, absent from the built-in model.
   bool hasInit(AlltoallAlgorithm algorithm) const;
@@ -96,6 +116,8 @@ class AlltoallCostModel {
   std::array<bool, kPricedAlltoalls.size()> present_{};
   std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> initCosts_{};
   std::array<bool, kPricedAlltoalls.size()> initPresent_{};
+  std::array<std::vector<messaging::CollectiveSample>, kPricedAlltoalls.size()> samples_{};
+  std::array<std::vector<messaging::CollectiveSample>, kPricedAlltoalls.size()> initSamples_{};
   bool fromFile_ = false;
   double networkRoundNs_ = kBuiltInNetworkRoundNs;
 };
@@ -109,6 +131,12 @@ struct AlltoallChoice {
   static AlltoallChoice fromCode(int64_t code);
 };
 
+// The time `samples` give for p ranks and blocks of `blockBytes`: the
+// sample itself at a timed size, interpolated log-log (a power law) between
+// the two timed sizes around it at the same p; nothing outside the sizes
+// timed at p, at a p not timed, or for empty blocks.
+std::optional<double> sampledNs(const std::vector<messaging::CollectiveSample>& samples, int p, int64_t blockBytes);
+
 // The cheapest candidate for p ranks and blocks of `blockBytes` (pairwise
 // for p = 1 or empty blocks; at p = 2 pairwise or direct-write, as every
 // Bruck form is pairwise's single exchange plus copies).
@@ -117,10 +145,20 @@ struct AlltoallChoice {
 // whose init exchanges keys, is a candidate.
 // `nodes`: how many nodes the p ranks span (rounds between nodes cost a
 // network latency each).
+// Where pairwise's price is sampled, only sampled candidates compete (at a
+// p beyond 4 that ibdt-tune timed, radix 4 and 8, priced by the fit, do
+// not), and one must be priced at least kSampledMargin below pairwise to
+// replace it.
 // `perCall`: the plan runs once (the blocking call): every candidate is
 // priced at its run plus its measured init, and direct-write, whose init
 // is the most costly, is a candidate only when the model measured that init.
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true,
                               int nodes = 1, bool perCall = false);
+
+// The hierarchical alltoall's leader exchange among `nodes` leaders trading
+// node-blocks of `nodeBlockBytes`: direct (priced as pairwise) or Bruck
+// (priced as zero-copy Bruck, which it runs), every round between nodes
+// paying networkRoundNs(). Direct where the model lacks zero-copy Bruck.
+LeaderExchange selectLeaderExchange(const AlltoallCostModel& model, int nodes, int64_t nodeBlockBytes);
 
 }  // namespace ibdt::collectives

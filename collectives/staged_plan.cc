@@ -28,7 +28,23 @@ Status StagedPlan::addRecv(size_t stage, void* buf, int64_t count, const datatyp
 
 void StagedPlan::setBefore(size_t stage, std::function<Status()> work) { before_[stage] = std::move(work); }
 
+void StagedPlan::addSubPlan(size_t stage, std::unique_ptr<PlanImpl> plan) {
+  subPlans_.push_back({std::move(plan), stage});
+}
+
+Communicator& StagedPlan::keep(std::unique_ptr<Communicator> comm) {
+  kept_.push_back(std::move(comm));
+  return *kept_.back();
+}
+
+int64_t StagedPlan::peakExtraBytes() const {
+  int64_t bytes = scratchBytes_;
+  for (const SubPlan& sub : subPlans_) bytes += sub.plan->peakExtraBytes();
+  return bytes;
+}
+
 std::byte* StagedPlan::scratch(size_t bytes) {
+  scratchBytes_ += static_cast<int64_t>(bytes);
   scratch_.push_back(std::make_unique<std::byte[]>(std::max<size_t>(bytes, 1)));
   return scratch_.back().get();
 }
@@ -55,6 +71,7 @@ Status StagedPlan::start() {
   outcome_ = Status::ok();
   begun_ = recvDone_ = sendsStarted_ = sendDone_ = 0;
   active_ = true;
+  for (SubPlan& sub : subPlans_) sub.running = false;
   for (Transfer& recv : recvs_) {
     Status status = ctx_.start(recv.request);
     recv.pending = status.isOk();
@@ -77,7 +94,31 @@ void StagedPlan::begin(size_t stage) {
     send.pending = status.isOk();
     note(std::move(status), send);
   }
+  for (SubPlan& sub : subPlans_) {
+    if (sub.stage != stage) continue;
+    Status status = sub.plan->start();
+    sub.running = status.isOk();
+    noteSubPlan(std::move(status), stage);
+  }
   begun_ = stage + 1;
+}
+
+Result<bool> StagedPlan::subPlansDone(size_t stage, bool& progressed) {
+  for (SubPlan& sub : subPlans_) {
+    if (sub.stage > stage || !sub.running) continue;
+    IBDT_ASSIGN_OR_RETURN(PollResult result, sub.plan->poll());
+    progressed = progressed || result.progressed;
+    if (!result.done) return false;
+    sub.running = false;
+    noteSubPlan(sub.plan->outcome(), sub.stage);
+    progressed = true;
+  }
+  return true;
+}
+
+void StagedPlan::noteSubPlan(Status status, size_t stage) {
+  if (status.isOk() || !outcome_.isOk()) return;
+  outcome_ = makeError(status.code(), name_, " rank ", comm_.rank(), ", stage ", stage, ": ", status.message());
 }
 
 Result<bool> StagedPlan::collect(std::vector<Transfer>& transfers, size_t& done, size_t end, bool& progressed) {
@@ -98,11 +139,15 @@ Result<PollResult> StagedPlan::poll() {
   while (begun_ < before_.size()) {
     IBDT_ASSIGN_OR_RETURN(bool arrived, collect(recvs_, recvDone_, recvEnd_[begun_ - 1], result.progressed));
     if (!arrived) return result;
+    IBDT_ASSIGN_OR_RETURN(bool subDone, subPlansDone(begun_ - 1, result.progressed));
+    if (!subDone) return result;
     begin(begun_);
     result.progressed = true;
   }
   IBDT_ASSIGN_OR_RETURN(bool received, collect(recvs_, recvDone_, recvs_.size(), result.progressed));
   if (!received) return result;
+  IBDT_ASSIGN_OR_RETURN(bool subDone, subPlansDone(before_.size(), result.progressed));
+  if (!subDone) return result;
   IBDT_ASSIGN_OR_RETURN(bool sent, collect(sends_, sendDone_, sendsStarted_, result.progressed));
   if (!sent) return result;
   result.done = true;
@@ -112,16 +157,23 @@ Result<PollResult> StagedPlan::poll() {
 
 // Waits on the request the schedule needs next: the oldest receive, else
 // the oldest send; messaging's wait progresses the others meanwhile.
+// A running sub-plan is what the next stage waits for (its stage began, so
+// the receives before it arrived): its own block.
 Status StagedPlan::block(Deadline deadline) {
+  for (SubPlan& sub : subPlans_) {
+    if (sub.running) return sub.plan->block(deadline);
+  }
   Transfer* next = nullptr;
-  if (recvDone_ < recvs_.size()) next = &recvs_[recvDone_];
-  else if (sendDone_ < sendsStarted_) next = &sends_[sendDone_];
+  if (recvDone_ < recvs_.size())
+    next = &recvs_[recvDone_];
+  else if (sendDone_ < sendsStarted_)
+    next = &sends_[sendDone_];
   if (next == nullptr || !next->pending) return Status::ok();
   Status status;
   IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, next->request, deadline, status));
   if (!done) {  // the wait gave up: the run stays active
-    return makeError(Code::kTimeout, name_, " rank ", comm_.rank(), ": stage ", next->stage, " did not complete in time (",
-                     next->send ? "send to" : "receive from", " rank ", next->peer, ")");
+    return makeError(Code::kTimeout, name_, " rank ", comm_.rank(), ": stage ", next->stage,
+                     " did not complete in time (", next->send ? "send to" : "receive from", " rank ", next->peer, ")");
   }
   next->pending = false;
   note(std::move(status), *next);
@@ -134,6 +186,10 @@ void StagedPlan::abandon() {
     recv.pending = false;
   }
   for (Transfer& send : sends_) send.pending = false;
+  for (SubPlan& sub : subPlans_) {
+    if (sub.running) sub.plan->abandon();
+    sub.running = false;
+  }
   active_ = false;
 }
 

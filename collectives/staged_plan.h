@@ -9,8 +9,11 @@
 // one tag match in stage order, the order that peer sends them. The run
 // completes when the last stage began and every request completed. A failed
 // request still lets the later stages run (no peer is left waiting); the
-// first error is the run's outcome. Requests are persistent and buffers are
-// allocated at init, so a run allocates nothing.
+// first error is the run's outcome. A stage may also run a whole plan (the
+// hierarchical alltoall's Bruck between leaders, on another communicator):
+// started when the stage begins, after its sends; the next stage begins once
+// it is done too. Requests are persistent and buffers are allocated at
+// init, so a run allocates nothing.
 #pragma once
 
 #include <cstddef>
@@ -30,11 +33,14 @@ class StagedPlan final : public PlanImpl {
 
   // --- init ---
   // A message of count x type to / from communicator rank `peer`.
-  Status addSend(size_t stage, const void* buf, int64_t count, const datatype::Datatype& type, int peer,
-                 int32_t tag);
+  Status addSend(size_t stage, const void* buf, int64_t count, const datatype::Datatype& type, int peer, int32_t tag);
   Status addRecv(size_t stage, void* buf, int64_t count, const datatype::Datatype& type, int peer, int32_t tag);
   // Local work run when `stage` begins (must not allocate).
   void setBefore(size_t stage, std::function<Status()> work);
+  // A plan started when `stage` begins (it must not allocate either).
+  void addSubPlan(size_t stage, std::unique_ptr<PlanImpl> plan);
+  // Keeps a communicator a sub-plan runs on for the plan's lifetime.
+  Communicator& keep(std::unique_ptr<Communicator> comm);
   // A zeroed buffer owned by the plan (stable address).
   std::byte* scratch(size_t bytes);
 
@@ -46,6 +52,7 @@ class StagedPlan final : public PlanImpl {
   bool active() const override { return active_; }
   void abandon() override;
   std::string_view algorithm() const override { return name_; }
+  int64_t peakExtraBytes() const override;
 
  private:
   struct Transfer {
@@ -56,19 +63,31 @@ class StagedPlan final : public PlanImpl {
     bool pending = false;
   };
 
+  struct SubPlan {
+    std::unique_ptr<PlanImpl> plan;
+    size_t stage;
+    bool running = false;
+  };
+
   void sortByStage();
+  // Polls the sub-plans of stages <= `stage`; whether all of them are done.
+  Result<bool> subPlansDone(size_t stage, bool& progressed);
   void begin(size_t stage);
   // Collects transfers[done..end) in order; false at the first still pending.
   Result<bool> collect(std::vector<Transfer>& transfers, size_t& done, size_t end, bool& progressed);
   void note(Status status, const Transfer& transfer);
+  void noteSubPlan(Status status, size_t stage);
 
   const Communicator& comm_;
   messaging::Context& ctx_;
   std::string name_;
-  std::vector<std::function<Status()>> before_;  // per stage
-  std::vector<Transfer> recvs_, sends_;  // sorted by stage at the first start()
-  std::vector<size_t> recvEnd_, sendEnd_;  // transfers of stages <= s end here
+  std::vector<std::function<Status()>> before_;      // per stage
+  std::vector<Transfer> recvs_, sends_;              // sorted by stage at the first start()
+  std::vector<size_t> recvEnd_, sendEnd_;            // transfers of stages <= s end here
+  std::vector<std::unique_ptr<Communicator>> kept_;  // outlives subPlans_ (declared before)
+  std::vector<SubPlan> subPlans_;
   std::vector<std::unique_ptr<std::byte[]>> scratch_;
+  int64_t scratchBytes_ = 0;
   bool sorted_ = false;
   size_t begun_ = 0;     // stages begun
   size_t recvDone_ = 0;  // receives collected, in stage order

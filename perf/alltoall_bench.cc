@@ -71,6 +71,14 @@ Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOption
     options.algorithm = collectives::AlltoallAlgorithm::kBruckRadix;
     return options;
   }
+  // hierarchical-direct / hierarchical-bruck: the leaders' exchange forced.
+  for (auto exchange : {collectives::LeaderExchange::kDirect, collectives::LeaderExchange::kBruck}) {
+    if (name == "hierarchical-" + std::string(collectives::leaderExchangeName(exchange))) {
+      options.algorithm = collectives::AlltoallAlgorithm::kHierarchical;
+      options.leaderExchange = exchange;
+      return options;
+    }
+  }
   IBDT_ASSIGN_OR_RETURN(options.algorithm, collectives::parseAlltoallAlgorithm(name));
   return options;
 }
@@ -403,7 +411,9 @@ void runAlltoall(const BenchOptions& options, const CommonOptions& common) {
                           " provider, one core each where they fit (as mpirun binds), started by ibdt's barrier");
   if (options.nodes > 1) {
     report.note("ibdt hierarchical", "gather at " + std::to_string(defaults.leaders) +
-                                       " leader(s) per node, direct exchange, scatter, on " +
+                                       " leader(s) per node, exchange between the leaders (direct, at most the "
+                                       "throttle's node pairs in flight, or Bruck; plain hierarchical: "
+                                       "IBDT_ALLTOALL_LEADER_EXCHANGE), scatter, on " +
                                        std::to_string(options.nodes) +
                                        " simulated nodes (ranks in blocks); node-local traffic through the same provider");
   }
@@ -434,7 +444,8 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--provider", options->provider, "fabric provider (auto, shm, verbs)");
   sub->add_option("--algorithm", options->algorithms,
                   "ibdt algorithms, repeatable (default auto): auto, pairwise, bruck-basic, bruck-modified, "
-                  "bruck-zero-copy, bruck-radix-<r>, hierarchical, direct-write")
+                  "bruck-zero-copy, bruck-radix-<r>, hierarchical (its leader exchange auto), "
+                  "hierarchical-direct, hierarchical-bruck, direct-write")
       ->check([](const std::string& text) {
         auto parsed = algorithmOptions(text, AlltoallOptions{});
         return parsed.isOk() ? std::string() : parsed.status().toString();

@@ -49,6 +49,7 @@ messaging::EagerShape eagerShapeOf(int ranks) {
 struct Smaps {
   double rssKiB = 0;
   double pssKiB = 0;
+  double pinnedKiB = 0;  // /proc/self/status VmPin: what the rank's registrations pin (verbs)
 };
 
 Smaps readSmaps() {
@@ -62,6 +63,13 @@ Smaps readSmaps() {
     if (std::sscanf(line, "Pss: %lf kB", &value) == 1) out.pssKiB = value;
   }
   std::fclose(file);
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    while (std::fgets(line, sizeof line, status) != nullptr) {
+      double value = 0;
+      if (std::sscanf(line, "VmPin: %lf kB", &value) == 1) out.pinnedKiB = value;
+    }
+    std::fclose(status);
+  }
   return out;
 }
 
@@ -99,7 +107,7 @@ Status allToAll(Context& context, int rank, int size, std::vector<uint8_t>& send
 struct RankResult {
   std::vector<double> halfRoundTrip;  // seconds, rank 0 only
   std::vector<double> idleProgress;   // seconds per Context::progress() with nothing to do, rank 0 only
-  std::vector<double> rssGrowth, pssGrowth;  // KiB, one per rank (rank 0 only)
+  std::vector<double> rssGrowth, pssGrowth, pinned;  // KiB, one per rank (rank 0 only)
 };
 
 Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options, int warmup, int reps,
@@ -143,14 +151,15 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
   Smaps before = readSmaps();
   for (int round = 0; round < options.rounds; ++round) IBDT_RETURN_IF_ERROR(allToAll(*context, rank, size, send, recv));
   Smaps after = readSmaps();
-  double growth[2] = {after.rssKiB - before.rssKiB, after.pssKiB - before.pssKiB};
+  double growth[3] = {after.rssKiB - before.rssKiB, after.pssKiB - before.pssKiB, after.pinnedKiB};
   IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(growth), sizeof growth}));
   for (const auto& each : all) {
     if (each.size() != sizeof growth) return makeError(Code::kProtocol, "idle-peers bench: growth size");
-    double theirs[2];
+    double theirs[3];
     std::memcpy(theirs, each.data(), sizeof theirs);
     result.rssGrowth.push_back(theirs[0]);
     result.pssGrowth.push_back(theirs[1]);
+    result.pinned.push_back(theirs[2]);
   }
   return context->close();
 }
@@ -166,7 +175,7 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
               {"ranks", "median", "min", "max"});
   Report memory("idle peers memory: resident growth per rank over an all-to-all of 32 KiB blocks (KiB)",
                 {"ranks", "connected peers", "credits per peer", "eager limit", "Pss median", "Pss min", "Pss max", "Rss median",
-                 "Rss max"});
+                 "Rss max", "pinned median"});
   double baseline = 0;
   for (int ranks : options.ranks) {
     RankResult result;
@@ -189,7 +198,8 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
     const messaging::EagerShape eager = eagerShapeOf(ranks);
     memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"credits per peer", eager.credits},
                 {"eager limit", eager.eagerLimit}, {"Pss median", pss.median}, {"Pss min", pss.min},
-                {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max}});
+                {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max},
+                {"pinned median", summarize(result.pinned).median}});
   }
   for (Report* report : {&latency, &idle, &memory}) {
     report->note("machine", machineDescription());

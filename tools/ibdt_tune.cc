@@ -33,7 +33,9 @@ struct TuneOptions {
   std::string provider = "shm";
   std::string output;  // empty: IBDT_TUNE_FILE (auto: the per-host default path)
   int reps = 15;
-  int alltoallRanks = 4;  // 0: no collective timings (a format_version 1 file)
+  // The largest rank count of `ibdt-bench alltoall` (2, 4, 8): its choices
+  // come from timings, not from the fit (docs/alltoall-selection.md).
+  int alltoallRanks = 8;  // 0: no collective timings (a format_version 1 file)
 };
 
 Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string& provider) {
@@ -109,7 +111,7 @@ void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasure
   }
   const auto model = collectives::AlltoallCostModel::fromTuning(&tuning);
   for (bool perCall : {false, true}) {
-    std::printf("\nalltoall auto, %s (beyond %d ranks: the model's extrapolation):\n",
+    std::printf("\nalltoall auto, %s (up to %d ranks: the timings between the sizes timed, else the fit; beyond: the fit):\n",
                 perCall ? "blocking (run + init)" : "persistent", measured.maxRanks);
     for (int p : {2, 3, 4, 8, 16, 64, 256}) {
       std::printf("  p=%-4d", p);

@@ -1,6 +1,6 @@
 // tools/tune_alltoall.h — the alltoall timings ibdt-tune fits for kAuto's
 // selection (docs/alltoall-selection.md): every modelled algorithm
-// (direct-write included) at 2..4 forked ranks and a few block sizes, each
+// (direct-write included) at 2..N forked ranks and a few block sizes, each
 // sample the slowest rank's median time per call, and per plan creation,
 // with the messages and bytes one rank sends.
 #pragma once
@@ -20,17 +20,20 @@ struct AlltoallSamples {
   // (samples) or per plan creation, init + destroy (initSamples).
   std::vector<messaging::TuningSample> samples;
   std::vector<messaging::TuningSample> initSamples;
+  // The same timings by ranks and block size, kept in the file (format_version 3).
+  std::vector<messaging::CollectiveSample> points;
+  std::vector<messaging::CollectiveSample> initPoints;
 };
 
 struct AlltoallMeasured {
   std::vector<AlltoallSamples> algorithms;
-  int minRanks = 2, maxRanks = 4;
+  int minRanks = 2, maxRanks = 8;
   std::vector<int64_t> blockBytes;
 };
 
 struct AlltoallMeasureOptions {
   std::string provider = "shm";
-  int maxRanks = 4;
+  int maxRanks = 8;
   int reps = 15;
   // The tuning file the timed ranks' Contexts load: the point-to-point fits
   // just written, so that the alltoalls are timed under the message paths

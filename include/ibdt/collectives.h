@@ -247,9 +247,16 @@ enum class AlltoallAlgorithm : uint8_t {
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm);
 Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name);
 
+// How the hierarchical alltoall's leaders exchange between nodes.
+enum class LeaderExchange : uint8_t { kAuto, kDirect, kBruck };
+// "auto", "direct", "bruck" (IBDT_ALLTOALL_LEADER_EXCHANGE's values).
+std::string_view leaderExchangeName(LeaderExchange exchange);
+
 struct AlltoallOptions {
   AlltoallAlgorithm algorithm = AlltoallAlgorithm::kAuto;
   // Pairwise: at most this many rounds in flight (0: all at once).
+  // Hierarchical with the direct leader exchange: at most this many node
+  // pairs in flight per leader (0: all at once).
   int64_t throttle = 8;
   // Bruck radix-r: r >= 2 (r - 1 messages per round, ceil(log_r p) rounds;
   // r >= p is one round of p - 1 messages).
@@ -257,6 +264,13 @@ struct AlltoallOptions {
   // Hierarchical: ranks per node that exchange between nodes (the first
   // local ranks; fewer when a node has fewer ranks).
   int leaders = 1;
+  // Hierarchical: how the leaders exchange between nodes
+  // (docs/alltoall-hierarchical.md). Direct: one message per node pair, at
+  // most `throttle` node pairs in flight per leader. Bruck: ceil(log2 N)
+  // rounds among the N leaders (one leader per node only). Auto: what the
+  // cost model prices cheaper for N nodes and the node-blocks' size (direct
+  // with several leaders per node).
+  LeaderExchange leaderExchange = LeaderExchange::kAuto;
 };
 // Whether alltoallInit with these options communicates, so every rank must
 // call it together (as MPI_Alltoall_init): hierarchical (it splits the
@@ -277,7 +291,9 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment();
 // received ones; sendcount and sendtype are ignored. Extra memory stays
 // bounded (docs/alltoall-bruck.md): pairwise packs one block per round in
 // flight, basic and modified Bruck permute through their p/2-block
-// intermediate buffer, zero-copy stages the p send blocks once per run. A
+// intermediate buffer, zero-copy stages the p send blocks once per run,
+// hierarchical stages 2p blocks per rank (and its leaders' node-blocks) in
+// place or not (docs/alltoall-hierarchical.md). A
 // sendbuf equal to recvbuf (when bytes move) is an error: use kInPlace.
 extern const std::byte kInPlaceMarker;
 inline constexpr const void* kInPlace = &kInPlaceMarker;
@@ -337,6 +353,8 @@ struct AlltoallvOptions {
   // kAuto: see above; in place when sendbuf is kInPlace.
   AlltoallvAlgorithm algorithm = AlltoallvAlgorithm::kAuto;
   // Pairwise: at most this many rounds in flight (0: all at once).
+  // Hierarchical with the direct leader exchange: at most this many node
+  // pairs in flight per leader (0: all at once).
   int64_t throttle = 8;
   // In place: auxiliary memory a in bytes (at least one element) split into
   // b = inplaceBuffers buffers (0: max(1, p / 8)).

@@ -101,10 +101,10 @@ std::string AlltoallBuffers::check(const std::vector<int>& skip) const {
     const bool skipThis = std::find(skip.begin(), skip.end(), from) != skip.end();
     const std::vector<uint8_t> sent = sendImage(from);  // what `from` packs for this rank
     for (int64_t k = 0; k < recvSide_.bytes(); ++k) {
-      const size_t at = static_cast<size_t>(recvBase_ + from * recvSide_.stride() +
-                                            recvSide_.offsets[static_cast<size_t>(k)]);
-      expected[at] = sent[static_cast<size_t>(sendBase_ + rank_ * sendSide_.stride() +
-                                              sendSide_.offsets[static_cast<size_t>(k)])];
+      const size_t at =
+          static_cast<size_t>(recvBase_ + from * recvSide_.stride() + recvSide_.offsets[static_cast<size_t>(k)]);
+      expected[at] =
+          sent[static_cast<size_t>(sendBase_ + rank_ * sendSide_.stride() + sendSide_.offsets[static_cast<size_t>(k)])];
       skipped[at] = skipThis;
     }
   }
@@ -117,12 +117,24 @@ std::string AlltoallBuffers::check(const std::vector<int>& skip) const {
   return "";
 }
 
-std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline) {
-  buffers.refill(run);
-  buffers.clearReceive();
+namespace {
+std::string startWaitCheck(Plan& plan, AlltoallBuffers& buffers, Deadline deadline) {
   if (Status status = plan.start(); !status.isOk()) return "start: " + status.toString();
   if (Status status = plan.wait(deadline); !status.isOk()) return "wait: " + status.toString();
   return buffers.check();
+}
+}  // namespace
+
+std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline) {
+  buffers.refill(run);
+  buffers.clearReceive();
+  return startWaitCheck(plan, buffers, deadline);
+}
+
+std::string runInPlaceChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline) {
+  buffers.refill(run);
+  buffers.loadInPlace();
+  return startWaitCheck(plan, buffers, deadline);
 }
 
 }  // namespace ibdt::collectives::testing

@@ -45,6 +45,18 @@ inline constexpr uint8_t kGuard = 0xA5;
 inline constexpr uint8_t kSendGap = 0x5A;
 inline constexpr int64_t kGuardBytes = 64;
 
+// Options forcing the hierarchical alltoall with `leaders` per node and the
+// leaders' exchange.
+inline AlltoallOptions hierarchical(int leaders, LeaderExchange exchange = LeaderExchange::kAuto,
+                                    int64_t throttle = 8) {
+  AlltoallOptions options;
+  options.algorithm = AlltoallAlgorithm::kHierarchical;
+  options.leaders = leaders;
+  options.leaderExchange = exchange;
+  options.throttle = throttle;
+  return options;
+}
+
 // One rank's send and receive buffers, guard bytes around both.
 class AlltoallBuffers {
  public:
@@ -82,5 +94,8 @@ class AlltoallBuffers {
 // checks every byte. "" on success, else what failed (status or first
 // wrong byte).
 std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);
+// The same for a plan built in place (kInPlace) over buffers.recvbuf():
+// the run's send blocks are loaded into the receive buffer first.
+std::string runInPlaceChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);
 
 }  // namespace ibdt::collectives::testing

@@ -1,9 +1,11 @@
 // Hierarchical alltoall with ranks as threads over the loopback fabric, on
 // simulated node maps (one node, two and three in blocks, uneven, and
-// interleaved), p in {1, 2, 3, 4, 5, 7, 8}, 1 and 2 leaders per node:
-// every byte of every receive buffer checked (gaps and guards included) for
-// blocks of 0, 1, 13, 1000 and 80000 bytes and strided send and receive
-// types; persistent plans restarted with changing data; bad or mismatched
+// interleaved), p in {1, 2, 3, 4, 5, 7, 8}, and three leader set-ups (1
+// leader per node exchanging directly one node pair at a time, 2 leaders
+// exchanging directly all at once, 1 leader by Bruck): every byte of every
+// receive buffer checked (gaps and guards included) for blocks of 0, 1, 13,
+// 1000 and 80000 bytes and strided send and receive types, in place (13
+// and 80000 bytes, strided) and not; persistent plans restarted with changing data; bad or mismatched
 // arguments on one rank fail init on every rank.
 #include <gtest/gtest.h>
 
@@ -11,8 +13,8 @@
 
 #include "collectives/alltoall_data.h"
 #include "ibdt/collectives.h"
-#include "support/thread_ranks.h"
 #include "support/scoped_env.h"
+#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -22,6 +24,7 @@ using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
 using messaging::testing::soon;
 using testing::AlltoallBuffers;
+using testing::hierarchical;
 using testing::Side;
 
 enum class Layout { kOneNode, kTwoBlocks, kThreeBlocks, kThreeInterleaved };
@@ -43,27 +46,27 @@ std::vector<NodeInfo> nodeMap(int size, Layout layout) {
   return map;
 }
 
-AlltoallOptions hierarchical(int leaders) {
-  AlltoallOptions options;
-  options.algorithm = AlltoallAlgorithm::kHierarchical;
-  options.leaders = leaders;
-  return options;
-}
-
-// One plan, started twice (receive cleared in between), checked each time.
-void exchangeAndCheck(Communicator& comm, RankEnv& env, const Side& send, const Side& recv, int leaders) {
-  AlltoallBuffers buffers(send, recv, comm.size(), comm.rank());
-  auto plan = alltoallInit(comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count, recv.type,
-                           hierarchical(leaders));
+// One plan, started twice with different data, checked each time; in
+// place, `recv` is both sides.
+void exchangeAndCheck(Communicator& comm, RankEnv& env, const Side& send, const Side& recv,
+                      const AlltoallOptions& options, bool inPlace = false) {
+  AlltoallBuffers buffers(inPlace ? recv : send, recv, comm.size(), comm.rank());
+  auto plan = inPlace ? alltoallInit(comm, kInPlace, 0, Datatype(), buffers.recvbuf(), recv.count, recv.type, options)
+                      : alltoallInit(comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count,
+                                     recv.type, options);
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   EXPECT_EQ(plan->algorithm(), "hierarchical");
+  if (options.leaderExchange == LeaderExchange::kDirect) {  // in place or not: p blocks staged each way, and
+    // at a leader, the node-blocks each way (docs/alltoall-hierarchical.md)
+    EXPECT_LE(plan->peakExtraBytes(), 2 * comm.size() * recv.bytes() * (1 + comm.localSize()));
+  }
   for (int run = 0; run < 2; ++run) {
-    buffers.clearReceive();
-    ASSERT_TRUE(plan->start().isOk());
-    Status status = plan->wait(soon());
-    ASSERT_TRUE(status.isOk()) << "rank " << env.rank << ": " << status.toString();
-    EXPECT_EQ(buffers.check(), "") << "run " << run << ", " << send.bytes() << " bytes, leaders " << leaders;
-    env.barrier();  // nobody clears its buffer while a peer's run still writes it
+    const std::string wrong = inPlace ? testing::runInPlaceChecked(*plan, buffers, run, soon())
+                                      : testing::runChecked(*plan, buffers, run, soon());
+    ASSERT_EQ(wrong, "") << "run " << run << ", " << recv.bytes() << " bytes, leaders " << options.leaders << ", "
+                         << leaderExchangeName(options.leaderExchange) << ", throttle " << options.throttle
+                         << (inPlace ? ", in place" : "");
+    env.barrier();  // nobody refills its buffers while a peer's run still runs
   }
 }
 
@@ -79,16 +82,27 @@ TEST_P(HierarchicalThreads, EveryBlockSizeContiguousAndStrided) {
   runRanks(shape.ranks, {}, [&](RankEnv& env) {
     auto comm = Communicator::create(env.context, nodeMap(shape.ranks, shape.layout));
     ASSERT_TRUE(comm.isOk()) << comm.status().toString();
-    for (int leaders : {1, 2}) {
+    // One node pair at a time (throttle 1: as many exchange stages as
+    // partner nodes), all at once with 2 leaders, and Bruck: each shape
+    // runs two of the three, rotating with p and the layout, so that every
+    // p and every layout meets all three (and the suite stays short).
+    const AlltoallOptions setups[] = {hierarchical(1, LeaderExchange::kDirect, 1),
+                                      hierarchical(2, LeaderExchange::kDirect, 0),
+                                      hierarchical(1, LeaderExchange::kBruck)};
+    const int first = (shape.ranks + static_cast<int>(shape.layout)) % 3;
+    for (const AlltoallOptions& options : {setups[first], setups[(first + 1) % 3]}) {
       for (int64_t bytes : {0, 1, 13, 1000, 80000}) {
-        exchangeAndCheck(**comm, env, testing::byteSide(bytes), testing::byteSide(bytes), leaders);
+        const Side side = testing::byteSide(bytes);
+        exchangeAndCheck(**comm, env, side, side, options);
+        if (bytes == 13 || bytes == 80000) exchangeAndCheck(**comm, env, side, side, options, /*inPlace=*/true);
         if (::testing::Test::HasFatalFailure()) return;
       }
-      for (int64_t vectors : {0, 1, 21}) {  // 48 bytes each, in gaps of a strided type
+      for (int64_t vectors : {0, 21}) {  // 48 bytes each, in gaps of a strided type
         Side strided = testing::vectorSide(vectors);
         Side dense = testing::denseSide(strided.type, vectors);
-        exchangeAndCheck(**comm, env, strided, dense, leaders);
-        exchangeAndCheck(**comm, env, dense, strided, leaders);
+        exchangeAndCheck(**comm, env, strided, dense, options);
+        exchangeAndCheck(**comm, env, dense, strided, options);
+        if (vectors > 0) exchangeAndCheck(**comm, env, strided, strided, options, /*inPlace=*/true);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
@@ -127,7 +141,8 @@ TEST(HierarchicalThreadsRandom, RandomDerivedSendTypes) {
       const int64_t count = 1 + round % 3;
       SCOPED_TRACE(random.description);
       exchangeAndCheck(**comm, env, testing::sideOf(random.type, random.ref, count),
-                       testing::denseSide(random.type, count), 1 + round % 2);
+                       testing::denseSide(random.type, count),
+                       round % 3 == 0 ? hierarchical(1, LeaderExchange::kBruck) : hierarchical(1 + round % 2));
       ++tried;
     }
     EXPECT_EQ(tried, 8);
@@ -149,22 +164,25 @@ TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
     ASSERT_TRUE(comm.isOk());
     std::vector<uint8_t> send(kRanks * kBlock), recv(kRanks * kBlock);
     const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
-    auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, hierarchical(2));
-    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-    for (int run = 0; run < 10; ++run) {
-      for (int to = 0; to < kRanks; ++to) {
-        for (int64_t k = 0; k < kBlock; ++k) send[static_cast<size_t>(to * kBlock + k)] = runPattern(run, env.rank, to, k);
-      }
-      ASSERT_TRUE(plan->start().isOk());
-      EXPECT_EQ(plan->start().code(), Code::kState);  // still active
-      ASSERT_TRUE(plan->wait(soon()).isOk());
-      for (int from = 0; from < kRanks; ++from) {
-        for (int64_t k = 0; k < kBlock; ++k) {
-          ASSERT_EQ(recv[static_cast<size_t>(from * kBlock + k)], runPattern(run, from, env.rank, k))
-              << "run " << run << " from " << from << " byte " << k;
+    for (const AlltoallOptions& options : {hierarchical(2), hierarchical(1, LeaderExchange::kBruck)}) {
+      auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, options);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      for (int run = 0; run < 10; ++run) {
+        for (int to = 0; to < kRanks; ++to) {
+          for (int64_t k = 0; k < kBlock; ++k)
+            send[static_cast<size_t>(to * kBlock + k)] = runPattern(run, env.rank, to, k);
         }
+        ASSERT_TRUE(plan->start().isOk());
+        EXPECT_EQ(plan->start().code(), Code::kState);  // still active
+        ASSERT_TRUE(plan->wait(soon()).isOk());
+        for (int from = 0; from < kRanks; ++from) {
+          for (int64_t k = 0; k < kBlock; ++k) {
+            ASSERT_EQ(recv[static_cast<size_t>(from * kBlock + k)], runPattern(run, from, env.rank, k))
+                << "run " << run << " from " << from << " byte " << k;
+          }
+        }
+        env.barrier();  // nobody rewrites its send buffer while a peer's run may still read it
       }
-      env.barrier();  // nobody rewrites its send buffer while a peer's run may still read it
     }
   });
 }
@@ -189,11 +207,37 @@ TEST(HierarchicalThreadsErrors, ArgumentsThatDisagreeFailEveryRank) {
     expectError(alltoallInit(**comm, a.data(), 16, byte, b.data(), 16, byte, hierarchical(env.rank == 3 ? 2 : 1)),
                 "leaders per node");
     expectError(alltoallInit(**comm, a.data(), 16, byte, b.data(), 16, byte, hierarchical(0)), "leaders");
+    const LeaderExchange exchange = env.rank == 1 ? LeaderExchange::kBruck : LeaderExchange::kDirect;
+    expectError(alltoallInit(**comm, a.data(), 16, byte, b.data(), 16, byte, hierarchical(1, exchange)),
+                "leader exchange");
+    expectError(alltoallInit(**comm, a.data(), 16, byte, b.data(), 16, byte, hierarchical(2, LeaderExchange::kBruck)),
+                "one leader per node");
+    // In place with Bruck between the leaders: rank 3 sends fewer bytes.
+    expectError(alltoallInit(**comm, kInPlace, 0, Datatype(), b.data(), env.rank == 3 ? 8 : 16, byte,
+                             hierarchical(1, LeaderExchange::kBruck)),
+                "match");
     // Same bytes, different basic types on rank 0: the signatures differ.
     const Datatype type = env.rank == 0 ? Datatype::of<int32_t>() : Datatype::of<float>();
     expectError(alltoallInit(**comm, a.data(), 4, type, b.data(), 4, type, hierarchical(1)), "match");
     EXPECT_EQ(b, std::vector<uint8_t>(4 * 64, 0));  // nothing was written
   });
+}
+
+TEST(HierarchicalOptions, LeaderExchangeKnobIsReadAndBadValuesNameIt) {
+  for (auto [value, expected] :
+       {std::pair{"direct", LeaderExchange::kDirect}, std::pair{"bruck", LeaderExchange::kBruck},
+        std::pair{"auto", LeaderExchange::kAuto}}) {
+    test::ScopedEnv env("IBDT_ALLTOALL_LEADER_EXCHANGE", value);
+    auto options = alltoallOptionsFromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->leaderExchange, expected);
+    EXPECT_EQ(leaderExchangeName(expected), value);
+  }
+  test::ScopedEnv env("IBDT_ALLTOALL_LEADER_EXCHANGE", "ring");
+  auto options = alltoallOptionsFromEnvironment();
+  ASSERT_FALSE(options.isOk());
+  EXPECT_NE(options.status().toString().find("IBDT_ALLTOALL_LEADER_EXCHANGE"), std::string::npos);
+  EXPECT_EQ(AlltoallOptions{}.leaderExchange, LeaderExchange::kAuto);
 }
 
 TEST(HierarchicalOptions, LeadersKnobIsReadAndBadValuesNameIt) {

@@ -46,9 +46,13 @@ TEST_P(MultipleThreads, EveryRowGetsItsBlocks) {
     const int colour = grid.strided ? env.rank % grid.rows : env.rank / (grid.ranks / grid.rows);
     auto row = (*world)->split(colour, env.rank, soon());
     ASSERT_TRUE(row.isOk()) << row.status().toString();
-    for (int leaders : {1, 2}) {
+    // 1 leader one node pair at a time, 2 leaders directly, 1 by Bruck.
+    for (auto [leaders, exchange] : {std::pair{1, LeaderExchange::kDirect}, std::pair{2, LeaderExchange::kDirect},
+                                     std::pair{1, LeaderExchange::kBruck}}) {
       AlltoallOptions options;
       options.leaders = leaders;
+      options.leaderExchange = exchange;
+      options.throttle = exchange == LeaderExchange::kDirect && leaders == 1 ? 1 : 8;
       Side strided = testing::vectorSide(5);
       const std::vector<std::pair<Side, Side>> cases = {
           {testing::byteSide(0), testing::byteSide(0)},
@@ -67,7 +71,8 @@ TEST_P(MultipleThreads, EveryRowGetsItsBlocks) {
           ASSERT_TRUE(plan->start().isOk());
           Status status = plan->wait(soon());
           ASSERT_TRUE(status.isOk()) << status.toString();
-          EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes, leaders " << leaders << ", run " << run;
+          EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes, leaders " << leaders << ", "
+                                         << leaderExchangeName(exchange) << ", run " << run;
           env.barrier();
         }
       }
@@ -80,8 +85,9 @@ INSTANTIATE_TEST_SUITE_P(Grids, MultipleThreads,
                                            Grid{6, 3, 3, false}, Grid{8, 2, 4, true}, Grid{8, 2, 2, false},
                                            Grid{7, 3, 7, false}, Grid{5, 2, 1, false}),
                          [](const ::testing::TestParamInfo<Grid>& grid) {
-                           return "np" + std::to_string(grid.param.ranks) + "_nodes" + std::to_string(grid.param.nodes) +
-                                  "_rows" + std::to_string(grid.param.rows) + (grid.param.strided ? "_across" : "_within");
+                           return "np" + std::to_string(grid.param.ranks) + "_nodes" +
+                                  std::to_string(grid.param.nodes) + "_rows" + std::to_string(grid.param.rows) +
+                                  (grid.param.strided ? "_across" : "_within");
                          });
 
 // Rank 0 passes the whole communicator as its row while the other ranks

@@ -126,6 +126,33 @@ TEST(AlltoallSchedule, HierarchicalMovesEveryInterNodeBlockOnceBetweenLeaders) {
   }
 }
 
+// The throttle splits the leaders' exchange into windows by node distance:
+// every message still matched in its round, at most `throttle` node pairs
+// per leader in each, the same bytes in all.
+TEST(AlltoallSchedule, HierarchicalThrottleWindowsTheExchange) {
+  for (int nodes : {2, 3, 5, 9}) {
+    for (int64_t throttle : {1, 2, 3}) {
+      const std::string what = std::to_string(nodes) + " nodes, throttle " + std::to_string(throttle);
+      ScheduleShape shape;
+      shape.ranks = 2 * nodes;
+      shape.blockBytes = 5;
+      shape.ranksPerNode = 2;
+      shape.throttle = throttle;
+      const std::vector<AlltoallSchedule> ranks = allRanks(AlltoallAlgorithm::kHierarchical, shape);
+      expectMatched(ranks, what);
+      int64_t exchanged = 0;
+      for (const AlltoallSchedule& schedule : ranks) {
+        ASSERT_EQ(schedule.rounds.size(), static_cast<size_t>(2 + (nodes - 1 + throttle - 1) / throttle)) << what;
+        for (size_t r = 1; r + 1 < schedule.rounds.size(); ++r) {
+          EXPECT_LE(static_cast<int64_t>(schedule.rounds[r].sends.size()), throttle) << what;
+          for (const ScheduledMessage& send : schedule.rounds[r].sends) exchanged += send.bytes;
+        }
+      }
+      EXPECT_EQ(exchanged, int64_t{nodes} * (nodes - 1) * 4 * 5) << what;
+    }
+  }
+}
+
 TEST(AlltoallSchedule, RefusesShapesThatAreNoAlltoall) {
   ScheduleShape shape;
   shape.ranks = 4;

@@ -15,6 +15,7 @@
 #include "collectives/alltoallv_select.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
+#include "collectives/tuning_favouring.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -25,6 +26,7 @@ using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
 using testing::AlltoallBuffers;
 using testing::Side;
+using testing::tuningFavouring;
 
 TEST(AlltoallVolume, PairwiseAndBruckSchedules) {
   AlltoallVolume pairwise = alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 8, 10);
@@ -45,20 +47,6 @@ TEST(AlltoallVolume, PairwiseAndBruckSchedules) {
   EXPECT_EQ(alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 1, 100).messages, 0);
 }
 
-// A model in which only `cheap` costs little per message.
-Tuning tuningFavouring(AlltoallAlgorithm cheap) {
-  Tuning tuning;
-  tuning.key = messaging::currentHostKey(messaging::testing::loopbackCaps().provider);
-  tuning.collectiveMinRanks = 2;
-  tuning.collectiveMaxRanks = 4;
-  tuning.collectiveMinBlock = 8;
-  tuning.collectiveMaxBlock = 16384;
-  for (AlltoallAlgorithm algorithm : kModelledAlltoalls) {
-    CollectiveCost cost{1000, algorithm == cheap ? 10.0 : 100000.0, 0.5};
-    tuning.collectives.push_back({alltoallFitName(algorithm), cost});
-  }
-  return tuning;
-}
 
 TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
   const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
@@ -114,8 +102,7 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
     }
   }
   Tuning tuning = tuningFavouring(AlltoallAlgorithm::kPairwise);
-  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
-            AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
   for (messaging::CollectiveFit& fit : tuning.collectives) {
     if (fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite)) fit.cost = CollectiveCost{1000, 5.0, 0.1};
   }
@@ -124,8 +111,7 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
   std::erase_if(tuning.collectives, [](const messaging::CollectiveFit& fit) {
     return fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite);
   });
-  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm,
-            AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
 }
 
 // The blocking call builds a plan per call, so its choice prices each
@@ -191,6 +177,22 @@ TEST(AlltoallSelection, AcrossNodesRoundsOverlapAsInTheSimulator) {
   AlltoallCostModel flat = builtIn;
   flat.setNetworkRoundNs(0);
   EXPECT_EQ(selectAlltoall(flat, 1024, 8, false, 64).algorithm, AlltoallAlgorithm::kBruckZeroCopy);
+}
+
+// The hierarchical alltoall's leaders: Bruck where many nodes trade small
+// node-blocks (log2 N network rounds instead of (N - 1) / 8 windows),
+// direct for large node-blocks and few nodes.
+TEST(AlltoallSelection, LeaderExchangeBruckForSmallNodeBlocksOnManyNodes) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  EXPECT_EQ(selectLeaderExchange(builtIn, 64, 64), LeaderExchange::kBruck);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 256, 512), LeaderExchange::kBruck);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 64, 64 * 1024), LeaderExchange::kDirect);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 4, 8), LeaderExchange::kDirect);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 2, 8), LeaderExchange::kDirect);
+  EXPECT_EQ(selectLeaderExchange(builtIn, 1, 8), LeaderExchange::kDirect);
+  AlltoallCostModel noBruck;  // a tuning file without zero-copy Bruck
+  noBruck.set(AlltoallAlgorithm::kPairwise, {500, 1000, 0.35});
+  EXPECT_EQ(selectLeaderExchange(noBruck, 64, 64), LeaderExchange::kDirect);
 }
 
 // alltoallv (docs/alltoallv.md, "Automatic choice"): pairwise priced at the

@@ -4,10 +4,12 @@
 # quick size (a smoke test, not a speed test; every row's data was checked
 # byte by byte by the bench itself, which exits non-zero otherwise).
 # -DBENCH=<ibdt-bench> [-DEXPECT_OPENMPI=ON] [-DEXPECT_MPICH=ON]
-# With -DNODES=<k>: only the hierarchical rows at 4 ranks on k simulated nodes.
+# With -DNODES=<k>: only the hierarchical rows (leader exchange auto and Bruck)
+# at 4 ranks on k simulated nodes.
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_bench_json.cmake)
 if(DEFINED NODES)
-  ibdt_run_bench_json(alltoall --quick --ranks 4 --nodes ${NODES} --algorithm hierarchical --row "ibdt contig"
+  ibdt_run_bench_json(alltoall --quick --ranks 4 --nodes ${NODES} --algorithm hierarchical --algorithm hierarchical-bruck
+                      --row "ibdt contig"
                       --row "ibdt vector")
 else()
   ibdt_run_bench_json(alltoall --quick)
@@ -38,6 +40,8 @@ endfunction()
 if(DEFINED NODES)
   expect_row("ibdt hierarchical contig" 4)
   expect_row("ibdt hierarchical vector" 4)
+  expect_row("ibdt hierarchical-bruck contig" 4)
+  expect_row("ibdt hierarchical-bruck vector" 4)
   return()
 endif()
 

@@ -2,7 +2,9 @@
 // (registered with K = 2 and 3): the launcher's simulated node map reaches
 // the Communicator, splitByNode() and split() give the right members and
 // carry traffic, and the hierarchical alltoall delivers every byte for
-// contiguous and strided types, 1 and 2 leaders per node, persistent runs;
+// contiguous and strided types, 1 and 2 leaders per node, direct and Bruck
+// between the leaders, in place and not, persistent runs, a mismatched
+// signature failing every rank;
 // the multiple alltoall of rows that cross the nodes.
 #include <gtest/gtest.h>
 
@@ -20,6 +22,7 @@ namespace {
 using test::mpDeadline;
 using test::mpStore;
 using testing::AlltoallBuffers;
+using testing::hierarchical;
 using testing::Side;
 
 class NodeAwareMp : public testing::CollectivesMp {
@@ -75,8 +78,8 @@ TEST_F(NodeAwareMp, PairwiseOnTheNodeWhileTheParentRunsHierarchical) {
   parentOptions.algorithm = AlltoallAlgorithm::kHierarchical;
   auto parentPlan = alltoallInit(*comm_, parentBuffers.sendbuf(), 20, strided.type, parentBuffers.recvbuf(), 20,
                                  dense.type, parentOptions);
-  auto nodePlan = alltoallInit(node, nodeBuffers.sendbuf(), side.count, side.type, nodeBuffers.recvbuf(),
-                               side.count, side.type, {AlltoallAlgorithm::kPairwise, 0});
+  auto nodePlan = alltoallInit(node, nodeBuffers.sendbuf(), side.count, side.type, nodeBuffers.recvbuf(), side.count,
+                               side.type, {AlltoallAlgorithm::kPairwise, 0});
   ASSERT_TRUE(parentPlan.isOk()) << parentPlan.status().toString();
   ASSERT_TRUE(nodePlan.isOk()) << nodePlan.status().toString();
   for (int run = 0; run < 3; ++run) {
@@ -94,28 +97,57 @@ TEST_F(NodeAwareMp, PairwiseOnTheNodeWhileTheParentRunsHierarchical) {
   }
 }
 
-TEST_F(NodeAwareMp, HierarchicalEveryBlockSizeAndLeaderCount) {
-  for (int leaders : {1, 2}) {
-    AlltoallOptions options;
-    options.algorithm = AlltoallAlgorithm::kHierarchical;
-    options.leaders = leaders;
-    std::vector<std::pair<Side, Side>> cases;
-    for (int64_t bytes : {0, 1, 13, 1000, 80000}) cases.emplace_back(testing::byteSide(bytes), testing::byteSide(bytes));
+// Direct one node pair at a time, direct all at once with 2 leaders, and
+// Bruck; every block size, strided, in place and not; each plan started
+// three times with new data.
+TEST_F(NodeAwareMp, HierarchicalEveryBlockSizeLeaderExchangeAndInPlace) {
+  for (const AlltoallOptions& options :
+       {hierarchical(1, LeaderExchange::kDirect, 1), hierarchical(2, LeaderExchange::kDirect, 0),
+        hierarchical(1, LeaderExchange::kBruck, 8)}) {
+    struct Case {
+      Side send, recv;
+      bool inPlace;
+    };
+    std::vector<Case> cases;
+    for (int64_t bytes : {0, 1, 13, 1000, 80000}) {
+      cases.push_back({testing::byteSide(bytes), testing::byteSide(bytes), false});
+      cases.push_back({testing::byteSide(bytes), testing::byteSide(bytes), true});
+    }
     Side strided = testing::vectorSide(30);
-    cases.emplace_back(strided, testing::denseSide(strided.type, 30));
-    for (const auto& [send, recv] : cases) {
-      AlltoallBuffers buffers(send, recv, comm_->size(), comm_->rank());
-      auto plan = alltoallInit(*comm_, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(), recv.count,
-                               recv.type, options);
+    cases.push_back({strided, testing::denseSide(strided.type, 30), false});
+    cases.push_back({strided, strided, true});
+    for (const Case& c : cases) {
+      AlltoallBuffers buffers(c.send, c.recv, comm_->size(), comm_->rank());
+      auto plan = c.inPlace ? alltoallInit(*comm_, kInPlace, 0, datatype::Datatype(), buffers.recvbuf(), c.recv.count,
+                                           c.recv.type, options)
+                            : alltoallInit(*comm_, buffers.sendbuf(), c.send.count, c.send.type, buffers.recvbuf(),
+                                           c.recv.count, c.recv.type, options);
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-      for (int run = 0; run < 2; ++run) {
-        buffers.clearReceive();
-        ASSERT_TRUE(plan->start().isOk());
-        Status status = plan->wait(mpDeadline());
-        ASSERT_TRUE(status.isOk()) << status.toString();
-        EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes, leaders " << leaders << ", run " << run;
+      for (int run = 0; run < 3; ++run) {
+        const std::string wrong = c.inPlace ? testing::runInPlaceChecked(*plan, buffers, run, mpDeadline())
+                                            : testing::runChecked(*plan, buffers, run, mpDeadline());
+        ASSERT_EQ(wrong, "") << c.recv.bytes() << " bytes, leaders " << options.leaders << ", "
+                             << leaderExchangeName(options.leaderExchange) << (c.inPlace ? ", in place" : "")
+                             << ", run " << run;
         ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
       }
+    }
+  }
+}
+
+// A rank whose blocks differ fails init on every rank (no hang), with
+// either leader exchange, in place or not.
+TEST_F(NodeAwareMp, HierarchicalMismatchedSignatureFailsEveryRank) {
+  std::vector<uint8_t> a(static_cast<size_t>(comm_->size()) * 64), b(a.size());
+  const datatype::Datatype byte = datatype::Datatype::basic(datatype::BasicKind::kByte);
+  const int64_t count = comm_->rank() == comm_->size() - 1 ? 8 : 16;
+  for (LeaderExchange exchange : {LeaderExchange::kDirect, LeaderExchange::kBruck}) {
+    for (bool inPlace : {false, true}) {
+      auto plan = alltoallInit(*comm_, inPlace ? kInPlace : a.data(), count, byte, b.data(), count, byte,
+                               hierarchical(1, exchange, 8));
+      ASSERT_FALSE(plan.isOk());
+      EXPECT_EQ(plan.status().code(), Code::kInvalidArgument) << plan.status().toString();
+      EXPECT_NE(plan.status().toString().find("match"), std::string::npos) << plan.status().toString();
     }
   }
 }

@@ -4,7 +4,7 @@
 # Structure and ranges only: never a speed.
 set(file ${WORK_DIR}/ibdt-tune-smoke.json)
 file(REMOVE ${file})
-execute_process(COMMAND ${TUNE} --provider shm --output ${file} --reps 3
+execute_process(COMMAND ${TUNE} --provider shm --output ${file} --reps 3 --alltoall-ranks 4
   RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 100)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "ibdt-tune failed (${status}):\n${out}\n${err}")

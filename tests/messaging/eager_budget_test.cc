@@ -95,14 +95,6 @@ TEST(EagerBudget, BadValuesAreRefused) {
 constexpr int kRanks = 3;
 constexpr int kTag = 3;
 
-Options budgetOptions() {
-  Options options;
-  options.eagerLimit = 256;
-  options.eagerCredits = 32;
-  options.connect = Connect::kEager;
-  return options;
-}
-
 uint64_t slotBytes(const Options& options) {
   return sizeof(wire::Header) + sizeof(wire::Envelope) + static_cast<uint64_t>(options.eagerLimit);
 }

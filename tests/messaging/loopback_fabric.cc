@@ -1,6 +1,11 @@
 #include "messaging/loopback_fabric.h"
 
+#include "transport/fabric/shared_receives.h"
+
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -34,6 +39,9 @@ class LoopbackWorld {
   uint32_t nextEndpoint = 1;
   uint32_t nextDomain = 1;
   std::set<uint32_t> deadDomains;  // killLoopbackDomain(): their endpoints' peers fail when they go
+  bool sharedReceives = false;     // domains offer shared receive queues (fabric/shared_receives.h)
+  bool sharedAlways = false;       // ... and every Context must use them
+  SharedReceiveStats shared;      // queues shared, and how often a SEND found one empty
 
   // Local SGE check: inside a registered region with that key.
   bool localOk(const fabric::Sge& sge, bool write) {
@@ -76,6 +84,11 @@ class LoopbackRegion : public fabric::MemoryRegion {
   bool owned_;
 };
 
+struct PostedRecv {
+  uint64_t id;
+  std::vector<fabric::Sge> sges;
+};
+
 class LoopbackCq : public fabric::CompletionQueue {
  public:
   explicit LoopbackCq(std::shared_ptr<LoopbackWorld> world) : world_(std::move(world)) {}
@@ -102,21 +115,25 @@ class LoopbackCq : public fabric::CompletionQueue {
     entries_.push_back(completion);
     world_->changed.notify_all();
   }
+  // The receive queue its endpoints share, if it has one (SharedReceiveDomain).
+  std::deque<PostedRecv>* shared() { return shared_ ? &*shared_ : nullptr; }
+  uint32_t sharedDepth() const { return sharedDepth_; }
+  void share(uint32_t depth) {
+    shared_.emplace();
+    sharedDepth_ = depth;
+  }
 
  private:
   std::shared_ptr<LoopbackWorld> world_;
   std::deque<Completion> entries_;
+  std::optional<std::deque<PostedRecv>> shared_;
+  uint32_t sharedDepth_ = 0;
 };
 
 struct PendingRequest {
   fabric::SendRequest request;
   std::vector<fabric::Sge> sges;
   std::vector<uint8_t> payload;  // gathered at post (sends and writes)
-};
-
-struct PostedRecv {
-  uint64_t id;
-  std::vector<fabric::Sge> sges;
 };
 
 class LoopbackEndpoint : public fabric::Endpoint {
@@ -194,15 +211,21 @@ class LoopbackEndpoint : public fabric::Endpoint {
         if (bad != nullptr) *bad = r;
         return makeError(Code::kInvalidArgument, "loopback: too many receive SGEs");
       }
-      if (state_ == fabric::EndpointState::kError) {
+      std::deque<PostedRecv>* shared = recvCq_.shared();
+      if (shared != nullptr && shared->size() >= recvCq_.sharedDepth()) {
+        if (bad != nullptr) *bad = r;
+        return makeError(Code::kAgain, "loopback: shared receive queue full");
+      }
+      if (state_ == fabric::EndpointState::kError && shared == nullptr) {
         recvCq_.push(Completion{r->id, Opcode::kRecv, CompletionStatus::kFlushed, false, 0, 0, id_, 0});
         continue;
       }
-      recvs_.push_back(PostedRecv{r->id, std::vector<fabric::Sge>(r->sgList, r->sgList + r->numSge)});
+      receives().push_back(PostedRecv{r->id, std::vector<fabric::Sge>(r->sgList, r->sgList + r->numSge)});
     }
-    // A sender may be waiting for this receive.
+    // A sender may be waiting for this receive (any sender into a shared queue).
     for (auto& [id, endpoint] : world_->endpoints) {
-      if (endpoint->peer_ == id_) endpoint->drain();
+      auto peer = world_->endpoints.find(endpoint->peer_);
+      if (peer != world_->endpoints.end() && &peer->second->receives() == &receives()) endpoint->drain();
     }
     return Status::ok();
   }
@@ -210,6 +233,11 @@ class LoopbackEndpoint : public fabric::Endpoint {
   uint32_t id() const override { return id_; }
 
  private:
+  // Its own receive queue, or the one its receive CQ shares.
+  std::deque<PostedRecv>& receives() {
+    std::deque<PostedRecv>* shared = recvCq_.shared();
+    return shared != nullptr ? *shared : recvs_;
+  }
   void complete(const PendingRequest& pending, CompletionStatus status, uint32_t bytes) {
     --outstanding_;
     if (status != CompletionStatus::kSuccess || (pending.request.flags & fabric::kSignaled) != 0) {
@@ -259,7 +287,10 @@ class LoopbackEndpoint : public fabric::Endpoint {
       LoopbackEndpoint& target = *found->second;
       bool needsRecv = r.opcode == Opcode::kSend || r.opcode == Opcode::kSendWithImm ||
                        r.opcode == Opcode::kWriteWithImm;
-      if (needsRecv && target.recvs_.empty()) return;  // wait for the peer (RNR)
+      if (needsRecv && target.receives().empty()) {  // wait for the peer (RNR)
+        if (target.recvCq_.shared() != nullptr) ++world_->shared.foundEmpty;
+        return;
+      }
       CompletionStatus status = CompletionStatus::kSuccess;
       uint32_t bytes = static_cast<uint32_t>(pending.payload.size());
       if (r.opcode == Opcode::kWrite || r.opcode == Opcode::kWriteWithImm) {
@@ -281,8 +312,11 @@ class LoopbackEndpoint : public fabric::Endpoint {
         }
       }
       if (status == CompletionStatus::kSuccess && needsRecv) {
-        PostedRecv recv = std::move(target.recvs_.front());
-        target.recvs_.pop_front();
+        PostedRecv recv = std::move(target.receives().front());
+        target.receives().pop_front();
+        if (target.recvCq_.shared() != nullptr) {
+          world_->shared.lowWater = std::min<uint64_t>(world_->shared.lowWater, target.receives().size());
+        }
         bool isSend = r.opcode != Opcode::kWriteWithImm;
         size_t capacity = 0;
         for (const auto& sge : recv.sges) capacity += sge.length;
@@ -389,7 +423,7 @@ class LoopbackListener : public fabric::Listener {
   uint32_t id_ = 0;
 };
 
-class LoopbackDomain : public fabric::Domain {
+class LoopbackDomain : public fabric::Domain, public fabric::SharedReceiveDomain {
  public:
   LoopbackDomain(std::shared_ptr<LoopbackWorld> world, fabric::Caps caps)
       : world_(std::move(world)), caps_(std::move(caps)) {
@@ -425,6 +459,17 @@ class LoopbackDomain : public fabric::Domain {
   Result<std::unique_ptr<fabric::Listener>> createListener() override {
     return std::unique_ptr<fabric::Listener>(new LoopbackListener(world_));
   }
+  fabric::SharedReceiveSupport sharedReceiveSupport() const override {
+    return {.available = world_->sharedReceives, .always = world_->sharedAlways,
+            .maxDepth = caps_.maxCompletionQueueDepth};
+  }
+  Status shareReceives(fabric::CompletionQueue& recvQueue, uint32_t depth) override {
+    if (!world_->sharedReceives) return makeError(Code::kUnsupported, "loopback: no shared receive queues");
+    std::lock_guard lock(world_->mutex);
+    static_cast<LoopbackCq&>(recvQueue).share(depth);
+    ++world_->shared.queues;
+    return Status::ok();
+  }
 
  private:
   Result<std::unique_ptr<fabric::MemoryRegion>> add(void* address, size_t length, uint32_t access, bool owned) {
@@ -443,7 +488,20 @@ class LoopbackDomain : public fabric::Domain {
 
 void killLoopbackDomain(fabric::Domain& domain) { dynamic_cast<LoopbackDomain&>(domain).kill(); }
 
-std::shared_ptr<LoopbackWorld> makeLoopbackWorld() { return std::make_shared<LoopbackWorld>(); }
+std::shared_ptr<LoopbackWorld> makeLoopbackWorld(bool sharedReceives) {
+  auto world = std::make_shared<LoopbackWorld>();
+  // LOOPBACK_SHARED_RECEIVES=1 runs a whole suite over shared queues: every
+  // receive CQ shares one, as with IBDT_VERBS_SRQ=1 (tests/messaging/CMakeLists.txt).
+  const char* forced = std::getenv("LOOPBACK_SHARED_RECEIVES");
+  world->sharedAlways = forced != nullptr && std::string_view(forced) == "1";
+  world->sharedReceives = sharedReceives || world->sharedAlways;
+  return world;
+}
+
+SharedReceiveStats sharedReceiveStats(LoopbackWorld& world) {
+  std::lock_guard lock(world.mutex);
+  return world.shared;
+}
 
 fabric::Caps loopbackCaps() {
   fabric::Caps caps;

@@ -125,8 +125,10 @@ TEST(TuningFile, RejectsHostileInput) {
       {replaced("\"per_message_ns\": 10000.0", "\"per_message_ns\": null"), "per_message_ns"},
       {replaced("\"pipelined\":", "\"warp-drive\":"), "unknown path"},
       {replaced("\"bytes_measured\": [", "\"bytes_measured\": [99999999,"), "bytes_measured"},
-      {std::string(70000, ' ') + good, "more than a tuning file holds"},
+      // Beyond 256 KiB (a file with its alltoall samples at 2..8 ranks: ~40 KiB).
+      {std::string(270000, ' ') + good, "more than a tuning file holds"},
       {std::string(30000, '[') + std::string(30000, ']'), "expected an object"},  // deep nesting
+      {std::string(130000, '[') + std::string(130000, ']'), "expected an object"},  // as deep as the limit allows
   };
   for (const Case& c : cases) {
     auto parsed = parseTuning(c.text);

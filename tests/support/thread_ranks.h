@@ -64,9 +64,10 @@ struct Ranks {
 };
 
 // Creates `size` Contexts (create() is collective: one thread per rank).
-inline Ranks createRanks(int size, const Options& options) {
+// `sharedReceives`: the loopback offers shared receive queues (a verbs SRQ).
+inline Ranks createRanks(int size, const Options& options, bool sharedReceives = false) {
   Ranks ranks;
-  ranks.world = makeLoopbackWorld();
+  ranks.world = makeLoopbackWorld(sharedReceives);
   ThreadExchange exchange(size);
   for (int i = 0; i < size; ++i) ranks.domains.push_back(openLoopbackDomain(ranks.world, loopbackCaps()));
   ranks.contexts.resize(static_cast<size_t>(size));
@@ -105,6 +106,16 @@ inline Options smallOptions() {
   options.eagerLimit = 256;
   options.eagerCredits = 4;
   options.segmentSize = 1000;
+  return options;
+}
+
+// A 256-byte eager limit (pipelined and rendezvous from short messages on),
+// the default 32 credits before any budget, every rank connected at once.
+inline Options budgetOptions() {
+  Options options;
+  options.eagerLimit = 256;
+  options.eagerCredits = 32;
+  options.connect = Connect::kEager;
   return options;
 }
 

@@ -90,21 +90,33 @@ Status ContextImpl::progress() {
 
 Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   ++events_;
+  // Two identities: the sender (the endpoint the completion names), whose
+  // credit the message consumed, and the buffer it is in (the work request
+  // id): the sender's own slot, or under a shared receive queue whichever
+  // pool slot was at the queue's head.
   Peer* found = peers_.find(completion.endpointId);
-  if (found == nullptr || wrKind(completion.id) != WrKind::kRecvSlot) {
+  bool knownBuffer = wrKind(completion.id) == WrKind::kRecvSlot || ReceivePool::names(completion.id);
+  if (found == nullptr || !knownBuffer) {
     return makeError(Code::kInternal, "receive completion for unknown endpoint ", completion.endpointId);
   }
   Peer& peer = *found;
-  int rank = peer.rank();
-  uint32_t slot = static_cast<uint32_t>(wrValue(completion.id) & 0xffffff);
+  // Whatever happens to the message, its buffer goes back (a failed
+  // sender's own buffers excepted: repostBuffer).
+  bool countsCredit = false;
   if (completion.status != fabric::CompletionStatus::kSuccess) {
     failPeer(peer, completionFailure(completion, peer, "receive"));
-    return Status::ok();
+  } else if (!peer.failed()) {
+    countsCredit = deliver(peer, completion);
   }
-  if (peer.failed()) return Status::ok();
+  credits_.consumed(*this, peer.rank(), completion.id, countsCredit && !peer.failed());
+  return Status::ok();
+}
+
+bool ContextImpl::deliver(Peer& peer, const fabric::Completion& completion) {
+  int rank = peer.rank();
   if (connections_.link(rank).closeReceived) {  // its close() promised that nothing more follows
     failPeer(peer, makeError(Code::kProtocol, "rank ", rank, " sent more after it closed"));
-    return Status::ok();
+    return false;
   }
   connections_.heardFrom(rank);  // it sent this, so its side is connected
   bool countsCredit = true;
@@ -112,17 +124,28 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   if (completion.opcode == fabric::Opcode::kRecvWriteWithImm) {
     status = receiver_.onWriteImm(rank, completion.immData);
   } else {
-    std::span<const uint8_t> message = peer.slotMessage(slot, completion.byteLength);
+    std::span<const uint8_t> message = receivedMessage(peer, completion);
     auto header = wire::read<wire::Header>(message, 0);
     countsCredit = !header.isOk() || (header->kind != wire::Kind::kCredit && header->kind != wire::Kind::kClose);
     status = arrivals_.dispatch(peer, message);
   }
-  if (!status.isOk()) {
-    failPeer(peer, status);
-    return Status::ok();
+  if (!status.isOk()) failPeer(peer, status);
+  return countsCredit;
+}
+
+std::span<const uint8_t> ContextImpl::receivedMessage(const Peer& sender, const fabric::Completion& completion) const {
+  if (ReceivePool::names(completion.id)) {
+    return receivePool_.message(ReceivePool::slotOf(completion.id), completion.byteLength);
   }
-  credits_.consumed(*this, rank, slot, countsCredit);
-  return Status::ok();
+  return sender.slotMessage(static_cast<uint32_t>(wrValue(completion.id) & 0xffffff), completion.byteLength);
+}
+
+Status ContextImpl::repostBuffer(int sender, uint64_t buffer) {
+  bool failed = peer(sender).failed();
+  if (!failed) activePeers_.mark(sender);  // the credit it becomes may fall due
+  if (ReceivePool::names(buffer)) return receivePool_.repost(ReceivePool::slotOf(buffer));
+  if (failed) return Status::ok();  // its receives are flushed or gone
+  return peer(sender).repostSlot(static_cast<uint32_t>(wrValue(buffer) & 0xffffff));
 }
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {

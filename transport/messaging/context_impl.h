@@ -41,6 +41,7 @@
 #include "transport/messaging/peer.h"
 #include "transport/messaging/peer_table.h"
 #include "transport/messaging/protocol_select.h"
+#include "transport/messaging/receive_pool.h"
 #include "transport/messaging/rendezvous_receiver.h"
 #include "transport/messaging/rendezvous_sender.h"
 #include "transport/messaging/rendezvous_services.h"
@@ -147,14 +148,16 @@ class ContextImpl : private Arrivals::Host,
   Status connectPeers(const Bootstrap& bootstrap);  // eagerly, or start listening (IBDT_MSG_CONNECT)
   // context_impl.cc
   Status handleReceive(const fabric::Completion& completion);
+  // The message in the receive buffer `completion` names (a peer's slot, or
+  // the pool's under a shared receive queue), at most a slot long.
+  // Hands a received message to the protocols; whether it consumed a credit.
+  bool deliver(Peer& peer, const fabric::Completion& completion);
+  std::span<const uint8_t> receivedMessage(const Peer& sender, const fabric::Completion& completion) const;
   Status handleSendCompletion(const fabric::Completion& completion);
   // Arrivals::Host (failPeer serves all three hosts)
   Peer& peerAt(int rank) override { return peer(rank); }
   // CreditFlow::Host
-  Status repostSlot(int rank, uint32_t slot) override {
-    activePeers_.mark(rank);  // the credit it becomes may fall due
-    return peer(rank).repostSlot(slot);
-  }
+  Status repostBuffer(int sender, uint64_t buffer) override;
   bool peerFailed(int rank) const override { return peer(rank).failed(); }
   void failPeer(int rank, Status status) override { failPeer(peer(rank), std::move(status)); }
   bool mayWithhold(int rank) const override { return matching_.overBudget() && !matching_.receivePostedFrom(rank); }
@@ -167,6 +170,7 @@ class ContextImpl : private Arrivals::Host,
   const Peer& peer(int rank) const { return peers_.peer(rank); }
 
   PeerTable peers_{domain_};  // the peers, their endpoints and the completion queues
+  ReceivePool receivePool_;   // eager receive buffers under a shared receive queue (else each peer's own)
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
     return !peer.control().empty() || sender_.hasWork(peer.rank()) || receiver_.hasWork(peer.rank()) ||

@@ -8,6 +8,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "transport/fabric/shared_receives.h"
 #include "transport/messaging/credit_flow.h"
 #include "transport/messaging/eager_budget.h"
 
@@ -53,16 +54,6 @@ Result<EagerShape> eagerShapeFor(const Bootstrap& bootstrap, const Options& opti
 
 Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eagerCredits, size_t slotSize,
                                           int64_t eagerLimit) {
-  if (caps.provider == "verbs") {
-    // Each peer's eager buffers are posted, found and reposted as that
-    // peer's: with one shared receive queue a message would land in another
-    // peer's buffer and be read from the wrong one (docs/many-ranks.md).
-    IBDT_ASSIGN_OR_RETURN(bool shared, config::getBool("IBDT_VERBS_SRQ"));
-    if (shared) {
-      return makeError(Code::kInvalidArgument,
-                       "IBDT_VERBS_SRQ=1: the messaging layer does not support a shared receive queue yet; unset it");
-    }
-  }
   ProviderLimits limits;
   limits.maxSge = std::max<uint32_t>(1, caps.maxSendSge);
   limits.maxWrBytes = std::numeric_limits<uint32_t>::max();
@@ -78,6 +69,25 @@ Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eag
                      " exceeds the provider's message size ", caps.maxMessageSize);
   }
   return limits;
+}
+
+Status chooseSharedReceives(const fabric::Domain& domain, int ranks, ProviderLimits& limits) {
+  limits.sharedReceiveDepth = 0;
+  fabric::SharedReceiveSupport support = fabric::sharedReceiveSupport(domain);
+  if (!support.available) return Status::ok();
+  IBDT_ASSIGN_OR_RETURN(int64_t above, config::getInt("IBDT_MSG_SRQ_RANKS", 0, std::numeric_limits<int32_t>::max()));
+  if (!support.always && ranks <= above && above != 0) return Status::ok();
+  // Every rank's endpoint (ourselves included) may have recvDepth in flight.
+  uint64_t depth = uint64_t{limits.recvDepth} * static_cast<uint64_t>(ranks);
+  if (depth > support.maxDepth) {
+    if (support.always) {
+      return makeError(Code::kInvalidArgument, "IBDT_VERBS_SRQ=1: ", ranks, " ranks x ", limits.recvDepth,
+                       " receive buffers exceed the shared receive queue's depth ", support.maxDepth);
+    }
+    return Status::ok();  // too deep for one shared queue: each endpoint keeps its own
+  }
+  limits.sharedReceiveDepth = static_cast<uint32_t>(depth);
+  return Status::ok();
 }
 
 }  // namespace ibdt::messaging

@@ -16,6 +16,9 @@ namespace ibdt::messaging {
 struct ProviderLimits {
   uint32_t sendQueueDepth = 0;  // sends (and READs) outstanding per peer
   uint32_t recvDepth = 0;       // receive slots per peer: eager credits plus the reserve
+  // Every endpoint's receives come from one shared queue of this many
+  // (ranks x recvDepth); 0: each endpoint has its own (receive_pool.h).
+  uint32_t sharedReceiveDepth = 0;
   uint32_t maxSge = 1;
   uint64_t maxWrBytes = 0;
 };
@@ -34,5 +37,11 @@ Result<EagerShape> eagerShapeFor(const Bootstrap& bootstrap, const Options& opti
 // The provider's limits for `eagerCredits` receive slots of `slotSize` bytes.
 Result<ProviderLimits> readProviderLimits(const fabric::Caps& caps, uint32_t eagerCredits, size_t slotSize,
                                           int64_t eagerLimit);
+// Whether the `ranks` endpoints of a Context over `domain` share one receive
+// queue (receive_pool.h): where the provider has one, above
+// IBDT_MSG_SRQ_RANKS ranks (0: always), or always when the provider shares
+// every receive queue anyway (verbs: IBDT_VERBS_SRQ=1). Sets
+// limits.sharedReceiveDepth.
+Status chooseSharedReceives(const fabric::Domain& domain, int ranks, ProviderLimits& limits);
 
 }  // namespace ibdt::messaging

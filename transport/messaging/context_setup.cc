@@ -26,6 +26,12 @@ Status ContextImpl::init(const Bootstrap& bootstrap) {
   options_.eagerLimit = eager.eagerLimit;
   IBDT_ASSIGN_OR_RETURN(limits_, readProviderLimits(domain_.caps(), options_.eagerCredits, slotSize(),
                                                     options_.eagerLimit));
+  IBDT_RETURN_IF_ERROR(chooseSharedReceives(domain_, size_, limits_));
+  if (limits_.sharedReceiveDepth != 0) receivePool_.enable(slotSize(), limits_.recvDepth);
+  IBDT_LOG(kDebug, "messaging: rank ", rank_, ": eager receive buffers ",
+           limits_.sharedReceiveDepth != 0
+               ? strCat("in one pool under a shared receive queue of ", limits_.sharedReceiveDepth)
+               : std::string("per peer"));
   IBDT_RETURN_IF_ERROR(measureCosts());
   IBDT_RETURN_IF_ERROR(peers_.init(rank_, size_, limits_, [this](Peer& peer, fabric::Endpoint& endpoint) {
     return preparePeer(peer, endpoint);
@@ -69,7 +75,11 @@ Status ContextImpl::connectPeers(const Bootstrap& bootstrap) {
 
 Status ContextImpl::preparePeer(Peer& peer, fabric::Endpoint& endpoint) {
   activePeers_.mark(peer.rank());  // the credits its slots become may fall due
-  IBDT_RETURN_IF_ERROR(peers_.attach(peer, endpoint, limits_.recvDepth, slotSize()));
+  peers_.attach(peer, endpoint);
+  // Its buffers before anyone can send to it: the peer's own, or a chunk of
+  // the shared pool as large (receive_pool.h).
+  IBDT_RETURN_IF_ERROR(receivePool_.enabled() ? receivePool_.grow(domain_, endpoint)
+                                              : peer.openSlots(domain_, limits_.recvDepth, slotSize()));
   credits_.reset(peer.rank());
   return Status::ok();
 }

@@ -31,13 +31,13 @@ Status CreditFlow::returned(int rank, uint32_t credits) {
   return Status::ok();
 }
 
-void CreditFlow::consumed(Host& host, int rank, uint32_t slot, bool countsCredit) {
+void CreditFlow::consumed(Host& host, int rank, uint64_t buffer, bool countsCredit) {
   // Over the budget a sender's credits are not returned: it stops at the
   // buffers it has and waits. Ourselves excepted (we would wait on
   // ourselves), and a sender a posted receive waits for (its message may be
   // behind the ones held: withholding would deadlock a valid program).
   bool withhold = countsCredit && rank != self_ && host.mayWithhold(rank);
-  (withhold ? withheld_ : consumed_).push_back(ConsumedSlot{rank, slot, countsCredit});
+  (withhold ? withheld_ : consumed_).push_back(ConsumedSlot{rank, buffer, countsCredit});
   if (withhold) ++counters_.creditsWithheld;
   if (countsCredit) ++peer(rank).unposted;
 }
@@ -65,12 +65,12 @@ void CreditFlow::repostConsumed(Host& host, bool dueOnly) {
       continue;
     }
     if (consumed.countsCredit) --credits.unposted;
-    if (host.peerFailed(consumed.rank)) continue;  // its receives are flushed or gone
-    Status status = host.repostSlot(consumed.rank, consumed.slot);
+    Status status = host.repostBuffer(consumed.rank, consumed.buffer);
     if (!status.isOk()) {
       host.failPeer(consumed.rank, status);
       continue;
     }
+    if (host.peerFailed(consumed.rank)) continue;  // nothing is owed to a failed sender
     if (consumed.countsCredit) {
       if (self)
         ++credits.credits;

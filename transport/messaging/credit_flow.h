@@ -27,7 +27,11 @@ class CreditFlow {
   class Host {
    public:
     virtual ~Host() = default;
-    virtual Status repostSlot(int rank, uint32_t slot) = 0;
+    // Gives receive buffer `buffer` (the work request id that named it: a
+    // slot of `sender`'s own, or of the shared pool) back to the provider. A
+    // failed sender's own buffers are flushed or gone; a pool buffer goes back
+    // whoever sent into it.
+    virtual Status repostBuffer(int sender, uint64_t buffer) = 0;
     virtual bool peerFailed(int rank) const = 0;
     virtual void failPeer(int rank, Status status) = 0;
     // Over the unexpected budget, and no posted receive waits for `rank`.
@@ -60,9 +64,12 @@ class CreditFlow {
   // `rank` is owed enough credits to be told in a message of its own.
   bool due(int rank) const { return rank != self_ && peer(rank).owed >= creditBatch(); }
 
-  // Receiving: a message from `rank` in receive buffer `slot` was handled.
-  // `countsCredit`: it consumed a credit (not credit-only or close).
-  void consumed(Host& host, int rank, uint32_t slot, bool countsCredit);
+  // Receiving: a message from `rank` in receive buffer `buffer` (its work
+  // request id) was handled. Two identities: the credit is `rank`'s, the
+  // buffer is whichever the provider filled (under a shared receive queue
+  // one of any rank's reposts). `countsCredit`: it consumed a credit (not
+  // credit-only or close, nor a failed receive whose buffer only goes back).
+  void consumed(Host& host, int rank, uint64_t buffer, bool countsCredit);
   // Reposts the consumed buffers; their credits become owed (or, to
   // ourselves, free) only then. `dueOnly`: only those of peers owed a credit
   // message with them.
@@ -85,8 +92,8 @@ class CreditFlow {
   // with them is reposted for and sent its credits in the same call: it may
   // be waiting for them while we wait for nothing from it.
   struct ConsumedSlot {
-    int rank;
-    uint32_t slot;
+    int rank;         // the sender, whose credit it is
+    uint64_t buffer;  // the work request id naming the buffer
     bool countsCredit;
   };
 

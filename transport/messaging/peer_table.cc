@@ -1,6 +1,8 @@
 // The peers and the endpoints that reach them (peer_table.h).
 #include "transport/messaging/peer_table.h"
 
+#include "transport/fabric/shared_receives.h"
+
 namespace ibdt::messaging {
 
 Status PeerTable::init(int rank, int size, const ProviderLimits& limits, Prepare prepare) {
@@ -12,6 +14,9 @@ Status PeerTable::init(int rank, int size, const ProviderLimits& limits, Prepare
   auto ranks = static_cast<uint32_t>(size + 1);
   IBDT_ASSIGN_OR_RETURN(sendQueue_, domain_.createCompletionQueue(ranks * limits.sendQueueDepth));
   IBDT_ASSIGN_OR_RETURN(recvQueue_, domain_.createCompletionQueue(ranks * limits.recvDepth));
+  if (limits.sharedReceiveDepth != 0) {
+    IBDT_RETURN_IF_ERROR(fabric::shareReceives(domain_, *recvQueue_, limits.sharedReceiveDepth));
+  }
   endpointOptions_.sendQueueDepth = limits.sendQueueDepth;
   endpointOptions_.recvQueueDepth = limits.recvDepth;
   endpointOptions_.maxInline = domain_.caps().maxInline;  // small control messages go inline
@@ -55,10 +60,9 @@ Result<fabric::Endpoint*> PeerTable::endpointTo(int rank) {
   return endpoint;
 }
 
-Status PeerTable::attach(Peer& peer, fabric::Endpoint& endpoint, uint32_t depth, size_t slotSize) {
+void PeerTable::attach(Peer& peer, fabric::Endpoint& endpoint) {
   if (!peer.self()) peer.useEndpoint(endpoint);
   endpointRank_.set(endpoint.id(), peer.rank());
-  return peer.openSlots(domain_, depth, slotSize);
 }
 
 Result<fabric::Endpoint*> PeerTable::createEndpoint(const Peer& peer) {

@@ -27,7 +27,8 @@ class PeerTable {
   explicit PeerTable(fabric::Domain& domain) : domain_(domain) {}
 
   // The peers of rank `rank` of `size` and the completion queues for them
-  // within `limits`; `prepare` readies every endpoint created later.
+  // within `limits` (with a shared receive queue if it says so);
+  // `prepare` readies every endpoint created later.
   Status init(int rank, int size, const ProviderLimits& limits, Prepare prepare);
   // The pair of endpoints to ourselves, connected and readied.
   Status connectSelf();
@@ -35,9 +36,10 @@ class PeerTable {
   Status connectMesh(const Bootstrap& bootstrap);
   // The endpoint to `rank`, created (and readied) on first use.
   Result<fabric::Endpoint*> endpointTo(int rank);
-  // Readies `endpoint` as `peer`'s: its `depth` receive slots of
-  // `slotSize` bytes posted, its completions found as that peer's.
-  Status attach(Peer& peer, fabric::Endpoint& endpoint, uint32_t depth, size_t slotSize);
+  // Makes `endpoint` `peer`'s: its completions are found as that peer's.
+  // (Its receive buffers are posted by the Context: the peer's own, or the
+  // shared pool's.)
+  void attach(Peer& peer, fabric::Endpoint& endpoint);
 
   Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
   const Peer& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }

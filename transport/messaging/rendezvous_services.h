@@ -42,7 +42,9 @@ class TransferIds {
 };
 
 // Work request ids: the kind in the top byte, the rest identifies the object.
-enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace, kOneSided };
+// kRecvSlot: a peer's own receive buffer; kPoolSlot: one of the shared pool's
+// (receive_pool.h), whoever sent into it.
+enum class WrKind : uint8_t { kSlot = 1, kSendData, kRead, kRecvSlot, kInPlace, kOneSided, kPoolSlot };
 inline uint64_t wrId(WrKind kind, uint64_t value) { return (uint64_t{static_cast<uint8_t>(kind)} << 56) | value; }
 inline WrKind wrKind(uint64_t id) { return static_cast<WrKind>(id >> 56); }
 inline uint64_t wrValue(uint64_t id) { return id & ((uint64_t{1} << 56) - 1); }

@@ -67,11 +67,21 @@ struct CollectiveCost {
   double perByteNs = 0;
   double ns(double messages, double bytes) const { return fixedNs + perMessageNs * messages + perByteNs * bytes; }
 };
+// One timing the fit was made from (format_version 3): `ranks` ranks,
+// blocks of `blockBytes`, `ns` per call. The collectives layer prices an
+// algorithm by its samples where they exist and by the fit elsewhere.
+struct CollectiveSample {
+  int64_t ranks = 0;
+  int64_t blockBytes = 0;
+  double ns = 0;
+};
 struct CollectiveFit {
   std::string name;  // [a-z0-9/-], at most 64 characters
   CollectiveCost cost;
+  std::vector<CollectiveSample> samples;  // empty before format_version 3
 };
 inline constexpr size_t kMaxCollectiveFits = 32;
+inline constexpr size_t kMaxCollectiveSamples = 64;  // per fit
 
 struct Tuning {
   HostKey key;

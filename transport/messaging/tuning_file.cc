@@ -7,6 +7,8 @@
 // format_version 2 adds the collective algorithms' fits:
 //    "collectives": {"ranks_measured": [2, 4], "block_bytes_measured": [8, 16384],
 //                    "fits": {"alltoall/pairwise": {"fixed_ns": .., "per_message_ns": .., "per_byte_ns": ..}, ...}}
+// format_version 3 adds to each fit the timings it was made from:
+//    "samples": [[ranks, block_bytes, ns], ...]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,7 +32,8 @@ using Json = nlohmann::json;
 
 constexpr int kFormatVersion = 1;             // point-to-point paths only
 constexpr int kCollectivesFormatVersion = 2;  // ... and a "collectives" object
-constexpr size_t kMaxFileBytes = 64 << 10;  // a real file is under 2 KiB
+constexpr int kSamplesFormatVersion = 3;      // ... whose fits carry their samples
+constexpr size_t kMaxFileBytes = 256 << 10;  // a real file: ~40 KiB with samples at 2..8 ranks
 constexpr double kMaxCostNs = 1e12;         // any fitted term beyond this is nonsense
 
 Status bad(std::string_view what) { return makeError(Code::kInvalidArgument, "tuning file: ", what); }
@@ -101,7 +104,39 @@ bool validCollectiveName(const std::string& name) {
   });
 }
 
-Status parseCollectives(const Json& object, Tuning& tuning) {
+// A fit's "samples": at most kMaxCollectiveSamples [ranks, block_bytes, ns]
+// triples, each (ranks, block_bytes) once, every number finite and in range.
+Result<std::vector<CollectiveSample>> parseSamples(const Json& fit) {
+  std::vector<CollectiveSample> samples;
+  auto found = fit.find("samples");
+  if (found == fit.end()) return samples;
+  if (!found->is_array()) return bad("\"samples\" must be an array");
+  if (found->size() > kMaxCollectiveSamples) {
+    return bad(strCat(found->size(), " samples, at most ", kMaxCollectiveSamples));
+  }
+  for (const Json& item : *found) {
+    if (!item.is_array() || item.size() != 3 || !item[0].is_number() || !item[1].is_number() ||
+        !item[2].is_number()) {
+      return bad("a sample must be [ranks, block_bytes, ns]");
+    }
+    const double ranks = item[0].get<double>(), block = item[1].get<double>(), ns = item[2].get<double>();
+    if (!(ranks >= 1 && ranks <= (1 << 24) && ranks == std::floor(ranks))) return bad("sample ranks out of range");
+    if (!(block >= 0 && block <= double(int64_t{1} << 40) && block == std::floor(block))) {
+      return bad("sample block_bytes out of range");
+    }
+    if (!(std::isfinite(ns) && ns > 0 && ns <= kMaxCostNs)) return bad("sample ns out of range");
+    const CollectiveSample sample{static_cast<int64_t>(ranks), static_cast<int64_t>(block), ns};
+    for (const CollectiveSample& other : samples) {
+      if (other.ranks == sample.ranks && other.blockBytes == sample.blockBytes) {
+        return bad(strCat("two samples at ", sample.ranks, " ranks, ", sample.blockBytes, " B"));
+      }
+    }
+    samples.push_back(sample);
+  }
+  return samples;
+}
+
+Status parseCollectives(const Json& object, Tuning& tuning, bool withSamples) {
   IBDT_ASSIGN_OR_RETURN(auto ranks, rangeMember(object, "ranks_measured", 1 << 24));
   IBDT_ASSIGN_OR_RETURN(auto blocks, rangeMember(object, "block_bytes_measured", double(int64_t{1} << 40)));
   tuning.collectiveMinRanks = ranks.first;
@@ -121,6 +156,9 @@ Status parseCollectives(const Json& object, Tuning& tuning) {
       IBDT_ASSIGN_OR_RETURN(fit.cost.fixedNs, numberMember(value, "fixed_ns", -kMaxCostNs, kMaxCostNs));
       IBDT_ASSIGN_OR_RETURN(fit.cost.perMessageNs, numberMember(value, "per_message_ns", 0, kMaxCostNs));
       IBDT_ASSIGN_OR_RETURN(fit.cost.perByteNs, numberMember(value, "per_byte_ns", 0, 1e3));
+      if (withSamples) {
+        IBDT_ASSIGN_OR_RETURN(fit.samples, parseSamples(value));
+      }
       return Status::ok();
     };
     IBDT_RETURN_IF_ERROR(parse().withContext(strCat("collective ", name)));
@@ -139,8 +177,13 @@ std::string serializeTuning(const Tuning& tuning) {
     paths[std::string(tunedPathName(static_cast<TunedPath>(p)))] = {
         {"per_message_ns", cost.perMessageNs}, {"per_byte_ns", cost.perByteNs}, {"per_block_ns", cost.perBlockNs}};
   }
+  const bool withSamples = std::any_of(tuning.collectives.begin(), tuning.collectives.end(),
+                                      [](const CollectiveFit& fit) { return !fit.samples.empty(); });
+  const int version = tuning.collectives.empty() ? kFormatVersion
+                      : withSamples                  ? kSamplesFormatVersion
+                                                 : kCollectivesFormatVersion;
   Json root = {{"format", "ibdt-tune"},
-               {"format_version", tuning.collectives.empty() ? kFormatVersion : kCollectivesFormatVersion},
+               {"format_version", version},
                {"host",
                 {{"cpu", tuning.key.cpuModel},
                  {"cores", tuning.key.cores},
@@ -154,6 +197,10 @@ std::string serializeTuning(const Tuning& tuning) {
       fits[fit.name] = {{"fixed_ns", fit.cost.fixedNs},
                         {"per_message_ns", fit.cost.perMessageNs},
                         {"per_byte_ns", fit.cost.perByteNs}};
+      if (fit.samples.empty()) continue;
+      Json samples = Json::array();
+      for (const CollectiveSample& sample : fit.samples) samples.push_back({sample.ranks, sample.blockBytes, sample.ns});
+      fits[fit.name]["samples"] = samples;
     }
     root["collectives"] = {{"ranks_measured", {tuning.collectiveMinRanks, tuning.collectiveMaxRanks}},
                            {"block_bytes_measured", {tuning.collectiveMinBlock, tuning.collectiveMaxBlock}},
@@ -169,9 +216,9 @@ Result<Tuning> parseTuning(std::string_view text) {
   IBDT_ASSIGN_OR_RETURN(std::string format, stringMember(root, "format"));
   if (format != "ibdt-tune") return bad(strCat("format \"", format, "\" is not ibdt-tune"));
   IBDT_ASSIGN_OR_RETURN(double version, numberMember(root, "format_version", 0, 1e9));
-  if (version != kFormatVersion && version != kCollectivesFormatVersion) {
-    return bad(strCat("format_version ", version, ", this ibdt reads ", kFormatVersion, " and ",
-                      kCollectivesFormatVersion));
+  if (version != kFormatVersion && version != kCollectivesFormatVersion && version != kSamplesFormatVersion) {
+    return bad(strCat("format_version ", version, ", this ibdt reads ", kFormatVersion, " to ",
+                      kSamplesFormatVersion));
   }
   Tuning tuning;
   IBDT_ASSIGN_OR_RETURN(tuning.key, parseHost(root));
@@ -196,9 +243,9 @@ Result<Tuning> parseTuning(std::string_view text) {
     if (!cost.isOk()) return std::move(cost).takeStatus().withContext(strCat("path ", name));
     tuning.paths[static_cast<size_t>(found)] = *cost;
   }
-  if (version == kCollectivesFormatVersion) {
+  if (version >= kCollectivesFormatVersion) {
     IBDT_ASSIGN_OR_RETURN(const Json* collectives, member(root, "collectives"));
-    IBDT_RETURN_IF_ERROR(parseCollectives(*collectives, tuning));
+    IBDT_RETURN_IF_ERROR(parseCollectives(*collectives, tuning, version >= kSamplesFormatVersion));
   }
   return tuning;
 }

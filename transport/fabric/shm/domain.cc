@@ -172,7 +172,7 @@ bool insideRegion(const Sge& sge, const RegionSnapshot& region) {
 bool DomainState::checkLocal(const Sge& sge, uint32_t access, uint32_t* regionIndex) const {
   RegionSnapshot region;
   uint32_t index = lkeyIndex(sge.lkey);
-  if (!readRegion(table_.entries(), table_.capacity(), index, region)) return false;
+  if (!readRegion(table_.ownEntries(), table_.capacity(), index, region)) return false;
   if ((region.generation & 0xffffu) != lkeyGeneration(sge.lkey)) return false;
   if ((region.access & access) != access) return false;
   if (!insideRegion(sge, region)) return false;
@@ -190,7 +190,7 @@ bool DomainState::checkLocal(std::span<const Sge> sges, uint32_t access) const {
     if (sge.length == 0) continue;
     if (!haveRegion || sge.lkey != lkey) {
       lkey = sge.lkey;
-      haveRegion = readRegion(table_.entries(), table_.capacity(), lkeyIndex(lkey), region) &&
+      haveRegion = readRegion(table_.ownEntries(), table_.capacity(), lkeyIndex(lkey), region) &&
                    (region.generation & 0xffffu) == lkeyGeneration(lkey) && (region.access & access) == access;
       if (!haveRegion) return false;
     }
@@ -201,7 +201,7 @@ bool DomainState::checkLocal(std::span<const Sge> sges, uint32_t access) const {
 
 bool DomainState::checkOwnRegion(uint64_t rkey, uint64_t address, uint64_t length, uint32_t access) const {
   RegionSnapshot region;
-  if (!readRegion(table_.entries(), table_.capacity(), rkeyIndex(rkey), region)) return false;
+  if (!readRegion(table_.ownEntries(), table_.capacity(), rkeyIndex(rkey), region)) return false;
   return region.generation == rkeyGeneration(rkey) && (region.access & access) == access &&
          address >= region.address && address - region.address <= region.length &&
          length <= region.length - (address - region.address);

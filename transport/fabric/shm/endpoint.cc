@@ -85,6 +85,8 @@ Result<std::unique_ptr<Endpoint>> ShmEndpoint::create(std::shared_ptr<DomainStat
   header->activitySlot = endpoint->activitySlot_;
   endpoint->header_ = header;
   endpoint->recvPosted_.reset(0, options.recvQueueDepth);
+  endpoint->ownRecvSges_.resize(size_t{options.recvQueueDepth} * maxRecvSge);
+  endpoint->ownRecvCounts_.resize(options.recvQueueDepth);
   endpoint->notifyTaken_.reset(0, notifyCapacity);
   endpoint->recvSlots_ = endpoint->segment_.data() + recvOffset;
   endpoint->notifications_ = reinterpret_cast<NotificationSlot*>(endpoint->segment_.data() + notifyOffset);
@@ -155,13 +157,24 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   if (!segment.isOk()) return std::move(segment).takeStatus().withContext(strCat("connecting to ", peerLabel()));
   auto* header = reinterpret_cast<EndpointHeader*>(segment->data());
   size_t length = segment->length();
-  bool sane = length >= sizeof(EndpointHeader) && header->magic == kEndpointMagic &&
-              header->version == kLayoutVersion && header->recvDepth > 0 &&
-              header->recvSlotSize >= recvSlotSize(1) && header->recvSlotSize <= recvSlotSize(kMaxSge) &&
-              header->recvRingOffset + uint64_t{header->recvSlotSize} * header->recvDepth <= length &&
-              header->notifyCapacity == header->recvDepth + 1 &&
-              header->notifyRingOffset + sizeof(NotificationSlot) * uint64_t{header->notifyCapacity} <= length &&
-              header->bounceSize > 0 && header->bounceOffset + header->bounceSize <= length;
+  if (length < sizeof(EndpointHeader)) {
+    return makeError(Code::kProtocol, "shm endpoint: the endpoint segment of ", peerLabel(), " (process ", blob.pid,
+                     ") is too small");
+  }
+  // Each field read once, checked and kept: the peer can rewrite its header
+  // while we read it, and later.
+  const uint32_t magic = readOnce(header->magic), version = readOnce(header->version);
+  const uint32_t recvDepth = readOnce(header->recvDepth), slotSize = readOnce(header->recvSlotSize);
+  const uint32_t notifyCapacity = readOnce(header->notifyCapacity), bounceSize = readOnce(header->bounceSize);
+  const uint64_t recvRingOffset = readOnce(header->recvRingOffset);
+  const uint64_t notifyRingOffset = readOnce(header->notifyRingOffset);
+  const uint64_t bounceOffset = readOnce(header->bounceOffset);
+  bool sane = magic == kEndpointMagic && version == kLayoutVersion && recvDepth > 0 &&
+              slotSize >= recvSlotSize(1) && slotSize <= recvSlotSize(kMaxSge) &&
+              recvRingOffset <= length && uint64_t{slotSize} * recvDepth <= length - recvRingOffset &&
+              notifyCapacity == uint64_t{recvDepth} + 1 && notifyRingOffset <= length &&
+              sizeof(NotificationSlot) * uint64_t{notifyCapacity} <= length - notifyRingOffset &&
+              bounceSize > 0 && bounceOffset <= length && bounceSize <= length - bounceOffset;
   if (!sane) {
     return makeError(Code::kProtocol, "shm endpoint: the endpoint segment of ", peerLabel(), " (process ", blob.pid,
                      ") has an unexpected layout");
@@ -169,17 +182,16 @@ Status ShmEndpoint::connect(std::span<const uint8_t> peerAddress) {
   peer_ = std::move(peer).value();
   peerSegment_ = std::move(segment).value();
   peerHeader_ = header;
-  // Keep the validated geometry: the peer could rewrite its header later.
-  peerRecvDoorbell_ = header->recvDoorbell;
-  peerSendDoorbell_ = header->sendDoorbell;
-  peerRecvDepth_ = header->recvDepth;
-  peerRecvSlotSize_ = header->recvSlotSize;
-  peerNotifyCapacity_ = header->notifyCapacity;
-  peerBounceSize_ = header->bounceSize;
-  peerActivitySlot_ = header->activitySlot;  // bounds-checked by the peer domain on use
-  peerRecvSlots_ = peerSegment_.data() + header->recvRingOffset;
-  peerNotifications_ = reinterpret_cast<NotificationSlot*>(peerSegment_.data() + header->notifyRingOffset);
-  peerBounce_ = peerSegment_.data() + header->bounceOffset;
+  peerRecvDoorbell_ = readOnce(header->recvDoorbell);  // bounds-checked by the peer domain on use
+  peerSendDoorbell_ = readOnce(header->sendDoorbell);
+  peerRecvDepth_ = recvDepth;
+  peerRecvSlotSize_ = slotSize;
+  peerNotifyCapacity_ = notifyCapacity;
+  peerBounceSize_ = bounceSize;
+  peerActivitySlot_ = readOnce(header->activitySlot);  // bounds-checked by the peer domain on use
+  peerRecvSlots_ = peerSegment_.data() + recvRingOffset;
+  peerNotifications_ = reinterpret_cast<NotificationSlot*>(peerSegment_.data() + notifyRingOffset);
+  peerBounce_ = peerSegment_.data() + bounceOffset;
   peerRecvTaken_.reset(header->recvRing.tail.load(std::memory_order_relaxed), peerRecvDepth_);
   peerNotifyPut_.reset(header->notifyRing.head.load(std::memory_order_relaxed), peerNotifyCapacity_);
   state_ = EndpointState::kConnected;
@@ -290,13 +302,16 @@ Status ShmEndpoint::postRecv(const RecvRequest& first, const RecvRequest** badRe
       continue;
     }
     auto* slot = reinterpret_cast<RecvSlot*>(recvSlots_ + size_t{recvPosted_.slot} * recvSlotSize_);
+    RecvSge* own = &ownRecvSges_[size_t{recvPosted_.slot} * maxRecvSge_];
     bool valid = true;
     for (uint32_t i = 0; i < request->numSge && valid; ++i) {
       const Sge& sge = request->sgList[i];
       uint32_t regionIndex = 0;
       valid = sge.length == 0 || domain_->checkLocal(sge, kLocalWrite, &regionIndex);
-      slot->sge[i] = RecvSge{sge.address, sge.length, regionIndex};
+      own[i] = RecvSge{sge.address, sge.length, regionIndex};
+      slot->sge[i] = own[i];
     }
+    ownRecvCounts_[recvPosted_.slot] = request->numSge;
     if (!valid) {
       completion.status = CompletionStatus::kLocalProtection;
       pushRecv(completion);

@@ -180,6 +180,11 @@ class ShmEndpoint final : public Endpoint {
 
   std::deque<Pending> pending_;
   std::deque<uint64_t> postedRecvs_;
+  // Our posted receives' scatter lists as we checked them, by ring slot: the
+  // copy in our segment is for the peer to read, and the peer can rewrite it
+  // (a bounce receive scatters into what this copy says, never that one).
+  std::vector<RecvSge> ownRecvSges_;  // recvDepth_ x maxRecvSge_
+  std::vector<uint32_t> ownRecvCounts_;
   uint32_t sendInUse_ = 0;
   uint32_t vendorError_ = 0;  // errno of the failed system call, for the completion  // send-queue slots: pending, or completed but not yet polled
   bool lossUnreported_ = false;

@@ -291,13 +291,18 @@ void ShmEndpoint::serveBounce(const Notification& note) {
   auto kind = static_cast<NotificationKind>(note.kind);
   bool valid = note.chunkLength <= peerBounceSize_;
   if (valid && kind == NotificationKind::kBounceReceive) {
-    // The initiator has not consumed the receive yet: it is at our tail.
+    // The initiator has not consumed the receive yet: it is at our tail,
+    // which the peer writes, so it must name a receive still posted.
     uint64_t tail = header_->recvRing.tail.load(std::memory_order_relaxed);
-    const auto* slot = reinterpret_cast<const RecvSlot*>(recvSlots_ + (tail % recvDepth_) * recvSlotSize_);
-    iovec iovs[kMaxSge];
-    uint32_t count = std::min<uint32_t>(slot->numSge, maxRecvSge_);
-    for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(slot->sge[i].address), slot->sge[i].length};
-    scatterToIovecs(std::span(iovs, count), note.address, peerBounce_, note.chunkLength);
+    uint64_t head = recvPosted_.index;
+    if (tail < head && head - tail <= postedRecvs_.size()) {
+      size_t slot = tail % recvDepth_;
+      const RecvSge* own = &ownRecvSges_[slot * maxRecvSge_];
+      iovec iovs[kMaxSge];
+      uint32_t count = ownRecvCounts_[slot];
+      for (uint32_t i = 0; i < count; ++i) iovs[i] = {reinterpret_cast<void*>(own[i].address), own[i].length};
+      scatterToIovecs(std::span(iovs, count), note.address, peerBounce_, note.chunkLength);
+    }
   } else if (valid) {
     uint32_t access = kind == NotificationKind::kBounceRead ? uint32_t{kRemoteRead} : uint32_t{kRemoteWrite};
     uint64_t rkey = makeRkey(note.immData, note.byteLength);

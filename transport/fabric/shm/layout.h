@@ -41,6 +41,14 @@ constexpr uint32_t kMaxSge = 64;
 // permitted (chunks of a larger transfer go through it one at a time).
 constexpr size_t kBounceSize = 256 * 1024;
 
+// Reads a field that another process can rewrite at any moment exactly
+// once: a plain read may be repeated by the compiler, so a bounds check and
+// the use after it could see different values.
+template <typename T>
+T readOnce(const T& field) {
+  return __atomic_load_n(&field, __ATOMIC_RELAXED);
+}
+
 // One registered region. `sequence` is a seqlock word: odd while the slot
 // is free or being rewritten, even and equal to the rkey's generation while
 // the registration is live, so a deregistered or reused slot fails every

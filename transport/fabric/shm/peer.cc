@@ -31,14 +31,21 @@ Result<std::unique_ptr<PeerDomain>> PeerDomain::attach(pid_t pid, int domainFd, 
   if (peer->domain_.length() < sizeof(DomainHeader)) {
     return makeError(Code::kProtocol, "shm: domain segment of process ", pid, " is too small");
   }
-  peer->header_ = reinterpret_cast<const DomainHeader*>(peer->domain_.data());
-  const DomainHeader& header = *peer->header_;
+  // One snapshot, checked and used: the peer can rewrite its header while we read it.
+  const auto& shared = *reinterpret_cast<const DomainHeader*>(peer->domain_.data());
+  const DomainHeader header{readOnce(shared.magic),           readOnce(shared.version),
+                            readOnce(shared.pid),             readOnce(shared.regionCapacity),
+                            readOnce(shared.doorbellCapacity), readOnce(shared.activityCapacity),
+                            readOnce(shared.regionsOffset),   readOnce(shared.doorbellsOffset),
+                            readOnce(shared.activityOffset)};
+  // Without overflow: an offset near 2^64 must not wrap back inside the segment.
+  const uint64_t length = peer->domain_.length();
+  auto fits = [length](uint64_t offset, uint64_t bytes) { return offset <= length && bytes <= length - offset; };
   if (header.magic != kDomainMagic || header.version != kLayoutVersion ||
-      header.regionsOffset + uint64_t{header.regionCapacity} * sizeof(RegionEntry) > peer->domain_.length() ||
-      header.doorbellsOffset + uint64_t{header.doorbellCapacity} * sizeof(Doorbell) > peer->domain_.length() ||
+      !fits(header.regionsOffset, uint64_t{header.regionCapacity} * sizeof(RegionEntry)) ||
+      !fits(header.doorbellsOffset, uint64_t{header.doorbellCapacity} * sizeof(Doorbell)) ||
       header.activityOffset % kCacheLine != 0 ||
-      header.activityOffset + (uint64_t{header.activityCapacity} + 63) / 64 * sizeof(uint64_t) >
-          peer->domain_.length()) {
+      !fits(header.activityOffset, (uint64_t{header.activityCapacity} + 63) / 64 * sizeof(uint64_t))) {
     return makeError(Code::kProtocol, "shm: domain segment of process ", pid,
                      " has a foreign layout (magic/version/size mismatch: mixed ibdt builds?)");
   }
@@ -46,6 +53,8 @@ Result<std::unique_ptr<PeerDomain>> PeerDomain::attach(pid_t pid, int domainFd, 
   peer->doorbells_ = reinterpret_cast<Doorbell*>(peer->domain_.data() + header.doorbellsOffset);
   peer->activity_ = reinterpret_cast<std::atomic<uint64_t>*>(peer->domain_.data() + header.activityOffset);
   peer->activityCapacity_ = header.activityCapacity;
+  peer->regionCapacity_ = header.regionCapacity;
+  peer->doorbellCapacity_ = header.doorbellCapacity;
   return peer;
 }
 
@@ -58,7 +67,7 @@ bool PeerDomain::alive() const {
 }
 
 void PeerDomain::ring(uint32_t index) {
-  if (index < header_->doorbellCapacity) ringDoorbell(doorbells_[index]);
+  if (index < doorbellCapacity_) ringDoorbell(doorbells_[index]);
 }
 
 void PeerDomain::markActive(uint32_t slot) { setActivityBit(activity_, activityCapacity_, slot); }
@@ -67,7 +76,7 @@ CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64
                                          RemotePiece& piece) {
   RegionSnapshot region;
   uint32_t index = rkeyIndex(rkey);
-  if (!readRegion(regions_, header_->regionCapacity, index, region) || region.generation != rkeyGeneration(rkey)) {
+  if (!readRegion(regions_, regionCapacity_, index, region) || region.generation != rkeyGeneration(rkey)) {
     return CompletionStatus::kRemoteAccess;  // unknown, deregistered or reused key
   }
   if ((region.access & access) != access) return CompletionStatus::kRemoteAccess;
@@ -85,7 +94,7 @@ CompletionStatus PeerDomain::checkAccess(uint64_t rkey, uint64_t address, uint64
 CompletionStatus PeerDomain::resolveReceive(uint32_t regionIndex, uint64_t address, uint64_t length,
                                             RemotePiece& piece) {
   RegionSnapshot region;
-  if (!readRegion(regions_, header_->regionCapacity, regionIndex, region)) {
+  if (!readRegion(regions_, regionCapacity_, regionIndex, region)) {
     return CompletionStatus::kRemoteOperation;  // the peer deregistered a posted receive buffer
   }
   piece.address = address;
@@ -102,7 +111,7 @@ uint8_t* PeerDomain::mapSegment(const RegionSnapshot& region, uint64_t address, 
     // freed memory does not stay alive in this process.
     for (auto it = segments_.begin(); it != segments_.end();) {
       RegionSnapshot current;
-      bool live = readRegion(regions_, header_->regionCapacity, it->second.regionIndex, current) &&
+      bool live = readRegion(regions_, regionCapacity_, it->second.regionIndex, current) &&
                   current.segmentInode == it->first;
       it = live ? std::next(it) : segments_.erase(it);
     }

@@ -61,11 +61,14 @@ class PeerDomain {
   bool crossMemoryAttachDenied_ = false;
   uint64_t domainInode_ = 0;
   SharedRegion domain_;
-  const DomainHeader* header_ = nullptr;
   const RegionEntry* regions_ = nullptr;
   Doorbell* doorbells_ = nullptr;
   std::atomic<uint64_t>* activity_ = nullptr;
-  uint32_t activityCapacity_ = 0;  // validated at attach: the peer can rewrite its header
+  // Validated at attach and kept here: the peer can rewrite its header at
+  // any time, so a capacity read from it later could reach past the mapping.
+  uint32_t activityCapacity_ = 0;
+  uint32_t regionCapacity_ = 0;
+  uint32_t doorbellCapacity_ = 0;
   struct Mapped {
     SharedRegion segment;
     uint32_t regionIndex;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 
 #include "ibdt/status.h"
 #include "transport/fabric/shm/layout.h"
@@ -47,20 +48,33 @@ inline uint32_t lkeyGeneration(uint32_t lkey) { return lkey >> 16; }
 // Consistent read of one slot; false when the slot is free or changed under us.
 bool readRegion(const RegionEntry* table, uint32_t capacity, uint32_t index, RegionSnapshot& out);
 
-// Owner side: hands out slots and publishes registrations.
+// Releases the private copy of a table (anonymous memory).
+struct UnmapEntries {
+  size_t length = 0;
+  void operator()(RegionEntry* entries) const;
+};
+
+// Owner side: hands out slots and publishes registrations. Every entry is
+// written twice: into the shared table that peers check, and into a private
+// copy that the owner checks its own keys against (local access, and the
+// bounce requests it carries out for peers). Peers map the shared table
+// writable (its segment also holds the doorbells and activity bits), so a
+// hostile peer could rewrite an entry there; it cannot reach the copy.
 class RegistrationTable {
  public:
-  RegistrationTable(RegionEntry* entries, uint32_t capacity);
+  RegistrationTable(RegionEntry* shared, uint32_t capacity);
 
   // Publishes a registration; returns the slot index (generation via generation()).
   Result<uint32_t> add(uint64_t address, uint64_t length, uint32_t access, const SegmentPlace& segment = {});
   void remove(uint32_t index);
   uint32_t generation(uint32_t index) const;
-  const RegionEntry* entries() const { return entries_; }
+  // The private copy, for readRegion: what this process registered.
+  const RegionEntry* ownEntries() const { return own_.get(); }
   uint32_t capacity() const { return capacity_; }
 
  private:
-  RegionEntry* entries_;
+  RegionEntry* shared_;
+  std::unique_ptr<RegionEntry, UnmapEntries> own_;  // zero-filled pages, touched as slots are used
   uint32_t capacity_;
   uint32_t nextUnused_ = 0;
   std::deque<uint32_t> freed_;  // FIFO reuse keeps generations of a slot far apart in time

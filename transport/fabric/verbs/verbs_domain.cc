@@ -12,6 +12,7 @@
 #include "transport/fabric/verbs/verbs_fork.h"
 #include "transport/fabric/verbs/verbs_listener.h"
 #include "transport/fabric/verbs/verbs_memory_region.h"
+#include "transport/fabric/verbs/verbs_receive_queue.h"
 #include "transport/fabric/verbs/verbs_status.h"
 #include "transport/fabric/verbs/verbs_work_id.h"
 
@@ -114,6 +115,8 @@ Result<std::unique_ptr<Domain>> VerbsDomain::open(const DomainOptions& options) 
   settings.retryCount = knobs.retryCount;
   settings.rnrRetry = knobs.rnrRetry;
   settings.sharedReceiveQueue = knobs.sharedReceiveQueue;
+  settings.maxSharedQueueDepth = clampToU32(device.max_srq_wr);
+  settings.maxSharedSge = clampToU32(std::min(device.max_sge, device.max_srq_sge));
   // Window binds and invalidations share the send queue with the caller's
   // requests; they are signalled, so they retire at the next poll.
   settings.internalReserve = caps.memoryWindows ? kWindowReserve : 0;
@@ -174,6 +177,24 @@ Result<std::unique_ptr<Endpoint>> VerbsDomain::createEndpoint(CompletionQueue& s
   uint32_t psn = std::uniform_int_distribution<uint32_t>(0, (1u << 24) - 1)(random_);
   IBDT_ASSIGN_OR_RETURN(auto endpoint, VerbsEndpoint::create(settings_, *sendCq, *recvCq, options, epoch, psn));
   return std::unique_ptr<Endpoint>(std::move(endpoint));
+}
+
+Status VerbsDomain::shareReceives(CompletionQueue& recvQueue, uint32_t depth) {
+  auto* cq = dynamic_cast<VerbsCompletionQueue*>(&recvQueue);
+  if (cq == nullptr || cq->context() != port_.context.get()) {
+    return makeError(Code::kInvalidArgument, label_, ": shareReceives: a completion queue of another domain");
+  }
+  if (cq->sharedReceiveQueue() != nullptr) {
+    return makeError(Code::kInvalidArgument, label_,
+                     ": shareReceives: the completion queue already has a shared receive queue");
+  }
+  if (depth == 0 || depth > settings_.maxSharedQueueDepth) {
+    return makeError(Code::kInvalidArgument, label_, ": shareReceives: depth ", depth, " outside 1..max_srq_wr ",
+                     settings_.maxSharedQueueDepth);
+  }
+  IBDT_ASSIGN_OR_RETURN(auto shared, VerbsReceiveQueue::createShared(pd_, *cq, depth, settings_.maxSharedSge, label_));
+  cq->setSharedReceiveQueue(std::move(shared));
+  return Status::ok();
 }
 
 Result<std::unique_ptr<Listener>> VerbsDomain::createListener() { return VerbsListener::create(port_, pd_, label_); }

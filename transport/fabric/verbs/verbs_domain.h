@@ -8,13 +8,14 @@
 #include <random>
 
 #include "ibdt/fabric.h"
+#include "transport/fabric/shared_receives.h"
 #include "transport/fabric/verbs/verbs_device.h"
 #include "transport/fabric/verbs/verbs_endpoint.h"
 #include "transport/fabric/verbs/verbs_memory_window.h"
 
 namespace ibdt::fabric::verbs {
 
-class VerbsDomain final : public Domain {
+class VerbsDomain final : public Domain, public SharedReceiveDomain {
  public:
   static Result<std::unique_ptr<Domain>> open(const DomainOptions& options);
   ~VerbsDomain() override;
@@ -28,6 +29,12 @@ class VerbsDomain final : public Domain {
   Result<std::unique_ptr<MemoryRegion>> bindWindow(const MemoryRegion& region, void* address, size_t length,
                                                    uint32_t access, Endpoint& peer) override;
   Result<std::unique_ptr<Listener>> createListener() override;
+  // SharedReceiveDomain; IBDT_VERBS_SRQ=1 shares every receive CQ's, from
+  // its first endpoint on.
+  SharedReceiveSupport sharedReceiveSupport() const override {
+    return {.available = true, .always = settings_.sharedReceiveQueue, .maxDepth = settings_.maxSharedQueueDepth};
+  }
+  Status shareReceives(CompletionQueue& recvQueue, uint32_t depth) override;
 
  private:
   explicit VerbsDomain(SelectedPort port);

@@ -86,12 +86,15 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::create(const EndpointSetti
   init.cap.max_send_wr = options.sendQueueDepth + reserve;
   init.cap.max_send_sge = sendSge;
   init.cap.max_inline_data = inlineBytes;
-  if (settings.sharedReceiveQueue) {
+  // An SRQ for every receive CQ (IBDT_VERBS_SRQ=1), or for the CQs a user
+  // asked to share one (VerbsDomain::shareReceives).
+  const bool shared = settings.sharedReceiveQueue || recvCq.sharedReceiveQueue() != nullptr;
+  if (shared) {
     if (recvCq.sharedReceiveQueue() == nullptr) {
       uint32_t depth = std::min(recvCq.freeEntries(), settings.maxRecvQueueDepth);
-      IBDT_ASSIGN_OR_RETURN(auto shared,
-                            VerbsReceiveQueue::createShared(settings.pd, recvCq, depth, settings.maxRecvSge, device));
-      recvCq.setSharedReceiveQueue(std::move(shared));
+      IBDT_ASSIGN_OR_RETURN(auto queue,
+                            VerbsReceiveQueue::createShared(settings.pd, recvCq, depth, settings.maxSharedSge, device));
+      recvCq.setSharedReceiveQueue(std::move(queue));
     }
     init.srq = recvCq.sharedReceiveQueue()->sharedQueue();
   } else {
@@ -112,7 +115,7 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::create(const EndpointSetti
   endpoint->scratch_.resize(init.cap.max_send_wr);
   // Signalled at least every half of the caller's depth (internal requests always are).
   endpoint->signalInterval_ = std::max<uint32_t>(1, static_cast<uint32_t>(endpoint->userDepth_ / 2));
-  if (settings.sharedReceiveQueue) {
+  if (shared) {
     endpoint->receiveQueue_ = recvCq.sharedReceiveQueue();
   } else {
     endpoint->ownReceiveQueue_ =

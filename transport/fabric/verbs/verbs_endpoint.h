@@ -43,7 +43,9 @@ struct EndpointSettings {
   uint8_t ackTimeout = 14;     // 4.096 us * 2^timeout
   uint8_t retryCount = 6;
   uint8_t rnrRetry = 7;        // 7: retry forever
-  bool sharedReceiveQueue = false;
+  bool sharedReceiveQueue = false;  // IBDT_VERBS_SRQ=1: every receive CQ gets an SRQ at its first endpoint
+  uint32_t maxSharedQueueDepth = 0;  // max_srq_wr
+  uint32_t maxSharedSge = 0;         // min(max_sge, max_srq_sge)
   // Send-queue entries kept beyond the caller's depth for the provider's
   // own requests (memory-window binds and invalidations); 0 without windows.
   uint32_t internalReserve = 0;
