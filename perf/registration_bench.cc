@@ -7,7 +7,10 @@
 //   * optimistic group registration of the 128 x 4096-int column layouts,
 //     beside block-by-block registration: regions and time;
 //   * a staging-pool hand-out (get + give back) with the chunk's key and with
-//     a key per buffer (docs/security.md), where the provider offers both.
+//     a key per buffer (docs/security.md), where the provider offers both:
+//     a registration per buffer (shm) or a memory window bound on a peer's
+//     endpoint and invalidated at give-back (verbs, with its completions
+//     polled as the messaging layer would).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -182,8 +185,26 @@ void groupRegistration(fabric::Domain& domain, const CommonOptions& common) {
   report.print(common);
 }
 
+// Two endpoints of `domain` connected to each other: where pool keys are
+// memory windows, the peer a hand-out's key is bound for.
+struct LoopbackPair {
+  std::unique_ptr<fabric::CompletionQueue> queue;
+  std::unique_ptr<fabric::Endpoint> a, b;
+
+  static Result<LoopbackPair> open(fabric::Domain& domain) {
+    LoopbackPair pair;
+    IBDT_ASSIGN_OR_RETURN(pair.queue, domain.createCompletionQueue(1024));
+    IBDT_ASSIGN_OR_RETURN(pair.a, domain.createEndpoint(*pair.queue, *pair.queue, {}));
+    IBDT_ASSIGN_OR_RETURN(pair.b, domain.createEndpoint(*pair.queue, *pair.queue, {}));
+    IBDT_RETURN_IF_ERROR(pair.a->connect(pair.b->address()));
+    IBDT_RETURN_IF_ERROR(pair.b->connect(pair.a->address()));
+    return pair;
+  }
+};
+
 // What a key per pool buffer adds to the staging hot path: a hand-out
-// registers its buffer, the give-back deregisters it.
+// registers its buffer, or binds a window over it, and the give-back
+// deregisters or invalidates it.
 void poolHandOut(fabric::Domain& domain, const CommonOptions& common) {
   Report report("registration: pool get + give back, chunk key vs a key per buffer (" + domain.caps().provider + ")",
                 {"bytes", "chunk_key_ns", "chunk_key_min_ns", "buffer_key_ns", "buffer_key_min_ns"});
@@ -194,17 +215,31 @@ void poolHandOut(fabric::Domain& domain, const CommonOptions& common) {
   auto bufferKeys = memory::BufferPool::create(domain, memory::PoolOptions());
   if (!ok(chunkKeys.status(), "creating a pool") || !ok(bufferKeys.status(), "creating a pool")) return;
   if (!(*bufferKeys)->perBufferKeys()) {
-    report.note("per-buffer keys", "not offered by this provider (Caps::cheapSubRegistration)");
+    report.note("per-buffer keys",
+                "not offered by this provider (neither Caps::cheapSubRegistration nor Caps::memoryWindows)");
     report.print(common);
     return;
   }
+  LoopbackPair pair;
+  fabric::Endpoint* keyFor = nullptr;
+  if (domain.caps().memoryWindows && !domain.caps().cheapSubRegistration) {
+    auto opened = LoopbackPair::open(domain);
+    if (!ok(opened.status(), "connecting a loopback pair for the windows")) return;
+    pair = std::move(opened).value();
+    keyFor = pair.b.get();
+    report.note("per-buffer keys", "type-2 memory windows: bind + invalidate on a loopback QP, completions polled");
+  }
+  fabric::Completion drained[16];
   int inner = common.quick ? 2000 : 20000;
   for (size_t bytes : {domain.caps().pageSize, size_t{64} << 10}) {
     Status failure;
     auto handOut = [&](memory::BufferPool& pool) {
       return time(common, inner, [&] {
-        auto buffer = pool.get(bytes);  // given back at the end of the scope
-        if (!buffer.isOk()) failure = buffer.status();
+        {
+          auto buffer = pool.get(bytes, keyFor);  // given back at the end of the scope
+          if (!buffer.isOk()) failure = buffer.status();
+        }
+        if (pair.queue) pair.queue->poll(drained);  // retires the window requests, as messaging's progress does
       });
     };
     Summary chunk = handOut(**chunkKeys);

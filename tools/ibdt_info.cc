@@ -61,11 +61,14 @@ void printProviders() {
     }
     const ibdt::fabric::Caps& caps = (*domain)->caps();
     std::printf("         device %s: max_sge send/recv %u/%u, max_inline %u, max_msg %llu, sq/rq/cq depth %u/%u/%u, "
-                "reads in flight %u, rdma_read %s, write_with_imm %s\n",
+                "reads in flight %u, rdma_read %s, write_with_imm %s, pool buffer keys %s\n",
                 caps.device.c_str(), caps.maxSendSge, caps.maxRecvSge, caps.maxInline,
                 static_cast<unsigned long long>(caps.maxMessageSize), caps.maxSendQueueDepth, caps.maxRecvQueueDepth,
                 caps.maxCompletionQueueDepth, caps.maxReadsInFlight, caps.rdmaRead ? "yes" : "no",
-                caps.writeWithImm ? "yes" : "no");
+                caps.writeWithImm ? "yes" : "no",
+                caps.cheapSubRegistration ? "per buffer (a registration each)"
+                : caps.memoryWindows      ? "per buffer and peer (type-2 memory windows)"
+                                          : "per chunk (no type-2 memory windows)");
     std::printf("         registration cost: %.0f ns + %.1f ns/page; transfer cost: %.0f ns/request + %.0f ns/sge + "
                 "%.0f ns/remote page + %.1f B/ns (into allocated memory: %.0f ns/request + %.1f ns/sge + %.1f B/ns)%s\n",
                 caps.registration.fixedNs, caps.registration.perPageNs, caps.transfer.perRequestNs,

@@ -85,6 +85,10 @@ struct Caps {
   // shm adds a table entry) and its key reaches exactly that part, so a
   // buffer pool may give every buffer it hands out a key of its own.
   bool cheapSubRegistration = false;
+  // Domain::bindWindow works: a key to part of allocateMemory's memory that
+  // only one endpoint's peer can use, revoked when it is destroyed (verbs:
+  // type-2 memory windows, where the device has them).
+  bool memoryWindows = false;
   RegistrationCost registration;
   TransferCost transfer;
 };
@@ -321,6 +325,18 @@ class Domain {
   virtual Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) = 0;
   virtual Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
                                                           const EndpointOptions& options) = 0;
+  // A key to [address, address + length) inside `region` (memory from
+  // allocateMemory of this domain) with `access` (remote bits only), valid
+  // only for the peer of `peer` (a connected endpoint of this domain): as an
+  // HCA's type-2 memory window bound on that queue pair. The returned
+  // region's lkey is `region`'s. Destroying it revokes the key before it
+  // returns. `region` and `peer` must outlive it, or the endpoint's
+  // destruction revokes it first. kUnsupported unless caps().memoryWindows.
+  virtual Result<std::unique_ptr<MemoryRegion>> bindWindow(const MemoryRegion& region, void* address, size_t length,
+                                                           uint32_t access, Endpoint& peer) {
+    (void)region, (void)address, (void)length, (void)access, (void)peer;
+    return makeError(Code::kUnsupported, "provider ", caps().provider, " has no memory windows");
+  }
   // Creates a connection inbox (see Listener). kUnsupported by default.
   virtual Result<std::unique_ptr<Listener>> createListener() {
     return makeError(Code::kUnsupported, "provider ", caps().provider, " has no connection listener");

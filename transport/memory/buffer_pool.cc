@@ -10,6 +10,9 @@
 #include "transport/memory/provider_lock.h"
 
 namespace ibdt::memory {
+namespace {
+constexpr uint32_t kRemote = fabric::kRemoteWrite | fabric::kRemoteRead;
+}
 
 struct PoolChunk {
   std::unique_ptr<fabric::MemoryRegion> region;
@@ -70,8 +73,18 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(fabric::Domain& domain, c
   IBDT_ASSIGN_OR_RETURN(bool printStats, config::getBool("IBDT_STATS"));
   auto pool = std::unique_ptr<BufferPool>(new BufferPool(domain, options));
   pool->printStats_ = printStats;
-  constexpr uint32_t kRemote = fabric::kRemoteWrite | fabric::kRemoteRead;
-  pool->perBufferKeys_ = options.perBufferKeys && domain.caps().cheapSubRegistration && (options.access & kRemote) != 0;
+  const fabric::Caps& caps = domain.caps();
+  pool->perBufferKeys_ = options.perBufferKeys && (caps.cheapSubRegistration || caps.memoryWindows) &&
+                         (options.access & kRemote) != 0;
+  pool->windows_ = pool->perBufferKeys_ && !caps.cheapSubRegistration;
+  if (caps.memoryWindows) {
+    IBDT_LOG(kDebug, "buffer pool on ", caps.device, ": ",
+             pool->windows_ ? "a memory window per buffer handed to a peer"
+                            : "memory windows unused (IBDT_POOL_BUFFER_KEYS=off or no remote access)");
+  } else if (!caps.cheapSubRegistration && (options.access & kRemote) != 0) {
+    IBDT_LOG(kDebug, "buffer pool on ", caps.device, ": no memory windows, a buffer's key reaches its ",
+             options.chunkBytes, "-byte chunk");
+  }
   return pool;
 }
 
@@ -172,7 +185,7 @@ Result<PoolChunk*> BufferPool::chunkWithFreeSlot(size_t index, size_t bytes) {
   return chunk;
 }
 
-Result<PoolBuffer> BufferPool::get(size_t bytes) {
+Result<PoolBuffer> BufferPool::get(size_t bytes, fabric::Endpoint* keyFor) {
   if (bytes > SIZE_MAX - classSizes_.front()) {
     return makeError(Code::kOverflow, "buffer pool: request of ", bytes, " bytes overflows");
   }
@@ -184,14 +197,15 @@ Result<PoolBuffer> BufferPool::get(size_t bytes) {
   void* data = static_cast<char*>(chunk->region->address()) + size_t{slot} * chunk->bufferBytes;
   std::unique_ptr<fabric::MemoryRegion> own;
   if (perBufferKeys_ && chunk->sizeClass >= 0) {  // a dedicated chunk's key dies with the hand-out already
-    auto registered = registerBuffer(data, chunk->bufferBytes);
-    if (!registered.isOk()) {
-      Status status = std::move(registered).takeStatus();
+    auto key = bufferKey(*chunk, data, keyFor);
+    if (!key.isOk()) {
+      Status status = std::move(key).takeStatus();
       ++classes_[index].freeBuffers;  // the slot stays free
-      return status.withContext(strCat("buffer pool: registering a ", chunk->bufferBytes, "-byte buffer for its own key"));
+      return status.withContext(strCat("buffer pool: ", windows_ ? "binding a memory window over" : "registering",
+                                       " a ", chunk->bufferBytes, "-byte buffer for its own key"));
     }
-    own = std::move(registered).value();
-    ++counters_.bufferKeys;
+    own = std::move(key).value();
+    if (own != nullptr) ++counters_.bufferKeys;
   }
   chunk->freeSlots.pop_back();
   ++counters_.buffersInUse;
@@ -207,9 +221,12 @@ Result<PoolBuffer> BufferPool::get(size_t bytes) {
   return buffer;
 }
 
-Result<std::unique_ptr<fabric::MemoryRegion>> BufferPool::registerBuffer(void* data, size_t bytes) {
+Result<std::unique_ptr<fabric::MemoryRegion>> BufferPool::bufferKey(const PoolChunk& chunk, void* data,
+                                                                     fabric::Endpoint* keyFor) {
   std::lock_guard provider(providerLock_);
-  return domain_.registerMemory(data, bytes, options_.access);
+  if (!windows_) return domain_.registerMemory(data, chunk.bufferBytes, options_.access);
+  if (keyFor == nullptr) return std::unique_ptr<fabric::MemoryRegion>();  // stays local: the chunk's lkey
+  return domain_.bindWindow(*chunk.region, data, chunk.bufferBytes, options_.access & kRemote, *keyFor);
 }
 
 void BufferPool::giveBack(PoolChunk* chunk, uint32_t slot, std::unique_ptr<fabric::MemoryRegion> own) {

@@ -15,10 +15,14 @@
 // use (issue 17). Where the provider registers part of an allocation cheaply
 // (Caps::cheapSubRegistration: shm), chunks are registered for local access
 // only and every hand-out registers its buffer for remote access: a peer's
-// key reaches that buffer, and only until it is given back (docs/security.md
-// gives the cost). Elsewhere (verbs: ibv_reg_mr per hand-out would cost
-// microseconds) a buffer's key is its chunk's. IBDT_POOL_BUFFER_KEYS=off
-// turns per-buffer keys off.
+// key reaches that buffer, and only until it is given back. Where it binds
+// memory windows instead (Caps::memoryWindows: verbs on devices with type-2
+// windows), a hand-out for a peer binds one over its buffer on that peer's
+// endpoint, so only that peer can use the key; a hand-out for no peer gets
+// no remote key at all. Elsewhere (verbs without windows: ibv_reg_mr per
+// hand-out would cost microseconds) a buffer's key is its chunk's.
+// docs/security.md gives the costs. IBDT_POOL_BUFFER_KEYS=off turns
+// per-buffer keys off.
 //
 // Thread-safe.
 #pragma once
@@ -103,8 +107,11 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
 
   // A registered, page-aligned buffer of at least `bytes` bytes (0: the
-  // smallest class). Fails only when the provider cannot allocate.
-  Result<PoolBuffer> get(size_t bytes);
+  // smallest class). `keyFor`: the endpoint whose peer will get the buffer's
+  // key, if any (with memory windows only that peer can use it; without
+  // one, the key reaches nothing remotely). Fails when the provider cannot
+  // allocate or bind.
+  Result<PoolBuffer> get(size_t bytes, fabric::Endpoint* keyFor = nullptr);
 
   PoolCounters counters() const;
   // The buffer size a request for `bytes` gets (bytes rounded up to a page
@@ -125,7 +132,9 @@ class BufferPool {
   friend class PoolBuffer;
   // Deregisters `own` (the hand-out's key dies) before the slot is reusable.
   void giveBack(PoolChunk* chunk, uint32_t slot, std::unique_ptr<fabric::MemoryRegion> own);
-  Result<std::unique_ptr<fabric::MemoryRegion>> registerBuffer(void* data, size_t bytes);
+  // The hand-out's own key (registration or window), or null where it has none.
+  Result<std::unique_ptr<fabric::MemoryRegion>> bufferKey(const PoolChunk& chunk, void* data,
+                                                          fabric::Endpoint* keyFor);
   // A chunk of the class of `index` with a free slot, grown (or a dedicated
   // one made) when none has; the class's free count already taken. Under mutex_.
   Result<PoolChunk*> chunkWithFreeSlot(size_t index, size_t bytes);
@@ -137,6 +146,7 @@ class BufferPool {
   const PoolOptions options_;
   bool printStats_ = false;  // IBDT_STATS, read at creation
   bool perBufferKeys_ = false;
+  bool windows_ = false;  // per-buffer keys are memory windows (else registrations)
   std::vector<size_t> classSizes_;
 
   mutable std::mutex mutex_;

@@ -43,7 +43,7 @@ class CoreServices final : public RendezvousServices {
 
   // ProtocolServices (rendezvous_services.cc)
   Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) override;
-  Result<Staging> pooledBuffer(size_t bytes) override;
+  Result<Staging> pooledBuffer(size_t bytes, int keyForRank) override;
   Result<Staging> dedicatedBuffer(size_t bytes) override;
   bool creditFree(int rank) const override { return parts_.credits.available(rank) > 0; }
   void queueControl(int rank, std::vector<uint8_t> bytes) override;

@@ -18,7 +18,9 @@ class ProtocolServices {
  public:
   virtual ~ProtocolServices() = default;
   virtual Result<UserRegistration> registerUser(const Operation& op, int64_t bytes, uint32_t access, bool single) = 0;
-  virtual Result<Staging> pooledBuffer(size_t bytes) = 0;
+  // A pool buffer; `keyForRank` (or -1): the rank its key will be given to,
+  // so the key works for that rank only where the provider can (memory::BufferPool::get).
+  virtual Result<Staging> pooledBuffer(size_t bytes, int keyForRank) = 0;
   virtual Result<Staging> dedicatedBuffer(size_t bytes) = 0;
   virtual bool creditFree(int rank) const = 0;
   virtual void queueControl(int rank, std::vector<uint8_t> bytes) = 0;

@@ -12,7 +12,7 @@ class UnpackReceive : public RecvProtocol {
   explicit UnpackReceive(uint32_t ringSegmentsMax) : ringSegmentsMax_(ringSegmentsMax) {}
   bool unpacks() const override { return true; }
 
-  Result<bool> start(ProtocolServices& services, const Operation&, CtsDraft& draft, std::string&) override {
+  Result<bool> start(ProtocolServices& services, const Operation& op, CtsDraft& draft, std::string&) override {
     wire::Cts& cts = draft.cts;
     const Scheme forced = draft.forced;
     const bool generic = forced == Scheme::kGeneric;
@@ -25,7 +25,7 @@ class UnpackReceive : public RecvProtocol {
     if (!generic && wire::segmentCount(cts.bytes, segmentSize_) > ringSegmentsMax_) ringSegments_ = ringSegmentsMax_;
     int64_t staging = ringSegments_ != 0 ? ringSegments_ * segmentSize_ : cts.bytes;
     IBDT_ASSIGN_OR_RETURN(buffer_, generic ? services.dedicatedBuffer(static_cast<size_t>(staging))
-                                           : services.pooledBuffer(static_cast<size_t>(staging)));
+                                           : services.pooledBuffer(static_cast<size_t>(staging), op.peer));
     cts.remoteAddress = buffer_.address();
     cts.remoteLength = buffer_.size();
     cts.rkey = buffer_.rkey();

@@ -33,9 +33,12 @@ Status CoreServices::createBuffers() {
   return Status::ok();
 }
 
-Result<Staging> CoreServices::pooledBuffer(size_t bytes) {
+Result<Staging> CoreServices::pooledBuffer(size_t bytes, int keyForRank) {
+  // The rank's requests arrive at its receiving endpoint (the same one both
+  // ways, except for a rank's link to itself).
+  fabric::Endpoint* keyFor = keyForRank >= 0 ? peer(keyForRank).recvEndpoint() : nullptr;
   Staging staging;
-  IBDT_ASSIGN_OR_RETURN(staging.pooled, pool_->get(bytes));
+  IBDT_ASSIGN_OR_RETURN(staging.pooled, pool_->get(bytes, keyFor));
   return staging;
 }
 

@@ -35,7 +35,7 @@ class SegmentPackSend : public SendProtocol {
                         SgeOut out) override {
     // Without a credit for its immediate the write waits: do not pack it yet.
     if (slice.signals() && !services.creditFree(op.peer)) return false;
-    IBDT_ASSIGN_OR_RETURN(slice.staging, services.pooledBuffer(static_cast<size_t>(slice.end - slice.begin)));
+    IBDT_ASSIGN_OR_RETURN(slice.staging, services.pooledBuffer(static_cast<size_t>(slice.end - slice.begin), -1));
     IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, slice.begin, slice.end, slice.staging.data()));
     out.sges.push_back({slice.staging.address(), static_cast<uint32_t>(slice.end - slice.begin),
                         slice.staging.lkey()});
@@ -110,7 +110,7 @@ class OfferReadSend : public SendProtocol {
       packed.address = registration_.firstAddress();
       packed.rkey = registration_.front().rkey();
     } else {
-      IBDT_ASSIGN_OR_RETURN(packed_, services.pooledBuffer(static_cast<size_t>(cts.bytes)));
+      IBDT_ASSIGN_OR_RETURN(packed_, services.pooledBuffer(static_cast<size_t>(cts.bytes), op.peer));
       IBDT_RETURN_IF_ERROR(op.segment->pack(op.sendBuffer, 0, cts.bytes, packed_.data()));
       packed.address = packed_.address();
       packed.rkey = packed_.rkey();

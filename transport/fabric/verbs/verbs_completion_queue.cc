@@ -96,6 +96,23 @@ void VerbsCompletionQueue::drain(VerbsEndpoint& endpoint, Deadline deadline) {
   }
 }
 
+std::optional<bool> VerbsCompletionQueue::sendReachedBy(uint32_t qpNumber, uint16_t epoch, uint64_t sequence) {
+  auto scan = [&](size_t from) -> std::optional<bool> {
+    for (size_t i = from; i < pending_.size(); ++i) {
+      const ibv_wc& wc = pending_[i];
+      WorkId id = WorkId::decode(wc.wr_id);
+      if (wc.qp_num == qpNumber && id.kind == WorkKind::kSend && id.epoch == epoch && id.index >= sequence) {
+        return wc.status == IBV_WC_SUCCESS;
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto seen = scan(pendingHead_)) return seen;
+  size_t before = pending_.size();
+  if (fetch(kPollBatch) == 0) return std::nullopt;
+  return scan(before);
+}
+
 size_t VerbsCompletionQueue::poll(std::span<Completion> out) {
   size_t delivered = 0;
   while (delivered < out.size()) {

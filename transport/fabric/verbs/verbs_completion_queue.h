@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -51,6 +52,12 @@ class VerbsCompletionQueue final : public CompletionQueue {
   // (its QP is in ERR, so everything outstanding flushes); other endpoints'
   // entries stay queued for poll(). Gives up at `deadline`.
   void drain(VerbsEndpoint& endpoint, Deadline deadline);
+  // Whether the device has reported a send-queue entry of QP `qpNumber`
+  // (epoch `epoch`) at or after `sequence`, polling it once more if not:
+  // nullopt when none yet, else whether that entry succeeded. Sends execute
+  // in order, so such an entry means request `sequence` was carried out
+  // (and succeeded if the entry did). Entries stay queued for poll().
+  std::optional<bool> sendReachedBy(uint32_t qpNumber, uint16_t epoch, uint64_t sequence);
   // Forgets the endpoint, and the completions the provider made for it.
   void detach(uint32_t qpNumber);
 

@@ -44,6 +44,10 @@ Result<Knobs> readKnobs(const DomainOptions& options) {
   return knobs;
 }
 
+// Send-queue entries per endpoint beyond the caller's depth for window binds
+// and invalidations not yet retired.
+constexpr uint32_t kWindowReserve = 64;
+
 uint32_t clampToU32(int64_t value) {
   return static_cast<uint32_t>(std::clamp<int64_t>(value, 0, std::numeric_limits<uint32_t>::max()));
 }
@@ -54,6 +58,7 @@ VerbsDomain::VerbsDomain(SelectedPort port)
     : port_(std::move(port)), label_(port_.label()), random_(std::random_device{}()) {}
 
 VerbsDomain::~VerbsDomain() {
+  windows_.reset();  // its windows belong to the protection domain
   if (pd_ != nullptr) {
     if (int rc = ibv_dealloc_pd(pd_); rc != 0) {
       IBDT_LOG(kError, label_, ": ibv_dealloc_pd failed: ", std::strerror(rc),
@@ -92,6 +97,8 @@ Result<std::unique_ptr<Domain>> VerbsDomain::open(const DomainOptions& options) 
   caps.pageSize = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   caps.registration = measureRegistrationCost(domain->pd_, caps.pageSize);
   caps.transfer = nominalTransferCost(domain->port_.attr);
+  caps.memoryWindows = deviceHasMemoryWindows(context);
+  if (caps.memoryWindows) domain->windows_ = std::make_unique<WindowCache>(domain->pd_, label);
 
   EndpointSettings& settings = domain->settings_;
   settings.port = &domain->port_;
@@ -110,10 +117,15 @@ Result<std::unique_ptr<Domain>> VerbsDomain::open(const DomainOptions& options) 
   settings.sharedReceiveQueue = knobs.sharedReceiveQueue;
   settings.maxSharedQueueDepth = clampToU32(device.max_srq_wr);
   settings.maxSharedSge = clampToU32(std::min(device.max_sge, device.max_srq_sge));
+  // Window binds and invalidations share the send queue with the caller's
+  // requests; they are signalled, so they retire at the next poll.
+  settings.internalReserve = caps.memoryWindows ? kWindowReserve : 0;
 
   IBDT_LOG(kInfo, label, ": opened (", domain->port_.gidType, domain->port_.roce ? strCat(" GID index ", int(domain->port_.gidIndex)) : strCat(" LID ", domain->port_.attr.lid),
            ", mtu ", mtuBytes(domain->port_.attr.active_mtu), ", max_sge ", caps.maxSendSge, ", inline ", caps.maxInline,
-           ", registration ", caps.registration.fixedNs, " ns + ", caps.registration.perPageNs, " ns/page)");
+           ", registration ", caps.registration.fixedNs, " ns + ", caps.registration.perPageNs, " ns/page, ",
+           caps.memoryWindows ? "type-2 memory windows: pool buffer keys per peer and buffer"
+                              : "no type-2 memory windows: a pool buffer's key reaches its chunk", ")");
   return std::unique_ptr<Domain>(std::move(domain));
 }
 
@@ -122,7 +134,25 @@ Result<std::unique_ptr<MemoryRegion>> VerbsDomain::registerMemory(void* address,
 }
 
 Result<std::unique_ptr<MemoryRegion>> VerbsDomain::allocateMemory(size_t length, uint32_t access) {
-  return allocateRegistered(pd_, label_, length, access);
+  return allocateRegistered(pd_, label_, length, access, caps_.memoryWindows);
+}
+
+Result<std::unique_ptr<MemoryRegion>> VerbsDomain::bindWindow(const MemoryRegion& region, void* address,
+                                                              size_t length, uint32_t access, Endpoint& peer) {
+  if (!windows_) return Domain::bindWindow(region, address, length, access, peer);
+  auto* parent = dynamic_cast<const VerbsMemoryRegion*>(&region);
+  auto* endpoint = dynamic_cast<VerbsEndpoint*>(&peer);
+  if (parent == nullptr || endpoint == nullptr || parent->handle()->pd != pd_) {
+    return makeError(Code::kInvalidArgument, label_, ": bindWindow: region or endpoint of another domain");
+  }
+  auto* begin = static_cast<uint8_t*>(address);
+  auto* regionBegin = static_cast<uint8_t*>(region.address());
+  if (length == 0 || begin < regionBegin || begin + length > regionBegin + region.length()) {
+    return makeError(Code::kInvalidArgument, label_, ": bindWindow: [", address, ", +", length,
+                     ") is not inside the region [", region.address(), ", +", region.length(), ")");
+  }
+  IBDT_ASSIGN_OR_RETURN(ibv_mr * target, parent->windowTarget(address, length, label_));
+  return VerbsMemoryWindow::bind(*windows_, target, region.lkey(), access, *endpoint);
 }
 
 Result<std::unique_ptr<CompletionQueue>> VerbsDomain::createCompletionQueue(uint32_t depth) {

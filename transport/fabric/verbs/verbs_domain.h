@@ -11,6 +11,7 @@
 #include "transport/fabric/shared_receives.h"
 #include "transport/fabric/verbs/verbs_device.h"
 #include "transport/fabric/verbs/verbs_endpoint.h"
+#include "transport/fabric/verbs/verbs_memory_window.h"
 
 namespace ibdt::fabric::verbs {
 
@@ -25,6 +26,8 @@ class VerbsDomain final : public Domain, public SharedReceiveDomain {
   Result<std::unique_ptr<CompletionQueue>> createCompletionQueue(uint32_t depth) override;
   Result<std::unique_ptr<Endpoint>> createEndpoint(CompletionQueue& sendQueue, CompletionQueue& recvQueue,
                                                   const EndpointOptions& options) override;
+  Result<std::unique_ptr<MemoryRegion>> bindWindow(const MemoryRegion& region, void* address, size_t length,
+                                                   uint32_t access, Endpoint& peer) override;
   Result<std::unique_ptr<Listener>> createListener() override;
   // SharedReceiveDomain; IBDT_VERBS_SRQ=1 shares every receive CQ's, from
   // its first endpoint on.
@@ -43,6 +46,7 @@ class VerbsDomain final : public Domain, public SharedReceiveDomain {
   EndpointSettings settings_;
   uint16_t nextEpoch_ = 1;
   std::mt19937 random_;
+  std::unique_ptr<WindowCache> windows_;  // where caps_.memoryWindows
 };
 
 }  // namespace ibdt::fabric::verbs

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <limits>
 
+#include "base/backoff.h"
 #include "base/log.h"
 #include "transport/fabric/verbs/verbs_completion_queue.h"
+#include "transport/fabric/verbs/verbs_memory_window.h"
 #include "transport/fabric/verbs/verbs_receive_queue.h"
 #include "transport/fabric/verbs/verbs_status.h"
 #include "transport/fabric/verbs/verbs_work_id.h"
@@ -80,7 +82,8 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::create(const EndpointSetti
   init.recv_cq = recvCq.handle();
   init.qp_type = IBV_QPT_RC;
   init.sq_sig_all = 0;
-  init.cap.max_send_wr = options.sendQueueDepth;
+  uint32_t reserve = std::min(settings.internalReserve, settings.maxSendQueueDepth - options.sendQueueDepth);
+  init.cap.max_send_wr = options.sendQueueDepth + reserve;
   init.cap.max_send_sge = sendSge;
   init.cap.max_inline_data = inlineBytes;
   // An SRQ for every receive CQ (IBDT_VERBS_SRQ=1), or for the CQs a user
@@ -108,8 +111,10 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::create(const EndpointSetti
   endpoint->maxSendSge_ = sendSge;
   endpoint->maxInline_ = init.cap.max_inline_data;
   endpoint->sendRing_.resize(init.cap.max_send_wr);
+  endpoint->userDepth_ = init.cap.max_send_wr - reserve;
   endpoint->scratch_.resize(init.cap.max_send_wr);
-  endpoint->signalInterval_ = std::max<uint32_t>(1, init.cap.max_send_wr / 2);
+  // Signalled at least every half of the caller's depth (internal requests always are).
+  endpoint->signalInterval_ = std::max<uint32_t>(1, static_cast<uint32_t>(endpoint->userDepth_ / 2));
   if (shared) {
     endpoint->receiveQueue_ = recvCq.sharedReceiveQueue();
   } else {
@@ -130,6 +135,8 @@ VerbsEndpoint::VerbsEndpoint(const EndpointSettings& settings, VerbsCompletionQu
 
 VerbsEndpoint::~VerbsEndpoint() {
   if (qp_ == nullptr) return;
+  for (VerbsMemoryWindow* window : windows_) window->revokeWithEndpoint();
+  windows_.clear();
   drainBeforeDestroy();
   sendCq_.detach(qp_->qp_num);
   recvCq_.detach(qp_->qp_num);
@@ -307,7 +314,8 @@ Status VerbsEndpoint::postSend(const SendRequest& first, const SendRequest** bad
       stop = request;
       break;
     }
-    if (outstanding + count >= sendRing_.size() || count >= sendCq_.freeEntries()) {
+    if (outstanding - internalOutstanding_ + count >= userDepth_ || outstanding + count >= sendRing_.size() ||
+        count >= sendCq_.freeEntries()) {
       status = makeError(Code::kAgain, device(), ": postSend to ", peerLabel(), ": ",
                          count >= sendCq_.freeEntries() ? "completion queue has no room" : "send queue full");
       stop = request;
@@ -315,7 +323,8 @@ Status VerbsEndpoint::postSend(const SendRequest& first, const SendRequest** bad
     }
     uint64_t sequence = sendHead_ + count;
     bool userSignaled = (request->flags & kSignaled) != 0;
-    sendRing_[sequence % sendRing_.size()] = {request->id, static_cast<uint32_t>(bytes), request->opcode, userSignaled};
+    sendRing_[sequence % sendRing_.size()] = {request->id, static_cast<uint32_t>(bytes), request->opcode, userSignaled,
+                                              nullptr};
     ibv_send_wr& wr = scratch_[count];
     wr = {};
     wr.wr_id = WorkId{WorkKind::kSend, epoch_, sequence}.encode();
@@ -381,9 +390,16 @@ bool VerbsEndpoint::completeSend(const ibv_wc& wc, uint64_t sequence, Completion
   if (sequence < sendTail_ || sequence >= sendHead_) return false;  // stale
   // A completion retires its request and every unsignalled one before it.
   sendCq_.release(static_cast<uint32_t>(sequence - sendTail_ + 1));
+  for (uint64_t at = sendTail_; at <= sequence && internalOutstanding_ > 0; ++at) {
+    if (sendRing_[at % sendRing_.size()].internal != nullptr) --internalOutstanding_;
+  }
   sendTail_ = sequence + 1;
   const SendSlot& slot = sendRing_[sequence % sendRing_.size()];
   bool success = wc.status == IBV_WC_SUCCESS;
+  if (slot.internal != nullptr) {  // never the caller's: a failure shows in its later requests
+    if (!success) noteFailure(wc, slot.internal);
+    return false;
+  }
   if (success && !slot.userSignaled) return false;
   out.id = slot.userId;
   out.opcode = slot.opcode;
@@ -393,13 +409,53 @@ bool VerbsEndpoint::completeSend(const ibv_wc& wc, uint64_t sequence, Completion
   return true;
 }
 
-void VerbsEndpoint::noteFailure(const ibv_wc& wc, Opcode opcode) {
+void VerbsEndpoint::noteFailure(const ibv_wc& wc, Opcode opcode) { noteFailure(wc, opcodeName(opcode)); }
+
+void VerbsEndpoint::noteFailure(const ibv_wc& wc, const char* what) {
   state_ = EndpointState::kError;
   if (failureLogged_ || wc.status == IBV_WC_WR_FLUSH_ERR) return;
   failureLogged_ = true;
-  IBDT_LOG(kWarn, device(), ": ", opcodeName(opcode), " with ", peerLabel(), " (QP ", wc.qp_num,
+  IBDT_LOG(kWarn, device(), ": ", what, " with ", peerLabel(), " (QP ", wc.qp_num,
            ") failed: ", ibv_wc_status_str(wc.status), " (wc status ", static_cast<int>(wc.status),
            ", vendor error 0x", std::hex, wc.vendor_err, "); the endpoint is now in the error state");
+}
+
+}  // namespace ibdt::fabric::verbs
+
+namespace ibdt::fabric::verbs {
+
+Result<uint64_t> VerbsEndpoint::postInternal(ibv_send_wr& wr, const char* what) {
+  if (state() != EndpointState::kConnected) {
+    return makeError(Code::kState, device(), ": ", what, " for ", peerLabel(), ": endpoint is not connected");
+  }
+  if (sendHead_ - sendTail_ >= sendRing_.size() || sendCq_.freeEntries() == 0) {
+    return makeError(Code::kAgain, device(), ": ", what, " for ", peerLabel(), ": ",
+                     sendCq_.freeEntries() == 0 ? "completion queue has no room" : "send queue full");
+  }
+  uint64_t sequence = sendHead_;
+  sendRing_[sequence % sendRing_.size()] = {0, 0, Opcode::kSend, false, what};
+  wr.wr_id = WorkId{WorkKind::kSend, epoch_, sequence}.encode();
+  wr.send_flags |= IBV_SEND_SIGNALED;
+  wr.next = nullptr;
+  ibv_send_wr* bad = nullptr;
+  if (int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
+    return verbsCallError(strCat("ibv_post_send(", what, ")"), rc, device()).withContext(strCat("post to ", peerLabel()));
+  }
+  unsignaledRun_ = 0;  // signalled: frees the unsignalled requests before it too
+  ++sendHead_;
+  ++internalOutstanding_;
+  sendCq_.reserve(1);
+  return sequence;
+}
+
+bool VerbsEndpoint::awaitInternal(uint64_t sequence, Deadline deadline) {
+  Backoff backoff;
+  for (;;) {
+    if (sequence < sendTail_) return state_ != EndpointState::kError;  // retired; a failure marks the endpoint
+    if (auto succeeded = sendCq_.sendReachedBy(qp_->qp_num, epoch_, sequence)) return *succeeded;
+    if (deadline.expired()) return false;
+    backoff.pause();
+  }
 }
 
 }  // namespace ibdt::fabric::verbs

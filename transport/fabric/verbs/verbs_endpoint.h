@@ -5,7 +5,9 @@
 // a ring indexed by sequence number: a completion retires every request up
 // to it, and unsignalled requests are signalled by the provider every half
 // ring so that the send queue always drains (those completions are not
-// returned to the caller).
+// returned to the caller). Memory-window binds and invalidations
+// (verbs_memory_window.h) go through the same ring as provider-internal
+// requests, in a reserve beyond the caller's depth.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ibdt/fabric.h"
@@ -22,6 +25,7 @@
 namespace ibdt::fabric::verbs {
 
 class VerbsCompletionQueue;
+class VerbsMemoryWindow;
 class VerbsReceiveQueue;
 
 // What the domain hands every endpoint: device limits and connection knobs.
@@ -42,6 +46,9 @@ struct EndpointSettings {
   bool sharedReceiveQueue = false;  // IBDT_VERBS_SRQ=1: every receive CQ gets an SRQ at its first endpoint
   uint32_t maxSharedQueueDepth = 0;  // max_srq_wr
   uint32_t maxSharedSge = 0;         // min(max_sge, max_srq_sge)
+  // Send-queue entries kept beyond the caller's depth for the provider's
+  // own requests (memory-window binds and invalidations); 0 without windows.
+  uint32_t internalReserve = 0;
 };
 
 class VerbsEndpoint final : public Endpoint {
@@ -63,8 +70,20 @@ class VerbsEndpoint final : public Endpoint {
   VerbsReceiveQueue& receiveQueue() { return *receiveQueue_; }
   bool completeSend(const ibv_wc& wc, uint64_t sequence, Completion& out);
   void noteFailure(const ibv_wc& wc, Opcode opcode);
+  void noteFailure(const ibv_wc& wc, const char* what);
   // True while requests posted here may still produce entries on `cq`.
   bool awaitsCompletionsOn(const VerbsCompletionQueue& cq) const;
+
+  // A provider-internal request (signalled; its completion is never
+  // returned, a failure moves the endpoint to the error state). `what`
+  // names it in logs. Returns its sequence number.
+  Result<uint64_t> postInternal(ibv_send_wr& wr, const char* what);
+  // Whether internal request `sequence` was carried out without error,
+  // polling the send CQ (entries stay queued for poll()) until `deadline`.
+  bool awaitInternal(uint64_t sequence, Deadline deadline);
+  // Windows bound on this QP, revoked before it is destroyed.
+  void attachWindow(VerbsMemoryWindow* window) { windows_.insert(window); }
+  void detachWindow(VerbsMemoryWindow* window) { windows_.erase(window); }
 
  private:
   struct SendSlot {
@@ -72,6 +91,7 @@ class VerbsEndpoint final : public Endpoint {
     uint32_t bytes = 0;
     Opcode opcode = Opcode::kSend;
     bool userSignaled = false;
+    const char* internal = nullptr;  // a provider-internal request: what it is
   };
 
   VerbsEndpoint(const EndpointSettings& settings, VerbsCompletionQueue& sendCq, VerbsCompletionQueue& recvCq,
@@ -94,6 +114,8 @@ class VerbsEndpoint final : public Endpoint {
   uint32_t maxSendSge_ = 0;
   uint32_t maxInline_ = 0;
   std::vector<SendSlot> sendRing_;
+  size_t userDepth_ = 0;  // ring entries the caller's requests may take
+  uint64_t internalOutstanding_ = 0;  // provider-internal requests not yet retired
   uint64_t sendHead_ = 0;  // sequence number of the next request
   uint64_t sendTail_ = 0;  // oldest request not yet retired
   uint32_t unsignaledRun_ = 0;
@@ -102,6 +124,7 @@ class VerbsEndpoint final : public Endpoint {
   std::vector<const SendRequest*> scratchRequests_;
   mutable EndpointState state_ = EndpointState::kCreated;
   bool failureLogged_ = false;
+  std::unordered_set<VerbsMemoryWindow*> windows_;
 };
 
 }  // namespace ibdt::fabric::verbs

@@ -61,7 +61,7 @@ Result<std::unique_ptr<Listener>> VerbsListener::create(const SelectedPort& port
     return verbsCallError("ibv_modify_qp(UD RTR->RTS)", rc, device);
   }
   IBDT_ASSIGN_OR_RETURN(listener->buffer_,
-                        allocateRegistered(pd, device, (kRecvSlots + kSendSlots) * kSlot, kLocalWrite));
+                        allocateRegistered(pd, device, (kRecvSlots + kSendSlots) * kSlot, kLocalWrite, false));
   for (uint32_t slot = 0; slot < kRecvSlots; ++slot) IBDT_RETURN_IF_ERROR(listener->postReceive(slot));
   for (uint32_t slot = kSendSlots; slot-- > 0;) listener->freeSendSlots_.push_back(kRecvSlots + slot);
   return std::unique_ptr<Listener>(std::move(listener));
