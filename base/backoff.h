@@ -24,6 +24,8 @@ class Backoff {
   explicit Backoff(uint32_t spins = kSpins) : spins_(spins) {}
 
   void reset() { rounds_ = 0; }
+  // Still in the spinning phase: the next pause() costs no system call.
+  bool spinning() const { return rounds_ < spins_; }
   void pause() {
     if (rounds_ < spins_) {
       ++rounds_;

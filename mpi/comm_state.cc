@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/backoff.h"
 #include "base/log.h"
 #include "ibdt/fabric.h"
 
@@ -60,6 +61,11 @@ Result<int> commKeyval() {
   return keyval;
 }
 
+uint32_t& lastWaitSpins() {
+  static uint32_t spins = Backoff::kSpins;
+  return spins;
+}
+
 Result<fabric::Domain*> processDomain() {
   if (!domain()) {
     // The tag only names this process's shared segments.
@@ -79,10 +85,13 @@ Result<std::unique_ptr<CommState>> createState(MPI_Comm comm) {
                         messaging::Context::create(*opened, *state->store, options, Deadline::never()));
   IBDT_ASSIGN_OR_RETURN(state->comm,
                         collectives::Communicator::create(*state->context, *state->store, Deadline::never()));
+  lastWaitSpins() = state->context->waitSpins();
   return state;
 }
 
 }  // namespace
+
+uint32_t bridgeWaitSpins() { return lastWaitSpins(); }
 
 CommState::~CommState() {
   alltoallPlans.clear();  // their persistent requests belong to the Context

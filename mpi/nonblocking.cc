@@ -112,13 +112,9 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
 
 bool nonblockingActive() { return !inFlight().empty(); }
 
-void waitNonblockingBriefly(std::chrono::microseconds limit) {
-  if (inFlight().empty()) return;
-  (void)inFlight().front()->plan.wait(Deadline::after(limit));  // its outcome: collected by progressNonblocking
-}
-
-void progressNonblocking() {
+bool progressNonblocking() {
   auto& runs = inFlight();
+  bool completed = false;
   for (size_t i = 0; i < runs.size();) {
     NonblockingRun* run = runs[i];
     Result<bool> done = run->plan.test();
@@ -131,7 +127,9 @@ void progressNonblocking() {
     if (!run->outcome.isOk()) IBDT_LOG(kError, "mpi: MPI_Ialltoall: ", run->outcome.toString());
     runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
     PMPI_Grequest_complete(run->request);  // MPI frees `run` (freeRun) when the program's wait collects it
+    completed = true;
   }
+  return completed;
 }
 
 }  // namespace ibdt::mpi

@@ -16,7 +16,6 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <string>
 
 #include "ibdt/status.h"
@@ -51,10 +50,7 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
 // Whether ibdt has non-blocking runs in flight in this process.
 bool nonblockingActive();
 // Polls every run in flight once; completes the requests of those done.
-void progressNonblocking();
-// Waits on the oldest run in flight the way the transport waits, for at
-// most `limit` (a wait loop's pause between polls: a yield would give the
-// core away for a whole time slice on a loaded machine).
-void waitNonblockingBriefly(std::chrono::microseconds limit);
+// True when some run completed.
+bool progressNonblocking();
 
 }  // namespace ibdt::mpi

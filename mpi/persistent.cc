@@ -123,7 +123,8 @@ bool anyPersistentHandles() { return !handles().empty(); }
 
 bool anyPersistentRunning() { return running > 0; }
 
-void progressPersistent() {
+bool progressPersistent() {
+  bool completed = false;
   for (auto& [handle, op] : handles()) {
     if (op->state != HandleState::kRunning) continue;
     Result<bool> done = op->plan.test();
@@ -131,17 +132,12 @@ void progressPersistent() {
       finish(*op, done.status());
     } else if (*done) {
       finish(*op, op->plan.wait());
+    } else {
+      continue;
     }
+    completed = true;
   }
-}
-
-void waitPersistentBriefly(std::chrono::microseconds limit) {
-  for (auto& [handle, op] : handles()) {
-    if (op->state == HandleState::kRunning) {
-      (void)op->plan.wait(Deadline::after(limit));  // its outcome: collected by progressPersistent
-      return;
-    }
-  }
+  return completed;
 }
 
 void freePersistentAlltoall(MPI_Request request) {

@@ -15,7 +15,6 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <string>
 
 #include "ibdt/status.h"
@@ -54,10 +53,8 @@ void markReported(MPI_Request request);
 bool anyPersistentHandles();
 bool anyPersistentRunning();
 // Polls every running plan once (an error goes through the communicator's
-// error handler when its run completes).
-void progressPersistent();
-// As waitNonblockingBriefly (mpi/nonblocking.h), on a running plan.
-void waitPersistentBriefly(std::chrono::microseconds limit);
+// error handler when its run completes). True when some run completed.
+bool progressPersistent();
 // Forgets `request` (waits for its run first, as MPI lets a freed active
 // request complete).
 void freePersistentAlltoall(MPI_Request request);

@@ -4,14 +4,15 @@
 // tests: each test first polls every ibdt run in flight once (completing the
 // generalized requests of those done), then asks MPI about MPI's requests,
 // with the bridge's persistent handles hidden, and reports those itself; a
-// blocking wait loops over the test form, waiting briefly on an ibdt run
-// between tries (pauseBetweenTries()). With no ibdt run in flight and no persistent
-// handle of the bridge, every wrapper is MPI's own call at once.
+// blocking wait loops over the test form, polling ibdt between tries as
+// ibdt's own waits do (WaitPacer). With no ibdt run in flight and no
+// persistent handle of the bridge, every wrapper is MPI's own call at once.
 #include <mpi.h>
-#include <sched.h>
 
 #include <vector>
 
+#include "base/backoff.h"
+#include "mpi/comm_state.h"
 #include "mpi/nonblocking.h"
 #include "mpi/persistent.h"
 
@@ -20,26 +21,43 @@ namespace {
 
 bool bridgeActive() { return nonblockingActive() || anyPersistentHandles(); }
 
-// Between unsuccessful tries of a wait: a short wait on an ibdt run, the
-// way the transport waits (a yield on a loaded machine gives the core away
-// for a whole time slice: ~0.4 ms per 8-byte MPI_Ialltoall when every try
-// yielded), then MPI is asked again; a yield when only MPI's requests are
-// left.
-constexpr auto kBriefWait = std::chrono::microseconds(20);
-void pauseBetweenTries() {
-  if (nonblockingActive()) {
-    waitNonblockingBriefly(kBriefWait);
-  } else if (anyPersistentRunning()) {
-    waitPersistentBriefly(kBriefWait);
-  } else {
-    sched_yield();
-  }
+// Polls every ibdt run in flight once; true when one completed.
+bool progress() {
+  bool completed = false;
+  if (nonblockingActive()) completed = progressNonblocking();
+  if (anyPersistentRunning()) completed = progressPersistent() || completed;
+  return completed;
 }
 
-void progress() {
-  if (nonblockingActive()) progressNonblocking();
-  if (anyPersistentRunning()) progressPersistent();
-}
+// The pause between two tries of a blocking wait (docs/mpi.md, "Non-blocking
+// calls"): polls ibdt with the backoff of ibdt's own waits (spin, yield,
+// nap; reset when a run completes) and returns when a run completed (its
+// request may end the wait) or when MPI's turn came: every kPollsPerTry
+// polls while spinning, after every yield or nap (each costs more than MPI's
+// test). MPI is so asked at a bounded rate and still progresses the
+// program's own requests and what a peer needs of this rank; a timed
+// transport wait between tries overslept on a loaded machine.
+class WaitPacer {
+ public:
+  static constexpr int kPollsPerTry = 32;
+
+  WaitPacer() : backoff_(bridgeWaitSpins()) {}
+
+  void pause() {
+    for (int polls = 0; polls < kPollsPerTry; ++polls) {
+      if (progress()) {
+        backoff_.reset();
+        return;
+      }
+      const bool spinning = backoff_.spinning();
+      backoff_.pause();
+      if (!spinning) return;
+    }
+  }
+
+ private:
+  Backoff backoff_;
+};
 
 // The status of a completed persistent alltoall: empty, as MPI's own.
 void emptyStatus(MPI_Status* status) {
@@ -167,37 +185,41 @@ extern "C" int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, 
 
 extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   int flag = 0;
+  WaitPacer pacer;
   while (bridgeActive()) {
     if (int rc = testOne(request, &flag, status); rc != MPI_SUCCESS || flag) return rc;
-    pauseBetweenTries();
+    pacer.pause();
   }
   return PMPI_Wait(request, status);
 }
 
 extern "C" int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   int flag = 0;
+  WaitPacer pacer;
   while (bridgeActive()) {
     if (int rc = testAll(count, requests, &flag, statuses); rc != MPI_SUCCESS || flag) return rc;
-    pauseBetweenTries();
+    pacer.pause();
   }
   return PMPI_Waitall(count, requests, statuses);
 }
 
 extern "C" int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   int flag = 0;
+  WaitPacer pacer;
   while (bridgeActive()) {
     if (int rc = testAny(count, requests, index, &flag, status); rc != MPI_SUCCESS || flag) return rc;
-    pauseBetweenTries();
+    pacer.pause();
   }
   return PMPI_Waitany(count, requests, index, status);
 }
 
 extern "C" int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                             MPI_Status statuses[]) {
+  WaitPacer pacer;
   while (bridgeActive()) {
     const int rc = testSome(incount, requests, outcount, indices, statuses);
     if (rc != MPI_SUCCESS || *outcount != 0) return rc;  // some completed, or none active (MPI_UNDEFINED)
-    pauseBetweenTries();
+    pacer.pause();
   }
   return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
 }

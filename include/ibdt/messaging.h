@@ -300,6 +300,9 @@ class Context {
   // still open). Afterwards isend/irecv fail with kState; destroy it.
   Status close(Deadline deadline = Deadline::never());
   bool closed() const;
+  // How many pauses this Context's waits spin before they yield (Options::spins
+  // resolved): for wait loops outside ibdt that should pace as its own waits.
+  uint32_t waitSpins() const;
 
   const Counters& counters() const;
   // The sender's pack threshold (cost model or override); the receiver's

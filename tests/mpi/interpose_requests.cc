@@ -269,4 +269,40 @@ void ialltoall(MPI_Comm comm, int how) {
               "ialltoall " + std::to_string(k) + " way " + std::to_string(how) + " from " + std::to_string(from));
 }
 
+// An MPI_Waitall of an ibdt MPI_Ialltoall and a point-to-point MPI_Irecv
+// whose sender needs the waiting rank's MPI progress: in each pair of ranks
+// the even one waits on both; the odd one first sends a rendezvous-sized
+// message by a blocking MPI_Send (done only once the even rank's MPI matched
+// it) and only then progresses its side of the alltoall (64 KiB per pair, so
+// the even rank's alltoall cannot finish without it). A wait that drove
+// ibdt alone until its run completed would never return.
+void ialltoallBesidePeerSend(MPI_Comm comm) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int n = 16384, big = 1 << 20;  // ints: 64 KiB per pair; a 4 MiB message
+  std::vector<int> send(static_cast<size_t>(n) * size), recv(send.size(), -1), message(big, -1);
+  for (int to = 0; to < size; ++to)
+    for (int i = 0; i < n; ++i) send[static_cast<size_t>(to) * n + i] = value(rank, to, i) + 5;
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  check(MPI_Ialltoall(send.data(), n, MPI_INT, recv.data(), n, MPI_INT, comm, &requests[0]) == MPI_SUCCESS,
+        "ialltoall beside a send rc");
+  const bool paired = (rank ^ 1) < size;
+  if (paired && rank % 2 == 0) {
+    MPI_Irecv(message.data(), big, MPI_INT, rank + 1, 78, comm, &requests[1]);
+    check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall beside a send rc");
+    for (int i = 0; i < big; ++i) check(message[static_cast<size_t>(i)] == value(rank + 1, rank, i), "the big message");
+  } else {
+    if (paired) {
+      for (int i = 0; i < big; ++i) message[static_cast<size_t>(i)] = value(rank, rank - 1, i);
+      check(MPI_Send(message.data(), big, MPI_INT, rank - 1, 78, comm) == MPI_SUCCESS, "send rc");
+    }
+    check(MPI_Wait(&requests[0], MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait beside a send rc");
+  }
+  for (int from = 0; from < size; ++from)
+    for (int i = 0; i < n; ++i)
+      check(recv[static_cast<size_t>(from) * n + i] == value(from, rank, i) + 5,
+            "ialltoall beside a send from " + std::to_string(from));
+}
+
 }  // namespace interpose_test

@@ -232,6 +232,7 @@ Status Context::start(Request& request) {
 Status Context::progress() { return impl_->progress(); }
 Status Context::close(Deadline deadline) { return impl_->close(deadline); }
 bool Context::closed() const { return impl_->closed(); }
+uint32_t Context::waitSpins() const { return impl_->spins(); }
 
 Result<bool> Context::test(Request& request, RecvInfo* info) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "test: empty request");
