@@ -35,7 +35,7 @@ constexpr PathPlan kPlans[] = {
     {TunedPath::kPipelined, Scheme::kAuto, false},   {TunedPath::kPipelinedContig, Scheme::kAuto, true},
     {TunedPath::kContig, Scheme::kContiguous, true}, {TunedPath::kBcSpup, Scheme::kBcSpup, false},
     {TunedPath::kRwgUp, Scheme::kRwgUp, false},      {TunedPath::kMultiW, Scheme::kMultiW, false},
-    {TunedPath::kPRrs, Scheme::kPRrs, false},
+    {TunedPath::kPRrs, Scheme::kPRrs, false},       {TunedPath::kGeneric, Scheme::kGeneric, false},
 };
 
 // The options that force `plan`'s path, with no tuning file (the timings

@@ -143,6 +143,24 @@ TEST_F(TunedContext, TheFileDecidesTheExchangeZeroCopyLimit) {
   EXPECT_EQ(sendExchange(options, 128 << 10), Scheme::kContiguous);
 }
 
+// Generic (the whole message packed, written once, unpacked) is a path the
+// file prices: when it is the cheapest, the sender asks for it in its RTS and
+// the receiver follows; forced knobs still win.
+TEST_F(TunedContext, TheFileChoosesGenericWhenItIsCheapest) {
+  Tuning tuning = tuningWith(5);
+  tuning.cost(TunedPath::kGeneric) = costOf(5'000, 0.5, 0);
+  ASSERT_TRUE(writeTuningFile(path_, tuning).isOk());
+  Options options;
+  options.tuneFile = path_;
+  EXPECT_EQ(sendStrided(options, 64), Scheme::kGeneric);   // 128 KiB
+  EXPECT_EQ(sendStrided(options, 512), Scheme::kGeneric);  // 1 MiB, beyond the pipelined range
+  options.forcedScheme = Scheme::kMultiW;
+  EXPECT_EQ(sendStrided(options, 64), Scheme::kMultiW);
+  options.forcedScheme = Scheme::kAuto;
+  options.packBelowBlock = 1 << 20;  // as IBDT_MSG_PACK_BELOW set: the user decides pack vs gather
+  EXPECT_NE(sendStrided(options, 64), Scheme::kGeneric);
+}
+
 TEST_F(TunedContext, AFileForAnotherHostIsIgnored) {
   Tuning other = tuningWith(5);
   other.key.cpuModel = "Some Other CPU";

@@ -246,6 +246,32 @@ TEST(TunedSelect, UnmeasuredPathsAreNeverChosen) {
   EXPECT_EQ(bestTunedPath(tuning, contiguous(1 << 20), strided(256, 4096), false, false), TunedPath::kRwgUp);
 }
 
+TEST(TunedSelect, GenericCompetesForStridedSendersOnly) {
+  Tuning tuning = syntheticTuning();
+  // No "generic" fit (a file from before it was timed): never chosen.
+  EXPECT_FALSE(tunedPrefersGeneric(tuning, strided(300, 500), false));
+  // Generic 8 us + 0.4 ns/B: below every rendezvous scheme at 300 blocks
+  // (BC-SPUP 30 us + 0.5 ns/B), and below pipelined (10 us + 1 ns/B) from 0 B.
+  tuning.cost(TunedPath::kGeneric) = costOf(8'000, 0.4, 0);
+  EXPECT_TRUE(tunedPrefersGeneric(tuning, strided(300, 500), false));
+  EXPECT_EQ(bestTunedPath(tuning, strided(300, 500), strided(300, 500), false, true), TunedPath::kGeneric);
+  EXPECT_FALSE(tunedPrefersPipelined(tuning, strided(300, 500), false));
+  // Pipelined cheaper than Generic still goes pipelined (the sender's first choice).
+  tuning.cost(TunedPath::kPipelined) = costOf(1'000, 0.1, 0);
+  EXPECT_TRUE(tunedPrefersPipelined(tuning, strided(300, 500), false));
+  // A contiguous sender has nothing to pack: never Generic.
+  EXPECT_NE(bestTunedPath(tuning, contiguous(1 << 20), strided(256, 4096), false, false), TunedPath::kGeneric);
+  EXPECT_FALSE(tunedPrefersGeneric(tuning, contiguous(1 << 20), false));
+  // Its per-block term counts: 101 ns per block against RWG-UP's 100, else equal.
+  tuning.cost(TunedPath::kGeneric) = costOf(10'000, 0.5, 101);
+  EXPECT_FALSE(tunedPrefersGeneric(tuning, strided(100, 1000), false));
+  // The file carries the fit.
+  auto reparsed = parseTuning(serializeTuning(tuning));
+  ASSERT_TRUE(reparsed.isOk()) << reparsed.status().toString();
+  EXPECT_TRUE(reparsed->cost(TunedPath::kGeneric).measured);
+  EXPECT_EQ(reparsed->cost(TunedPath::kGeneric).perBlockNs, 101);
+}
+
 TEST(TunedSelect, DecisionsAreDeterministicGivenAFile) {
   auto reparsed = parseTuning(serializeTuning(syntheticTuning()));
   ASSERT_TRUE(reparsed.isOk());

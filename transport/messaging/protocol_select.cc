@@ -67,6 +67,11 @@ bool ProtocolSelector::rendezvousPacks(const datatype::Stats& stats) const {
   return tunedWantsPack(*tuning(), sideLayout(stats));
 }
 
+Scheme ProtocolSelector::requestedScheme(const datatype::Stats& stats) const {
+  if (options_.forcedScheme != Scheme::kAuto || !tunedPack_ || stats.contiguous) return options_.forcedScheme;
+  return tunedPrefersGeneric(*tuning(), sideLayout(stats), cost_.rdmaRead) ? Scheme::kGeneric : Scheme::kAuto;
+}
+
 bool ProtocolSelector::replyUnpacks(const wire::Envelope& envelope, const wire::Rts& rts,
                                     const datatype::Stats& receiver, Scheme forced, int64_t bytes,
                                     int64_t segmentSize) const {

@@ -50,6 +50,10 @@ class ProtocolSelector {
   SendPath sendPath(Operation& op, TypeCache& types) const;
   // A rendezvous sender packs its message (BC-SPUP) rather than gathering it.
   bool rendezvousPacks(const datatype::Stats& stats) const;
+  // The scheme a rendezvous sender asks for in its RTS: the user's forced
+  // one, else Generic when the tuning file prices it cheapest (the receiver
+  // then follows it as if forced), else kAuto.
+  Scheme requestedScheme(const datatype::Stats& stats) const;
   // A pipelined eager sender gathers its fragments from the user blocks.
   bool fragmentsGather(const datatype::Stats& stats) const { return !senderWantsPack(stats, packBelow_); }
   // The segments of an unpack reply to a rendezvous of `bytes`.

@@ -51,7 +51,7 @@ Result<std::vector<uint8_t>> RendezvousSender::buildRts(const SendTransfer& tran
   rts.senderTransfer = transfer.id;
   rts.senderContiguous = op.stats.contiguous;
   rts.senderWantsPack = transfer.wantsPack;
-  rts.forcedScheme = static_cast<uint8_t>(options_.forcedScheme);
+  rts.forcedScheme = static_cast<uint8_t>(selector_.requestedScheme(op.stats));
   rts.blockCount = op.stats.blockCount;
   rts.meanBlock = op.stats.meanBlock;
   rts.medianBlock = op.stats.medianBlock;

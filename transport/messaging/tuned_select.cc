@@ -50,7 +50,8 @@ TunedPath bestTunedPath(const Tuning& tuning, const SideLayout& sender, const Si
   }
   // What Table 1 can reach: a contiguous sender never packs, and the
   // zero-copy reply gives P-RRS only to a contiguous sender that can be read.
-  TunedPath rendezvous = !sender.contiguous ? cheapest(tuning, {kBcSpup, kRwgUp, kMultiW}, sender, receiver)
+  // Generic: a strided sender asks for it in its RTS (tunedPrefersGeneric).
+  TunedPath rendezvous = !sender.contiguous ? cheapest(tuning, {kBcSpup, kRwgUp, kMultiW, kGeneric}, sender, receiver)
                          : rdmaRead         ? cheapest(tuning, {kRwgUp, kPRrs}, sender, receiver)
                                             : cheapest(tuning, {kRwgUp, kMultiW}, sender, receiver);
   if (!pipelinedAllowed) return rendezvous;
@@ -62,6 +63,10 @@ TunedPath bestTunedPath(const Tuning& tuning, const SideLayout& sender, const Si
 bool tunedPrefersPipelined(const Tuning& tuning, const SideLayout& sender, bool rdmaRead) {
   TunedPath best = bestTunedPath(tuning, sender, sender, rdmaRead, true);
   return best == TunedPath::kPipelined || best == TunedPath::kPipelinedContig;
+}
+
+bool tunedPrefersGeneric(const Tuning& tuning, const SideLayout& sender, bool rdmaRead) {
+  return bestTunedPath(tuning, sender, sender, rdmaRead, false) == TunedPath::kGeneric;
 }
 
 bool tunedWantsPack(const Tuning& tuning, const SideLayout& sender) {

@@ -5,7 +5,7 @@
 //
 // Which decisions: the sender's pipelined eager vs rendezvous (instead of
 // the IBDT_MSG_PIPELINE_LIMIT constant), its pack vs gather (BC-SPUP vs
-// RWG-UP, instead of the micro-calibrated packBelowBlock), and the
+// RWG-UP, instead of the micro-calibrated packBelowBlock) or Generic, and the
 // receiver's unpack vs zero-copy reply (instead of the first-order estimate
 // of cost_model.h). Each knob the user sets wins over the model.
 #pragma once
@@ -27,6 +27,9 @@ TunedPath bestTunedPath(const Tuning& tuning, const SideLayout& sender, const Si
 // The sender, which does not know the receiver's layout yet, assumes it is
 // like its own (the common case: the same type on both sides).
 bool tunedPrefersPipelined(const Tuning& tuning, const SideLayout& sender, bool rdmaRead);
+// A rendezvous sender asks for Generic (tuning.h, TunedPath::kGeneric) in
+// its RTS when that is the cheapest rendezvous scheme for its layout.
+bool tunedPrefersGeneric(const Tuning& tuning, const SideLayout& sender, bool rdmaRead);
 // The sender packs (BC-SPUP) rather than gathers (RWG-UP) when that is cheaper.
 bool tunedWantsPack(const Tuning& tuning, const SideLayout& sender);
 // The receiver, knowing both layouts, replies "unpack buffer" when the

@@ -13,7 +13,7 @@ namespace ibdt::messaging {
 namespace {
 
 constexpr std::array<std::string_view, kTunedPathCount> kPathNames = {
-    "pipelined", "pipelined-contig", "contig", "bc-spup", "rwg-up", "multi-w", "p-rrs"};
+    "pipelined", "pipelined-contig", "contig", "bc-spup", "rwg-up", "multi-w", "p-rrs", "generic"};
 
 // The first "model name" of /proc/cpuinfo (x86, most arm64 kernels show it);
 // "unknown-cpu" where the kernel shows none.

@@ -32,8 +32,12 @@ enum class TunedPath : uint8_t {
   kRwgUp,
   kMultiW,
   kPRrs,
+  // The whole message packed, written once into a staging buffer, unpacked:
+  // the fewest hand-offs between the ranks, which wins when the cores are
+  // shared with other work (docs/tuning.md, "Generic").
+  kGeneric,
 };
-inline constexpr int kTunedPathCount = 7;
+inline constexpr int kTunedPathCount = 8;
 std::string_view tunedPathName(TunedPath path);
 
 struct PathCost {
