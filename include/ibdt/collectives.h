@@ -353,8 +353,6 @@ struct AlltoallvOptions {
   // kAuto: see above; in place when sendbuf is kInPlace.
   AlltoallvAlgorithm algorithm = AlltoallvAlgorithm::kAuto;
   // Pairwise: at most this many rounds in flight (0: all at once).
-  // Hierarchical with the direct leader exchange: at most this many node
-  // pairs in flight per leader (0: all at once).
   int64_t throttle = 8;
   // In place: auxiliary memory a in bytes (at least one element) split into
   // b = inplaceBuffers buffers (0: max(1, p / 8)).
