@@ -5,12 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <tuple>
+
+#include "base/log.h"
 
 namespace ibdt::sim {
 namespace {
@@ -147,6 +151,9 @@ SimResult fromJson(const nlohmann::json& json) {
   return result;
 }
 
+// Above this many ranks a simulation needs smaller actor stacks (runChild).
+constexpr int kLargeJobRanks = 16384;
+
 // The child: one engine, the platform, a controller actor running the cases.
 [[noreturn]] void runChild(int out, const PlatformSpec& platform, const std::vector<SimCase>& cases,
                            const std::vector<std::string>& config) {
@@ -154,6 +161,15 @@ SimResult fromJson(const nlohmann::json& json) {
                                     // SimGrid's default precision (1e-5) and 1e-9 both abort in its max-min
                                     // solver on some cases here; 1e-7 ran them (docs/simulator.md)
                                     "--cfg=maxmin/precision:1e-7"};
+  int largest = 0;
+  for (const SimCase& simCase : cases) largest = std::max(largest, simCase.shape.ranks);
+  if (largest > kLargeJobRanks) {
+    // One actor per rank: SimGrid's guard page per actor stack (two
+    // mappings each) passes vm.max_map_count (65 530) near 32 768 actors,
+    // and 64 KiB stacks hold the replay actors (docs/simulator.md).
+    args.push_back("--cfg=contexts/guard-size:0");
+    args.push_back("--cfg=contexts/stack-size:64");
+  }
   for (const std::string& setting : config) args.push_back("--cfg=" + setting);
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -191,11 +207,10 @@ Status checkCases(const PlatformSpec& platform, const std::vector<SimCase>& case
   return Status::ok();
 }
 
-}  // namespace
-
-Result<std::vector<SimResult>> simulate(const PlatformSpec& platform, const std::vector<SimCase>& cases,
-                                        const std::vector<std::string>& config) {
-  IBDT_RETURN_IF_ERROR(checkCases(platform, cases));
+// One child process runs the cases; its results, or why it failed.
+Result<std::vector<SimResult>> simulateOnce(const PlatformSpec& platform, const std::vector<SimCase>& cases,
+                                            const std::vector<std::string>& config, bool& aborted) {
+  aborted = false;
   int fds[2];
   if (::pipe(fds) != 0) return makeError(Code::kSystem, "sim: pipe: ", std::strerror(errno));
   const pid_t child = ::fork();
@@ -218,6 +233,7 @@ Result<std::vector<SimResult>> simulate(const PlatformSpec& platform, const std:
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
     return makeError(Code::kInternal, "sim: the SimGrid child failed (status ", status, ")");
   }
   if (text.rfind("error:", 0) == 0) return makeError(Code::kInvalidArgument, text.substr(6));
@@ -226,6 +242,27 @@ Result<std::vector<SimResult>> simulate(const PlatformSpec& platform, const std:
   std::vector<SimResult> results;
   for (const auto& entry : json) results.push_back(fromJson(entry));
   return results;
+}
+
+}  // namespace
+
+Result<std::vector<SimResult>> simulate(const PlatformSpec& platform, const std::vector<SimCase>& cases,
+                                        const std::vector<std::string>& config) {
+  IBDT_RETURN_IF_ERROR(checkCases(platform, cases));
+  bool aborted = false;
+  auto results = simulateOnce(platform, cases, config, aborted);
+  const bool precisionGiven = std::any_of(config.begin(), config.end(), [](const std::string& setting) {
+    return setting.rfind("maxmin/precision", 0) == 0;
+  });
+  if (results.isOk() || !aborted || precisionGiven) return results;
+  // SimGrid's max-min solver aborts on rounding at some sizes, and which
+  // precision avoids it depends on the case: 1e-7 (the default here) ran up
+  // to 4096 ranks, 1e-5 the 65 536-rank Bruck (docs/simulator.md).
+  IBDT_LOG(kWarn, "sim: SimGrid's max-min solver aborted (its report above); running the cases again at "
+                  "maxmin/precision:1e-5");
+  std::vector<std::string> retry = config;
+  retry.push_back("maxmin/precision:1e-5");
+  return simulateOnce(platform, cases, retry, aborted);
 }
 
 }  // namespace ibdt::sim
