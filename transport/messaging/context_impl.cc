@@ -137,7 +137,7 @@ std::span<const uint8_t> ContextImpl::receivedMessage(const Peer& sender, const 
   if (ReceivePool::names(completion.id)) {
     return receivePool_.message(ReceivePool::slotOf(completion.id), completion.byteLength);
   }
-  return sender.slotMessage(static_cast<uint32_t>(wrValue(completion.id) & 0xffffff), completion.byteLength);
+  return sender.slotMessage(Peer::slotOf(completion.id), completion.byteLength);
 }
 
 Status ContextImpl::repostBuffer(int sender, uint64_t buffer) {
@@ -145,7 +145,7 @@ Status ContextImpl::repostBuffer(int sender, uint64_t buffer) {
   if (!failed) activePeers_.mark(sender);  // the credit it becomes may fall due
   if (ReceivePool::names(buffer)) return receivePool_.repost(ReceivePool::slotOf(buffer));
   if (failed) return Status::ok();  // its receives are flushed or gone
-  return peer(sender).repostSlot(static_cast<uint32_t>(wrValue(buffer) & 0xffffff));
+  return peer(sender).repostSlot(Peer::slotOf(buffer));
 }
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {

@@ -27,11 +27,17 @@ Status Peer::repostSlot(uint32_t slot) {
   fabric::Sge sge{reinterpret_cast<uint64_t>(recvSlots_->address()) + slot * slotSize_,
                   static_cast<uint32_t>(slotSize_), recvSlots_->lkey()};
   fabric::RecvRequest request;
-  request.id = wrId(WrKind::kRecvSlot, (uint64_t{static_cast<uint32_t>(rank_)} << 24) | slot);
+  request.id = slotWorkId(slot);
   request.sgList = &sge;
   request.numSge = 1;
   return recvEndpoint_->postRecv(request);
 }
+
+uint64_t Peer::slotWorkId(uint32_t slot) const {
+  return wrId(WrKind::kRecvSlot, (uint64_t{static_cast<uint32_t>(rank_)} << 24) | slot);
+}
+
+uint32_t Peer::slotOf(uint64_t workId) { return static_cast<uint32_t>(wrValue(workId) & 0xffffff); }
 
 std::span<const uint8_t> Peer::slotMessage(uint32_t slot, uint64_t length) const {
   const uint8_t* data = static_cast<const uint8_t*>(recvSlots_->address()) + slot * slotSize_;

@@ -43,6 +43,9 @@ class Peer {
   Status repostSlot(uint32_t slot);
   // The message the peer wrote into `slot`, at most a slot long.
   std::span<const uint8_t> slotMessage(uint32_t slot, uint64_t length) const;
+  // The work request id naming receive slot `slot` of this peer, and back.
+  uint64_t slotWorkId(uint32_t slot) const;
+  static uint32_t slotOf(uint64_t workId);
 
   // Sends and READs to the peer, counted until they complete so that the
   // send queue never overflows.
