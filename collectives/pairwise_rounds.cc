@@ -164,12 +164,18 @@ void PairwiseRounds::post(Slot& slot) {
     note(own_->run(layout_.peers[static_cast<size_t>(round.to)].recv, stagingOf(round), 0, layout_.stagedBytes),
          round.round, "staging copy");
   }
+  const int index = static_cast<int>(&round - rounds_.data());
   if (!round.skipRecv) {
+    const PeerBlock& in = layout_.peers[static_cast<size_t>(round.from)];
+    tracer_.record(index, false, round.from, in.recvCount * layout_.recvtype.size());
     Status recv = ctx_.start(round.recv);
     if (recv.isOk()) slot.recvPending = true;
     else note(std::move(recv), round.round, strCat("receive from rank ", round.from));
   }
   if (!round.skipSend) {
+    const PeerBlock& out = layout_.peers[static_cast<size_t>(round.to)];
+    tracer_.record(index, true, round.to,
+                   layout_.inPlace ? layout_.stagedBytes : out.sendCount * layout_.sendtype.size());
     Status send = ctx_.start(round.send);
     if (send.isOk()) slot.sendPending = true;
     else note(std::move(send), round.round, strCat("send to rank ", round.to));

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
 #include "ibdt/collectives.h"
 #include "ibdt/datatype.h"
 
@@ -115,6 +116,7 @@ class PairwiseRounds final : public PlanImpl {
   size_t head_ = 0;  // slot of the oldest round in flight
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;
 };
 
 }  // namespace ibdt::collectives
