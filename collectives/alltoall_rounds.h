@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "collectives/alltoall_args.h"
-#include "collectives/plan_trace.h"
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ibdt/collectives.h"
@@ -16,6 +17,8 @@
 #include "transport/messaging/tuning.h"
 
 namespace ibdt::collectives {
+
+class AlltoallCostModel;
 
 // Predicted times of one variant: kBruckRadix once per radix, the others radix 2.
 struct AlltoallRule {
@@ -35,8 +38,8 @@ Result<std::vector<AlltoallRule>> alltoallRules(const messaging::Tuning& tuning)
 
 // `base` with its rules replaced by `rules`, each fit carrying `model`'s
 // on-node cost of the algorithm (what the simulation used); refused when
-// the file could not hold them (kMaxCollectiveFits, kMaxCollectiveSamples).
-class AlltoallCostModel;
+// the file could not hold them (kMaxCollectiveFits, kMaxCollectiveSamples)
+// or a reader would refuse them.
 Result<messaging::Tuning> withAlltoallRules(messaging::Tuning base, const std::vector<AlltoallRule>& rules,
                                             const AlltoallCostModel& model);
 

@@ -82,6 +82,7 @@ class PairwiseRounds final : public PlanImpl {
     int round;
     int to, from;
     messaging::Request send, recv;  // persistent
+    int64_t sendBytes = 0, recvBytes = 0;  // packed
     bool skipSend = false, skipRecv = false;
   };
   struct Slot {
