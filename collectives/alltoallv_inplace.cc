@@ -84,7 +84,7 @@ class InPlaceAlltoallv final : public PlanImpl {
     active_ = true;
     phase_ = 0;
     ops_.clear();
-    messages_.pack(args_.recvbuf, args_.sdispls);  // before reset() moves anything in the buffer
+    messages_.pack(args_.recvbuf, args_.sdispls, sets_.elements());  // before reset() moves anything
     sets_.reset();
     gone_.assign(gone_.size(), 0);
     truncated_.assign(truncated_.size(), 0);
@@ -239,22 +239,24 @@ class InPlaceAlltoallv final : public PlanImpl {
       post(ctx_.irecv(sets_.inPlaceTarget(peer), take.inPlace, args_.recvtype, target, dataTag_, comm_.contextId()),
            peer, true, "items from");
     }
-    if (take.aux > 0) {
-      post(ctx_.irecv(sets_.auxTarget(peer), take.aux, args_.recvtype, target, dataTag_, comm_.contextId()), peer,
-           true, "items (auxiliary) from");
+    if (take.aux > 0) {  // held packed (inplace_elements.h)
+      post(ctx_.irecv(sets_.auxTarget(peer), take.aux, sets_.elements().packed(), target, dataTag_,
+                      comm_.contextId()),
+           peer, true, "items (auxiliary) from");
     }
     if (give.inPlace > 0) sendItems(peer, 0, give.inPlace);
     if (give.aux > 0) sendItems(peer, give.inPlace, give.aux);
   }
 
   // Items [skip, skip + count) of what is left for `peer`: one run as it
-  // is, several through an hindexed type built for this message.
+  // is (packed when it leaves from the copy), several through an hindexed
+  // type built for this message.
   void sendItems(int peer, int64_t skip, int64_t count) {
     sets_.sendRuns(peer, skip, count, runs_);
     const int target = comm_.contextRank(peer);
     if (runs_.size() == 1) {
-      post(ctx_.isend(runs_[0].at, count, args_.recvtype, target, dataTag_, comm_.contextId()), peer, false,
-           "items to");
+      const datatype::Datatype& type = sets_.sendsPacked(peer) ? sets_.elements().packed() : args_.recvtype;
+      post(ctx_.isend(runs_[0].at, count, type, target, dataTag_, comm_.contextId()), peer, false, "items to");
       return;
     }
     std::vector<int64_t> lengths, displs;
@@ -273,16 +275,18 @@ class InPlaceAlltoallv final : public PlanImpl {
   // auxiliary buffer (neither holds a waiting item).
   void copyOwn() {
     const PhaseCounts& own = take_[static_cast<size_t>(rank_)];
-    const int64_t itemSize = sets_.itemSize();
+    const InPlaceElements& elements = sets_.elements();
+    const bool fromPacked = sets_.sendsPacked(rank_);
     std::byte* targets[2] = {sets_.inPlaceTarget(rank_), sets_.auxTarget(rank_)};
     const int64_t counts[2] = {own.inPlace, own.aux};
     int64_t skip = 0;
     for (int part = 0; part < 2; ++part) {
+      const bool toPacked = part == 1;  // the auxiliary buffer
       sets_.sendRuns(rank_, skip, counts[part], runs_);
       std::byte* to = targets[part];
       for (const ItemRun& run : runs_) {
-        std::copy_n(run.at, run.items * itemSize, to);
-        to += run.items * itemSize;
+        elements.copy(run.at, fromPacked, to, toPacked, run.items);
+        to = toPacked ? to + run.items * elements.packedBytes() : elements.at(to, run.items);
       }
       skip += counts[part];
     }
@@ -391,7 +395,8 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
                                                        int64_t auxBytes, int64_t auxBuffers) {
   InPlaceIndexSets::Layout layout;
   layout.base = args.recvbuf;
-  layout.itemSize = std::max<int64_t>(1, args.recvtype.size());
+  IBDT_ASSIGN_OR_RETURN(layout.elements, InPlaceElements::create(args.recvtype));
+  const int64_t itemSize = layout.elements.packedBytes();
   layout.sendcounts = args.sendcounts;
   layout.sdispls = args.sdispls;
   layout.recvcounts = args.recvcounts;
@@ -400,7 +405,7 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
     std::fill(layout.sendcounts.begin(), layout.sendcounts.end(), 0);
     std::fill(layout.recvcounts.begin(), layout.recvcounts.end(), 0);
   }
-  InPlaceControlMessages messages(comm.rank(), kControlWords, layout.sendcounts, layout.recvcounts, layout.itemSize);
+  InPlaceControlMessages messages(comm.rank(), kControlWords, layout.sendcounts, layout.recvcounts, itemSize);
   for (int peer = 0; peer < comm.size(); ++peer) {
     layout.inlineSend.push_back(messages.sendsInline(peer) ? 1 : 0);
     layout.inlineRecv.push_back(messages.receivesInline(peer) ? 1 : 0);

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/copy_bytes.h"
 #include "collectives/inplace_copy.h"
 
 namespace ibdt::collectives {
 
 InPlaceIndexSets::InPlaceIndexSets(Layout layout)
-    : base_(layout.base), itemSize_(layout.itemSize), size_(static_cast<int>(layout.sendcounts.size())),
+    : base_(layout.base), elements_(std::move(layout.elements)), itemSize_(elements_.packedBytes()), size_(static_cast<int>(layout.sendcounts.size())),
       sendcount_(std::move(layout.sendcounts)), sdispl_(std::move(layout.sdispls)),
       recvcount_(std::move(layout.recvcounts)), rdispl_(std::move(layout.rdispls)),
       inlineSend_(std::move(layout.inlineSend)), inlineRecv_(std::move(layout.inlineRecv)) {
@@ -19,7 +18,7 @@ InPlaceIndexSets::InPlaceIndexSets(Layout layout)
 }
 
 Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxBytes, int64_t auxBuffers) {
-  const int64_t itemSize = layout.itemSize;
+  const int64_t itemSize = layout.elements.packedBytes();
   if (auxBytes < itemSize) {
     return makeError(Code::kInvalidArgument, "alltoallv in place: auxiliary memory of ", auxBytes,
                      " bytes holds no element of ", itemSize, " bytes (at least one is needed)");
@@ -115,8 +114,8 @@ void InPlaceIndexSets::split() {
 void InPlaceIndexSets::reset() {
   for (int i = 0; i < size_; ++i) {  // before anything moves inside the buffer
     if (!copied_[index(i)]) continue;
-    copyBytes(copy_.data() + copyAt_[index(i)] * itemSize_, item(sdispl_[index(i)]),
-              static_cast<size_t>(sendcount_[index(i)] * itemSize_));
+    elements_.copy(item(sdispl_[index(i)]), false, copy_.data() + copyAt_[index(i)] * itemSize_, true,
+                   sendcount_[index(i)]);
   }
   split();
   for (size_t i = 0; i < sent_.size(); ++i) {  // inline blocks leave with phase 0's control
@@ -155,7 +154,7 @@ void InPlaceIndexSets::compact(int recvSet) {
     Piece& piece = pieces_[*k];
     if (piece.length == 0) continue;
     const int64_t to = top - piece.length;
-    if (to != piece.at) std::memmove(item(to), item(piece.at), static_cast<size_t>(piece.length * itemSize_));
+    if (to != piece.at) elements_.copy(item(piece.at), false, item(to), false, piece.length);
     piece.at = to;
     top = to;
   }
@@ -186,7 +185,7 @@ void InPlaceIndexSets::placeStaged(int recvSet) {
 int64_t InPlaceIndexSets::fillFreeRun(size_t j, const std::byte* from, int64_t items) {
   const int64_t moved = std::min(recvcount_[j] - placed_[j] - occupied_[j], items);
   if (moved <= 0) return 0;
-  std::memcpy(item(rdispl_[j] + placed_[j]), from, static_cast<size_t>(moved * itemSize_));
+  elements_.copy(from, true, item(rdispl_[j] + placed_[j]), false, moved);
   placed_[j] += moved;
   return moved;
 }
@@ -264,7 +263,7 @@ void InPlaceIndexSets::update(const std::vector<PhaseCounts>& sent, const std::v
 int64_t InPlaceIndexSets::bytes() const {
   int64_t total = 0;
   for (const AuxBuffer& buffer : aux_) total += static_cast<int64_t>(buffer.data.capacity());
-  total += static_cast<int64_t>(copy_.capacity());
+  total += static_cast<int64_t>(copy_.capacity()) + elements_.bytes();
   total += static_cast<int64_t>(pieces_.capacity() * sizeof(Piece) + firstPiece_.capacity() * sizeof(size_t));
   for (const auto& inside : insideRecv_) total += static_cast<int64_t>(inside.capacity() * sizeof(size_t));
   total += static_cast<int64_t>((sendcount_.size() * 4 + sent_.size() * 5) * sizeof(int64_t));

@@ -51,12 +51,14 @@ class AlltoallvBuffers {
   std::vector<uint8_t> send_, sendExpected_, recv_;
 };
 
-// One rank's single buffer for the in-place alltoallv, of dense `itemSize`
-// byte elements: outgoing and incoming blocks placed independently, so they
-// overlap arbitrarily.
+// One rank's single buffer for the in-place alltoallv: outgoing and
+// incoming blocks placed independently, so they overlap arbitrarily.
+// Elements are dense `itemSize` bytes, or one element of `element`'s type
+// (count 1; holes inside it must stay untouched).
 class InPlaceBuffer {
  public:
   InPlaceBuffer(const CountMatrix& counts, int64_t itemSize, int rank, uint64_t seed);
+  InPlaceBuffer(const CountMatrix& counts, const Side& element, int rank, uint64_t seed);
   void* buffer() { return buffer_.data() + kGuardBytes; }
   const std::vector<int64_t>& sendcounts() const { return sendcounts_; }
   const std::vector<int64_t>& sdispls() const { return sdispls_; }
@@ -71,7 +73,10 @@ class InPlaceBuffer {
   void refill();
 
  private:
-  int64_t itemSize_;
+  template <typename Visit>
+  void forEachByte(int64_t displ, int64_t count, Visit visit) const;
+
+  Side element_;
   int size_, rank_;
   std::vector<int64_t> sendcounts_, sdispls_, recvcounts_, rdispls_;
   std::vector<uint8_t> buffer_;
