@@ -54,6 +54,8 @@ void alltoallvMismatch(MPI_Comm world);
 // tests/mpi/interpose_alltoallv_inplace.cc: the same for MPI_IN_PLACE.
 void alltoallvInPlaceReuse(MPI_Comm comm);
 void alltoallvInPlaceMismatch(MPI_Comm world);
+// Derived element types with holes, every byte checked.
+void alltoallvInPlaceDerived(MPI_Comm comm);
 // tests/mpi/interpose_signatureless.cc: a type ibdt has no signature for,
 // on some ranks only.
 void signaturelessTypes(MPI_Comm world);
