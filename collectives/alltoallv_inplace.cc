@@ -47,6 +47,7 @@
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/inplace_control_messages.h"
 #include "collectives/inplace_index_sets.h"
+#include "collectives/inplace_pair_stream.h"
 #include "collectives/pair_signature_check.h"
 
 namespace ibdt::collectives {
@@ -54,8 +55,10 @@ namespace {
 
 using messaging::Request;
 
-// in place, auxiliary, gave up; then the pair check's words (phase 0)
-constexpr size_t kCheckAt = 3;
+// in place, auxiliary, gave up, stream slice (phase 0: items, 0 = this pair
+// cannot stream); then the pair check's words (phase 0)
+constexpr size_t kStreamAt = 3;
+constexpr size_t kCheckAt = 4;
 constexpr size_t kControlWords = kCheckAt + PairSignatureCheck::kWords;
 
 class InPlaceAlltoallv final : public PlanImpl {
@@ -70,6 +73,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       PairSignatureCheck::pairWords(args_, peer, messages_.out(static_cast<int>(peer)) + kCheckAt);
     }
     ops_.reserve(6 * size);  // per peer: 2 control, up to 2 data each way (no reallocation mid-phase)
+    streams_.reserve(size);
   }
 
   Status prepare() {
@@ -89,6 +93,7 @@ class InPlaceAlltoallv final : public PlanImpl {
     gone_.assign(gone_.size(), 0);
     truncated_.assign(truncated_.size(), 0);
     giveUp_ = false;
+    streams_.clear();
     beginControl();
     return Status::ok();
   }
@@ -96,18 +101,33 @@ class InPlaceAlltoallv final : public PlanImpl {
   Result<PollResult> poll() override {
     PollResult result;
     while (stage_ != Stage::kDone) {
+      progressStreams();
       IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
       if (!all) return result;
       if (announcing_) finish();  // announced; every active peer heard it
       else afterData();
       result.progressed = true;
     }
+    if (!progressStreams()) return result;
+    active_ = false;
+    notePeak();
     result.done = true;
     return result;
   }
 
-  // Waits for the first operation of the phase still pending.
+  // Waits for the first operation of the phase still pending, else for a
+  // stream's.
   Status block(Deadline deadline) override {
+    if (stage_ == Stage::kDone) {
+      for (InPlacePairStream& stream : streams_) {
+        if (stream.done()) continue;
+        Status status = stream.block(deadline);
+        if (status.code() == Code::kTimeout) return status;
+        if (!status.isOk()) failedStream(stream, status);
+        return Status::ok();
+      }
+      return Status::ok();
+    }
     for (size_t i = 0; i < ops_.size(); ++i) {
       Op& op = ops_[i];
       if (!op.request.valid()) continue;
@@ -129,6 +149,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       if (op.request.valid() && op.receive) (void)ctx_.cancel(op.request);
     }
     ops_.clear();
+    for (InPlacePairStream& stream : streams_) stream.cancel();
     stage_ = Stage::kDone;
     active_ = false;
   }
@@ -175,7 +196,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       take_.assign(static_cast<size_t>(size_), PhaseCounts{});
     } else {
       if (sets_.done()) return finish();
-      sets_.requests(take_, phase_ % size_);
+      sets_.requests(take_, phase_ % size_, phase_ == 0);
     }
     const size_t size = static_cast<size_t>(size_);
     give_.assign(size, PhaseCounts{});
@@ -193,6 +214,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       out[0] = take_[static_cast<size_t>(peer)].inPlace;
       out[1] = take_[static_cast<size_t>(peer)].aux;
       out[2] = announcing_ ? 1 : 0;
+      out[kStreamAt] = phase_ == 0 ? sets_.streamItems(peer) : 0;
       post(ctx_.irecv(messages_.in(peer), inWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()),
            peer, true, "control from", true);
       post(ctx_.isend(out, outWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()), peer, false,
@@ -226,6 +248,8 @@ class InPlaceAlltoallv final : public PlanImpl {
       return;
     }
     if (phase_ == 0 && messages_.receivesInline(peer)) sets_.deliverInline(peer, messages_.inPayload(peer));
+    const int64_t* out = messages_.out(peer);
+    if (phase_ == 0 && out[kStreamAt] > 0 && in[kStreamAt] > 0) return startStream(peer, out[kStreamAt], in[kStreamAt]);
     give_[static_cast<size_t>(peer)] = {in[0], in[1]};
     posted_[static_cast<size_t>(peer)] = 1;
     postData(peer);
@@ -246,6 +270,35 @@ class InPlaceAlltoallv final : public PlanImpl {
     }
     if (give.inPlace > 0) sendItems(peer, 0, give.inPlace);
     if (give.aux > 0) sendItems(peer, give.inPlace, give.aux);
+  }
+
+  // Both ranks announced a slice: the pair leaves the phases (see
+  // inplace_pair_stream.h), in chunks of the smaller slice.
+  void startStream(int peer, int64_t mine, int64_t theirs) {
+    sets_.detach(peer);
+    const size_t at = static_cast<size_t>(peer);
+    InPlacePairStream::Where where{&ctx_, comm_.contextRank(peer), dataTag_, comm_.contextId()};
+    streams_.emplace_back(where, &sets_.elements(), sets_.blockAt(args_.rdispls[at]), args_.recvcounts[at],
+                          std::min(mine, theirs), sets_.streamSlice(peer));
+    Status started = streams_.back().start();
+    if (!started.isOk()) failedStream(streams_.back(), started);
+  }
+
+  // True once every stream is done; a failed one stops with its error.
+  bool progressStreams() {
+    bool all = true;
+    for (InPlacePairStream& stream : streams_) {
+      if (stream.done()) continue;
+      Result<bool> progressed = stream.progress();
+      if (!progressed.isOk()) failedStream(stream, progressed.status());
+      else all = all && *progressed;
+    }
+    return all;
+  }
+
+  void failedStream(InPlacePairStream& stream, const Status& status) {
+    stream.cancel();
+    note(makeError(status.code(), "alltoallv (in place) rank ", rank_, ", a streamed pair: ", status.message()));
   }
 
   // Items [skip, skip + count) of what is left for `peer`: one run as it
@@ -352,16 +405,17 @@ class InPlaceAlltoallv final : public PlanImpl {
     if (outcome_.isOk()) outcome_ = status;
   }
 
+  // The phases are over; streams may still run (poll() ends the run).
   void finish() {
     ops_.clear();
     stage_ = Stage::kDone;
-    active_ = false;
     notePeak();
   }
 
   void notePeak() {
     const int64_t now = sets_.bytes() + messages_.bytes() +
-                        static_cast<int64_t>(ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun));
+                        static_cast<int64_t>(ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun) +
+                                             streams_.capacity() * sizeof(InPlacePairStream));
     peak_ = std::max(peak_, now);
   }
 
@@ -386,6 +440,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   std::vector<Op> ops_;
   std::vector<ItemRun> runs_;
   std::vector<datatype::Datatype> phaseTypes_;  // the hindexed sends' types, alive until the phase ends
+  std::vector<InPlacePairStream> streams_;      // pairs streamed outside the phases
   int64_t peak_ = 0;
 };
 
@@ -395,6 +450,7 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
                                                        int64_t auxBytes, int64_t auxBuffers) {
   InPlaceIndexSets::Layout layout;
   layout.base = args.recvbuf;
+  layout.rank = comm.rank();
   IBDT_ASSIGN_OR_RETURN(layout.elements, InPlaceElements::create(args.recvtype));
   const int64_t itemSize = layout.elements.packedBytes();
   layout.sendcounts = args.sendcounts;

@@ -48,6 +48,7 @@ class InPlaceIndexSets {
  public:
   struct Layout {
     std::byte* base = nullptr;
+    int rank = -1;  // this rank
     InPlaceElements elements;
     std::vector<int64_t> sendcounts, sdispls, recvcounts, rdispls;  // in items, by rank
     // Blocks carried inside phase-0 control messages (inplace_control_messages.h):
@@ -71,8 +72,21 @@ class InPlaceIndexSets {
 
   // Sect. 3.3 with the auxiliary buffers (Sect. 3.5): what this rank can
   // take from every peer now; claims auxiliary buffers for it. `first`
-  // rotates which peer claims a shared buffer first.
-  void requests(std::vector<PhaseCounts>& take, int first);
+  // rotates which peer claims a shared buffer first. Phase 0 asks nothing
+  // from peers whose pair may stream (below): the pair's verdict comes with
+  // phase 0's control messages.
+  void requests(std::vector<PhaseCounts>& take, int first, bool phase0);
+
+  // Pairs streamed outside the phases (inplace_pair_stream.h): a peer whose
+  // block to and from this rank are the same items (same displacement and
+  // count; MPI's in-place rule gives that for every pair) may stream in
+  // chunks of up to streamItems(peer) through its own slice of a (0: no).
+  int64_t streamItems(int peer) const { return streamItems_[index(peer)]; }
+  std::byte* streamSlice(int peer) { return streamData_.data() + streamAt_[index(peer)] * itemSize_; }
+  std::byte* blockAt(int64_t displ) const { return item(displ); }
+  // The pair streams: its items leave the index sets (they are moved by the
+  // stream, not by the phases). Before phase 0's data of this pair.
+  void detach(int peer);
   // Where the items from `peer` land this phase.
   std::byte* inPlaceTarget(int peer) const;
   std::byte* auxTarget(int peer) const;
@@ -118,6 +132,7 @@ class InPlaceIndexSets {
   int64_t fillFreeRun(size_t recvSet, const std::byte* from, int64_t items);
 
   std::byte* base_;
+  int rank_;
   InPlaceElements elements_;
   int64_t itemSize_;  // packed bytes of one item
   int size_;
@@ -136,6 +151,9 @@ class InPlaceIndexSets {
   std::vector<uint8_t> inlineSend_, inlineRecv_;
   std::vector<int64_t> staged_;                 // by peer: items arrived or due inline, not placed
   std::vector<const std::byte*> stagedFrom_;    // by peer: where they wait (null before arrival)
+  // Streams: chunk capacity and first item of each peer's slice in streamData_.
+  std::vector<int64_t> streamItems_, streamAt_;
+  std::vector<std::byte> streamData_;
 };
 
 }  // namespace ibdt::collectives

@@ -139,7 +139,15 @@ Side denseBytes(int64_t itemSize) {
 InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, int64_t itemSize, int rank, uint64_t seed)
     : InPlaceBuffer(counts, denseBytes(itemSize), rank, seed) {}
 
-InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, const Side& element, int rank, uint64_t seed)
+CountMatrix symmetric(CountMatrix counts) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) counts[j][i] = counts[i][j];
+  }
+  return counts;
+}
+
+InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, const Side& element, int rank, uint64_t seed,
+                             Placement placement)
     : element_(element), size_(static_cast<int>(counts.size())), rank_(rank) {
   for (int peer = 0; peer < size_; ++peer) {
     sendcounts_.push_back(counts[static_cast<size_t>(rank)][static_cast<size_t>(peer)]);
@@ -148,6 +156,11 @@ InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, const Side& element, int
   int64_t sendTotal = 0, recvTotal = 0;
   sdispls_ = placeBlocks(sendcounts_, seed * 41 + static_cast<uint64_t>(rank), sendTotal);
   rdispls_ = placeBlocks(recvcounts_, seed * 43 + static_cast<uint64_t>(rank), recvTotal);
+  if (placement == Placement::kSame) {
+    if (sendcounts_ != recvcounts_) throw std::runtime_error("Placement::kSame needs symmetric counts");
+    rdispls_ = sdispls_;
+    recvTotal = sendTotal;
+  }
   buffer_.resize(static_cast<size_t>(spanBytes(element_, std::max(sendTotal, recvTotal)) + 2 * kGuardBytes));
   refill();
 }
