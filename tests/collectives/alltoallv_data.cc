@@ -139,6 +139,16 @@ Side denseBytes(int64_t itemSize) {
 InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, int64_t itemSize, int rank, uint64_t seed)
     : InPlaceBuffer(counts, denseBytes(itemSize), rank, seed) {}
 
+int64_t largestIncoming(const CountMatrix& counts, int64_t elementBytes) {
+  int64_t largest = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    int64_t total = 0;
+    for (const auto& row : counts) total += row[r] * elementBytes;
+    largest = std::max(largest, total);
+  }
+  return largest;
+}
+
 CountMatrix symmetric(CountMatrix counts) {
   for (size_t i = 0; i < counts.size(); ++i) {
     for (size_t j = 0; j < i; ++j) counts[j][i] = counts[i][j];

@@ -51,6 +51,9 @@ class AlltoallvBuffers {
   std::vector<uint8_t> send_, sendExpected_, recv_;
 };
 
+// The most packed bytes any rank receives (every rank picks a from it).
+int64_t largestIncoming(const CountMatrix& counts, int64_t elementBytes);
+
 // counts[i][j] = counts[j][i] (MPI's rule for in place): the lower triangle mirrored.
 CountMatrix symmetric(CountMatrix counts);
 

@@ -13,11 +13,9 @@
 #include <algorithm>
 #include <string>
 
-#include "collectives/alltoallv_data.h"
 #include "collectives/inplace_elements.h"
+#include "collectives/inplace_plan_runs.h"
 #include "collectives/world.h"
-#include "ibdt/collectives.h"
-#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -27,15 +25,10 @@ using datatype::BasicKind;
 using datatype::Datatype;
 using messaging::testing::RankEnv;
 using messaging::testing::runRanks;
-using messaging::testing::soon;
 using testing::CountMatrix;
 using testing::InPlaceBuffer;
 using testing::Side;
 using testing::Spread;
-using testing::world;
-
-// As alltoallv_thread_test.cc: O(p) bookkeeping beyond a.
-int64_t bookkeepingBound(int size) { return 4096 + 1024 * int64_t{size}; }
 
 Datatype committed(Result<Datatype> type) {
   if (!type.isOk() || !type->commit().isOk()) throw std::runtime_error("building a test type failed");
@@ -63,35 +56,13 @@ std::vector<std::pair<std::string, Side>> derivedElements() {
   return sides;
 }
 
-Status inPlaceExchange(Communicator& comm, InPlaceBuffer& buffer, const Datatype& type, AlltoallvOptions options,
-                       int64_t* peak) {
-  auto plan = alltoallvInit(comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
-                            buffer.recvcounts(), buffer.rdispls(), type, options);
-  if (!plan.isOk()) return plan.status();
-  IBDT_RETURN_IF_ERROR(plan->start());
-  Status status = plan->wait(soon());
-  *peak = plan->peakExtraBytes();
-  return status;
-}
-
-// The largest packed incoming total of any rank: every rank picks a from it.
-int64_t largestIncoming(const CountMatrix& counts, int64_t elementBytes) {
-  int64_t largest = 0;
-  for (size_t r = 0; r < counts.size(); ++r) {
-    int64_t total = 0;
-    for (const auto& row : counts) total += row[r] * elementBytes;
-    largest = std::max(largest, total);
-  }
-  return largest;
-}
-
 class InPlaceDerived : public ::testing::TestWithParam<int> {};
 
 TEST_P(InPlaceDerived, EverySpreadTypeAndAuxiliarySize) {
   const int size = GetParam();
   const auto elements = derivedElements();
   runRanks(size, {}, [&](RankEnv& env) {
-    auto comm = world(env.context);
+    auto comm = testing::world(env.context);
     ASSERT_NE(comm, nullptr);
     for (Spread spread : testing::kSpreads) {
       for (size_t t = 0; t < elements.size(); ++t) {
@@ -102,16 +73,15 @@ TEST_P(InPlaceDerived, EverySpreadTypeAndAuxiliarySize) {
           InPlaceBuffer buffer(counts, element, env.rank, seed);
           AlltoallvOptions options;
           options.inplaceBytes =
-              std::max(element.bytes(), largestIncoming(counts, element.bytes()) * percent / 100);
+              std::max(element.bytes(), testing::largestIncoming(counts, element.bytes()) * percent / 100);
           options.inplaceBuffers = percent == 10 ? 3 : 0;
-          int64_t peak = 0;
-          Status status = inPlaceExchange(*comm, buffer, element.type, options, &peak);
           const std::string where = std::string(testing::spreadName(spread)) + " " + elements[t].first + " aux " +
                                     std::to_string(percent) + "%";
-          ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
-          EXPECT_EQ(buffer.check(), "") << where;
-          // Inline blocks (up to 256 B per peer each way) may come on top of a tiny a.
-          EXPECT_LE(peak, options.inplaceBytes + bookkeepingBound(size) + 2 * (size - 1) * 256) << where;
+          const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options, 1, where);
+          if (::testing::Test::HasFailure()) return;
+          EXPECT_LE(peak, options.inplaceBytes + testing::inPlaceBookkeepingBound(size) +
+                              testing::inPlaceInlineBound(size))
+              << where;
         }
       }
     }
@@ -126,26 +96,16 @@ INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceDerived, ::testing::Values(1, 2, 3, 4, 5,
 TEST(InPlaceDerivedPlans, PeakDoesNotGrowAndPlansRepeat) {
   const Side element = derivedElements()[2].second;  // struct: 14 of 32 bytes are data
   runRanks(4, {}, [&](RankEnv& env) {
-    auto comm = world(env.context);
+    auto comm = testing::world(env.context);
     ASSERT_NE(comm, nullptr);
     for (int64_t scale : {100, 4000}) {
       const CountMatrix counts = testing::countMatrix(Spread::kRandom, 4, 91, scale);
       InPlaceBuffer buffer(counts, element, env.rank, 91);
       AlltoallvOptions options;
       options.inplaceBytes = 2048;
-      auto plan = alltoallvInit(*comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
-                                buffer.recvcounts(), buffer.rdispls(), element.type, options);
-      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-      for (int run = 0; run < 3; ++run) {
-        buffer.refill();
-        env.barrier();  // every buffer is ready before anyone's run writes into it
-        ASSERT_TRUE(plan->start().isOk());
-        Status status = plan->wait(soon());
-        ASSERT_TRUE(status.isOk()) << "scale " << scale << " run " << run << ": " << status.toString();
-        EXPECT_EQ(buffer.check(), "") << "scale " << scale << " run " << run;
-        env.barrier();
-      }
-      EXPECT_LE(plan->peakExtraBytes(), 2048 + bookkeepingBound(4) + 2 * 3 * 256) << "scale " << scale;
+      const std::string where = "scale " + std::to_string(scale);
+      const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options, 3, where);
+      EXPECT_LE(peak, 2048 + testing::inPlaceBookkeepingBound(4) + testing::inPlaceInlineBound(4)) << where;
     }
   });
 }
@@ -168,7 +128,7 @@ TEST(InPlaceDerivedLayouts, OverlappingElementsAreRefused) {
   EXPECT_NE(checkInPlaceLayout(twice).message().find("twice"), std::string::npos);
   // And through alltoallvInit on one rank, before anything is sent.
   runRanks(1, {}, [&](RankEnv& env) {
-    auto comm = world(env.context);
+    auto comm = testing::world(env.context);
     ASSERT_NE(comm, nullptr);
     std::vector<std::byte> buffer(64);
     const std::vector<int64_t> one{1}, zero{0};

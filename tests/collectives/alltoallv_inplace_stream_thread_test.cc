@@ -13,60 +13,22 @@
 #include <algorithm>
 #include <string>
 
-#include "collectives/alltoallv_data.h"
+#include "collectives/inplace_plan_runs.h"
 #include "collectives/world.h"
-#include "ibdt/collectives.h"
-#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {
 
-using datatype::Datatype;
 using messaging::testing::RankEnv;
-using messaging::testing::runRanks;
-using messaging::testing::soon;
 using testing::CountMatrix;
 using testing::InPlaceBuffer;
 using testing::Placement;
 using testing::Side;
-using testing::Spread;
-using testing::world;
-
-// As alltoallv_thread_test.cc, plus inline blocks on top of a tiny a.
-int64_t extraBound(int size) { return 4096 + 1024 * int64_t{size} + 2 * (size - 1) * 256; }
 
 std::vector<std::pair<std::string, Side>> elements() {
-  return {{"int32", testing::sideOf(Datatype::of<int32_t>(),
+  return {{"int32", testing::sideOf(datatype::Datatype::of<int32_t>(),
                                     datatype::testing::refBasic(datatype::BasicKind::kInt32), 1)},
           {"vector", testing::vectorSide(1)}};
-}
-
-int64_t largestIncoming(const CountMatrix& counts, int64_t elementBytes) {
-  int64_t largest = 0;
-  for (size_t r = 0; r < counts.size(); ++r) {
-    int64_t total = 0;
-    for (const auto& row : counts) total += row[r] * elementBytes;
-    largest = std::max(largest, total);
-  }
-  return largest;
-}
-
-// One plan over `buffer`, started `runs` times with fresh data each time.
-void runChecked(RankEnv& env, Communicator& comm, InPlaceBuffer& buffer, const Side& element,
-                const AlltoallvOptions& options, int runs, const std::string& where) {
-  auto plan = alltoallvInit(comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
-                            buffer.recvcounts(), buffer.rdispls(), element.type, options);
-  ASSERT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
-  for (int run = 0; run < runs; ++run) {
-    buffer.refill();
-    env.barrier();  // every buffer is ready before anyone's run writes into it
-    ASSERT_TRUE(plan->start().isOk());
-    Status status = plan->wait(soon());
-    ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
-    EXPECT_EQ(buffer.check(), "") << where << " run " << run;
-    env.barrier();
-  }
-  EXPECT_LE(plan->peakExtraBytes(), options.inplaceBytes + extraBound(comm.size())) << where;
 }
 
 class InPlaceStreams : public ::testing::TestWithParam<int> {};
@@ -74,10 +36,10 @@ class InPlaceStreams : public ::testing::TestWithParam<int> {};
 TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) {
   const int size = GetParam();
   const auto types = elements();
-  runRanks(size, {}, [&](RankEnv& env) {
-    auto comm = world(env.context);
+  messaging::testing::runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env.context);
     ASSERT_NE(comm, nullptr);
-    for (Spread spread : testing::kSpreads) {
+    for (testing::Spread spread : testing::kSpreads) {
       for (size_t t = 0; t < types.size(); ++t) {
         const Side& element = types[t].second;
         const uint64_t seed = 6000 + static_cast<uint64_t>(size) * 23 + static_cast<uint64_t>(spread) * 5 + t;
@@ -88,12 +50,16 @@ TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) {
             InPlaceBuffer buffer(counts, element, env.rank, seed, placement);
             AlltoallvOptions options;
             options.inplaceBytes =
-                std::max(element.bytes(), largestIncoming(counts, element.bytes()) * percent / 100);
+                std::max(element.bytes(), testing::largestIncoming(counts, element.bytes()) * percent / 100);
             const std::string where = std::string(testing::spreadName(spread)) + " " + types[t].first +
                                       (everyRank ? " every rank" : " even ranks") + " aux " +
                                       std::to_string(percent) + "%";
-            runChecked(env, *comm, buffer, element, options, percent == 1 ? 2 : 1, where);
-            if (::testing::Test::HasFatalFailure()) return;
+            const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options,
+                                                            percent == 1 ? 2 : 1, where);
+            if (::testing::Test::HasFailure()) return;
+            EXPECT_LE(peak, options.inplaceBytes + testing::inPlaceBookkeepingBound(size) +
+                                testing::inPlaceInlineBound(size))
+                << where;
           }
         }
       }
