@@ -21,6 +21,11 @@
 // takes part in no later phase: the verdict is derived from both messages,
 // which every pair exchanges anyway, so no vote is needed.
 //
+// Pairs whose blocks lie where they are to arrive on both ranks (MPI's
+// in-place rule) leave the phases after phase 0's control messages and swap
+// in chunks on their own (inplace_pair_stream.h); a rank's own block in
+// place is not moved at all.
+//
 // Blocks of at most 256 B ride inside phase 0's control messages
 // (inplace_control_messages.h): a pair of such blocks moves in one message
 // each way, and the receiver places them in the update after phase 0.
@@ -65,7 +70,7 @@ class InPlaceAlltoallv final : public PlanImpl {
  public:
   InPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, InPlaceIndexSets sets, InPlaceControlMessages messages)
       : comm_(comm), ctx_(comm.context()), rank_(comm.rank()), size_(comm.size()), args_(std::move(args)),
-        sets_(std::move(sets)), messages_(std::move(messages)) {
+        sets_(std::move(sets)), messages_(std::move(messages)), streams_(static_cast<size_t>(comm.size())) {
     const size_t size = static_cast<size_t>(size_);
     gone_.assign(size, 0);
     truncated_.assign(size, 0);
@@ -73,7 +78,6 @@ class InPlaceAlltoallv final : public PlanImpl {
       PairSignatureCheck::pairWords(args_, peer, messages_.out(static_cast<int>(peer)) + kCheckAt);
     }
     ops_.reserve(6 * size);  // per peer: 2 control, up to 2 data each way (no reallocation mid-phase)
-    streams_.reserve(size);
   }
 
   Status prepare() {
@@ -101,14 +105,15 @@ class InPlaceAlltoallv final : public PlanImpl {
   Result<PollResult> poll() override {
     PollResult result;
     while (stage_ != Stage::kDone) {
-      progressStreams();
+      streams_.progress();
       IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
       if (!all) return result;
       if (announcing_) finish();  // announced; every active peer heard it
       else afterData();
       result.progressed = true;
     }
-    if (!progressStreams()) return result;
+    if (!streams_.progress()) return result;
+    note(streams_.outcome());
     active_ = false;
     notePeak();
     result.done = true;
@@ -118,16 +123,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   // Waits for the first operation of the phase still pending, else for a
   // stream's.
   Status block(Deadline deadline) override {
-    if (stage_ == Stage::kDone) {
-      for (InPlacePairStream& stream : streams_) {
-        if (stream.done()) continue;
-        Status status = stream.block(deadline);
-        if (status.code() == Code::kTimeout) return status;
-        if (!status.isOk()) failedStream(stream, status);
-        return Status::ok();
-      }
-      return Status::ok();
-    }
+    if (stage_ == Stage::kDone) return streams_.block(deadline);
     for (size_t i = 0; i < ops_.size(); ++i) {
       Op& op = ops_[i];
       if (!op.request.valid()) continue;
@@ -149,7 +145,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       if (op.request.valid() && op.receive) (void)ctx_.cancel(op.request);
     }
     ops_.clear();
-    for (InPlacePairStream& stream : streams_) stream.cancel();
+    streams_.cancel();
     stage_ = Stage::kDone;
     active_ = false;
   }
@@ -277,28 +273,9 @@ class InPlaceAlltoallv final : public PlanImpl {
   void startStream(int peer, int64_t mine, int64_t theirs) {
     sets_.detach(peer);
     const size_t at = static_cast<size_t>(peer);
-    InPlacePairStream::Where where{&ctx_, comm_.contextRank(peer), dataTag_, comm_.contextId()};
-    streams_.emplace_back(where, &sets_.elements(), sets_.blockAt(args_.rdispls[at]), args_.recvcounts[at],
-                          std::min(mine, theirs), sets_.streamSlice(peer));
-    Status started = streams_.back().start();
-    if (!started.isOk()) failedStream(streams_.back(), started);
-  }
-
-  // True once every stream is done; a failed one stops with its error.
-  bool progressStreams() {
-    bool all = true;
-    for (InPlacePairStream& stream : streams_) {
-      if (stream.done()) continue;
-      Result<bool> progressed = stream.progress();
-      if (!progressed.isOk()) failedStream(stream, progressed.status());
-      else all = all && *progressed;
-    }
-    return all;
-  }
-
-  void failedStream(InPlacePairStream& stream, const Status& status) {
-    stream.cancel();
-    note(makeError(status.code(), "alltoallv (in place) rank ", rank_, ", a streamed pair: ", status.message()));
+    streams_.add({&ctx_, peer, comm_.contextRank(peer), dataTag_, comm_.contextId()}, &sets_.elements(),
+                 sets_.blockAt(args_.rdispls[at]), args_.recvcounts[at], std::min(mine, theirs),
+                 sets_.streamSlice(peer));
   }
 
   // Items [skip, skip + count) of what is left for `peer`: one run as it
@@ -415,7 +392,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   void notePeak() {
     const int64_t now = sets_.bytes() + messages_.bytes() +
                         static_cast<int64_t>(ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun) +
-                                             streams_.capacity() * sizeof(InPlacePairStream));
+                                             streams_.bytes());
     peak_ = std::max(peak_, now);
   }
 
@@ -440,7 +417,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   std::vector<Op> ops_;
   std::vector<ItemRun> runs_;
   std::vector<datatype::Datatype> phaseTypes_;  // the hindexed sends' types, alive until the phase ends
-  std::vector<InPlacePairStream> streams_;      // pairs streamed outside the phases
+  InPlacePairStreams streams_;                  // pairs streamed outside the phases
   int64_t peak_ = 0;
 };
 

@@ -69,4 +69,45 @@ void InPlacePairStream::cancel() {
   done_ = true;
 }
 
+void InPlacePairStreams::add(InPlacePairStream::Where where, const InPlaceElements* elements, std::byte* block,
+                             int64_t count, int64_t chunk, std::byte* slice) {
+  streams_.emplace_back(where, elements, block, count, chunk, slice);
+  Status started = streams_.back().start();
+  if (!started.isOk()) failed(streams_.back(), where.peer, started);
+}
+
+bool InPlacePairStreams::progress() {
+  bool all = true;
+  for (InPlacePairStream& stream : streams_) {
+    if (stream.done()) continue;
+    Result<bool> progressed = stream.progress();
+    if (!progressed.isOk()) failed(stream, stream.peer(), progressed.status());
+    else all = all && *progressed;
+  }
+  return all;
+}
+
+Status InPlacePairStreams::block(Deadline deadline) {
+  for (InPlacePairStream& stream : streams_) {
+    if (stream.done()) continue;
+    Status status = stream.block(deadline);
+    if (status.code() == Code::kTimeout) return status;
+    if (!status.isOk()) failed(stream, stream.peer(), status);
+    return Status::ok();
+  }
+  return Status::ok();
+}
+
+void InPlacePairStreams::cancel() {
+  for (InPlacePairStream& stream : streams_) stream.cancel();
+}
+
+void InPlacePairStreams::failed(InPlacePairStream& stream, int peer, const Status& status) {
+  stream.cancel();
+  if (outcome_.isOk()) {
+    outcome_ = makeError(status.code(), "alltoallv (in place): the pair streamed with rank ", peer, ": ",
+                         status.message());
+  }
+}
+
 }  // namespace ibdt::collectives

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "collectives/inplace_elements.h"
 #include "ibdt/messaging.h"
@@ -32,6 +33,7 @@ class InPlacePairStream {
  public:
   struct Where {
     messaging::Context* ctx = nullptr;
+    int peer = 0;    // communicator rank, for errors
     int target = 0;  // the peer's context rank
     int32_t tag = 0;
     uint32_t contextId = 0;
@@ -49,6 +51,7 @@ class InPlacePairStream {
   Status block(Deadline deadline);
   void cancel();
   bool done() const { return done_; }
+  int peer() const { return where_.peer; }
 
  private:
   Status post();
@@ -61,6 +64,33 @@ class InPlacePairStream {
   int64_t at_ = 0;  // first item of the chunk in flight
   messaging::Request send_, recv_;
   bool sendDone_ = false, recvDone_ = false, done_ = false;
+};
+
+// A run's streamed pairs: each goes on alone; the first failure is kept and
+// stops its stream (the partner sees its own error, as for a dead peer).
+class InPlacePairStreams {
+ public:
+  explicit InPlacePairStreams(size_t peers) { streams_.reserve(peers); }  // no reallocation mid-run
+
+  void clear() {
+    streams_.clear();
+    outcome_ = Status::ok();
+  }
+  void add(InPlacePairStream::Where where, const InPlaceElements* elements, std::byte* block, int64_t count,
+           int64_t chunk, std::byte* slice);
+  // Progresses every stream; true once all are done.
+  bool progress();
+  // Waits for one pending message of the first stream not done.
+  Status block(Deadline deadline);
+  void cancel();
+  const Status& outcome() const { return outcome_; }
+  int64_t bytes() const { return static_cast<int64_t>(streams_.capacity() * sizeof(InPlacePairStream)); }
+
+ private:
+  void failed(InPlacePairStream& stream, int peer, const Status& status);  // keeps the first
+
+  std::vector<InPlacePairStream> streams_;
+  Status outcome_;
 };
 
 }  // namespace ibdt::collectives
