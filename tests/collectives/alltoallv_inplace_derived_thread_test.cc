@@ -79,8 +79,7 @@ TEST_P(InPlaceDerived, EverySpreadTypeAndAuxiliarySize) {
                                     std::to_string(percent) + "%";
           const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options, 1, where);
           if (::testing::Test::HasFailure()) return;
-          EXPECT_LE(peak, options.inplaceBytes + testing::inPlaceBookkeepingBound(size) +
-                              testing::inPlaceInlineBound(size))
+          EXPECT_LE(peak, testing::inPlacePeakBound(options, size))
               << where;
         }
       }

@@ -57,8 +57,7 @@ TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) {
             const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options,
                                                             percent == 1 ? 2 : 1, where);
             if (::testing::Test::HasFailure()) return;
-            EXPECT_LE(peak, options.inplaceBytes + testing::inPlaceBookkeepingBound(size) +
-                                testing::inPlaceInlineBound(size))
+            EXPECT_LE(peak, testing::inPlacePeakBound(options, size))
                 << where;
           }
         }

@@ -17,6 +17,10 @@ namespace ibdt::collectives::testing {
 inline int64_t inPlaceBookkeepingBound(int size) { return 4096 + 1024 * int64_t{size}; }
 // Inline blocks (up to 256 B per peer each way) come on top when a is smaller.
 inline int64_t inPlaceInlineBound(int size) { return 2 * int64_t{size - 1} * 256; }
+// The whole bound on an in-place plan's extra memory: a, bookkeeping, inline blocks.
+inline int64_t inPlacePeakBound(const AlltoallvOptions& options, int size) {
+  return options.inplaceBytes + inPlaceBookkeepingBound(size) + inPlaceInlineBound(size);
+}
 
 // Builds the plan over `buffer`, starts it `runs` times (fresh data each
 // time, every byte checked) and returns its peak extra bytes (-1 on failure).
