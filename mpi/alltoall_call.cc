@@ -21,8 +21,7 @@ Result<collectives::Plan> buildPinned(CommState& state, const void* sendbuf, int
 }
 
 AlltoallCache::Key keyOf(const AlltoallArgs& args, const Datatype& send, const Datatype& recv) {
-  return {args.sendbuf, args.sendcount, send.id(), send.version(),
-          args.recvbuf, args.recvcount, recv.id(), recv.version()};
+  return alltoallKey(args, send, recv, kBlockingAlltoallTag);
 }
 
 // Both types converted: the cached plan for these arguments, or a new one.
@@ -30,7 +29,7 @@ Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& sen
                  uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const AlltoallCache::Key key = keyOf(args, send, recv);
-  collectives::Plan* plan = state.alltoallPlans.find(key);
+  const AlltoallCache::PlanPtr* plan = state.alltoallPlans.find(key);
   if (plan == nullptr) {
     IBDT_ASSIGN_OR_RETURN(collectives::Plan built,
                           buildPinned(state, inPlace ? collectives::kInPlace : args.sendbuf,
@@ -38,8 +37,8 @@ Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& sen
                                       recv));
     plan = &state.alltoallPlans.insert(key, std::move(built));
   }
-  state.alltoallPlans.remember(args, typesFreed, plan);
-  return runPlan(*plan);
+  state.alltoallPlans.remember(args, typesFreed, key, *plan);
+  return runPlan(**plan);
 }
 
 // At least one side's layout is not expressible (a negative extent): that
@@ -86,7 +85,7 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
     }
     state.alltoallPlans.insert(key, std::move(*plan));
   }
-  status = runPlan(*state.alltoallPlans.find(key));
+  status = runPlan(**state.alltoallPlans.find(key));
   return true;
 }
 
@@ -97,36 +96,13 @@ Status runPlan(collectives::Plan& plan) {
   return plan.wait();
 }
 
-collectives::Plan* AlltoallCache::find(const Key& key) {
-  for (Entry& entry : entries) {
-    if (entry.key == key && entry.plan.valid()) {
-      entry.lastUse = ++clock;
-      return &entry.plan;
-    }
-  }
-  return nullptr;
-}
-
-collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan) {
-  last = {};  // entries may move
-  if (entries.size() >= kMaxPlans) {
-    auto oldest = entries.begin();
-    for (auto it = entries.begin(); it != entries.end(); ++it) {
-      if (it->lastUse < oldest->lastUse) oldest = it;
-    }
-    entries.erase(oldest);
-  }
-  entries.push_back(Entry{key, std::move(plan), ++clock});
-  return entries.back().plan;
-}
-
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
   // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
   // the blocks leave from recvbuf as recvcount x recvtype.
   const bool collective = collectives::alltoallInitIsCollective(*state.comm, state.alltoall);
   const uint64_t typesFreed = convertedTypesFreed();
-  if (collectives::Plan* plan = state.alltoallPlans.repeated(args, typesFreed); plan != nullptr && !collective) {
-    status = runPlan(*plan);
+  if (const AlltoallCache::Last* last = state.alltoallPlans.repeated(args, typesFreed); last != nullptr && !collective) {
+    status = runPlan(*last->plan);
     return true;
   }
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;

@@ -18,6 +18,7 @@
 #include "mpi/alltoall_call.h"
 #include "mpi/alltoallv_call.h"
 #include "mpi/mpi_store.h"
+#include "mpi/nonblocking.h"
 
 namespace ibdt::mpi {
 
@@ -27,7 +28,9 @@ struct CommState {
   std::unique_ptr<collectives::Communicator> comm;
   collectives::AlltoallOptions alltoall;
   collectives::AlltoallvOptions alltoallv;
-  AlltoallCache alltoallPlans;  // destroyed before the Context they run on
+  AlltoallCache alltoallPlans{8};  // destroyed before the Context they run on
+  // MPI_Ialltoall's plans: every reserved tag of two argument sets (mpi/nonblocking.h).
+  AlltoallCache ialltoallPlans{2 * kNonblockingTags};
   AlltoallvCache lastAlltoallv;
   // The blocking alltoallv's pairs last checked (collectives/checked_alltoallv.h).
   std::shared_ptr<collectives::PairCheckHistory> alltoallvPairs = std::make_shared<collectives::PairCheckHistory>();
