@@ -56,7 +56,7 @@ class AlltoallCache {
   const PlanPtr& insert(const Key& key, collectives::Plan plan);
   void clear() {
     entries_.clear();
-    last_ = {};
+    forget();
   }
 
   // The previous call (its key and plan) if `args` repeat its MPI
@@ -75,6 +75,7 @@ class AlltoallCache {
   void remember(const AlltoallArgs& args, uint64_t typesFreed, const Key& key, const PlanPtr& plan) {
     last_ = {args, typesFreed, key, plan.get()};
   }
+  void forget() { last_ = {}; }
 
   uint64_t built = 0;  // plans built (tests: a loop of identical calls builds one)
 

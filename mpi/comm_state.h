@@ -37,6 +37,13 @@ struct CommState {
   // Blocking MPI_Alltoallv calls so far: alike on every rank (ordered
   // collectives), sent with the pair checks to recognise stale ones.
   int64_t alltoallvCalls = 0;
+  // Whether the blocking alltoall's blocks of the last size asked take a
+  // direct-write plan built by every rank together (mpi/alltoall_call.cc).
+  struct DirectWriteChoice {
+    int64_t blockBytes = -1;
+    bool chosen = false;
+  };
+  DirectWriteChoice directWriteChoice;
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
