@@ -42,6 +42,7 @@ void persistentAlltoall(MPI_Comm comm, bool testanyLoop);
 void persistentAlltoallv(MPI_Comm comm);
 void ialltoall(MPI_Comm comm, int how);
 void ialltoallBesidePeerSend(MPI_Comm comm);
+void requestGetStatus(MPI_Comm comm);
 // tests/mpi/interpose_mixed_types.cc: non-blocking and persistent alltoalls
 // whose types ibdt takes directly on some ranks only; `bridged`: the
 // library is loaded (a case the MPI library's own call fails).
