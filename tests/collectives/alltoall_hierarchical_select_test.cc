@@ -53,7 +53,7 @@ TEST(HierarchicalSelection, VolumeIsTheLeaders) {
 // The built-in model: on 4 nodes of 4 ranks, small blocks go hierarchical
 // (one window of 3 node pairs plus 3 local messages against pairwise's 15
 // messages in 2 windows and Bruck's 2-4 rounds), 4 KiB blocks do not (the
-// leader moves 96 blocks); never on one node, with one rank per node, in a
+// leader moves 96 blocks, a pairwise rank 15); never on one node, with one rank per node, in a
 // build that is not collective, or per call without a measured init.
 TEST(HierarchicalSelection, BuiltInModelChoosesItOnSeveralNodesOnly) {
   const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
@@ -66,6 +66,11 @@ TEST(HierarchicalSelection, BuiltInModelChoosesItOnSeveralNodesOnly) {
     EXPECT_NE(selectAlltoall(builtIn, 16, bytes, true, 4, /*perCall=*/true).algorithm, kHierarchical) << bytes;
   }
   EXPECT_NE(selectAlltoall(builtIn, 16, 4096, true, 4).algorithm, kHierarchical);
+  // The benchmark's shapes: 2 nodes of 4 ranks, 8 B (4 messages of the
+  // leader against pairwise's 7); 2 of 2: pairwise (no fewer messages).
+  EXPECT_EQ(selectAlltoall(builtIn, 8, 8, true, 2).algorithm, kHierarchical);
+  EXPECT_NE(selectAlltoall(builtIn, 8, 4096, true, 2).algorithm, kHierarchical);
+  EXPECT_EQ(selectAlltoall(builtIn, 4, 8, true, 2).algorithm, AlltoallAlgorithm::kPairwise);
   EXPECT_EQ(selectAlltoall(builtIn, 1, 8, true, 1).algorithm, AlltoallAlgorithm::kPairwise);
   EXPECT_EQ(selectAlltoall(builtIn, 16, 0, true, 4).algorithm, AlltoallAlgorithm::kPairwise);
   for (int p = 1; p <= 64; ++p) {
