@@ -212,6 +212,22 @@ class MergedBuilder {
     return nb.in + nb.inIndex[s * locals().size() + d] * block_;
   }
 
+  // Whether the user's blocks `indices` (of a type with `stride` bytes from
+  // one block to the next) are one dense run in that order: a contiguous
+  // type, blocks back to back, consecutive indices (ranks in blocks on the
+  // nodes, one leader). Never in place, where the staging is what keeps a
+  // row from landing on blocks not yet sent.
+  bool denseRun(const Datatype& type, int64_t stride, const std::vector<int>& indices) const {
+    if (args_.inPlace || indices.empty() || block_ == 0 || stride != block_ || !type.contiguous() ||
+        type.trueLb() != 0) {
+      return false;
+    }
+    for (size_t k = 1; k < indices.size(); ++k) {
+      if (indices[k] != indices[k - 1] + 1) return false;
+    }
+    return true;
+  }
+
   // Every rank: pack and send its chunk to each leader of its node (stage
   // 0), receive its row from each (scatter stage) and unpack the rows (last
   // stage). A leader's own chunk and row live in its G and E.
@@ -222,10 +238,17 @@ class MergedBuilder {
       const std::vector<int> group = layout_.handled(node, j);
       const int64_t blocks = blocksWith(group, me);
       const bool self = j == layout_.myLocal;
+      std::vector<int> indices;  // the user's blocks of this chunk and row, in their order
+      for (int n : group) {
+        for (int partner : partnersOn(n, me)) indices.push_back(groups_.rank[static_cast<size_t>(partner)]);
+      }
+      // The chunk (row) as it lies in the user's buffer: no staging copy.
+      const bool sendsInPlace = !self && denseRun(args_.sendtype, args_.sendStride, indices);
+      const bool receivesInPlace = !self && denseRun(args_.recvtype, args_.recvStride, indices);
       for (size_t g = 0, k = 0; g < group.size(); ++g) {
         const std::vector<int> partners = partnersOn(group[g], me);  // the same ranks as destinations and sources
         for (size_t q = 0; q < partners.size(); ++q, ++k) {
-          const int index = groups_.rank[static_cast<size_t>(partners[q])];
+          const int index = indices[k];
           std::byte* packTo = sendStage_ + (offset + static_cast<int64_t>(k)) * block_;
           std::byte* unpackFrom = recvStage_ + (offset + static_cast<int64_t>(k)) * block_;
           if (self) {
@@ -234,16 +257,16 @@ class MergedBuilder {
             packTo = gather_ + (nb.outOffset + nb.outPart[mine] + static_cast<int64_t>(q)) * block_;
             unpackFrom = inSlot(nb, partners[q], mine);
           }
-          packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo});
-          (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom});
+          if (!sendsInPlace) packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo});
+          if (!receivesInPlace) (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom});
         }
       }
       if (!self) {
         const int leader = layout_.leaderRank(node, j);
-        std::byte* chunk = sendStage_ + offset * block_;
+        const std::byte* chunk = sendsInPlace ? args_.sendBlock(indices.front()) : sendStage_ + offset * block_;
+        std::byte* row = receivesInPlace ? args_.recvBlock(indices.front()) : recvStage_ + offset * block_;
         IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
-        IBDT_RETURN_IF_ERROR(
-            plan_->addRecv(scatterStage(), recvStage_ + offset * block_, blocks * block_, byte(), leader, scatterTag_));
+        IBDT_RETURN_IF_ERROR(plan_->addRecv(scatterStage(), row, blocks * block_, byte(), leader, scatterTag_));
       }
       offset += blocks;
     }
