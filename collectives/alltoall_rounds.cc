@@ -34,6 +34,7 @@ Status RoundsPlan::addExchange(Round& round, int to, const void* sendbuf, int64_
   Exchange exchange;
   exchange.to = to;
   exchange.from = from;
+  exchange.sendBytes = sendcount * sendtype.size();
   exchange.recvBytes = recvcount * recvtype.size();
   IBDT_ASSIGN_OR_RETURN(exchange.recv,
                         ctx_.recvInit(recvbuf, recvcount, recvtype, comm_.contextRank(from), tag_, contextId_));
@@ -74,8 +75,11 @@ void RoundsPlan::postRound() {
     Status recv = ctx_.start(exchange.recv);
     exchange.recvPending = recv.isOk();
     note(std::move(recv), strCat("receive from rank ", exchange.from));
+    tracer_.record(static_cast<int>(round_), false, exchange.from, exchange.recvBytes);
     exchange.poisoned = !outcome_.isOk();
     Status send = ctx_.start(exchange.poisoned ? exchange.poison : exchange.send);
+    tracer_.record(static_cast<int>(round_), true, exchange.to,
+                   exchange.poisoned ? poisonType_.size() : exchange.sendBytes);
     exchange.sendPending = send.isOk();
     note(std::move(send), strCat("send to rank ", exchange.to));
   }

@@ -26,6 +26,7 @@
 
 #include "collectives/alltoall_args.h"
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
@@ -42,7 +43,7 @@ struct LocalCopy {
 struct Exchange {
   int to = 0, from = 0;  // communicator ranks
   messaging::Request send, recv, poison;  // persistent
-  int64_t recvBytes = 0;                  // packed bytes the receive expects
+  int64_t sendBytes = 0, recvBytes = 0;   // packed bytes the send carries, the receive expects
   bool sendPending = false, recvPending = false;
   bool poisoned = false;  // this run sent the poison
 };
@@ -101,6 +102,7 @@ class RoundsPlan final : public PlanImpl {
   size_t round_ = 0;  // the round in flight
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;
 };
 
 // The basic-type sequence of one element of `type`, laid out densely

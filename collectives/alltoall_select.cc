@@ -1,6 +1,7 @@
 // kAuto's choice by the α-β cost model (alltoall_select.h).
 #include "collectives/alltoall_select.h"
 
+#include "base/log.h"
 #include "collectives/alltoall_schedule.h"
 
 #include <algorithm>
@@ -175,7 +176,30 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
       }
     }
   }
-  return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
+  if (!model.has(AlltoallAlgorithm::kPairwise)) return builtIn();
+  Result<std::vector<AlltoallRule>> rules = alltoallRules(*tuning);
+  if (rules.isOk()) {
+    model.setRules(std::move(*rules));
+  } else {
+    log::once(log::Level::kWarn, "alltoall-rules-ignored",
+              strCat(rules.status().toString(), "; the simulated rules are left out, the fits apply"));
+  }
+  return model;
+}
+
+std::optional<double> AlltoallCostModel::simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p,
+                                                     int64_t blockBytes) const {
+  if (algorithm != AlltoallAlgorithm::kBruckRadix) radix = 2;
+  for (const AlltoallRule& rule : rules_) {
+    if (rule.algorithm == algorithm && rule.radix == radix) return sampledNs(rule.predictions, p, blockBytes);
+  }
+  return std::nullopt;
+}
+
+bool AlltoallCostModel::simulatedAt(int p, int64_t blockBytes) const {
+  return std::any_of(rules_.begin(), rules_.end(), [&](const AlltoallRule& rule) {
+    return sampledNs(rule.predictions, p, blockBytes).has_value();
+  });
 }
 
 double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
@@ -186,6 +210,7 @@ double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, 
   if (samplesApply(algorithm, radix, nodes)) {
     if (auto ns = sampledNs(samples_[slot(algorithm)], p, blockBytes)) return *ns + network;
   }
+  if (auto ns = simulatedNs(algorithm, radix, p, blockBytes)) return *ns;
   return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
 }
 
@@ -206,10 +231,18 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   // Measured here: only what was measured here competes (a fit does not
   // compare with timings), and must beat pairwise by the margin (kSampledMargin).
   const bool measured = model.sampled(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
-  const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin) : pairwise.predictedNs;
+  // Simulated here (and not measured): only what has a rule here competes.
+  const bool simulated = !measured && model.simulatedAt(p, blockBytes);
+  auto ruled = [&](AlltoallAlgorithm algorithm, int64_t radix) {
+    return model.simulatedNs(algorithm, radix, p, blockBytes).has_value();
+  };
+  const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin)
+                        : simulated && !ruled(AlltoallAlgorithm::kPairwise, 2) ? std::numeric_limits<double>::infinity()
+                                                                                : pairwise.predictedNs;
   best.predictedNs = std::numeric_limits<double>::infinity();
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
     if (measured && !model.sampled(algorithm, radix, p, blockBytes, nodes)) return;
+    if (simulated && !ruled(algorithm, radix)) return;
     const double ns = price(algorithm, radix);
     if (ns < toBeat && ns < best.predictedNs) best = {algorithm, radix, ns};
   };

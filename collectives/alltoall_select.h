@@ -9,7 +9,8 @@
 // wrote on this machine (fitted to alltoalls it timed at 2..8 ranks), or
 // from the built-in defaults without one. Where the file has the timings
 // themselves (format_version 3) they price the algorithm at the ranks and
-// sizes they cover instead of the fit. The cheapest wins; the choice is
+// sizes they cover instead of the fit; beyond them, ibdt-sim's predictions
+// in the same file (alltoall_rules.h) do, before the fit. The cheapest wins; the choice is
 // a pure function of (model, p, b), so every rank that loaded the same file
 // chooses the same (alltoall.cc agrees across nodes, whose files may differ).
 #pragma once
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectives/alltoall_rules.h"
 #include "ibdt/collectives.h"
 #include "transport/messaging/tuning.h"
 
@@ -96,7 +98,8 @@ class AlltoallCostModel {
   // The defaults fitted on the machine of docs/alltoall-selection.md.
   static AlltoallCostModel builtIn();
   // The file's fits when it has one for pairwise (an algorithm without a fit
-  // is then not a candidate); else builtIn(). Null: builtIn().
+  // is then not a candidate), and its rules (alltoall_rules.h; a bad rule
+  // leaves them all out, with a warning); else builtIn(). Null: builtIn().
   static AlltoallCostModel fromTuning(const messaging::Tuning* tuning);
 
   bool fromFile() const { return fromFile_; }
@@ -105,13 +108,21 @@ class AlltoallCostModel {
   const messaging::CollectiveCost* cost(AlltoallAlgorithm algorithm) const {
     return has(algorithm) ? &costs_[slot(algorithm)] : nullptr;
   }
-  // +infinity for an algorithm the model lacks. `nodes` > 1: every round
-  // between nodes also pays networkRoundNs(). Priced by the algorithm's
+  // +infinity for an algorithm the model lacks. Priced by the algorithm's
   // samples where they cover (p, blockBytes) (sampledNs; the hierarchical
-  // alltoall's on kTunedNodes nodes only), else by its fit.
+  // alltoall's on kTunedNodes nodes only), else by its rule's predictions
+  // where they cover it (the simulated platform's network included), else by
+  // its fit. `nodes` > 1: every round between nodes also pays
+  // networkRoundNs(), except when a rule priced it.
   double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   // Whether predictNs comes from the samples at (p, blockBytes, nodes).
   bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
+  // The variant's rule prediction at (p, blockBytes), interpolated between
+  // block sizes as sampledNs does; none where no rule covers it.
+  std::optional<double> simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  // Whether some rule covers (p, blockBytes).
+  bool simulatedAt(int p, int64_t blockBytes) const;
+  void setRules(std::vector<AlltoallRule> rules) { rules_ = std::move(rules); }
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
   // The timings the fit was made from (format_version 3 files).
   void setSamples(AlltoallAlgorithm algorithm, std::vector<messaging::CollectiveSample> samples);
@@ -133,6 +144,7 @@ class AlltoallCostModel {
   std::array<bool, kPricedAlltoalls.size()> initPresent_{};
   std::array<std::vector<messaging::CollectiveSample>, kPricedAlltoalls.size()> samples_{};
   std::array<std::vector<messaging::CollectiveSample>, kPricedAlltoalls.size()> initSamples_{};
+  std::vector<AlltoallRule> rules_;
   bool fromFile_ = false;
   double networkRoundNs_ = kBuiltInNetworkRoundNs;
 };
@@ -167,7 +179,9 @@ std::optional<double> sampledNs(const std::vector<messaging::CollectiveSample>& 
 // Where pairwise's price is sampled, only sampled candidates compete (at a
 // p beyond 4 that ibdt-tune timed, radix 4 and 8, priced by the fit, do
 // not), and one must be priced at least kSampledMargin below pairwise to
-// replace it.
+// replace it. Else, where a rule covers (p, blockBytes), only the
+// candidates with a rule there compete (a simulation does not compare with
+// a fit either; no margin: it is deterministic).
 // `perCall`: the plan runs once (the blocking call): every candidate is
 // priced at its run plus its measured init, and direct-write and the
 // hierarchical alltoall, whose inits exchange keys or agree in an allgather,

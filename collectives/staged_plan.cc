@@ -12,7 +12,7 @@ Status StagedPlan::addSend(size_t stage, const void* buf, int64_t count, const d
                            int32_t tag) {
   IBDT_ASSIGN_OR_RETURN(messaging::Request request,
                         ctx_.sendInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
-  sends_.push_back({std::move(request), stage, peer, true});
+  sends_.push_back({std::move(request), stage, peer, true, count * type.size()});
   sorted_ = false;
   return Status::ok();
 }
@@ -21,7 +21,7 @@ Status StagedPlan::addRecv(size_t stage, void* buf, int64_t count, const datatyp
                            int32_t tag) {
   IBDT_ASSIGN_OR_RETURN(messaging::Request request,
                         ctx_.recvInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
-  recvs_.push_back({std::move(request), stage, peer, false});
+  recvs_.push_back({std::move(request), stage, peer, false, count * type.size()});
   sorted_ = false;
   return Status::ok();
 }
@@ -73,6 +73,7 @@ Status StagedPlan::start() {
   active_ = true;
   for (SubPlan& sub : subPlans_) sub.running = false;
   for (Transfer& recv : recvs_) {
+    tracer_.record(static_cast<int>(recv.stage), false, recv.peer, recv.bytes);
     Status status = ctx_.start(recv.request);
     recv.pending = status.isOk();
     note(std::move(status), recv);
@@ -90,6 +91,7 @@ void StagedPlan::begin(size_t stage) {
   }
   for (; sendsStarted_ < sendEnd_[stage]; ++sendsStarted_) {
     Transfer& send = sends_[sendsStarted_];
+    tracer_.record(static_cast<int>(send.stage), true, send.peer, send.bytes);
     Status status = ctx_.start(send.request);
     send.pending = status.isOk();
     note(std::move(status), send);

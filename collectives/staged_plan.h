@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
@@ -60,6 +61,7 @@ class StagedPlan final : public PlanImpl {
     size_t stage;
     int peer;
     bool send;
+    int64_t bytes;  // packed
     bool pending = false;
   };
 
@@ -94,6 +96,7 @@ class StagedPlan final : public PlanImpl {
   size_t sendsStarted_ = 0, sendDone_ = 0;
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;
 };
 
 }  // namespace ibdt::collectives
