@@ -365,6 +365,11 @@ int main(int argc, char** argv) {
     if (mode == "ibdt") interpose_test::alltoallvMismatch(MPI_COMM_WORLD);
     interpose_test::alltoallvInPlaceReuse(MPI_COMM_WORLD);
     if (mode == "ibdt") interpose_test::alltoallvInPlaceMismatch(MPI_COMM_WORLD);
+#if defined(OPEN_MPI)
+    interpose_test::alltoallvInPlaceDerived(MPI_COMM_WORLD, true);
+#else
+    interpose_test::alltoallvInPlaceDerived(MPI_COMM_WORLD, mode == "ibdt");
+#endif
     interpose_test::signaturelessTypes(MPI_COMM_WORLD);
     for (int how = 0; how < 5; ++how) interpose_test::ialltoall(MPI_COMM_WORLD, how);
     interpose_test::ialltoallBesidePeerSend(MPI_COMM_WORLD);
