@@ -37,6 +37,8 @@ Result<AlltoallRule> parseVariant(std::string_view fitName) {
   const bool priced = algorithm.isOk() && *algorithm != AlltoallAlgorithm::kBruckRadix &&
                       std::find(kPricedAlltoalls.begin(), kPricedAlltoalls.end(), *algorithm) != kPricedAlltoalls.end();
   if (!priced) return badRule(fitName, "not an algorithm the automatic choice prices");
+  // A rule is keyed by (p, block) only; the hierarchical alltoall's time depends on the node layout too.
+  if (*algorithm == AlltoallAlgorithm::kHierarchical) return badRule(fitName, "the hierarchical alltoall has no rules");
   rule.algorithm = *algorithm;
   return rule;
 }

@@ -76,9 +76,10 @@ std::string choiceName(const ibdt::collectives::AlltoallChoice& choice) {
   return std::string(ibdt::collectives::alltoallAlgorithmName(choice.algorithm));
 }
 
-// On-node cost of a variant: its fit; hierarchical (not fitted) sends
+// On-node cost of a variant: its fit; hierarchical (whose fit prices a call) sends
 // packed direct messages, so it takes pairwise's.
 ibdt::messaging::CollectiveCost onNodeCost(const AlltoallCostModel& model, AlltoallAlgorithm algorithm) {
+  if (algorithm == AlltoallAlgorithm::kHierarchical) algorithm = AlltoallAlgorithm::kPairwise;
   const ibdt::messaging::CollectiveCost* cost = model.cost(algorithm);
   if (cost == nullptr) cost = model.cost(AlltoallAlgorithm::kPairwise);
   return cost != nullptr ? *cost : ibdt::messaging::CollectiveCost{};

@@ -13,8 +13,10 @@ std::vector<AlltoallRule> rulesFromResults(const std::vector<SimCase>& cases, co
   std::vector<AlltoallRule> rules;
   for (size_t c = 0; c < cases.size() && c < results.size(); ++c) {
     const SimCase& simCase = cases[c];
+    // The hierarchical alltoall is priced but gets no rule: a rule has no node layout (alltoall_rules.cc).
     const bool priced = std::find(collectives::kPricedAlltoalls.begin(), collectives::kPricedAlltoalls.end(),
-                                  simCase.algorithm) != collectives::kPricedAlltoalls.end();
+                                  simCase.algorithm) != collectives::kPricedAlltoalls.end() &&
+                        simCase.algorithm != AlltoallAlgorithm::kHierarchical;
     const double ns = results[c].seconds * 1e9;
     if (!priced || !results[c].mismatch.empty() || !std::isfinite(ns) || ns <= 0 || simCase.shape.blockBytes <= 0) {
       continue;
