@@ -46,8 +46,7 @@ Result<AlltoallRule> parseVariant(std::string_view fitName) {
 }  // namespace
 
 std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix) {
-  if (algorithm == AlltoallAlgorithm::kBruckRadix) return strCat(kAlltoallRulePrefix, "bruck-radix-", radix);
-  return strCat(kAlltoallRulePrefix, alltoallAlgorithmName(algorithm));
+  return strCat(kAlltoallRulePrefix, AlltoallChoice{algorithm, radix}.name());
 }
 
 Result<std::vector<AlltoallRule>> alltoallRules(const messaging::Tuning& tuning) {

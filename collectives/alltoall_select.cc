@@ -214,6 +214,11 @@ double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, 
   return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
 }
 
+std::string AlltoallChoice::name() const {
+  if (algorithm == AlltoallAlgorithm::kBruckRadix) return strCat("bruck-radix-", radix);
+  return std::string(alltoallAlgorithmName(algorithm));
+}
+
 AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
   return {static_cast<AlltoallAlgorithm>(code / 4096), code % 4096, 0};
 }

@@ -156,6 +156,9 @@ struct AlltoallChoice {
   // Packs the choice in one integer (for the agreement across nodes) and back.
   int64_t code() const { return static_cast<int64_t>(algorithm) * 4096 + radix; }
   static AlltoallChoice fromCode(int64_t code);
+  // "bruck-radix-<r>" for kBruckRadix, else the algorithm's name: what the
+  // simulator prints and the tuning file's rules are named by.
+  std::string name() const;
 };
 
 // The time `samples` give for p ranks and blocks of `blockBytes`: the

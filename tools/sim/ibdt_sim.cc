@@ -26,6 +26,7 @@ namespace {
 
 using ibdt::collectives::AlltoallAlgorithm;
 using ibdt::collectives::AlltoallCostModel;
+using ibdt::collectives::AlltoallChoice;
 
 struct Options {
   std::vector<int> ranks = {4, 16, 64, 256, 1024};
@@ -65,16 +66,12 @@ ibdt::Result<std::vector<Variant>> variants(const Options& options) {
     }
     for (int64_t radix : options.radixes) {
       if (radix < 2) return ibdt::makeError(ibdt::Code::kInvalidArgument, "--radixes: ", radix, " (must be >= 2)");
-      out.push_back({algorithm, radix, "bruck-radix-" + std::to_string(radix)});
+      out.push_back({algorithm, radix, AlltoallChoice{algorithm, radix}.name()});
     }
   }
   return out;
 }
 
-std::string choiceName(const ibdt::collectives::AlltoallChoice& choice) {
-  if (choice.algorithm == AlltoallAlgorithm::kBruckRadix) return "bruck-radix-" + std::to_string(choice.radix);
-  return std::string(ibdt::collectives::alltoallAlgorithmName(choice.algorithm));
-}
 
 // On-node cost of a variant: its fit; hierarchical (whose fit prices a call) sends
 // packed direct messages, so it takes pairwise's.
@@ -141,7 +138,7 @@ int report(const Options& options, const std::vector<Variant>& list, const Grid&
     // kAuto as a persistent init on this platform's nodes (direct-write, not
     // among the simulated algorithms by default, left out).
     const int nodes = options.platform == "one-node" ? 1 : (p + options.ranksPerNode - 1) / options.ranksPerNode;
-    const std::string pick = choiceName(ibdt::collectives::selectAlltoall(model, p, b, false, nodes));
+    const std::string pick = ibdt::collectives::selectAlltoall(model, p, b, false, nodes).name();
     const auto picked = byPoint[point].find(pick);
     const double pickUs = picked == byPoint[point].end() ? std::numeric_limits<double>::quiet_NaN() : picked->second;
     choice.add({{"ranks", p}, {"block", b}, {"best", best->first}, {"best us", best->second}, {"auto", pick},
