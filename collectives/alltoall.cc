@@ -1,5 +1,6 @@
 // alltoall: argument checks, options, algorithm selection and the blocking
 // call, shared by every alltoall algorithm.
+#include <charconv>
 #include <string>
 
 #include "base/config.h"
@@ -117,6 +118,26 @@ Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name) {
   return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm \"", name,
                    "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix, hierarchical, "
                    "direct-write)");
+}
+
+Result<AlltoallOptions> withAlltoallAlgorithm(AlltoallOptions options, std::string_view name) {
+  constexpr std::string_view kRadixPrefix = "bruck-radix-";
+  constexpr int64_t kMaxRadix = 4096;  // AlltoallChoice::code() packs the radix in 12 bits
+  if (!name.starts_with(kRadixPrefix)) {
+    IBDT_ASSIGN_OR_RETURN(options.algorithm, parseAlltoallAlgorithm(name));
+    return options;
+  }
+  const std::string_view digits = name.substr(kRadixPrefix.size());
+  int64_t radix = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), radix);
+  if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
+      radix < 2 || radix >= kMaxRadix) {
+    return makeError(Code::kInvalidArgument, "alltoall: \"", name.substr(0, 64), "\": radix must be an integer in [2, ",
+                     kMaxRadix, ")");
+  }
+  options.algorithm = AlltoallAlgorithm::kBruckRadix;
+  options.radix = radix;
+  return options;
 }
 
 Result<AlltoallOptions> alltoallOptionsFromEnvironment() {

@@ -2,7 +2,6 @@
 #include "collectives/alltoall_rules.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "collectives/alltoall_select.h"
@@ -10,36 +9,28 @@
 namespace ibdt::collectives {
 namespace {
 
-constexpr int64_t kMaxRuleRadix = 4096;  // AlltoallChoice::code() packs the radix in 12 bits
-
 Status badRule(std::string_view name, std::string_view what) {
   return makeError(Code::kInvalidArgument, "tuning file: rule \"", name.substr(0, 64), "\": ", what);
 }
 
-// "<algorithm>" or "bruck-radix-<r>", an algorithm kAuto prices.
+// "<algorithm>" or "bruck-radix-<r>" as AlltoallChoice::name() spells it,
+// an algorithm kAuto prices.
 Result<AlltoallRule> parseVariant(std::string_view fitName) {
   const std::string_view variant = fitName.substr(kAlltoallRulePrefix.size());
-  AlltoallRule rule;
-  constexpr std::string_view kRadixPrefix = "bruck-radix-";
-  if (variant.starts_with(kRadixPrefix)) {
-    const std::string_view digits = variant.substr(kRadixPrefix.size());
-    int64_t radix = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), radix);
-    if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
-        radix < 2 || radix >= kMaxRuleRadix) {
-      return badRule(fitName, strCat("radix must be an integer in [2, ", kMaxRuleRadix, ")"));
-    }
-    rule.algorithm = AlltoallAlgorithm::kBruckRadix;
-    rule.radix = radix;
-    return rule;
-  }
-  Result<AlltoallAlgorithm> algorithm = parseAlltoallAlgorithm(variant);
-  const bool priced = algorithm.isOk() && *algorithm != AlltoallAlgorithm::kBruckRadix &&
-                      std::find(kPricedAlltoalls.begin(), kPricedAlltoalls.end(), *algorithm) != kPricedAlltoalls.end();
-  if (!priced) return badRule(fitName, "not an algorithm the automatic choice prices");
+  Result<AlltoallOptions> options = withAlltoallAlgorithm({}, variant);
+  if (!options.isOk()) return badRule(fitName, options.status().message());
+  const AlltoallChoice choice{options->algorithm, options->radix, 0};
+  const bool priced =
+      std::find(kPricedAlltoalls.begin(), kPricedAlltoalls.end(), choice.algorithm) != kPricedAlltoalls.end();
+  // "bruck-radix" alone names no radix: only the spelling name() gives is a rule.
+  if (!priced || choice.name() != variant) return badRule(fitName, "not an algorithm the automatic choice prices");
   // A rule is keyed by (p, block) only; the hierarchical alltoall's time depends on the node layout too.
-  if (*algorithm == AlltoallAlgorithm::kHierarchical) return badRule(fitName, "the hierarchical alltoall has no rules");
-  rule.algorithm = *algorithm;
+  if (choice.algorithm == AlltoallAlgorithm::kHierarchical) {
+    return badRule(fitName, "the hierarchical alltoall has no rules");
+  }
+  AlltoallRule rule;
+  rule.algorithm = choice.algorithm;
+  if (choice.algorithm == AlltoallAlgorithm::kBruckRadix) rule.radix = choice.radix;
   return rule;
 }
 

@@ -60,19 +60,8 @@ const std::vector<std::string> kForcedAlgorithms = {"pairwise",        "bruck-ba
 // ... and with --nodes K > 1 the node-aware one (its leader exchange auto).
 const std::string kNodeAwareForced = "hierarchical";
 
-// An --algorithm value: a name of parseAlltoallAlgorithm, or bruck-radix-<r>.
+// An --algorithm value: a name of withAlltoallAlgorithm, or hierarchical-direct/-bruck.
 Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOptions options) {
-  const std::string radixPrefix = "bruck-radix-";
-  if (name.rfind(radixPrefix, 0) == 0 && name.size() > radixPrefix.size()) {
-    const char* first = name.data() + radixPrefix.size();
-    const char* last = name.data() + name.size();
-    auto [end, error] = std::from_chars(first, last, options.radix);
-    if (error != std::errc() || end != last || options.radix < 2) {
-      return makeError(Code::kInvalidArgument, "alltoall bench: bad radix in \"", name, "\" (an integer >= 2)");
-    }
-    options.algorithm = collectives::AlltoallAlgorithm::kBruckRadix;
-    return options;
-  }
   // hierarchical-direct / hierarchical-bruck: the leaders' exchange forced.
   for (auto exchange : {collectives::LeaderExchange::kDirect, collectives::LeaderExchange::kBruck}) {
     if (name == "hierarchical-" + std::string(collectives::leaderExchangeName(exchange))) {
@@ -81,8 +70,7 @@ Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOption
       return options;
     }
   }
-  IBDT_ASSIGN_OR_RETURN(options.algorithm, collectives::parseAlltoallAlgorithm(name));
-  return options;
+  return collectives::withAlltoallAlgorithm(options, name);
 }
 
 // "ibdt contig" for the automatic choice, persistent (the rows before

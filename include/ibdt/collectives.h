@@ -272,6 +272,10 @@ struct AlltoallOptions {
   // with several leaders per node).
   LeaderExchange leaderExchange = LeaderExchange::kAuto;
 };
+// `options` with the algorithm `name` forced: a name of parseAlltoallAlgorithm, or
+// "bruck-radix-<r>" (kBruckRadix with radix r in [2, 4096), no leading
+// zero), as Plan::algorithm() names a radix-r plan.
+Result<AlltoallOptions> withAlltoallAlgorithm(AlltoallOptions options, std::string_view name);
 // Whether alltoallInit with these options communicates, so every rank must
 // call it together (as MPI_Alltoall_init): hierarchical (it splits the
 // communicator), direct-write (it exchanges keys), and kAuto across nodes (the ranks agree on the choice,

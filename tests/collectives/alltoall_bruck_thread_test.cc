@@ -302,6 +302,28 @@ TEST(BruckOptions, AlgorithmAndRadixKnobs) {
   EXPECT_FALSE(parseAlltoallAlgorithm("bruck").isOk());
 }
 
+// The names Plan::algorithm() prints read back into options: plain names, and a radix-r plan's.
+TEST(BruckThreadsErrors, AlgorithmNamesWithARadixReadBack) {
+  AlltoallOptions base;
+  base.throttle = 3;
+  auto radix5 = withAlltoallAlgorithm(base, "bruck-radix-5");
+  ASSERT_TRUE(radix5.isOk()) << radix5.status().toString();
+  EXPECT_EQ(radix5->algorithm, AlltoallAlgorithm::kBruckRadix);
+  EXPECT_EQ(radix5->radix, 5);
+  EXPECT_EQ(radix5->throttle, 3);
+  auto pairwise = withAlltoallAlgorithm(base, "pairwise");
+  ASSERT_TRUE(pairwise.isOk());
+  EXPECT_EQ(pairwise->algorithm, AlltoallAlgorithm::kPairwise);
+  EXPECT_EQ(pairwise->radix, base.radix);
+  EXPECT_TRUE(withAlltoallAlgorithm(base, "bruck-radix-4095").isOk());
+  for (const char* bad : {"bruck-radix-", "bruck-radix-1", "bruck-radix-05", "bruck-radix-4096", "bruck-radix-4x",
+                          "bruck-radix--3", "bruck-radix-99999999999999999999", "bruck"}) {
+    auto parsed = withAlltoallAlgorithm(base, bad);
+    ASSERT_FALSE(parsed.isOk()) << bad;
+    EXPECT_NE(parsed.status().toString().find(bad), std::string::npos) << parsed.status().toString();
+  }
+}
+
 TEST(BruckThreadsErrors, RadixBelowTwoIsRefused) {
   runRanks(2, {}, [&](RankEnv& env) {
     auto comm = world(env);
