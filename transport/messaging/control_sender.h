@@ -50,8 +50,11 @@ class ControlSender final : public EagerServices {
   // Posts what waits for `peer` while its link is up and credits, send
   // slots and send queue allow.
   Status flush(Peer& peer);
-  // A credit-only message once the peer is owed enough credits.
+  // A credit-only message once the peer is owed enough credits (or a
+  // kReclaim); the credits it asked back (kGiveBack) once nothing else
+  // waits for it.
   Status sendCreditIfOwed(Peer& peer);
+  Status giveBackIfAsked(Peer& peer);
   // A header-only message of `kind` into the peer's reserve buffers; false
   // when no send slot is free (try again later).
   Result<bool> sendReserved(Peer& peer, wire::Kind kind);
@@ -60,7 +63,7 @@ class ControlSender final : public EagerServices {
   int selfRank() const override { return rank_; }
   TypeCache& types() override { return parts_.types; }
   const ProtocolSelector& selector() const override { return parts_.selector; }
-  uint32_t creditsOwedTo(int rank) const override { return parts_.credits.owedTo(rank); }
+  wire::Header headerTo(int rank, wire::Kind kind) const override;
   void messageSent(int rank, bool spendsCredit) override { parts_.credits.sent(rank, spendsCredit); }
   Result<bool> sendWritten(int rank, uint32_t length, WriteFunction write, void* context, Status& writeError) override;
   Result<SendSlot> takeSendSlot() override { return parts_.slots.take(); }
