@@ -40,10 +40,19 @@ constexpr int64_t kBlock = 32768;   // all-to-all block: the default eager limit
 // The eager credits per peer and eager limit a Context of `ranks` gets with
 // the default options and IBDT_MSG_EAGER_MEMORY as set (the same rule,
 // eager_budget.h).
+// Under IBDT_MSG_EAGER_POOL the credits are each peer's guaranteed share.
 messaging::EagerShape eagerShapeOf(int ranks) {
   messaging::Options defaults;
   auto budget = messaging::eagerBudgetFromEnvironment();
-  return messaging::eagerShapeWithin(budget.isOk() ? *budget : 0, defaults.eagerLimit, ranks, defaults.eagerCredits);
+  uint64_t bytes = budget.isOk() ? *budget : 0;
+  messaging::EagerShape shape = messaging::eagerShapeWithin(bytes, defaults.eagerLimit, ranks, defaults.eagerCredits);
+  auto pool = messaging::eagerPoolFromEnvironment();
+  if (pool.isOk() && *pool && bytes != 0) {
+    shape.credits = messaging::eagerPoolWithin(bytes, messaging::eagerSlotBytes(shape.eagerLimit), ranks,
+                                               defaults.eagerCredits)
+                        .guaranteed;
+  }
+  return shape;
 }
 
 struct Smaps {
@@ -124,9 +133,10 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
   IBDT_RETURN_IF_ERROR(barrier(bootstrap));
   if (rank < 2) {
     int64_t round = 0;
+    std::vector<int64_t> out(static_cast<size_t>(options.pingPongBytes / 8)), in(out.size());
     for (int rep = 0; rep < warmup + reps; ++rep) {
       auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kRoundTrips; ++i) IBDT_RETURN_IF_ERROR(pingPong8(*context, rank, round++));
+      for (int i = 0; i < kRoundTrips; ++i) IBDT_RETURN_IF_ERROR(pingPong(*context, rank, round++, out, in));
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       if (rep >= warmup) result.halfRoundTrip.push_back(elapsed.count() / kRoundTrips / 2);
     }
@@ -169,7 +179,8 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
 void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
   int warmup = common.quick ? 1 : common.warmup;
   int reps = common.quick ? 3 : common.reps;
-  Report latency("idle peers: 8 B ping-pong between ranks 0 and 1, the others connected and idle (µs, half round trip)",
+  Report latency(strCat("idle peers: ", options.pingPongBytes,
+                        " B ping-pong between ranks 0 and 1, the others connected and idle (µs, half round trip)"),
                  {"ranks", "median", "min", "max", "vs first size"});
   Report idle("idle peers progress: Context::progress() with nothing to do on rank 0, all N - 1 peers connected (ns)",
               {"ranks", "median", "min", "max"});

@@ -46,7 +46,7 @@ Status CreditFlow::returned(int rank, const wire::Header& header) {
   const uint32_t most = pool_.enabled() ? pool_.ceiling() : eagerCredits_;
   if (header.credits > most - state.credits) {
     return makeError(Code::kProtocol, "rank ", rank, " returned ", header.credits, " credits, ", state.credits,
-                     " of at most ", most, " are already free");
+                     " of ", most, " are already free");
   }
   if (header.flags != 0 && (!pool_.enabled() || (header.flags & ~wire::kKnownFlags) != 0)) {
     return makeError(Code::kProtocol, "rank ", rank, " sent header flags ", int{header.flags},
