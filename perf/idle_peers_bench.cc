@@ -116,7 +116,7 @@ Status allToAll(Context& context, int rank, int size, std::vector<uint8_t>& send
 struct RankResult {
   std::vector<double> halfRoundTrip;  // seconds, rank 0 only
   std::vector<double> idleProgress;   // seconds per Context::progress() with nothing to do, rank 0 only
-  std::vector<double> rssGrowth, pssGrowth, pinned;  // KiB, one per rank (rank 0 only)
+  std::vector<double> rssGrowth, pssGrowth, pinned, pssAfter;  // KiB, one per rank (rank 0 only)
 };
 
 Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options, int warmup, int reps,
@@ -161,15 +161,16 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
   Smaps before = readSmaps();
   for (int round = 0; round < options.rounds; ++round) IBDT_RETURN_IF_ERROR(allToAll(*context, rank, size, send, recv));
   Smaps after = readSmaps();
-  double growth[3] = {after.rssKiB - before.rssKiB, after.pssKiB - before.pssKiB, after.pinnedKiB};
+  double growth[4] = {after.rssKiB - before.rssKiB, after.pssKiB - before.pssKiB, after.pinnedKiB, after.pssKiB};
   IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(growth), sizeof growth}));
   for (const auto& each : all) {
     if (each.size() != sizeof growth) return makeError(Code::kProtocol, "idle-peers bench: growth size");
-    double theirs[3];
+    double theirs[4];
     std::memcpy(theirs, each.data(), sizeof theirs);
     result.rssGrowth.push_back(theirs[0]);
     result.pssGrowth.push_back(theirs[1]);
     result.pinned.push_back(theirs[2]);
+    result.pssAfter.push_back(theirs[3]);
   }
   return context->close();
 }
@@ -186,7 +187,7 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
               {"ranks", "median", "min", "max"});
   Report memory("idle peers memory: resident growth per rank over an all-to-all of 32 KiB blocks (KiB)",
                 {"ranks", "connected peers", "credits per peer", "eager limit", "Pss median", "Pss min", "Pss max", "Rss median",
-                 "Rss max", "pinned median"});
+                 "Rss max", "pinned median", "Pss after median"});
   double baseline = 0;
   for (int ranks : options.ranks) {
     RankResult result;
@@ -210,7 +211,8 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
     memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"credits per peer", eager.credits},
                 {"eager limit", eager.eagerLimit}, {"Pss median", pss.median}, {"Pss min", pss.min},
                 {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max},
-                {"pinned median", summarize(result.pinned).median}});
+                {"pinned median", summarize(result.pinned).median},
+                {"Pss after median", summarize(result.pssAfter).median}});
   }
   for (Report* report : {&latency, &idle, &memory}) {
     report->note("machine", machineDescription());
@@ -226,7 +228,7 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
                              kIdleProgressCalls, " calls (a batch that lost the core measures the scheduler)"));
   memory.setFileStem("idle-peers-memory");
   memory.note("all-to-all rounds", options.rounds);
-  memory.note("method", "smaps_rollup before/after, user buffers touched before; min/median/max over the ranks");
+  memory.note("method", "smaps_rollup before/after, user buffers touched before; min/median/max over the ranks; Pss after: the whole rank after the rounds (shm regions up to 4 MiB, eager buffers among them, are faulted in when mapped)");
   latency.print(common);
   idle.print(common);
   memory.print(common);

@@ -11,9 +11,6 @@ namespace ibdt::messaging {
 namespace {
 
 constexpr uint32_t kSendSlotsMin = 64;
-// IBDT_MSG_EAGER_POOL allocates (and over verbs registers) its buffers this
-// many at a time, as peers are readied and granted more.
-constexpr uint32_t kPoolChunkSlots = 64;
 
 }  // namespace
 
@@ -110,7 +107,12 @@ Status ContextImpl::enableEagerPool(uint32_t creditCeiling) {
   // the buffers granted are posted.
   IBDT_ASSIGN_OR_RETURN(limits_, readProviderLimits(domain_.caps(), eagerPool_.ceiling, slotSize(),
                                                     options_.eagerLimit));
-  receivePool_.enableFreeSlots(slotSize(), kPoolChunkSlots, eagerPool_.slots);
+  // One allocation for the whole pool: a peer maps it once, and (on shm,
+  // above 4 MiB) only the pages written are resident, in the owner and in
+  // each sender. Chunks shared by many peers were each mapped and faulted
+  // in whole by every peer that was ever posted a buffer in them (1.5 GiB
+  // of Rss per rank at 128 ranks, though shared; docs/many-ranks.md).
+  receivePool_.enableFreeSlots(slotSize(), static_cast<uint32_t>(eagerPool_.slots), eagerPool_.slots);
   IBDT_LOG(kDebug, "messaging: rank ", rank_, ": eager pool of ", eagerPool_.slots, " buffers, ",
            eagerPool_.guaranteed, " credits per peer guaranteed, up to ", eagerPool_.ceiling);
   return Status::ok();
