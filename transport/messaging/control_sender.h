@@ -10,7 +10,9 @@
 // the receiver reports reposted buffers in the next header it sends us, or
 // in a credit-only message once half of them are owed. Since a credit-only
 // message is sent at most once per eagerCredits/2 credit-consuming arrivals,
-// and those need credits from the previous one, at most two are in flight.
+// and those need credits from the previous one, at most two are in flight
+// (at constant credits: under IBDT_MSG_EAGER_POOL grants change the total,
+// and docs/many-ranks.md says why one beyond the reserve only waits).
 #pragma once
 
 #include <memory>
