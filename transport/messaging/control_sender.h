@@ -12,7 +12,7 @@
 // message is sent at most once per eagerCredits/2 credit-consuming arrivals,
 // and those need credits from the previous one, at most two are in flight
 // (at constant credits: under IBDT_MSG_EAGER_POOL grants change the total,
-// and docs/many-ranks.md says why one beyond the reserve only waits).
+// and docs/many-ranks.md shows how one beyond the reserve can deadlock).
 #pragma once
 
 #include <memory>

@@ -18,8 +18,10 @@
 // grant finds the pool empty, peers holding more than the guaranteed share
 // that do not ask are sent wire::kReclaim (once until they send again), and
 // give back what they hold beyond it when they have nothing queued for us.
-// A peer never drops below `guaranteed`, so the flow control without the
-// pool (and its progress argument) holds for every peer at all times.
+// A peer never drops below `guaranteed`, so each peer keeps the credits of
+// the flow control without the pool. Experimental (off by default): with
+// grants, credit-only messages can outrun the reserve buffers, and a test
+// hangs (docs/many-ranks.md, "The shared eager pool", point 6).
 #pragma once
 
 #include <cstddef>
