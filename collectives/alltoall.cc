@@ -154,8 +154,10 @@ int64_t bytesOfFailedCall(int64_t recvcount, const datatype::Datatype& recvtype)
 // kAuto: the cheapest algorithm by the cost model of the Context's tuning
 // file (alltoall_select.h). Ranks of one node load the same file; across
 // nodes the files may differ, so there the ranks agree on the smallest
-// choice in one allreduce. A rank whose arguments failed still takes part
-// (its vote is pairwise), so no rank waits for it. `collectiveInit`: every
+// choice in one allreduce (so the hierarchical alltoall, a candidate on
+// several nodes only, is run by every rank or by none). A rank whose
+// arguments failed still takes part (its vote is pairwise, or a collective
+// init it would join), so no rank waits for it. `collectiveInit`: every
 // rank builds this plan together (no pinned tag), so direct-write, whose
 // init exchanges keys, is a candidate. `perCall`: the blocking call, whose
 // plan runs once, so each candidate's measured init is priced too.
@@ -165,9 +167,11 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
   const int64_t bytes = checked.isOk() ? checked->bytes : failedBytes;
   // In place is refused by direct-write (a peer's write would land on a block not yet sent).
   const bool inPlace = checked.isOk() && checked->inPlace;
-  AlltoallChoice choice =
-      selectAlltoall(model, comm.size(), bytes, collectiveInit && !inPlace, comm.nodeCount(), perCall);
-  if (!checked.isOk() && choice.algorithm != AlltoallAlgorithm::kDirectWrite) choice = AlltoallChoice{};
+  AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit, comm.nodeCount(), perCall, inPlace);
+  // A failed rank keeps a collective init's vote (direct-write, hierarchical): it joins that init and fails it.
+  const bool collectiveChoice = choice.algorithm == AlltoallAlgorithm::kDirectWrite ||
+                                choice.algorithm == AlltoallAlgorithm::kHierarchical;
+  if (!checked.isOk() && !collectiveChoice) choice = AlltoallChoice{};
   if (comm.nodeCount() > 1) {
     int64_t code = choice.code();
     IBDT_RETURN_IF_ERROR(allreduce(comm, &code, &code, 1, ReduceOp::kMin));

@@ -17,6 +17,7 @@
 #include "base/copy_bytes.h"
 #include "base/log.h"
 #include "collectives/alltoall_pairwise.h"
+#include "collectives/plan_trace.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -63,6 +64,7 @@ class DirectWriteAlltoall final : public PlanImpl {
   std::vector<Pair> peers_;
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;  // the writes, one round (the zero-byte ready and notification are control)
 };
 
 Status DirectWriteAlltoall::prepare(bool agreeLengths) {
@@ -132,6 +134,7 @@ Status DirectWriteAlltoall::start() {
     pair.putStarted = false;
     pair.readyOk = false;
     startRequest(pair.ready, pair.readyPending, peer, "ready from");
+    tracer_.record(0, false, peer, blocks_[static_cast<size_t>(peer)].recvBytes);
     startRequest(pair.exposure, pair.exposurePending, peer, "write from");
   }
   for (int offset = 1; offset < p; ++offset) {
@@ -161,7 +164,10 @@ Result<PollResult> DirectWriteAlltoall::poll() {
     }
     if (!pair.putStarted && !pair.readyPending) {
       // A failed ready (dead peer) leaves the put out: nothing may be written.
-      if (pair.readyOk) startRequest(pair.put, pair.putPending, peer, "write to");
+      if (pair.readyOk) {
+        tracer_.record(0, true, peer, blocks_[static_cast<size_t>(peer)].sendBytes);
+        startRequest(pair.put, pair.putPending, peer, "write to");
+      }
       pair.putStarted = true;
       result.progressed = true;
     }

@@ -163,11 +163,9 @@ class MergedBuilder {
     sendSegment_ = std::move(send);
     recvSegment_ = std::move(recv);
     Checked checked;
-    const size_t all = static_cast<size_t>(checked.mul(comm_.size(), block_));
+    checked.mul(comm_.size(), block_);  // a rank's staging holds at most p blocks each way
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": staging buffer size overflows");
     plan_ = std::make_unique<StagedPlan>(comm_, name_, static_cast<size_t>(windows_) + 3);
-    sendStage_ = plan_->scratch(all);
-    recvStage_ = plan_->scratch(all);
     const bool leader = layout_.myLocal < layout_.leaders[static_cast<size_t>(layout_.myNode)];
     std::unique_ptr<Communicator> leaders;
     if (bruck_) {  // collective over comm: every rank takes part
@@ -212,40 +210,81 @@ class MergedBuilder {
     return nb.in + nb.inIndex[s * locals().size() + d] * block_;
   }
 
+  // Whether the user's blocks `indices` (of a type with `stride` bytes from
+  // one block to the next) are one dense run in that order: a contiguous
+  // type, blocks back to back, consecutive indices (ranks in blocks on the
+  // nodes, one leader). Never in place, where the staging is what keeps a
+  // row from landing on blocks not yet sent.
+  bool denseRun(const Datatype& type, int64_t stride, const std::vector<int>& indices) const {
+    if (args_.inPlace || indices.empty() || block_ == 0 || stride != block_ || !type.contiguous() ||
+        type.trueLb() != 0) {
+      return false;
+    }
+    for (size_t k = 1; k < indices.size(); ++k) {
+      if (indices[k] != indices[k - 1] + 1) return false;
+    }
+    return true;
+  }
+
   // Every rank: pack and send its chunk to each leader of its node (stage
   // 0), receive its row from each (scatter stage) and unpack the rows (last
   // stage). A leader's own chunk and row live in its G and E.
   Status buildMember() {
     const int node = layout_.myNode, me = comm_.rank();
-    int64_t offset = 0;  // in blocks, in sendStage_ and recvStage_ alike
+    // Per leader of this node: the user's blocks of the chunk and the row it
+    // trades with it, in their order, and whether either needs staging (not
+    // with itself, whose chunk and row are in its G and E, nor for a dense run).
+    struct Part {
+      std::vector<int> group, indices;
+      bool self = false, sendsInPlace = false, receivesInPlace = false;
+    };
+    std::vector<Part> parts;
+    int64_t sendStaged = 0, recvStaged = 0;  // in blocks
     for (int j = 0; j < layout_.leaders[static_cast<size_t>(node)]; ++j) {
-      const std::vector<int> group = layout_.handled(node, j);
-      const int64_t blocks = blocksWith(group, me);
-      const bool self = j == layout_.myLocal;
-      for (size_t g = 0, k = 0; g < group.size(); ++g) {
-        const std::vector<int> partners = partnersOn(group[g], me);  // the same ranks as destinations and sources
+      Part part;
+      part.group = layout_.handled(node, j);
+      part.self = j == layout_.myLocal;
+      for (int n : part.group) {
+        for (int partner : partnersOn(n, me)) part.indices.push_back(groups_.rank[static_cast<size_t>(partner)]);
+      }
+      part.sendsInPlace = !part.self && denseRun(args_.sendtype, args_.sendStride, part.indices);
+      part.receivesInPlace = !part.self && denseRun(args_.recvtype, args_.recvStride, part.indices);
+      const auto blocks = static_cast<int64_t>(part.indices.size());
+      if (!part.self && !part.sendsInPlace) sendStaged += blocks;
+      if (!part.self && !part.receivesInPlace) recvStaged += blocks;
+      parts.push_back(std::move(part));
+    }
+    std::byte* sendStage = plan_->scratch(static_cast<size_t>(sendStaged * block_));
+    std::byte* recvStage = plan_->scratch(static_cast<size_t>(recvStaged * block_));
+    for (size_t j = 0; j < parts.size(); ++j) {
+      const Part& part = parts[j];
+      const auto blocks = static_cast<int64_t>(part.indices.size());
+      for (size_t g = 0, k = 0; g < part.group.size(); ++g) {
+        const std::vector<int> partners = partnersOn(part.group[g], me);  // the same ranks as destinations and sources
         for (size_t q = 0; q < partners.size(); ++q, ++k) {
-          const int index = groups_.rank[static_cast<size_t>(partners[q])];
-          std::byte* packTo = sendStage_ + (offset + static_cast<int64_t>(k)) * block_;
-          std::byte* unpackFrom = recvStage_ + (offset + static_cast<int64_t>(k)) * block_;
-          if (self) {
+          const int index = part.indices[k];
+          std::byte* packTo = sendStage + static_cast<int64_t>(k) * block_;
+          std::byte* unpackFrom = recvStage + static_cast<int64_t>(k) * block_;
+          if (part.self) {
             const NodeBlock& nb = nodeBlocks_[g];
             const auto mine = static_cast<size_t>(layout_.myLocal);
             packTo = gather_ + (nb.outOffset + nb.outPart[mine] + static_cast<int64_t>(q)) * block_;
             unpackFrom = inSlot(nb, partners[q], mine);
           }
-          packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo});
-          (self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom});
+          if (!part.sendsInPlace) packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo});
+          if (!part.receivesInPlace) {
+            (part.self ? ownUnpacks_ : unpacks_).push_back({args_.recvBlock(index), unpackFrom});
+          }
         }
       }
-      if (!self) {
-        const int leader = layout_.leaderRank(node, j);
-        std::byte* chunk = sendStage_ + offset * block_;
-        IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
-        IBDT_RETURN_IF_ERROR(
-            plan_->addRecv(scatterStage(), recvStage_ + offset * block_, blocks * block_, byte(), leader, scatterTag_));
-      }
-      offset += blocks;
+      if (part.self) continue;
+      const int leader = layout_.leaderRank(node, static_cast<int>(j));
+      const std::byte* chunk = part.sendsInPlace ? args_.sendBlock(part.indices.front()) : sendStage;
+      std::byte* row = part.receivesInPlace ? args_.recvBlock(part.indices.front()) : recvStage;
+      IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
+      IBDT_RETURN_IF_ERROR(plan_->addRecv(scatterStage(), row, blocks * block_, byte(), leader, scatterTag_));
+      if (!part.sendsInPlace) sendStage += blocks * block_;
+      if (!part.receivesInPlace) recvStage += blocks * block_;
     }
     plan_->setBefore(0, [packs = packs_, segment = *sendSegment_, bytes = block_] {
       return run(packs, segment, bytes, /*pack=*/true);
@@ -365,7 +404,7 @@ class MergedBuilder {
   int32_t gatherTag_, exchangeTag_, scatterTag_;
   std::optional<Segment> sendSegment_, recvSegment_;
   std::unique_ptr<StagedPlan> plan_;
-  std::byte *sendStage_ = nullptr, *recvStage_ = nullptr, *gather_ = nullptr, *exchanged_ = nullptr;
+  std::byte *gather_ = nullptr, *exchanged_ = nullptr;
   std::vector<NodeBlock> nodeBlocks_;  // leaders only: per handled node, ascending
   std::vector<BlockCopy> packs_, unpacks_, ownUnpacks_;
 };

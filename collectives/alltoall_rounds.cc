@@ -9,22 +9,6 @@ namespace ibdt::collectives {
 using datatype::Datatype;
 using messaging::Request;
 
-namespace {
-
-// {bool, long double, bool}: a receive of zero bytes is truncated by it, any
-// other fails on the signature or gets fewer bytes than due, unless a
-// round's message is exactly this sequence (docs/alltoall-bruck.md).
-Result<Datatype> makePoisonType() {
-  const int64_t blocklens[] = {1, 1, 1};
-  const int64_t displs[] = {0, 16, 32};
-  const Datatype kinds[] = {Datatype::of<bool>(), Datatype::of<long double>(), Datatype::of<bool>()};
-  IBDT_ASSIGN_OR_RETURN(Datatype poison, Datatype::structType(blocklens, displs, kinds));
-  IBDT_RETURN_IF_ERROR(poison.commit());
-  return poison;
-}
-
-}  // namespace
-
 RoundsPlan::RoundsPlan(Communicator& comm, std::string name)
     : ctx_(comm.context()), comm_(comm), contextId_(comm.contextId()), tag_(comm.takePlanTag()), rank_(comm.rank()),
       name_(std::move(name)) {}
@@ -34,16 +18,13 @@ Status RoundsPlan::addExchange(Round& round, int to, const void* sendbuf, int64_
   Exchange exchange;
   exchange.to = to;
   exchange.from = from;
+  exchange.sendBytes = sendcount * sendtype.size();
   exchange.recvBytes = recvcount * recvtype.size();
   IBDT_ASSIGN_OR_RETURN(exchange.recv,
                         ctx_.recvInit(recvbuf, recvcount, recvtype, comm_.contextRank(from), tag_, contextId_));
   IBDT_ASSIGN_OR_RETURN(exchange.send,
                         ctx_.sendInit(sendbuf, sendcount, sendtype, comm_.contextRank(to), tag_, contextId_));
-  if (!poisonType_.valid()) {
-    IBDT_ASSIGN_OR_RETURN(poisonType_, makePoisonType());
-  }
-  IBDT_ASSIGN_OR_RETURN(exchange.poison,
-                        ctx_.sendInit(poison_, 1, poisonType_, comm_.contextRank(to), tag_, contextId_));
+  IBDT_ASSIGN_OR_RETURN(exchange.poison, poison_.sendInit(ctx_, comm_.contextRank(to), tag_, contextId_));
   round.exchanges.push_back(std::move(exchange));
   return Status::ok();
 }
@@ -53,8 +34,13 @@ Status RoundsPlan::addEmptyExchange(Round& round, int to, int from) {
   return addExchange(round, to, nullptr, 0, byte, from, nullptr, 0, byte);
 }
 
-Status RoundsPlan::start() {
-  outcome_ = Status::ok();
+Status RoundsPlan::start() { return startRun(Status::ok()); }
+
+Status RoundsPlan::startPoisoned(Status cause) { return startRun(std::move(cause)); }
+
+// A run whose outcome is already an error sends only poisons.
+Status RoundsPlan::startRun(Status outcome) {
+  outcome_ = std::move(outcome);
   round_ = 0;
   active_ = true;
   runCopies(prologue_, "local copy");
@@ -74,8 +60,11 @@ void RoundsPlan::postRound() {
     Status recv = ctx_.start(exchange.recv);
     exchange.recvPending = recv.isOk();
     note(std::move(recv), strCat("receive from rank ", exchange.from));
+    tracer_.record(static_cast<int>(round_), false, exchange.from, exchange.recvBytes);
     exchange.poisoned = !outcome_.isOk();
     Status send = ctx_.start(exchange.poisoned ? exchange.poison : exchange.send);
+    tracer_.record(static_cast<int>(round_), true, exchange.to,
+                   exchange.poisoned ? poison_.bytes() : exchange.sendBytes);
     exchange.sendPending = send.isOk();
     note(std::move(send), strCat("send to rank ", exchange.to));
   }
@@ -86,14 +75,10 @@ void RoundsPlan::postRound() {
 Result<bool> RoundsPlan::collect(Exchange& exchange) {
   if (exchange.recvPending) {
     messaging::RecvInfo info;
-    IBDT_ASSIGN_OR_RETURN(bool done, ctx_.test(exchange.recv, &info));
+    Status status;
+    IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, exchange.recv, exchange.recvPending, status, &info));
     if (!done) return false;
-    exchange.recvPending = false;
-    Status status = ctx_.wait(exchange.recv);
-    if (status.isOk() && info.bytes != exchange.recvBytes) {
-      status = makeError(Code::kPeerFailed, "rank ", exchange.from, " sent ", info.bytes, " of ", exchange.recvBytes,
-                         " bytes: its run had failed in an earlier round");
-    }
+    if (status.isOk()) status = receivedAll(info, exchange.recvBytes, exchange.from);
     note(std::move(status), strCat("receive from rank ", exchange.from));
   }
   if (exchange.sendPending) {

@@ -7,14 +7,9 @@
 // TypedCopy, so a started run only starts requests and copies (no type
 // construction, allocation or registration).
 //
-// Errors reach every rank. Bruck forwards blocks through other ranks, so a
-// rank whose receive failed (a dead peer, a mismatched signature) would
-// otherwise forward stale data, and ranks further along would complete
-// "successfully" with wrong blocks. Once a rank's run has an error, it sends
-// every later message as a poison instead of data: a short message of an
-// odd signature that no receive expecting data or nothing accepts (see
-// makePoisonType()).
-// Every block's path reaches its destination through later rounds, so every
+// Errors reach every rank. Bruck forwards blocks through other ranks, so
+// once a rank's run has an error it sends every later message as a poison
+// instead of data (collectives/poison.h). Every block's path reaches its destination through later rounds, so every
 // rank downstream of the failure fails too, naming the peer.
 #pragma once
 
@@ -26,6 +21,8 @@
 
 #include "collectives/alltoall_args.h"
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
+#include "collectives/poison.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
@@ -42,7 +39,7 @@ struct LocalCopy {
 struct Exchange {
   int to = 0, from = 0;  // communicator ranks
   messaging::Request send, recv, poison;  // persistent
-  int64_t recvBytes = 0;                  // packed bytes the receive expects
+  int64_t sendBytes = 0, recvBytes = 0;   // packed bytes the send carries, the receive expects
   bool sendPending = false, recvPending = false;
   bool poisoned = false;  // this run sent the poison
 };
@@ -73,6 +70,7 @@ class RoundsPlan final : public PlanImpl {
   std::vector<std::byte>& scratch() { return scratch_; }
 
   Status start() override;
+  Status startPoisoned(Status cause) override;
   Result<PollResult> poll() override;
   Status block(Deadline deadline) override;
   Status outcome() const override { return outcome_; }
@@ -82,6 +80,7 @@ class RoundsPlan final : public PlanImpl {
   int64_t peakExtraBytes() const override { return static_cast<int64_t>(scratch_.size()); }
 
  private:
+  Status startRun(Status outcome);
   void postRound();
   Result<bool> collect(Exchange& exchange);
   void runCopies(const std::vector<LocalCopy>& copies, const char* what);
@@ -96,11 +95,11 @@ class RoundsPlan final : public PlanImpl {
   std::vector<LocalCopy> prologue_, epilogue_;
   std::vector<Round> rounds_;
   std::vector<std::byte> scratch_;
-  datatype::Datatype poisonType_;
-  alignas(16) std::byte poison_[48] = {};
+  Poison poison_;
   size_t round_ = 0;  // the round in flight
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;
 };
 
 // The basic-type sequence of one element of `type`, laid out densely

@@ -30,6 +30,20 @@ AlltoallSchedule pairwise(const ScheduleShape& s) {
   return schedule;
 }
 
+// Pairwise's messages as one round: the plan posts a write to every peer
+// at once, with no rounds (its zero-byte ready and notification messages
+// are control, priced in the fit's per-message term).
+AlltoallSchedule directWrite(const ScheduleShape& s) {
+  AlltoallSchedule schedule;
+  for (const ScheduleRound& step : pairwise(s).rounds) {
+    if (schedule.rounds.empty()) schedule.rounds.emplace_back();
+    ScheduleRound& round = schedule.rounds.front();
+    round.sends.insert(round.sends.end(), step.sends.begin(), step.sends.end());
+    round.recvs.insert(round.recvs.end(), step.recvs.begin(), step.recvs.end());
+  }
+  return schedule;
+}
+
 // Listing 1: round k = 1, 2, 4, ... sends the blocks with bit k to rank + k.
 AlltoallSchedule bruckBasic(const ScheduleShape& s) {
   AlltoallSchedule schedule;
@@ -150,13 +164,7 @@ Result<AlltoallSchedule> alltoallSchedule(AlltoallAlgorithm algorithm, const Sch
     case AlltoallAlgorithm::kBruckZeroCopy: return bruckModified(shape, 2);
     case AlltoallAlgorithm::kBruckRadix: return bruckModified(shape, shape.radix);
     case AlltoallAlgorithm::kHierarchical: return hierarchical(shape);
-    case AlltoallAlgorithm::kDirectWrite: {
-      // One write per peer, all in flight (its zero-byte ready and
-      // notification messages are priced in the fit's per-message term).
-      ScheduleShape all = shape;
-      all.throttle = 0;
-      return pairwise(all);
-    }
+    case AlltoallAlgorithm::kDirectWrite: return directWrite(shape);
     default: break;
   }
   return makeError(Code::kInvalidArgument, "alltoall schedule: \"", alltoallAlgorithmName(algorithm),

@@ -1,6 +1,7 @@
 // kAuto's choice by the α-β cost model (alltoall_select.h).
 #include "collectives/alltoall_select.h"
 
+#include "base/log.h"
 #include "collectives/alltoall_schedule.h"
 
 #include <algorithm>
@@ -29,25 +30,38 @@ constexpr messaging::CollectiveCost kBuiltIn[] = {
     // ratio at 64 KiB - 1 MiB, p = 2 (docs/alltoall-direct-writes.md: 0.16
     // against 0.24 ns/B), so that it wins from ~16-23 KiB blocks.
     {1500, 2500, 0.24},
+    // hierarchical: its leader's messages (the node-local scatter and the
+    // exchange between nodes). A stage's messages are posted together, as
+    // pairwise's: 1 us each; its three dependent stages (gather, exchange,
+    // scatter) cost pairwise's fixed term each. Per byte as modified Bruck
+    // (a block is packed, spread by a typed receive, gathered by a typed send
+    // and unpacked). Not fitted: no p = 2 timing has several ranks per node.
+    {1500, 1000, 0.50},
 };
 }  // namespace
 
-AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) {
+AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes) {
   // Rank 0's sends: every rank of these schedules sends as many (the
-  // schedule test checks it), and this is what the plans post.
+  // schedule test checks it), and this is what the plans post; in the
+  // hierarchical alltoall rank 0 is a leader, whose work the others wait for.
   ScheduleShape shape;
   shape.ranks = std::max(p, 1);
   shape.blockBytes = blockBytes;
   shape.radix = radix;
-  shape.ranksPerNode = shape.ranks;  // kHierarchical on one node (it is not priced)
+  const int nodeCount = std::clamp(nodes, 1, shape.ranks);
+  shape.ranksPerNode = (shape.ranks + nodeCount - 1) / nodeCount;
   shape.throttle = AlltoallOptions{}.throttle;
   Result<AlltoallSchedule> schedule = alltoallSchedule(algorithm, shape);
   if (!schedule.isOk()) return {};
   const ScheduleTotals totals = scheduleTotals(*schedule);
   const auto rounds = static_cast<int64_t>(schedule->rounds.size());
   const int64_t window = schedule->window > 0 ? schedule->window : std::max<int64_t>(rounds, 1);
-  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes),
-          static_cast<double>((rounds + window - 1) / window)};
+  const auto steps = static_cast<double>((rounds + window - 1) / window);
+  const double crossing = algorithm == AlltoallAlgorithm::kHierarchical
+                              ? leaderExchangeWindows((shape.ranks + shape.ranksPerNode - 1) / shape.ranksPerNode,
+                                                      shape.throttle)
+                              : steps;
+  return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes), steps, crossing};
 }
 
 std::string alltoallFitName(AlltoallAlgorithm algorithm) {
@@ -116,23 +130,27 @@ std::optional<double> sampledNs(const std::vector<messaging::CollectiveSample>& 
 }
 
 namespace {
-// bruck-radix was timed at kTunedRadix only; every other algorithm has one schedule per p.
-bool samplesApply(AlltoallAlgorithm algorithm, int64_t radix) {
+// bruck-radix was timed at kTunedRadix only, the hierarchical alltoall on
+// kTunedNodes nodes only; every other algorithm has one schedule per p.
+bool samplesApply(AlltoallAlgorithm algorithm, int64_t radix, int nodes) {
+  if (algorithm == AlltoallAlgorithm::kHierarchical) return nodes == kTunedNodes;
   return algorithm != AlltoallAlgorithm::kBruckRadix || radix == kTunedRadix;
 }
 }  // namespace
 
-bool AlltoallCostModel::sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
-  return has(algorithm) && samplesApply(algorithm, radix) &&
+bool AlltoallCostModel::sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                int nodes) const {
+  return has(algorithm) && samplesApply(algorithm, radix, nodes) &&
          sampledNs(samples_[slot(algorithm)], p, blockBytes).has_value();
 }
 
-double AlltoallCostModel::predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const {
+double AlltoallCostModel::predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                        int nodes) const {
   if (!hasInit(algorithm)) return 0;
-  if (samplesApply(algorithm, radix)) {
+  if (samplesApply(algorithm, radix, nodes)) {
     if (auto ns = sampledNs(initSamples_[slot(algorithm)], p, blockBytes)) return *ns;
   }
-  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
+  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes, nodes);
   return std::max(0.0, initCosts_[slot(algorithm)].ns(volume.messages, volume.bytes));
 }
 
@@ -158,18 +176,47 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
       }
     }
   }
-  return model.has(AlltoallAlgorithm::kPairwise) ? model : builtIn();
+  if (!model.has(AlltoallAlgorithm::kPairwise)) return builtIn();
+  Result<std::vector<AlltoallRule>> rules = alltoallRules(*tuning);
+  if (rules.isOk()) {
+    model.setRules(std::move(*rules));
+  } else {
+    log::once(log::Level::kWarn, "alltoall-rules-ignored",
+              strCat(rules.status().toString(), "; the simulated rules are left out, the fits apply"));
+  }
+  return model;
+}
+
+std::optional<double> AlltoallCostModel::simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p,
+                                                     int64_t blockBytes) const {
+  if (algorithm != AlltoallAlgorithm::kBruckRadix) radix = 2;
+  for (const AlltoallRule& rule : rules_) {
+    if (rule.algorithm == algorithm && rule.radix == radix) return sampledNs(rule.predictions, p, blockBytes);
+  }
+  return std::nullopt;
+}
+
+bool AlltoallCostModel::simulatedAt(int p, int64_t blockBytes) const {
+  return std::any_of(rules_.begin(), rules_.end(), [&](const AlltoallRule& rule) {
+    return sampledNs(rule.predictions, p, blockBytes).has_value();
+  });
 }
 
 double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
                                     int nodes) const {
   if (!has(algorithm)) return std::numeric_limits<double>::infinity();
-  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes);
-  const double network = nodes > 1 ? networkRoundNs_ * volume.rounds : 0;
-  if (samplesApply(algorithm, radix)) {
+  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes, nodes);
+  const double network = nodes > 1 ? networkRoundNs_ * volume.networkRounds : 0;
+  if (samplesApply(algorithm, radix, nodes)) {
     if (auto ns = sampledNs(samples_[slot(algorithm)], p, blockBytes)) return *ns + network;
   }
+  if (auto ns = simulatedNs(algorithm, radix, p, blockBytes)) return *ns;
   return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
+}
+
+std::string AlltoallChoice::name() const {
+  if (algorithm == AlltoallAlgorithm::kBruckRadix) return strCat("bruck-radix-", radix);
+  return std::string(alltoallAlgorithmName(algorithm));
 }
 
 AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
@@ -177,10 +224,10 @@ AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
 }
 
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit,
-                              int nodes, bool perCall) {
+                              int nodes, bool perCall, bool inPlace) {
   auto price = [&](AlltoallAlgorithm algorithm, int64_t radix) {
     const double run = model.predictNs(algorithm, radix, p, blockBytes, nodes);
-    return perCall ? run + model.predictInitNs(algorithm, radix, p, blockBytes) : run;
+    return perCall ? run + model.predictInitNs(algorithm, radix, p, blockBytes, nodes) : run;
   };
   AlltoallChoice best;
   best.predictedNs = price(AlltoallAlgorithm::kPairwise, 2);
@@ -189,17 +236,31 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   // Measured here: only what was measured here competes (a fit does not
   // compare with timings), and must beat pairwise by the margin (kSampledMargin).
   const bool measured = model.sampled(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
-  const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin) : pairwise.predictedNs;
+  // Simulated here (and not measured): only what has a rule here competes.
+  const bool simulated = !measured && model.simulatedAt(p, blockBytes);
+  auto ruled = [&](AlltoallAlgorithm algorithm, int64_t radix) {
+    return model.simulatedNs(algorithm, radix, p, blockBytes).has_value();
+  };
+  const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin)
+                        : simulated && !ruled(AlltoallAlgorithm::kPairwise, 2) ? std::numeric_limits<double>::infinity()
+                                                                                : pairwise.predictedNs;
   best.predictedNs = std::numeric_limits<double>::infinity();
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
-    if (measured && !model.sampled(algorithm, radix, p, blockBytes)) return;
+    if (measured && !model.sampled(algorithm, radix, p, blockBytes, nodes)) return;
+    if (simulated && !ruled(algorithm, radix)) return;
     const double ns = price(algorithm, radix);
     if (ns < toBeat && ns < best.predictedNs) best = {algorithm, radix, ns};
   };
+  // Per call a collective init (keys, an allgather) comes every call: only a measured init prices that.
+  auto collectiveCandidate = [&](AlltoallAlgorithm algorithm) {
+    return collectiveInit && (!perCall || model.hasInit(algorithm));
+  };
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     if (algorithm == AlltoallAlgorithm::kDirectWrite) {
-      // Per call its key exchange comes every call: only a measured init prices that.
-      if (collectiveInit && (!perCall || model.hasInit(algorithm))) consider(algorithm, 2);
+      if (!inPlace && collectiveCandidate(algorithm)) consider(algorithm, 2);
+    } else if (algorithm == AlltoallAlgorithm::kHierarchical) {
+      // Several nodes and several ranks on some node: else it only adds hops.
+      if (nodes > 1 && p > nodes && collectiveCandidate(algorithm)) consider(algorithm, 2);
     } else if (p == 2) {
       // Every Bruck form is then the same single exchange as pairwise, which
       // has no copies; a fit that says otherwise is noise. (Direct-write is

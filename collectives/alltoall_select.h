@@ -9,7 +9,8 @@
 // wrote on this machine (fitted to alltoalls it timed at 2..8 ranks), or
 // from the built-in defaults without one. Where the file has the timings
 // themselves (format_version 3) they price the algorithm at the ranks and
-// sizes they cover instead of the fit. The cheapest wins; the choice is
+// sizes they cover instead of the fit; beyond them, ibdt-sim's predictions
+// in the same file (alltoall_rules.h) do, before the fit. The cheapest wins; the choice is
 // a pure function of (model, p, b), so every rank that loaded the same file
 // chooses the same (alltoall.cc agrees across nodes, whose files may differ).
 #pragma once
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectives/alltoall_rules.h"
 #include "ibdt/collectives.h"
 #include "transport/messaging/tuning.h"
 
@@ -36,6 +38,12 @@ inline constexpr int64_t kTunedRadix = 3;
 // a sample's noise does not flip the choice to a form that is no faster.
 inline constexpr double kSampledMargin = 0.10;
 
+// ibdt-tune times every algorithm with its ranks on this many simulated
+// nodes in blocks (ibdt-run --nodes 2's map). Only the hierarchical alltoall
+// depends on the node map: its samples price it on this many nodes only (as
+// bruck-radix's price kTunedRadix only); elsewhere its fit extrapolates.
+inline constexpr int kTunedNodes = 2;
+
 // The radixes kAuto considers for bruck-radix (below p only: r >= p is one
 // round of p - 1 messages, pairwise's schedule).
 inline constexpr std::array<int64_t, 3> kAutoRadixes = {3, 4, 8};
@@ -47,6 +55,9 @@ struct AlltoallVolume {
   double messages = 0;
   double bytes = 0;
   double rounds = 0;
+  // The rounds that cross between nodes: all of them, except the
+  // hierarchical alltoall's gather and scatter (its leaders' exchange only).
+  double networkRounds = 0;
 };
 
 // Between nodes, a round costs a network latency once, however many of its
@@ -58,18 +69,23 @@ struct AlltoallVolume {
 // 13.01), with which the model reproduces the simulator's choice at 64 to
 // 1024 ranks (docs/alltoall-selection.md, "Across nodes").
 inline constexpr double kBuiltInNetworkRoundNs = 7000;
-// Bruck forms with radix 2 share one volume; `radix` only matters for kBruckRadix.
-AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes);
+// Bruck forms with radix 2 share one volume; `radix` only matters for
+// kBruckRadix, `nodes` for kHierarchical: its leader's messages (the
+// critical path) with the p ranks in blocks of ceil(p / nodes) per node,
+// one leader per node, exchanging directly.
+AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1);
 
 // The tuning file's name of an algorithm's fit, e.g. "alltoall/bruck-modified".
 std::string alltoallFitName(AlltoallAlgorithm algorithm);
 
 // The algorithms the model prices and ibdt-tune times, in tie-break order.
 // Direct-write's init is collective (the keys): a candidate only where every
-// rank builds the plan together (see selectAlltoall).
-inline constexpr std::array<AlltoallAlgorithm, 6> kPricedAlltoalls = {
+// rank builds the plan together (see selectAlltoall), and so is the
+// hierarchical alltoall's, which is a candidate on several nodes only.
+inline constexpr std::array<AlltoallAlgorithm, 7> kPricedAlltoalls = {
     AlltoallAlgorithm::kPairwise,   AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
-    AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite};
+    AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite,
+    AlltoallAlgorithm::kHierarchical};
 inline constexpr const auto& kModelledAlltoalls = kPricedAlltoalls;
 
 // The tuning file's name of an algorithm's plan-creation fit (init and
@@ -82,7 +98,8 @@ class AlltoallCostModel {
   // The defaults fitted on the machine of docs/alltoall-selection.md.
   static AlltoallCostModel builtIn();
   // The file's fits when it has one for pairwise (an algorithm without a fit
-  // is then not a candidate); else builtIn(). Null: builtIn().
+  // is then not a candidate), and its rules (alltoall_rules.h; a bad rule
+  // leaves them all out, with a warning); else builtIn(). Null: builtIn().
   static AlltoallCostModel fromTuning(const messaging::Tuning* tuning);
 
   bool fromFile() const { return fromFile_; }
@@ -91,12 +108,21 @@ class AlltoallCostModel {
   const messaging::CollectiveCost* cost(AlltoallAlgorithm algorithm) const {
     return has(algorithm) ? &costs_[slot(algorithm)] : nullptr;
   }
-  // +infinity for an algorithm the model lacks. `nodes` > 1: every round
-  // also pays networkRoundNs(). Priced by the algorithm's samples where
-  // they cover (p, blockBytes) (sampledNs), else by its fit.
+  // +infinity for an algorithm the model lacks. Priced by the algorithm's
+  // samples where they cover (p, blockBytes) (sampledNs; the hierarchical
+  // alltoall's on kTunedNodes nodes only), else by its rule's predictions
+  // where they cover it (the simulated platform's network included), else by
+  // its fit. `nodes` > 1: every round between nodes also pays
+  // networkRoundNs(), except when a rule priced it.
   double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
-  // Whether predictNs comes from the samples at (p, blockBytes).
-  bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  // Whether predictNs comes from the samples at (p, blockBytes, nodes).
+  bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
+  // The variant's rule prediction at (p, blockBytes), interpolated between
+  // block sizes as sampledNs does; none where no rule covers it.
+  std::optional<double> simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  // Whether some rule covers (p, blockBytes).
+  bool simulatedAt(int p, int64_t blockBytes) const;
+  void setRules(std::vector<AlltoallRule> rules) { rules_ = std::move(rules); }
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
   // The timings the fit was made from (format_version 3 files).
   void setSamples(AlltoallAlgorithm algorithm, std::vector<messaging::CollectiveSample> samples);
@@ -105,7 +131,7 @@ class AlltoallCostModel {
   // ibdt-tune, absent from the built-in model.
   bool hasInit(AlltoallAlgorithm algorithm) const;
   // 0 for an algorithm without an init fit.
-  double predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
+  double predictInitNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   void setInit(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
   double networkRoundNs() const { return networkRoundNs_; }
   void setNetworkRoundNs(double ns) { networkRoundNs_ = ns; }
@@ -118,6 +144,7 @@ class AlltoallCostModel {
   std::array<bool, kPricedAlltoalls.size()> initPresent_{};
   std::array<std::vector<messaging::CollectiveSample>, kPricedAlltoalls.size()> samples_{};
   std::array<std::vector<messaging::CollectiveSample>, kPricedAlltoalls.size()> initSamples_{};
+  std::vector<AlltoallRule> rules_;
   bool fromFile_ = false;
   double networkRoundNs_ = kBuiltInNetworkRoundNs;
 };
@@ -129,6 +156,9 @@ struct AlltoallChoice {
   // Packs the choice in one integer (for the agreement across nodes) and back.
   int64_t code() const { return static_cast<int64_t>(algorithm) * 4096 + radix; }
   static AlltoallChoice fromCode(int64_t code);
+  // "bruck-radix-<r>" for kBruckRadix, else the algorithm's name: what the
+  // simulator prints and the tuning file's rules are named by.
+  std::string name() const;
 };
 
 // The time `samples` give for p ranks and blocks of `blockBytes`: the
@@ -144,16 +174,23 @@ std::optional<double> sampledNs(const std::vector<messaging::CollectiveSample>& 
 // or the blocking call, not a build under a pinned tag), so direct-write,
 // whose init exchanges keys, is a candidate.
 // `nodes`: how many nodes the p ranks span (rounds between nodes cost a
-// network latency each).
+// network latency each). The hierarchical alltoall is a candidate where the
+// ranks span several nodes with several ranks on some node (p > nodes) in a
+// collective init (its init is an allgather); it is priced with the ranks in
+// blocks of ceil(p / nodes), so every rank prices the same shape.
+// `inPlace`: the receive buffer is the send buffer, which direct-write refuses.
 // Where pairwise's price is sampled, only sampled candidates compete (at a
 // p beyond 4 that ibdt-tune timed, radix 4 and 8, priced by the fit, do
 // not), and one must be priced at least kSampledMargin below pairwise to
-// replace it.
+// replace it. Else, where a rule covers (p, blockBytes), only the
+// candidates with a rule there compete (a simulation does not compare with
+// a fit either; no margin: it is deterministic).
 // `perCall`: the plan runs once (the blocking call): every candidate is
-// priced at its run plus its measured init, and direct-write, whose init
-// is the most costly, is a candidate only when the model measured that init.
+// priced at its run plus its measured init, and direct-write and the
+// hierarchical alltoall, whose inits exchange keys or agree in an allgather,
+// are candidates only when the model measured that init.
 AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit = true,
-                              int nodes = 1, bool perCall = false);
+                              int nodes = 1, bool perCall = false, bool inPlace = false);
 
 // The hierarchical alltoall's leader exchange among `nodes` leaders trading
 // node-blocks of `nodeBlockBytes`: direct (priced as pairwise) or Bruck

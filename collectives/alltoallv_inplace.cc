@@ -21,6 +21,11 @@
 // takes part in no later phase: the verdict is derived from both messages,
 // which every pair exchanges anyway, so no vote is needed.
 //
+// Pairs whose blocks lie where they are to arrive on both ranks (MPI's
+// in-place rule) leave the phases after phase 0's control messages and swap
+// in chunks on their own (inplace_pair_stream.h); a rank's own block in
+// place is not moved at all.
+//
 // Blocks of at most 256 B ride inside phase 0's control messages
 // (inplace_control_messages.h): a pair of such blocks moves in one message
 // each way, and the receiver places them in the update after phase 0.
@@ -47,6 +52,7 @@
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/inplace_control_messages.h"
 #include "collectives/inplace_index_sets.h"
+#include "collectives/inplace_pair_stream.h"
 #include "collectives/pair_signature_check.h"
 
 namespace ibdt::collectives {
@@ -54,15 +60,17 @@ namespace {
 
 using messaging::Request;
 
-// in place, auxiliary, gave up; then the pair check's words (phase 0)
-constexpr size_t kCheckAt = 3;
+// in place, auxiliary, gave up, stream slice (phase 0: items, 0 = this pair
+// cannot stream); then the pair check's words (phase 0)
+constexpr size_t kStreamAt = 3;
+constexpr size_t kCheckAt = 4;
 constexpr size_t kControlWords = kCheckAt + PairSignatureCheck::kWords;
 
 class InPlaceAlltoallv final : public PlanImpl {
  public:
   InPlaceAlltoallv(Communicator& comm, AlltoallvArgs args, InPlaceIndexSets sets, InPlaceControlMessages messages)
       : comm_(comm), ctx_(comm.context()), rank_(comm.rank()), size_(comm.size()), args_(std::move(args)),
-        sets_(std::move(sets)), messages_(std::move(messages)) {
+        sets_(std::move(sets)), messages_(std::move(messages)), streams_(static_cast<size_t>(comm.size())) {
     const size_t size = static_cast<size_t>(size_);
     gone_.assign(size, 0);
     truncated_.assign(size, 0);
@@ -84,11 +92,12 @@ class InPlaceAlltoallv final : public PlanImpl {
     active_ = true;
     phase_ = 0;
     ops_.clear();
-    messages_.pack(args_.recvbuf, args_.sdispls);  // before reset() moves anything in the buffer
+    messages_.pack(args_.recvbuf, args_.sdispls, sets_.elements());  // before reset() moves anything
     sets_.reset();
     gone_.assign(gone_.size(), 0);
     truncated_.assign(truncated_.size(), 0);
     giveUp_ = false;
+    streams_.clear();
     beginControl();
     return Status::ok();
   }
@@ -96,18 +105,25 @@ class InPlaceAlltoallv final : public PlanImpl {
   Result<PollResult> poll() override {
     PollResult result;
     while (stage_ != Stage::kDone) {
+      streams_.progress();
       IBDT_ASSIGN_OR_RETURN(bool all, collect(result.progressed));
       if (!all) return result;
       if (announcing_) finish();  // announced; every active peer heard it
       else afterData();
       result.progressed = true;
     }
+    if (!streams_.progress()) return result;
+    note(streams_.outcome());
+    active_ = false;
+    notePeak();
     result.done = true;
     return result;
   }
 
-  // Waits for the first operation of the phase still pending.
+  // Waits for the first operation of the phase still pending, else for a
+  // stream's.
   Status block(Deadline deadline) override {
+    if (stage_ == Stage::kDone) return streams_.block(deadline);
     for (size_t i = 0; i < ops_.size(); ++i) {
       Op& op = ops_[i];
       if (!op.request.valid()) continue;
@@ -129,6 +145,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       if (op.request.valid() && op.receive) (void)ctx_.cancel(op.request);
     }
     ops_.clear();
+    streams_.cancel();
     stage_ = Stage::kDone;
     active_ = false;
   }
@@ -175,7 +192,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       take_.assign(static_cast<size_t>(size_), PhaseCounts{});
     } else {
       if (sets_.done()) return finish();
-      sets_.requests(take_, phase_ % size_);
+      sets_.requests(take_, phase_ % size_, phase_ == 0);
     }
     const size_t size = static_cast<size_t>(size_);
     give_.assign(size, PhaseCounts{});
@@ -193,6 +210,7 @@ class InPlaceAlltoallv final : public PlanImpl {
       out[0] = take_[static_cast<size_t>(peer)].inPlace;
       out[1] = take_[static_cast<size_t>(peer)].aux;
       out[2] = announcing_ ? 1 : 0;
+      out[kStreamAt] = phase_ == 0 ? sets_.streamItems(peer) : 0;
       post(ctx_.irecv(messages_.in(peer), inWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()),
            peer, true, "control from", true);
       post(ctx_.isend(out, outWords, word, comm_.contextRank(peer), controlTag_, comm_.contextId()), peer, false,
@@ -226,6 +244,8 @@ class InPlaceAlltoallv final : public PlanImpl {
       return;
     }
     if (phase_ == 0 && messages_.receivesInline(peer)) sets_.deliverInline(peer, messages_.inPayload(peer));
+    const int64_t* out = messages_.out(peer);
+    if (phase_ == 0 && out[kStreamAt] > 0 && in[kStreamAt] > 0) return startStream(peer, out[kStreamAt], in[kStreamAt]);
     give_[static_cast<size_t>(peer)] = {in[0], in[1]};
     posted_[static_cast<size_t>(peer)] = 1;
     postData(peer);
@@ -239,22 +259,34 @@ class InPlaceAlltoallv final : public PlanImpl {
       post(ctx_.irecv(sets_.inPlaceTarget(peer), take.inPlace, args_.recvtype, target, dataTag_, comm_.contextId()),
            peer, true, "items from");
     }
-    if (take.aux > 0) {
-      post(ctx_.irecv(sets_.auxTarget(peer), take.aux, args_.recvtype, target, dataTag_, comm_.contextId()), peer,
-           true, "items (auxiliary) from");
+    if (take.aux > 0) {  // held packed (inplace_elements.h)
+      post(ctx_.irecv(sets_.auxTarget(peer), take.aux, sets_.elements().packed(), target, dataTag_,
+                      comm_.contextId()),
+           peer, true, "items (auxiliary) from");
     }
     if (give.inPlace > 0) sendItems(peer, 0, give.inPlace);
     if (give.aux > 0) sendItems(peer, give.inPlace, give.aux);
   }
 
+  // Both ranks announced a slice: the pair leaves the phases (see
+  // inplace_pair_stream.h), in chunks of the smaller slice.
+  void startStream(int peer, int64_t mine, int64_t theirs) {
+    sets_.detach(peer);
+    const size_t at = static_cast<size_t>(peer);
+    streams_.add({&ctx_, peer, comm_.contextRank(peer), dataTag_, comm_.contextId()}, &sets_.elements(),
+                 sets_.blockAt(args_.rdispls[at]), args_.recvcounts[at], std::min(mine, theirs),
+                 sets_.streamSlice(peer));
+  }
+
   // Items [skip, skip + count) of what is left for `peer`: one run as it
-  // is, several through an hindexed type built for this message.
+  // is (packed when it leaves from the copy), several through an hindexed
+  // type built for this message.
   void sendItems(int peer, int64_t skip, int64_t count) {
     sets_.sendRuns(peer, skip, count, runs_);
     const int target = comm_.contextRank(peer);
     if (runs_.size() == 1) {
-      post(ctx_.isend(runs_[0].at, count, args_.recvtype, target, dataTag_, comm_.contextId()), peer, false,
-           "items to");
+      const datatype::Datatype& type = sets_.sendsPacked(peer) ? sets_.elements().packed() : args_.recvtype;
+      post(ctx_.isend(runs_[0].at, count, type, target, dataTag_, comm_.contextId()), peer, false, "items to");
       return;
     }
     std::vector<int64_t> lengths, displs;
@@ -273,16 +305,18 @@ class InPlaceAlltoallv final : public PlanImpl {
   // auxiliary buffer (neither holds a waiting item).
   void copyOwn() {
     const PhaseCounts& own = take_[static_cast<size_t>(rank_)];
-    const int64_t itemSize = sets_.itemSize();
+    const InPlaceElements& elements = sets_.elements();
+    const bool fromPacked = sets_.sendsPacked(rank_);
     std::byte* targets[2] = {sets_.inPlaceTarget(rank_), sets_.auxTarget(rank_)};
     const int64_t counts[2] = {own.inPlace, own.aux};
     int64_t skip = 0;
     for (int part = 0; part < 2; ++part) {
+      const bool toPacked = part == 1;  // the auxiliary buffer
       sets_.sendRuns(rank_, skip, counts[part], runs_);
       std::byte* to = targets[part];
       for (const ItemRun& run : runs_) {
-        std::copy_n(run.at, run.items * itemSize, to);
-        to += run.items * itemSize;
+        elements.copy(run.at, fromPacked, to, toPacked, run.items);
+        to = toPacked ? to + run.items * elements.packedBytes() : elements.at(to, run.items);
       }
       skip += counts[part];
     }
@@ -348,16 +382,17 @@ class InPlaceAlltoallv final : public PlanImpl {
     if (outcome_.isOk()) outcome_ = status;
   }
 
+  // The phases are over; streams may still run (poll() ends the run).
   void finish() {
     ops_.clear();
     stage_ = Stage::kDone;
-    active_ = false;
     notePeak();
   }
 
   void notePeak() {
     const int64_t now = sets_.bytes() + messages_.bytes() +
-                        static_cast<int64_t>(ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun));
+                        static_cast<int64_t>(ops_.capacity() * sizeof(Op) + runs_.capacity() * sizeof(ItemRun) +
+                                             streams_.bytes());
     peak_ = std::max(peak_, now);
   }
 
@@ -382,6 +417,7 @@ class InPlaceAlltoallv final : public PlanImpl {
   std::vector<Op> ops_;
   std::vector<ItemRun> runs_;
   std::vector<datatype::Datatype> phaseTypes_;  // the hindexed sends' types, alive until the phase ends
+  InPlacePairStreams streams_;                  // pairs streamed outside the phases
   int64_t peak_ = 0;
 };
 
@@ -391,7 +427,9 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
                                                        int64_t auxBytes, int64_t auxBuffers) {
   InPlaceIndexSets::Layout layout;
   layout.base = args.recvbuf;
-  layout.itemSize = std::max<int64_t>(1, args.recvtype.size());
+  layout.rank = comm.rank();
+  IBDT_ASSIGN_OR_RETURN(layout.elements, InPlaceElements::create(args.recvtype));
+  const int64_t itemSize = layout.elements.packedBytes();
   layout.sendcounts = args.sendcounts;
   layout.sdispls = args.sdispls;
   layout.recvcounts = args.recvcounts;
@@ -400,7 +438,7 @@ Result<std::unique_ptr<PlanImpl>> makeInPlaceAlltoallv(Communicator& comm, Allto
     std::fill(layout.sendcounts.begin(), layout.sendcounts.end(), 0);
     std::fill(layout.recvcounts.begin(), layout.recvcounts.end(), 0);
   }
-  InPlaceControlMessages messages(comm.rank(), kControlWords, layout.sendcounts, layout.recvcounts, layout.itemSize);
+  InPlaceControlMessages messages(comm.rank(), kControlWords, layout.sendcounts, layout.recvcounts, itemSize);
   for (int peer = 0; peer < comm.size(); ++peer) {
     layout.inlineSend.push_back(messages.sendsInline(peer) ? 1 : 0);
     layout.inlineRecv.push_back(messages.receivesInline(peer) ? 1 : 0);

@@ -1,7 +1,6 @@
 // The in-place alltoallv's control messages (see inplace_control_messages.h).
 #include "collectives/inplace_control_messages.h"
 
-#include <cstring>
 
 namespace ibdt::collectives {
 namespace {
@@ -24,17 +23,18 @@ std::vector<int64_t> layout(int rank, size_t headerWords, const std::vector<int6
 
 InPlaceControlMessages::InPlaceControlMessages(int rank, size_t headerWords, const std::vector<int64_t>& sendcounts,
                                                const std::vector<int64_t>& recvcounts, int64_t itemSize)
-    : header_(headerWords), itemSize_(itemSize), sendcounts_(sendcounts),
+    : header_(headerWords), sendcounts_(sendcounts),
       outAt_(layout(rank, headerWords, sendcounts, itemSize)), inAt_(layout(rank, headerWords, recvcounts, itemSize)) {
   out_.assign(static_cast<size_t>(outAt_.back()), 0);
   in_.assign(static_cast<size_t>(inAt_.back()), 0);
 }
 
-void InPlaceControlMessages::pack(const std::byte* base, const std::vector<int64_t>& sdispls) {
+void InPlaceControlMessages::pack(std::byte* base, const std::vector<int64_t>& sdispls,
+                                  const InPlaceElements& elements) {
   for (size_t peer = 0; peer < sendcounts_.size(); ++peer) {
     if (!sendsInline(static_cast<int>(peer))) continue;
-    std::memcpy(out_.data() + outAt_[peer] + header_, base + sdispls[peer] * itemSize_,
-                static_cast<size_t>(sendcounts_[peer] * itemSize_));
+    elements.copy(elements.at(base, sdispls[peer]), false,
+                  reinterpret_cast<std::byte*>(out_.data() + outAt_[peer] + header_), true, sendcounts_[peer]);
   }
 }
 

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/inplace_elements.h"
+
 namespace ibdt::collectives {
 
 // Largest block (bytes) carried inside a control message: O(1) per peer,
@@ -43,16 +45,15 @@ class InPlaceControlMessages {
   bool receivesInline(int peer) const { return inWords(peer) > static_cast<int64_t>(header_); }
   const std::byte* inPayload(int peer) { return reinterpret_cast<const std::byte*>(in(peer) + header_); }
 
-  // Copies the inline blocks out of the buffer into their messages; before
+  // Packs the inline blocks out of the buffer into their messages; before
   // anything in the buffer moves or is received.
-  void pack(const std::byte* base, const std::vector<int64_t>& sdispls);
+  void pack(std::byte* base, const std::vector<int64_t>& sdispls, const InPlaceElements& elements);
   int64_t bytes() const { return static_cast<int64_t>((out_.capacity() + in_.capacity()) * sizeof(int64_t)); }
 
  private:
   static size_t index(int peer) { return static_cast<size_t>(peer); }
 
   size_t header_;
-  int64_t itemSize_;
   std::vector<int64_t> sendcounts_;
   std::vector<int64_t> outAt_, inAt_;  // by peer, size p + 1: first word of its message
   std::vector<int64_t> out_, in_;

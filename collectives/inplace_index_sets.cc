@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/copy_bytes.h"
 #include "collectives/inplace_copy.h"
 
 namespace ibdt::collectives {
 
 InPlaceIndexSets::InPlaceIndexSets(Layout layout)
-    : base_(layout.base), itemSize_(layout.itemSize), size_(static_cast<int>(layout.sendcounts.size())),
+    : base_(layout.base), rank_(layout.rank), elements_(std::move(layout.elements)), itemSize_(elements_.packedBytes()), size_(static_cast<int>(layout.sendcounts.size())),
       sendcount_(std::move(layout.sendcounts)), sdispl_(std::move(layout.sdispls)),
       recvcount_(std::move(layout.recvcounts)), rdispl_(std::move(layout.rdispls)),
       inlineSend_(std::move(layout.inlineSend)), inlineRecv_(std::move(layout.inlineRecv)) {
@@ -19,7 +18,7 @@ InPlaceIndexSets::InPlaceIndexSets(Layout layout)
 }
 
 Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxBytes, int64_t auxBuffers) {
-  const int64_t itemSize = layout.itemSize;
+  const int64_t itemSize = layout.elements.packedBytes();
   if (auxBytes < itemSize) {
     return makeError(Code::kInvalidArgument, "alltoallv in place: auxiliary memory of ", auxBytes,
                      " bytes holds no element of ", itemSize, " bytes (at least one is needed)");
@@ -44,7 +43,35 @@ Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxByte
   // The copy path next (inplace_copy.h); the auxiliary buffers get the rest.
   InPlaceCopyChoice copies = chooseInPlaceCopies(sendcounts, itemSize, auxBytes);
   auxBytes = copies.auxBytes == 0 ? 0 : std::max(itemSize, std::min(copies.auxBytes, incoming * itemSize));
+  // Streams (inplace_pair_stream.h) get up to 7/8 of what is left, a slice
+  // of whole items per pair that may stream; the buffers keep the rest (at
+  // least one item) for pairs whose partner cannot stream.
+  const size_t size = layout.sendcounts.size();
+  std::vector<int64_t> streamItems(size, 0), streamAt(size, 0);
+  std::vector<size_t> lined;
+  for (size_t peer = 0; peer < size; ++peer) {
+    const bool elsewhere = copies.copied[peer] || (peer < layout.inlineSend.size() && layout.inlineSend[peer]) ||
+                           (peer < layout.inlineRecv.size() && layout.inlineRecv[peer]);
+    if (!elsewhere && layout.sendcounts[peer] > 0 && layout.sendcounts[peer] == layout.recvcounts[peer] &&
+        layout.sdispls[peer] == layout.rdispls[peer] && static_cast<int>(peer) != layout.rank) {
+      lined.push_back(peer);
+    }
+  }
+  int64_t streamTotal = 0;
+  const int64_t capacity = auxBytes / itemSize, linedCount = static_cast<int64_t>(lined.size());
+  if (linedCount > 0 && capacity > linedCount) {
+    const int64_t slice = std::max<int64_t>(1, (capacity - std::max<int64_t>(1, capacity / 8)) / linedCount);
+    for (size_t peer : lined) {
+      streamItems[peer] = std::min(slice, layout.sendcounts[peer]);
+      streamAt[peer] = streamTotal;
+      streamTotal += streamItems[peer];
+    }
+    auxBytes -= streamTotal * itemSize;
+  }
   InPlaceIndexSets sets(std::move(layout));
+  sets.streamItems_ = std::move(streamItems);
+  sets.streamAt_ = std::move(streamAt);
+  sets.streamData_.resize(static_cast<size_t>(streamTotal * itemSize));
   sets.copied_ = std::move(copies.copied);
   sets.copyAt_ = std::move(copies.at);
   sets.copy_.resize(static_cast<size_t>(copies.items * itemSize));
@@ -56,7 +83,6 @@ Result<InPlaceIndexSets> InPlaceIndexSets::create(Layout layout, int64_t auxByte
     buffer.capacity = auxBytes / buffers / itemSize;
     buffer.data.resize(static_cast<size_t>(buffer.capacity * itemSize));
   }
-  const size_t size = static_cast<size_t>(sets.size_);
   sets.sent_.resize(size);
   sets.placed_.resize(size);
   sets.occupied_.resize(size);
@@ -115,8 +141,8 @@ void InPlaceIndexSets::split() {
 void InPlaceIndexSets::reset() {
   for (int i = 0; i < size_; ++i) {  // before anything moves inside the buffer
     if (!copied_[index(i)]) continue;
-    copyBytes(copy_.data() + copyAt_[index(i)] * itemSize_, item(sdispl_[index(i)]),
-              static_cast<size_t>(sendcount_[index(i)] * itemSize_));
+    elements_.copy(item(sdispl_[index(i)]), false, copy_.data() + copyAt_[index(i)] * itemSize_, true,
+                   sendcount_[index(i)]);
   }
   split();
   for (size_t i = 0; i < sent_.size(); ++i) {  // inline blocks leave with phase 0's control
@@ -130,6 +156,23 @@ void InPlaceIndexSets::reset() {
     buffer.owner = -1;
   }
   for (int j = 0; j < size_; ++j) compact(j);
+  // This rank's block to itself where it is to arrive: already in place.
+  if (rank_ >= 0 && !copied_[index(rank_)] && sendcount_[index(rank_)] == recvcount_[index(rank_)] &&
+      sdispl_[index(rank_)] == rdispl_[index(rank_)]) {
+    detach(rank_);
+  }
+}
+
+// A detached pair's block to this rank covers its receive block exactly
+// (streamItems_), so no other piece lies inside it and nothing moves.
+void InPlaceIndexSets::detach(int peer) {
+  const size_t i = index(peer);
+  for (size_t k = firstPiece_[i]; k < firstPiece_[i + 1]; ++k) pieces_[k].length = 0;
+  sent_[i] = sendcount_[i];
+  placed_[i] = recvcount_[i];
+  occupied_[i] = 0;
+  AuxBuffer& buffer = auxOf(peer);
+  if (buffer.owner == peer && buffer.used == 0) buffer.owner = -1;
 }
 
 bool InPlaceIndexSets::done() const {
@@ -155,7 +198,7 @@ void InPlaceIndexSets::compact(int recvSet) {
     Piece& piece = pieces_[*k];
     if (piece.length == 0) continue;
     const int64_t to = top - piece.length;
-    if (to != piece.at) std::memmove(item(to), item(piece.at), static_cast<size_t>(piece.length * itemSize_));
+    if (to != piece.at) elements_.copy(item(piece.at), false, item(to), false, piece.length);
     piece.at = to;
     top = to;
   }
@@ -186,17 +229,17 @@ void InPlaceIndexSets::placeStaged(int recvSet) {
 int64_t InPlaceIndexSets::fillFreeRun(size_t j, const std::byte* from, int64_t items) {
   const int64_t moved = std::min(recvcount_[j] - placed_[j] - occupied_[j], items);
   if (moved <= 0) return 0;
-  std::memcpy(item(rdispl_[j] + placed_[j]), from, static_cast<size_t>(moved * itemSize_));
+  elements_.copy(from, true, item(rdispl_[j] + placed_[j]), false, moved);
   placed_[j] += moved;
   return moved;
 }
 
-void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first) {
+void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first, bool phase0) {
   take.assign(index(size_), PhaseCounts{});
   for (int step = 0; step < size_; ++step) {
     const int j = (first + step) % size_;
     const int64_t left = remainingRecv(j);
-    if (left == 0) continue;
+    if (left == 0 || (phase0 && streamItems_[index(j)] > 0)) continue;
     PhaseCounts& counts = take[index(j)];
     // In place only right above the placed prefix, so only once nothing is held.
     if (held(j) == 0) {
@@ -264,7 +307,8 @@ void InPlaceIndexSets::update(const std::vector<PhaseCounts>& sent, const std::v
 int64_t InPlaceIndexSets::bytes() const {
   int64_t total = 0;
   for (const AuxBuffer& buffer : aux_) total += static_cast<int64_t>(buffer.data.capacity());
-  total += static_cast<int64_t>(copy_.capacity());
+  total += static_cast<int64_t>(copy_.capacity() + streamData_.capacity()) + elements_.bytes();
+  total += static_cast<int64_t>((streamItems_.capacity() + streamAt_.capacity()) * sizeof(int64_t));
   total += static_cast<int64_t>(pieces_.capacity() * sizeof(Piece) + firstPiece_.capacity() * sizeof(size_t));
   for (const auto& inside : insideRecv_) total += static_cast<int64_t>(inside.capacity() * sizeof(size_t));
   total += static_cast<int64_t>((sendcount_.size() * 4 + sent_.size() * 5) * sizeof(int64_t));

@@ -4,7 +4,8 @@
 // auxiliary buffers. No messages here; alltoallv_inplace.cc drives the
 // phases.
 //
-// Items are elements of one dense type. Send set S_i = the items for rank i
+// Items are elements of the receive type (inplace_elements.h: in the buffer
+// in the type's layout, packed everywhere else). Send set S_i = the items for rank i
 // still here, kept as at most 3p pieces: each lies outside every receive
 // set or inside exactly one (split at the receive sets' bounds, Sect. 3.2).
 // Receive set R_j = [placed_j, count_j) of rank j's block: a prefix is
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/inplace_elements.h"
 #include "ibdt/status.h"
 
 namespace ibdt::collectives {
@@ -36,7 +38,7 @@ struct PhaseCounts {
   int64_t total() const { return inPlace + aux; }
 };
 
-// A contiguous run of items in the buffer.
+// A run of consecutive items: in the buffer (typed) or in the copy (packed).
 struct ItemRun {
   std::byte* at;
   int64_t items;
@@ -46,7 +48,8 @@ class InPlaceIndexSets {
  public:
   struct Layout {
     std::byte* base = nullptr;
-    int64_t itemSize = 0;  // bytes, > 0
+    int rank = -1;  // this rank
+    InPlaceElements elements;
     std::vector<int64_t> sendcounts, sdispls, recvcounts, rdispls;  // in items, by rank
     // Blocks carried inside phase-0 control messages (inplace_control_messages.h):
     // by rank, 1 when its outgoing / incoming block goes that way.
@@ -69,21 +72,36 @@ class InPlaceIndexSets {
 
   // Sect. 3.3 with the auxiliary buffers (Sect. 3.5): what this rank can
   // take from every peer now; claims auxiliary buffers for it. `first`
-  // rotates which peer claims a shared buffer first.
-  void requests(std::vector<PhaseCounts>& take, int first);
+  // rotates which peer claims a shared buffer first. Phase 0 asks nothing
+  // from peers whose pair may stream (below): the pair's verdict comes with
+  // phase 0's control messages.
+  void requests(std::vector<PhaseCounts>& take, int first, bool phase0);
+
+  // Pairs streamed outside the phases (inplace_pair_stream.h): a peer whose
+  // block to and from this rank are the same items (same displacement and
+  // count; MPI's in-place rule gives that for every pair) may stream in
+  // chunks of up to streamItems(peer) through its own slice of a (0: no).
+  int64_t streamItems(int peer) const { return streamItems_[index(peer)]; }
+  std::byte* streamSlice(int peer) { return streamData_.data() + streamAt_[index(peer)] * itemSize_; }
+  std::byte* blockAt(int64_t displ) const { return item(displ); }
+  // The pair streams: its items leave the index sets (they are moved by the
+  // stream, not by the phases). Before phase 0's data of this pair.
+  void detach(int peer);
   // Where the items from `peer` land this phase.
   std::byte* inPlaceTarget(int peer) const;
   std::byte* auxTarget(int peer) const;
   // The inline block from `peer` arrived at `from` (alive until the run
   // ends); update() places it once its receive block has room.
   void deliverInline(int peer, const std::byte* from) { stagedFrom_[index(peer)] = from; }
-  // Items [skip, skip + count) of what is left for `peer`, as runs.
+  // Items [skip, skip + count) of what is left for `peer`, as runs: packed
+  // when its block was copied out (sendsPacked), else typed in the buffer.
+  bool sendsPacked(int peer) const { return copied_[index(peer)] != 0; }
   void sendRuns(int peer, int64_t skip, int64_t count, std::vector<ItemRun>& runs) const;
   // Sect. 3.4 once a phase's messages completed: drops the sent items,
   // counts the received ones, joins free space, places held items.
   void update(const std::vector<PhaseCounts>& sent, const std::vector<PhaseCounts>& received);
 
-  int64_t itemSize() const { return itemSize_; }
+  const InPlaceElements& elements() const { return elements_; }
   // Scratch held: auxiliary buffers and bookkeeping.
   int64_t bytes() const;
 
@@ -106,7 +124,7 @@ class InPlaceIndexSets {
   int64_t held(int peer) const;
   AuxBuffer& auxOf(int peer) { return aux_[index(peer) % aux_.size()]; }
   const AuxBuffer& auxOf(int peer) const { return aux_[index(peer) % aux_.size()]; }
-  std::byte* item(int64_t at) const { return base_ + at * itemSize_; }
+  std::byte* item(int64_t at) const { return elements_.at(base_, at); }
   void split();
   void compact(int recvSet);
   void place(int recvSet);
@@ -114,7 +132,9 @@ class InPlaceIndexSets {
   int64_t fillFreeRun(size_t recvSet, const std::byte* from, int64_t items);
 
   std::byte* base_;
-  int64_t itemSize_;
+  int rank_;
+  InPlaceElements elements_;
+  int64_t itemSize_;  // packed bytes of one item
   int size_;
   std::vector<int64_t> sendcount_, sdispl_, recvcount_, rdispl_;
   std::vector<int64_t> sent_, placed_, occupied_;  // occupied_[j]: waiting items inside R_j
@@ -131,6 +151,9 @@ class InPlaceIndexSets {
   std::vector<uint8_t> inlineSend_, inlineRecv_;
   std::vector<int64_t> staged_;                 // by peer: items arrived or due inline, not placed
   std::vector<const std::byte*> stagedFrom_;    // by peer: where they wait (null before arrival)
+  // Streams: chunk capacity and first item of each peer's slice in streamData_.
+  std::vector<int64_t> streamItems_, streamAt_;
+  std::vector<std::byte> streamData_;
 };
 
 }  // namespace ibdt::collectives

@@ -53,6 +53,8 @@ Status PairwiseRounds::prepare() {
   for (Round& round : rounds_) {
     const PeerBlock& in = layout_.peers[static_cast<size_t>(round.from)];
     const PeerBlock& out = layout_.peers[static_cast<size_t>(round.to)];
+    round.recvBytes = in.recvCount * layout_.recvtype.size();
+    round.sendBytes = layout_.inPlace ? layout_.stagedBytes : out.sendCount * layout_.sendtype.size();
     IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(in.recv, in.recvCount, layout_.recvtype,
                                                     comm_.contextRank(round.from), tag_, contextId_));
     if (layout_.inPlace) {  // round n runs in slot n % slots (posted and collected in ring order)
@@ -164,12 +166,15 @@ void PairwiseRounds::post(Slot& slot) {
     note(own_->run(layout_.peers[static_cast<size_t>(round.to)].recv, stagingOf(round), 0, layout_.stagedBytes),
          round.round, "staging copy");
   }
+  const int index = static_cast<int>(&round - rounds_.data());
   if (!round.skipRecv) {
+    tracer_.record(index, false, round.from, round.recvBytes);
     Status recv = ctx_.start(round.recv);
     if (recv.isOk()) slot.recvPending = true;
     else note(std::move(recv), round.round, strCat("receive from rank ", round.from));
   }
   if (!round.skipSend) {
+    tracer_.record(index, true, round.to, round.sendBytes);
     Status send = ctx_.start(round.send);
     if (send.isOk()) slot.sendPending = true;
     else note(std::move(send), round.round, strCat("send to rank ", round.to));

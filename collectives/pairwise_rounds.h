@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
 #include "ibdt/collectives.h"
 #include "ibdt/datatype.h"
 
@@ -81,6 +82,7 @@ class PairwiseRounds final : public PlanImpl {
     int round;
     int to, from;
     messaging::Request send, recv;  // persistent
+    int64_t sendBytes = 0, recvBytes = 0;  // packed
     bool skipSend = false, skipRecv = false;
   };
   struct Slot {
@@ -115,6 +117,7 @@ class PairwiseRounds final : public PlanImpl {
   size_t head_ = 0;  // slot of the oldest round in flight
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;
 };
 
 }  // namespace ibdt::collectives

@@ -59,9 +59,10 @@ Result<bool> waitRequest(messaging::Context& ctx, messaging::Request& request, D
   return done;
 }
 
-Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request, bool& pending, Status& outcome) {
+Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request, bool& pending, Status& outcome,
+                            messaging::RecvInfo* info) {
   if (!pending) return true;
-  IBDT_ASSIGN_OR_RETURN(bool done, ctx.test(request));
+  IBDT_ASSIGN_OR_RETURN(bool done, ctx.test(request, info));
   if (!done) return false;
   pending = false;
   outcome = ctx.wait(request);

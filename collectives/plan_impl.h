@@ -25,6 +25,14 @@ class PlanImpl {
   virtual ~PlanImpl() = default;
   // Posts the first rounds. Called only when not active().
   virtual Status start() = 0;
+  // Starts a run that forwards nothing, as a part of a bigger plan whose run
+  // already failed (`cause`): every message it would send carrying data it
+  // received is a poison (collectives/poison.h), so ranks downstream fail
+  // too. A plan that sends only its caller's own data may start normally.
+  virtual Status startPoisoned(Status cause) {
+    (void)cause;
+    return start();
+  }
   // Drives progress once and posts the rounds that became possible.
   virtual Result<PollResult> poll() = 0;
   // Blocks until some operation of the run completes, waiting the way the
@@ -49,8 +57,10 @@ class PlanImpl {
 Result<bool> waitRequest(messaging::Context& ctx, messaging::Request& request, Deadline deadline, Status& outcome);
 
 // Collects a started persistent request without blocking: if `pending` and
-// it completed, clears `pending` and puts its status in `outcome`. Returns
-// whether it is no longer pending; only a failure of progress is an error.
-Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request, bool& pending, Status& outcome);
+// it completed, clears `pending` and puts its status in `outcome` (and a
+// receive's RecvInfo in `info`). Returns whether it is no longer pending;
+// only a failure of progress is an error.
+Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request, bool& pending, Status& outcome,
+                            messaging::RecvInfo* info = nullptr);
 
 }  // namespace ibdt::collectives

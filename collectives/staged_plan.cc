@@ -12,7 +12,9 @@ Status StagedPlan::addSend(size_t stage, const void* buf, int64_t count, const d
                            int32_t tag) {
   IBDT_ASSIGN_OR_RETURN(messaging::Request request,
                         ctx_.sendInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
-  sends_.push_back({std::move(request), stage, peer, true});
+  IBDT_ASSIGN_OR_RETURN(messaging::Request poison,
+                        poison_.sendInit(ctx_, comm_.contextRank(peer), tag, comm_.contextId()));
+  sends_.push_back({std::move(request), stage, peer, true, count * type.size(), std::move(poison)});
   sorted_ = false;
   return Status::ok();
 }
@@ -21,7 +23,7 @@ Status StagedPlan::addRecv(size_t stage, void* buf, int64_t count, const datatyp
                            int32_t tag) {
   IBDT_ASSIGN_OR_RETURN(messaging::Request request,
                         ctx_.recvInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
-  recvs_.push_back({std::move(request), stage, peer, false});
+  recvs_.push_back({std::move(request), stage, peer, false, count * type.size()});
   sorted_ = false;
   return Status::ok();
 }
@@ -73,6 +75,7 @@ Status StagedPlan::start() {
   active_ = true;
   for (SubPlan& sub : subPlans_) sub.running = false;
   for (Transfer& recv : recvs_) {
+    tracer_.record(static_cast<int>(recv.stage), false, recv.peer, recv.bytes);
     Status status = ctx_.start(recv.request);
     recv.pending = status.isOk();
     note(std::move(status), recv);
@@ -90,13 +93,15 @@ void StagedPlan::begin(size_t stage) {
   }
   for (; sendsStarted_ < sendEnd_[stage]; ++sendsStarted_) {
     Transfer& send = sends_[sendsStarted_];
-    Status status = ctx_.start(send.request);
+    send.poisoned = !outcome_.isOk();
+    tracer_.record(static_cast<int>(send.stage), true, send.peer, send.poisoned ? poison_.bytes() : send.bytes);
+    Status status = ctx_.start(send.started());
     send.pending = status.isOk();
     note(std::move(status), send);
   }
   for (SubPlan& sub : subPlans_) {
     if (sub.stage != stage) continue;
-    Status status = sub.plan->start();
+    Status status = outcome_.isOk() ? sub.plan->start() : sub.plan->startPoisoned(outcome_);
     sub.running = status.isOk();
     noteSubPlan(std::move(status), stage);
   }
@@ -125,8 +130,10 @@ Result<bool> StagedPlan::collect(std::vector<Transfer>& transfers, size_t& done,
   for (; done < end; ++done) {
     Transfer& transfer = transfers[done];
     Status status;
-    IBDT_ASSIGN_OR_RETURN(bool complete, collectRequest(ctx_, transfer.request, transfer.pending, status));
+    messaging::RecvInfo info;
+    IBDT_ASSIGN_OR_RETURN(bool complete, collectRequest(ctx_, transfer.started(), transfer.pending, status, &info));
     if (!complete) return false;
+    if (status.isOk() && !transfer.send) status = receivedAll(info, transfer.bytes, transfer.peer);
     note(std::move(status), transfer);
     progressed = true;
   }
@@ -156,7 +163,8 @@ Result<PollResult> StagedPlan::poll() {
 }
 
 // Waits on the request the schedule needs next: the oldest receive, else
-// the oldest send; messaging's wait progresses the others meanwhile.
+// the oldest send; messaging's wait progresses the others meanwhile. The
+// next poll collects it (and checks what a receive got).
 // A running sub-plan is what the next stage waits for (its stage began, so
 // the receives before it arrived): its own block.
 Status StagedPlan::block(Deadline deadline) {
@@ -169,14 +177,12 @@ Status StagedPlan::block(Deadline deadline) {
   else if (sendDone_ < sendsStarted_)
     next = &sends_[sendDone_];
   if (next == nullptr || !next->pending) return Status::ok();
-  Status status;
-  IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, next->request, deadline, status));
+  Status ignored;  // collected by the next poll
+  IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, next->started(), deadline, ignored));
   if (!done) {  // the wait gave up: the run stays active
     return makeError(Code::kTimeout, name_, " rank ", comm_.rank(), ": stage ", next->stage,
                      " did not complete in time (", next->send ? "send to" : "receive from", " rank ", next->peer, ")");
   }
-  next->pending = false;
-  note(std::move(status), *next);
   return Status::ok();
 }
 

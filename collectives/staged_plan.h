@@ -9,10 +9,13 @@
 // one tag match in stage order, the order that peer sends them. The run
 // completes when the last stage began and every request completed. A failed
 // request still lets the later stages run (no peer is left waiting); the
-// first error is the run's outcome. A stage may also run a whole plan (the
-// hierarchical alltoall's Bruck between leaders, on another communicator):
-// started when the stage begins, after its sends; the next stage begins once
-// it is done too. Requests are persistent and buffers are allocated at
+// first error is the run's outcome, and every send of a later stage is a
+// poison instead of data (collectives/poison.h: what a stage sends may be
+// what an earlier one received, so it would be stale). A stage may also
+// run a whole plan (the hierarchical alltoall's Bruck between leaders, on
+// another communicator): started when the stage begins, after its sends
+// (poisoned too once the run failed); the next stage begins once it is done
+// too. Requests are persistent and buffers are allocated at
 // init, so a run allocates nothing.
 #pragma once
 
@@ -23,6 +26,8 @@
 #include <vector>
 
 #include "collectives/plan_impl.h"
+#include "collectives/plan_trace.h"
+#include "collectives/poison.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
@@ -60,7 +65,11 @@ class StagedPlan final : public PlanImpl {
     size_t stage;
     int peer;
     bool send;
+    int64_t bytes;  // packed
+    messaging::Request poison;  // a send's, started instead once the run failed
     bool pending = false;
+    bool poisoned = false;  // this run sent the poison
+    messaging::Request& started() { return poisoned ? poison : request; }
   };
 
   struct SubPlan {
@@ -94,6 +103,8 @@ class StagedPlan final : public PlanImpl {
   size_t sendsStarted_ = 0, sendDone_ = 0;
   bool active_ = false;
   Status outcome_;
+  PlanTracer tracer_;
+  Poison poison_;
 };
 
 }  // namespace ibdt::collectives

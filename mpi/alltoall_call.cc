@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "collectives/alltoall_select.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
 #include "mpi/type_convert.h"
@@ -21,8 +22,7 @@ Result<collectives::Plan> buildPinned(CommState& state, const void* sendbuf, int
 }
 
 AlltoallCache::Key keyOf(const AlltoallArgs& args, const Datatype& send, const Datatype& recv) {
-  return {args.sendbuf, args.sendcount, send.id(), send.version(),
-          args.recvbuf, args.recvcount, recv.id(), recv.version()};
+  return alltoallKey(args, send, recv, kBlockingAlltoallTag);
 }
 
 // Both types converted: the cached plan for these arguments, or a new one.
@@ -30,7 +30,7 @@ Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& sen
                  uint64_t typesFreed) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const AlltoallCache::Key key = keyOf(args, send, recv);
-  collectives::Plan* plan = state.alltoallPlans.find(key);
+  const AlltoallCache::PlanPtr* plan = state.alltoallPlans.find(key);
   if (plan == nullptr) {
     IBDT_ASSIGN_OR_RETURN(collectives::Plan built,
                           buildPinned(state, inPlace ? collectives::kInPlace : args.sendbuf,
@@ -38,8 +38,8 @@ Status runCached(CommState& state, const AlltoallArgs& args, const Datatype& sen
                                       recv));
     plan = &state.alltoallPlans.insert(key, std::move(built));
   }
-  state.alltoallPlans.remember(args, typesFreed, plan);
-  return runPlan(*plan);
+  state.alltoallPlans.remember(args, typesFreed, key, *plan);
+  return runPlan(**plan);
 }
 
 // At least one side's layout is not expressible (a negative extent): that
@@ -58,9 +58,13 @@ Status runStaged(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Stag
 }
 
 // When building a plan communicates (hierarchical splits the communicator;
-// kAuto across nodes agrees on the algorithm), every rank must build
-// together: one vote per call, the minimum decides.
+// kAuto across nodes agrees on the algorithm; direct-write exchanges keys),
+// every rank must build together: one vote per call, the minimum decides.
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
+
+// The key tag of plans every rank built together (their tags come from the
+// communicator's counter), apart from the pinned plans of the same arguments.
+constexpr int32_t kVotedPlanKeyTag = -1;
 
 bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const Result<Datatype>& send,
               const Result<Datatype>& recv, Status& status) {
@@ -68,7 +72,7 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
   int vote = kCannot;
   AlltoallCache::Key key;
   if (send.isOk() && recv.isOk()) {
-    key = keyOf(args, *send, *recv);
+    key = alltoallKey(args, *send, *recv, kVotedPlanKeyTag);
     vote = state.alltoallPlans.find(key) != nullptr ? kSamePlan : kNewPlan;
   }
   int agreed = kCannot;
@@ -86,8 +90,30 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
     }
     state.alltoallPlans.insert(key, std::move(*plan));
   }
-  status = runPlan(*state.alltoallPlans.find(key));
+  status = runPlan(**state.alltoallPlans.find(key));
   return true;
+}
+
+// Whether ibdt's own choice for these blocks, were every rank to build the
+// plan together, is direct-write (large blocks on one node; its init
+// exchanges keys, docs/alltoall-selection.md): what the native persistent
+// plan runs, where a pinned plan (built by one rank alone) runs pairwise.
+// The call then takes the vote. Decided from the block's MPI size, the
+// same on every rank of a correct program, whatever types convert here;
+// remembered for the last block size asked.
+bool prefersDirectWrite(CommState& state, const AlltoallArgs& args) {
+  if (state.alltoall.algorithm != collectives::AlltoallAlgorithm::kAuto || args.sendbuf == MPI_IN_PLACE) return false;
+  int typeSize = 0;
+  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS) return false;
+  const int64_t blockBytes = static_cast<int64_t>(typeSize) * args.recvcount;
+  CommState::DirectWriteChoice& choice = state.directWriteChoice;
+  if (choice.blockBytes != blockBytes) {
+    const auto model = collectives::AlltoallCostModel::fromTuning(state.context->tuning());
+    const auto picked = collectives::selectAlltoall(model, state.comm->size(), blockBytes, true,
+                                                    state.comm->nodeCount(), false);
+    choice = {blockBytes, picked.algorithm == collectives::AlltoallAlgorithm::kDirectWrite};
+  }
+  return choice.chosen;
 }
 
 }  // namespace
@@ -97,51 +123,34 @@ Status runPlan(collectives::Plan& plan) {
   return plan.wait();
 }
 
-collectives::Plan* AlltoallCache::find(const Key& key) {
-  for (Entry& entry : entries) {
-    if (entry.key == key && entry.plan.valid()) {
-      entry.lastUse = ++clock;
-      return &entry.plan;
-    }
-  }
-  return nullptr;
-}
-
-collectives::Plan& AlltoallCache::insert(const Key& key, collectives::Plan plan) {
-  last = {};  // entries may move
-  if (entries.size() >= kMaxPlans) {
-    auto oldest = entries.begin();
-    for (auto it = entries.begin(); it != entries.end(); ++it) {
-      if (it->lastUse < oldest->lastUse) oldest = it;
-    }
-    entries.erase(oldest);
-  }
-  entries.push_back(Entry{key, std::move(plan), ++clock});
-  return entries.back().plan;
-}
-
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
   // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
   // the blocks leave from recvbuf as recvcount x recvtype.
-  const bool collective = collectives::alltoallInitIsCollective(*state.comm, state.alltoall);
+  // Only calls on pinned plans are remembered: a call with the previous
+  // call's arguments takes the same path (no vote).
   const uint64_t typesFreed = convertedTypesFreed();
-  if (collectives::Plan* plan = state.alltoallPlans.repeated(args, typesFreed); plan != nullptr && !collective) {
-    status = runPlan(*plan);
+  if (const AlltoallCache::Last* last = state.alltoallPlans.repeated(args, typesFreed); last != nullptr) {
+    status = runPlan(*last->plan);
     return true;
   }
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const Result<Datatype> recv = convertType(args.recvtype);
   const Result<Datatype> send = inPlace ? recv : convertType(args.sendtype);
   why = !send.isOk() ? send.status().toString() : !recv.isOk() ? recv.status().toString() : "";
-  if (collective) {
+  if (collectives::alltoallInitIsCollective(*state.comm, state.alltoall)) {
     if (!runVoted(state, args, comm, send, recv, status)) {
       if (why.empty()) why = "a datatype did not convert on another rank";
       return false;
     }
     return true;
   }
+  // Direct-write only if every rank can take it; else (a type staged on
+  // some rank: every rank learns it from the vote) the pinned path below.
+  const bool voted = prefersDirectWrite(state, args);
+  if (voted && runVoted(state, args, comm, send, recv, status)) return true;
   if (send.isOk() && recv.isOk()) {
     status = runCached(state, args, *send, *recv, typesFreed);
+    if (voted) state.alltoallPlans.forget();  // the next such call votes again, as the ranks staging it do
     return true;
   }
   Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());

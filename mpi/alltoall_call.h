@@ -17,17 +17,20 @@
 // signature (signatureType), so that rank still takes part; only a call
 // with a signature ibdt has no basic type for goes to MPI, and that fails
 // on every rank alike. The hierarchical algorithm, whose plans split
-// the communicator at init (collective), keeps one collective vote per call.
+// the communicator at init (collective), keeps one collective vote per call,
+// and so do blocks for which ibdt's own choice is direct-write (large
+// blocks on one node, as the native persistent plan runs them; its init
+// exchanges keys): where some rank stages a side, every rank learns it
+// from the vote and runs the pinned plan instead.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "ibdt/collectives.h"
-#include "ibdt/datatype.h"
+#include "mpi/alltoall_cache.h"
 
 namespace ibdt::mpi {
 
@@ -51,63 +54,6 @@ class PinnedTag {
 
 // Starts `plan` and waits for it.
 Status runPlan(collectives::Plan& plan);
-
-struct AlltoallArgs {
-  const void* sendbuf;
-  int sendcount;
-  MPI_Datatype sendtype;
-  void* recvbuf;
-  int recvcount;
-  MPI_Datatype recvtype;
-  bool operator==(const AlltoallArgs&) const = default;
-};
-
-// The plans of a communicator's recent blocking alltoalls, by arguments.
-struct AlltoallCache {
-  static constexpr size_t kMaxPlans = 8;
-  struct Key {
-    const void* sendbuf = nullptr;
-    int sendcount = 0;
-    uint32_t sendId = 0, sendVersion = 0;
-    void* recvbuf = nullptr;
-    int recvcount = 0;
-    uint32_t recvId = 0, recvVersion = 0;
-    bool operator==(const Key&) const = default;
-  };
-  struct Entry {
-    Key key;
-    collectives::Plan plan;
-    uint64_t lastUse = 0;
-  };
-  // The plan for `key`, or null.
-  collectives::Plan* find(const Key& key);
-  // Keeps `plan` for `key`, evicting the least recently used beyond kMaxPlans.
-  collectives::Plan& insert(const Key& key, collectives::Plan plan);
-  void clear() {
-    entries.clear();
-    last = {};
-  }
-  // The plan of the previous call if `args` repeat its MPI arguments and no
-  // converted type was freed since (the handles then name the same types):
-  // a repeated call skips the conversions and the key (the loop of an
-  // application's timestep).
-  collectives::Plan* repeated(const AlltoallArgs& args, uint64_t typesFreed) const {
-    return last.plan != nullptr && last.typesFreed == typesFreed && last.args == args ? last.plan : nullptr;
-  }
-  void remember(const AlltoallArgs& args, uint64_t typesFreed, collectives::Plan* plan) {
-    last = {args, typesFreed, plan};
-  }
-
-  struct Last {
-    AlltoallArgs args{};
-    uint64_t typesFreed = 0;
-    collectives::Plan* plan = nullptr;  // into `entries`: reset by insert() and clear()
-  };
-  Last last;
-  std::vector<Entry> entries;
-  uint64_t clock = 0;
-  uint64_t built = 0;  // plans built (tests: a loop of identical calls builds one)
-};
 
 // Runs the alltoall on ibdt. Returns false, with `why` set, when it goes to
 // MPI instead (no type converts); otherwise `status` is ibdt's outcome.

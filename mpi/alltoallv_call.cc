@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/checked_alltoallv.h"
+#include "collectives/inplace_elements.h"
 #include "mpi/alltoall_call.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
@@ -68,7 +69,7 @@ bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Stat
     status = runPlan(last.plan);
     return true;
   }
-  // In place, a type that is not dense is staged (ibdt's in-place algorithm moves bytes).
+  // In place, a type whose elements interleave or share bytes is staged (see inPlaceDirect).
   Result<StagedAlltoallv> call = stageAlltoallv(args, p, args.sendbuf == MPI_IN_PLACE);
   if (!call.isOk()) {  // no signature in ibdt: alike on every rank of a correct program
     why = call.status().toString();
@@ -93,7 +94,9 @@ bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Stat
 
 }  // namespace
 
-bool denseType(const Datatype& type) { return type.contiguous() && type.lb() == 0 && type.extent() == type.size(); }
+bool inPlaceDirect(const Datatype& type) {
+  return type.extent() >= type.trueExtent() && collectives::checkInPlaceLayout(type).isOk();
+}
 
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
                         std::string& why) {

@@ -11,8 +11,8 @@
 // place, it is ibdt's in-place alltoallv, whose every run checks every pair
 // in its first control exchange (collectives/alltoallv_inplace.cc). Either
 // way a pair changed on one rank only fails with an error on the ranks
-// involved, not a hang. A side ibdt cannot lay out (in place: a type that
-// is not dense) is staged (mpi/staging.h); only a type without an ibdt
+// involved, not a hang. A side ibdt cannot lay out (in place: a type
+// inPlaceDirect() refuses) is staged (mpi/staging.h); only a type without an ibdt
 // signature goes to MPI, alike on every rank of a correct program.
 #pragma once
 
@@ -60,9 +60,11 @@ inline std::vector<int64_t> widened(const int* values, int count) {
   return std::vector<int64_t>(values, values + count);
 }
 
-// Whether ibdt's in-place alltoallv can move `type` directly: one element
-// is size() contiguous bytes from lb 0.
-bool denseType(const datatype::Datatype& type);
+// Whether ibdt's in-place alltoallv can move blocks of `type` directly:
+// its elements share no byte (collectives/inplace_elements.h) and do not
+// interleave (extent >= true extent), so blocks that MPI allows (disjoint
+// elements) also pass ibdt's byte-range check of the receive blocks.
+bool inPlaceDirect(const datatype::Datatype& type);
 
 // Runs the alltoallv on ibdt. Returns false, with `why` set, when it goes
 // to MPI; otherwise `status` is ibdt's outcome.

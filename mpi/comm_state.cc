@@ -95,6 +95,7 @@ uint32_t bridgeWaitSpins() { return lastWaitSpins(); }
 
 CommState::~CommState() {
   alltoallPlans.clear();  // their persistent requests belong to the Context
+  ialltoallPlans.clear();  // (a run still in flight holds its own)
   lastAlltoallv = AlltoallvCache{};
   if (context && !context->closed()) {
     if (Status closed = context->close(Deadline::after(kCloseTimeout)); !closed.isOk()) {

@@ -18,6 +18,7 @@
 #include "mpi/alltoall_call.h"
 #include "mpi/alltoallv_call.h"
 #include "mpi/mpi_store.h"
+#include "mpi/nonblocking.h"
 
 namespace ibdt::mpi {
 
@@ -27,13 +28,22 @@ struct CommState {
   std::unique_ptr<collectives::Communicator> comm;
   collectives::AlltoallOptions alltoall;
   collectives::AlltoallvOptions alltoallv;
-  AlltoallCache alltoallPlans;  // destroyed before the Context they run on
+  AlltoallCache alltoallPlans{8};  // destroyed before the Context they run on
+  // MPI_Ialltoall's plans: every reserved tag of two argument sets (mpi/nonblocking.h).
+  AlltoallCache ialltoallPlans{2 * kNonblockingTags};
   AlltoallvCache lastAlltoallv;
   // The blocking alltoallv's pairs last checked (collectives/checked_alltoallv.h).
   std::shared_ptr<collectives::PairCheckHistory> alltoallvPairs = std::make_shared<collectives::PairCheckHistory>();
   // Blocking MPI_Alltoallv calls so far: alike on every rank (ordered
   // collectives), sent with the pair checks to recognise stale ones.
   int64_t alltoallvCalls = 0;
+  // Whether the blocking alltoall's blocks of the last size asked take a
+  // direct-write plan built by every rank together (mpi/alltoall_call.cc).
+  struct DirectWriteChoice {
+    int64_t blockBytes = -1;
+    bool chosen = false;
+  };
+  DirectWriteChoice directWriteChoice;
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };

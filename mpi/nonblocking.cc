@@ -3,18 +3,22 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
+#include "mpi/type_convert.h"
 
 namespace ibdt::mpi {
 namespace {
 
-// One run in flight, owned by its generalized request (freed by free_fn).
+// One run in flight, owned by its generalized request (returned to the
+// spare runs by free_fn). Its plan may be shared with the communicator's
+// cache (AlltoallCache), which does not hand it out until the run lets go.
 struct NonblockingRun {
-  collectives::Plan plan;
+  AlltoallCache::PlanPtr plan;
   StagedAlltoallv call;  // its staging buffers, if any: unpacked when the run is done
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;
@@ -25,6 +29,21 @@ struct NonblockingRun {
 std::vector<NonblockingRun*>& inFlight() {
   static std::vector<NonblockingRun*> runs;
   return runs;
+}
+
+// Runs whose requests MPI freed, for the next calls: a repeated call
+// allocates nothing of its own.
+std::vector<std::unique_ptr<NonblockingRun>>& spareRuns() {
+  static std::vector<std::unique_ptr<NonblockingRun>> spares;
+  return spares;
+}
+
+std::unique_ptr<NonblockingRun> newRun() {
+  auto& spares = spareRuns();
+  if (spares.empty()) return std::make_unique<NonblockingRun>();
+  std::unique_ptr<NonblockingRun> run = std::move(spares.back());
+  spares.pop_back();
+  return run;
 }
 
 int queryRun(void* extra, MPI_Status* status) {
@@ -39,7 +58,11 @@ int queryRun(void* extra, MPI_Status* status) {
 }
 
 int freeRun(void* extra) {
-  delete static_cast<NonblockingRun*>(extra);
+  std::unique_ptr<NonblockingRun> run(static_cast<NonblockingRun*>(extra));
+  run->plan.reset();
+  run->call = StagedAlltoallv{};
+  run->outcome = Status::ok();
+  spareRuns().push_back(std::move(run));
   return MPI_SUCCESS;
 }
 
@@ -53,12 +76,11 @@ int32_t nextTag(CommState& state) {
 
 // Packs what `call` stages, starts `plan` and hands both to a new
 // generalized request.
-Status launch(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
-  IBDT_RETURN_IF_ERROR(plan.status());
+Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
   IBDT_RETURN_IF_ERROR(call.before(comm));
   IBDT_RETURN_IF_ERROR(plan->start());
-  auto run = std::make_unique<NonblockingRun>();
-  run->plan = std::move(*plan);
+  std::unique_ptr<NonblockingRun> run = newRun();
+  run->plan = std::move(plan);
   run->call = std::move(call);
   run->comm = comm;
   if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
@@ -70,16 +92,66 @@ Status launch(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm com
   return Status::ok();
 }
 
+Status launch(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
+  IBDT_RETURN_IF_ERROR(plan.status());
+  return launch(std::make_shared<collectives::Plan>(std::move(*plan)), std::move(call), comm, request);
+}
+
+// Both sides' types of a call whose types convert (as a repeated call's did).
+Result<std::pair<datatype::Datatype, datatype::Datatype>> convertBoth(const AlltoallArgs& args) {
+  IBDT_ASSIGN_OR_RETURN(datatype::Datatype recv, convertType(args.recvtype));
+  if (args.sendbuf == MPI_IN_PLACE) return std::pair{recv, recv};
+  IBDT_ASSIGN_OR_RETURN(datatype::Datatype send, convertType(args.sendtype));
+  return std::pair{std::move(send), std::move(recv)};
+}
+
+// Both types converted (`types`, or as in the previous call when null): the
+// plan this communicator built for these arguments on the key's tag (its
+// first calls build one per reserved tag), else a new one, kept for the call
+// that comes back to that tag.
+Status launchCached(CommState& state, const AlltoallArgs& args, const AlltoallCache::Key& key, MPI_Comm comm,
+                    MPI_Request* request, const std::pair<datatype::Datatype, datatype::Datatype>* types) {
+  AlltoallCache& cache = state.ialltoallPlans;
+  const AlltoallCache::PlanPtr* plan = cache.find(key);
+  if (plan == nullptr) {
+    Result<std::pair<datatype::Datatype, datatype::Datatype>> converted = types ? *types : convertBoth(args);
+    IBDT_RETURN_IF_ERROR(converted.status());
+    const auto& [send, recv] = *converted;
+    const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+    state.comm->pinPlanTag(key.tag);
+    auto built = collectives::alltoallInit(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
+                                           inPlace ? args.recvcount : args.sendcount, send, args.recvbuf,
+                                           args.recvcount, recv, state.alltoall);
+    state.comm->unpinPlanTag();
+    IBDT_RETURN_IF_ERROR(built.status());
+    ++cache.built;
+    plan = &cache.insert(key, std::move(*built));
+  }
+  cache.remember(args, convertedTypesFreed(), key, *plan);
+  return launch(*plan, StagedAlltoallv{}, comm, request);
+}
+
 }  // namespace
 
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                     std::string& why) {
+  *request = MPI_REQUEST_NULL;
+  if (const AlltoallCache::Last* last = state.ialltoallPlans.repeated(args, convertedTypesFreed()); last != nullptr) {
+    AlltoallCache::Key key = last->key;
+    key.tag = nextTag(state);
+    status = launchCached(state, args, key, comm, request, nullptr);
+    return true;
+  }
+  if (auto types = convertBoth(args); types.isOk()) {
+    const AlltoallCache::Key key = alltoallKey(args, types->first, types->second, nextTag(state));
+    status = launchCached(state, args, key, comm, request, &*types);
+    return true;
+  }
   Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());
   if (!call.isOk()) {
     why = call.status().toString();
     return false;
   }
-  *request = MPI_REQUEST_NULL;
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   state.comm->pinPlanTag(nextTag(state));
   auto plan = collectives::alltoallInit(*state.comm, call->sendbuf, inPlace ? args.recvcount : args.sendcount,
@@ -117,14 +189,15 @@ bool progressNonblocking() {
   bool completed = false;
   for (size_t i = 0; i < runs.size();) {
     NonblockingRun* run = runs[i];
-    Result<bool> done = run->plan.test();
+    Result<bool> done = run->plan->test();
     if (done.isOk() && !*done) {
       ++i;
       continue;
     }
-    run->outcome = done.isOk() ? run->plan.wait() : done.status();
+    run->outcome = done.isOk() ? run->plan->wait() : done.status();
     if (run->outcome.isOk()) run->outcome = run->call.after(run->comm);
     if (!run->outcome.isOk()) IBDT_LOG(kError, "mpi: MPI_Ialltoall: ", run->outcome.toString());
+    run->plan.reset();  // a cached plan may now be started by another call
     runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
     PMPI_Grequest_complete(run->request);  // MPI frees `run` (freeRun) when the program's wait collects it
     completed = true;

@@ -41,7 +41,7 @@ bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, M
 
 // The same for MPI_Ialltoallv. A new plan per call: its first run checks
 // every pair's signatures. MPI_IN_PLACE runs ibdt's in-place alltoallv
-// (a type that is not dense: staged), whose three tags come from the
+// (a type inPlaceDirect() refuses: staged), whose three tags come from the
 // communicator's counter (as the voted calls' and the persistent inits'):
 // MPI orders collective calls, so they agree as every rank takes the call.
 bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request,

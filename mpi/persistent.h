@@ -34,7 +34,7 @@ bool initPersistentAlltoall(CommState& state, const AlltoallArgs& args, MPI_Comm
 
 // The same for MPI_Alltoallv_init (MPICH 4.0) / MPIX_Alltoallv_init (Open
 // MPI 4.1) on ibdt's alltoallv plans (MPI_IN_PLACE: the in-place plan, a
-// type that is not dense staged). The init votes (one MPI_Allreduce), so all ranks or none take
+// type inPlaceDirect() refuses staged). The init votes (one MPI_Allreduce), so all ranks or none take
 // it. Everything below applies to both kinds of handle.
 bool initPersistentAlltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Info info,
                              MPI_Request* request, Status& status, std::string& why);

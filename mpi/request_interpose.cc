@@ -1,5 +1,5 @@
-// The MPI_Wait and MPI_Test families, MPI_Start(all) and MPI_Request_free,
-// wrapped so that ibdt's non-blocking runs (mpi/nonblocking.h) and
+// The MPI_Wait and MPI_Test families, MPI_Request_get_status, MPI_Start(all)
+// and MPI_Request_free, wrapped so that ibdt's non-blocking runs (mpi/nonblocking.h) and
 // persistent plans (mpi/persistent.h) progress while the program waits or
 // tests: each test first polls every ibdt run in flight once (completing the
 // generalized requests of those done), then asks MPI about MPI's requests,
@@ -250,4 +250,17 @@ extern "C" int MPI_Startall(int count, MPI_Request requests[]) {
 extern "C" int MPI_Request_free(MPI_Request* request) {
   if (isPersistentAlltoall(*request)) freePersistentAlltoall(*request);
   return PMPI_Request_free(request);
+}
+
+// Progresses ibdt's runs as the test forms do (a program may poll it
+// instead of testing); frees nothing and deactivates nothing: the
+// completion is still reported by the wait or test that follows.
+extern "C" int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (!bridgeActive()) return PMPI_Request_get_status(request, flag, status);
+  progress();
+  switch (handleState(request)) {
+    case HandleState::kNotOurs: return PMPI_Request_get_status(request, flag, status);
+    case HandleState::kRunning: *flag = 0; return MPI_SUCCESS;
+    default: *flag = 1; emptyStatus(status); return MPI_SUCCESS;  // complete, or inactive (as MPI reports it)
+  }
 }

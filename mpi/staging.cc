@@ -36,9 +36,9 @@ Result<Datatype> byteSignature(MPI_Datatype type) {
   return bytes;
 }
 
-Result<SideType> sideType(MPI_Datatype type, bool needsDense) {
+Result<SideType> sideType(MPI_Datatype type, bool inPlace) {
   Result<Datatype> converted = convertType(type);
-  if (converted.isOk() && (!needsDense || denseType(*converted))) return SideType{*converted, false};
+  if (converted.isOk() && (!inPlace || inPlaceDirect(*converted))) return SideType{*converted, false};
   Result<Datatype> signature = signatureType(type);
   if (!signature.isOk()) signature = byteSignature(type);
   if (!signature.isOk()) return signature.status();
@@ -47,10 +47,10 @@ Result<SideType> sideType(MPI_Datatype type, bool needsDense) {
 }
 
 // A side's pieces: its buffer and blocks, either the program's or staged.
-Status placeSide(const void* base, MPI_Datatype mpiType, bool needsDense, std::vector<int64_t> counts,
+Status placeSide(const void* base, MPI_Datatype mpiType, bool inPlace, std::vector<int64_t> counts,
                  std::vector<int64_t> displs, Datatype& type, std::vector<int64_t>& outCounts,
                  std::vector<int64_t>& outDispls, std::unique_ptr<StagedSide>& stage) {
-  IBDT_ASSIGN_OR_RETURN(SideType side, sideType(mpiType, needsDense));
+  IBDT_ASSIGN_OR_RETURN(SideType side, sideType(mpiType, inPlace));
   type = side.type;
   outCounts = counts;
   if (!side.staged) {
@@ -135,14 +135,14 @@ struct Sides {
   std::vector<int64_t> recvcounts, rdispls;
 };
 
-Result<StagedAlltoallv> stageSides(Sides sides, bool denseInPlace) {
+Result<StagedAlltoallv> stageSides(Sides sides, bool inPlaceRule) {
   // MPI_IN_PLACE ignores sendcounts, sdispls and sendtype: the outgoing
   // blocks are the incoming ones' (recvcounts, rdispls, recvtype).
   const bool inPlace = sides.sendbuf == MPI_IN_PLACE;
   StagedAlltoallv call;
-  IBDT_RETURN_IF_ERROR(placeSide(sides.recvbuf, sides.recvtype, inPlace && denseInPlace, std::move(sides.recvcounts),
-                                 std::move(sides.rdispls), call.recvtype, call.recvcounts, call.rdispls,
-                                 call.recvStage));
+  IBDT_RETURN_IF_ERROR(placeSide(sides.recvbuf, sides.recvtype, inPlace && inPlaceRule,
+                                 std::move(sides.recvcounts), std::move(sides.rdispls), call.recvtype,
+                                 call.recvcounts, call.rdispls, call.recvStage));
   call.recvbuf = call.recvStage ? call.recvStage->data() : sides.recvbuf;
   if (inPlace) {
     call.sendbuf = collectives::kInPlace;
@@ -160,12 +160,12 @@ Result<StagedAlltoallv> stageSides(Sides sides, bool denseInPlace) {
 
 }  // namespace
 
-Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool denseInPlace) {
+Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool inPlaceRule) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   return stageSides({args.sendbuf, args.sendtype, inPlace ? std::vector<int64_t>{} : widened(args.sendcounts, p),
                      inPlace ? std::vector<int64_t>{} : widened(args.sdispls, p), args.recvbuf, args.recvtype,
                      widened(args.recvcounts, p), widened(args.rdispls, p)},
-                    denseInPlace);
+                    inPlaceRule);
 }
 
 Result<StagedAlltoallv> stageAlltoall(const AlltoallArgs& args, int p) {

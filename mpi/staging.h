@@ -8,8 +8,8 @@
 // persistent MPI_Alltoall_init) must be taken by every rank or by none, and
 // only the types' signatures are the same everywhere in a correct program,
 // not their layouts. A rank whose type has a negative extent (no ibdt
-// layout) or, in place for the alltoallv, is not dense (ibdt's in-place
-// alltoallv moves elements as bytes) still runs ibdt's plan with messages
+// layout) or, in place for the alltoallv, has elements that interleave or
+// share bytes (mpi/alltoallv_call.h, inPlaceDirect) still runs ibdt's plan with messages
 // of the same signatures as its peers', instead of handing its call to MPI
 // while they wait in ibdt's exchange.
 #pragma once
@@ -66,11 +66,11 @@ struct StagedAlltoallv {
   Status after(MPI_Comm comm);   // unpacks the staged receive side
 };
 
-// The arguments of one alltoallv for ibdt on `p` ranks. `denseInPlace`: in
-// place, a type that is not dense is staged too (ibdt's in-place
-// alltoallv). Fails only for a type without a signature in ibdt (no basic
+// The arguments of one alltoallv for ibdt on `p` ranks. `inPlaceRule`: in
+// place, a type that inPlaceDirect() refuses is staged too (ibdt's
+// in-place alltoallv). Fails only for a type without a signature in ibdt (no basic
 // type of its kind and size), or staging beyond MPI's int counts.
-Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool denseInPlace);
+Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool inPlaceRule);
 
 // The same for an alltoall: block j of `count` elements at element j * count.
 Result<StagedAlltoallv> stageAlltoall(const AlltoallArgs& args, int p);

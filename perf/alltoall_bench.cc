@@ -26,13 +26,13 @@
 #include <utility>
 #include <vector>
 
-#include "bootstrap/node_map.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "perf/alltoall_cases.h"
 #include "perf/benchmarks.h"
 #include "perf/forked_ranks.h"
 #include "perf/mpi_baseline_runner.h"
+#include "perf/simulated_nodes.h"
 
 namespace ibdt::perf {
 namespace {
@@ -57,6 +57,8 @@ struct BenchOptions {
 const std::vector<std::string> kForcedAlgorithms = {"pairwise",        "bruck-basic",   "bruck-modified",
                                                     "bruck-zero-copy", "bruck-radix-3", "bruck-radix-4",
                                                     "bruck-radix-8",   "direct-write"};
+// ... and with --nodes K > 1 the node-aware one (its leader exchange auto).
+const std::string kNodeAwareForced = "hierarchical";
 
 // An --algorithm value: a name of parseAlltoallAlgorithm, or bruck-radix-<r>.
 Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOptions options) {
@@ -108,15 +110,6 @@ bool wanted(const BenchOptions& options, const std::string& row) {
 }
 
 std::string rowName(const std::string& who, bool vector) { return who + (vector ? " vector" : " contig"); }
-
-// Rank r's node: ranks in blocks over `nodes` simulated nodes, as ibdt-run --nodes.
-std::vector<collectives::NodeInfo> simulatedNodes(int size, int nodes) {
-  std::vector<collectives::NodeInfo> map;
-  if (nodes <= 1) return map;
-  std::vector<int> local(static_cast<size_t>(nodes), 0);
-  for (int node : bootstrap::blockNodeMap(size, std::min(size, nodes))) map.push_back({node, local[static_cast<size_t>(node)]++});
-  return map;
-}
 
 // What a row measured beyond its times.
 struct RowExtras {
@@ -258,6 +251,7 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
   if (options.compareAuto) {
     algorithms = {"auto"};
     algorithms.insert(algorithms.end(), kForcedAlgorithms.begin(), kForcedAlgorithms.end());
+    if (options.nodes > 1) algorithms.push_back(kNodeAwareForced);
   }
   if (algorithms.empty()) algorithms = options.nodes > 1 ? std::vector<std::string>{"auto", "hierarchical"}
                                                          : std::vector<std::string>{"auto"};
@@ -333,7 +327,9 @@ void noteAutoAgainstForced(Report& report) {
     const std::string layout = name.substr(5);
     double best = 0;
     std::string bestName;
-    for (const std::string& forced : kForcedAlgorithms) {
+    std::vector<std::string> forcedRows = kForcedAlgorithms;
+    forcedRows.push_back(kNodeAwareForced);  // present with --nodes K > 1
+    for (const std::string& forced : forcedRows) {
       for (const nlohmann::json& row : report.rows()) {
         if (row["row"] != "ibdt " + forced + " " + layout || row["ranks"] != autoRow["ranks"] ||
             row["bytes/pair"] != autoRow["bytes/pair"])
@@ -454,7 +450,7 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
       ->check(CLI::IsMember({"persistent", "blocking"}));
   sub->add_flag("--compare-auto", options->compareAuto,
                "run auto and every forced algorithm (pairwise, bruck-basic/modified/zero-copy, bruck-radix-3/4/8, "
-               "direct-write), "
+               "direct-write; with --nodes, hierarchical), "
                "persistent, and note auto's median over the best forced one's");
   sub->add_option("--nodes", options->nodes,
                   "simulate K nodes (ranks in blocks); without --algorithm, runs auto and hierarchical")

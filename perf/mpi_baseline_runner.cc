@@ -237,9 +237,12 @@ std::vector<nlohmann::json> runMpiRows(const MpiLibrary& library, const std::str
   }
   std::vector<nlohmann::json> rows;
   for (nlohmann::json& line : *lines) {
-    if (line.contains("library")) {
-      report.note(library.name, line["library"].get<std::string>() + ", run as `" +
-                                    mpiLaunchDescription(library, ranks) + "`" + launchNote);
+    if (line.contains("library")) {  // one note per rank count: the launcher line differs
+      const std::string launch = mpiLaunchDescription(library, ranks);
+      report.note(library.name + " (" + std::to_string(ranks) + (ranks == 1 ? " rank)" : " ranks)"),
+                  line["library"].get<std::string>() +
+                      (launch.empty() ? ", run as a singleton (no launcher)" : ", run as `" + launch + "`") +
+                      launchNote);
     }
     if (line.contains("row")) rows.push_back(std::move(line));
   }

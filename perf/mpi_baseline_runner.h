@@ -46,9 +46,9 @@ Result<std::vector<nlohmann::json>> runMpiBaseline(const MpiLibrary& library, co
                                                    std::chrono::seconds timeout);
 
 // runMpiBaseline for a report: returns the program's result lines (those
-// with a "row"), notes the library's own description under library.name
-// ("..., run as `<launch>`<launchNote>") and, when nothing was measured, why
-// under `key`.
+// with a "row"), notes the library's own description under "<library.name>
+// (<ranks> ranks)" ("..., run as `<launch>`<launchNote>"; one note per rank
+// count) and, when nothing was measured, why under `key`.
 std::vector<nlohmann::json> runMpiRows(const MpiLibrary& library, const std::string& program, int ranks,
                                        const std::vector<std::string>& args, std::chrono::seconds timeout,
                                        Report& report, const std::string& key, const std::string& launchNote = "");

@@ -9,11 +9,13 @@
 // ranks, call).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "perf/alltoall_cases.h"
 #include "perf/benchmarks.h"
 #include "perf/mpi_baseline_runner.h"
 
@@ -62,6 +64,12 @@ void runLibrary(const MpiLibrary& library, const MpiBenchOptions& options, const
   for (const nlohmann::json& line : packRows) addRow(report, library, line, 1);
   std::string sizes;
   for (int64_t b : options.bytes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+  // The alltoalls take as many repetitions as ibdt-bench alltoall does for
+  // the same --reps (at least 40, 300 up to 512 B: perf/alltoall_cases.h),
+  // so that their rows compare with its native plan's.
+  const std::vector<std::string> alltoallRepetition = {
+      "--reps", std::to_string(common.quick ? 3 : std::max(common.reps, kAlltoallMinReps)), "--warmup",
+      std::to_string(common.quick ? 1 : common.warmup)};
   const std::vector<int> rankCounts = options.ranks.empty() ? std::vector<int>{2, 4} : options.ranks;
   for (int ranks : rankCounts) {
     const std::string key = library.name + " alltoall at " + std::to_string(ranks) + " ranks";
@@ -70,7 +78,7 @@ void runLibrary(const MpiLibrary& library, const MpiBenchOptions& options, const
       continue;
     }
     args = {"--alltoall", "--bytes", sizes};
-    args.insert(args.end(), repetition.begin(), repetition.end());
+    args.insert(args.end(), alltoallRepetition.begin(), alltoallRepetition.end());
     const std::vector<nlohmann::json> rows = runMpiRows(library, library.bridgeProgram, ranks, args, timeout, report, key);
     if (rows.empty()) reportFailure(key + ": nothing measured (see the report's notes)");
     for (const nlohmann::json& line : rows) addRow(report, library, line, ranks);
@@ -94,6 +102,9 @@ void runMpiBench(MpiBenchOptions options, const CommonOptions& common) {
                         "bridge's (as with LD_PRELOAD), PMPI_Alltoall(v) the library's own, IBDT_Pack against "
                         "PMPI_Pack; the two sides alternate repetition by repetition; every result is checked "
                         "byte by byte first");
+  report.note("statistics", "per row: the median after Tukey's filter (repetitions above Q3 + 1.5 IQR dropped, as "
+                            "ibdt-bench alltoall does), min and max of all repetitions; alltoalls: at least 40 "
+                            "repetitions, 300 up to 512 B per pair");
   report.note("machine", machineDescription());
   for (const nlohmann::json& row : report.rows()) {
     if (!row.contains("ranks")) continue;

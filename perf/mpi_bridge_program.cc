@@ -40,6 +40,15 @@ using namespace ibdt::perf;
 
 nlohmann::json triple(const Summary& s) { return {s.median, s.min, s.max}; }
 
+// The median after Tukey's filter, as ibdt-bench alltoall and the MPI
+// baseline programs report it (perf/report.h: on a loaded machine noise
+// only adds time), with the min and max of all samples.
+Summary filtered(const std::vector<double>& samples) {
+  Summary summary = summarize(samples);
+  summary.median = robustSummarize(samples).median;
+  return summary;
+}
+
 // Times `mpi` and `ibdt` alternately, `inner` calls a repetition; each
 // repetition's seconds per call come from `perCall` (the slowest rank's,
 // for collectives).
@@ -52,7 +61,7 @@ std::pair<Summary, Summary> alternate(int warmup, int reps, Mpi&& mpi, Ibdt&& ib
     mpiSeconds.push_back(a);
     ibdtSeconds.push_back(b);
   }
-  return {summarize(mpiSeconds), summarize(ibdtSeconds)};
+  return {filtered(mpiSeconds), filtered(ibdtSeconds)};
 }
 
 // "" when IBDT_Pack wrote PMPI_Pack's bytes and position.

@@ -113,15 +113,18 @@ void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasure
   for (bool perCall : {false, true}) {
     std::printf("\nalltoall auto, %s (up to %d ranks: the timings between the sizes timed, else the fit; beyond: the fit):\n",
                 perCall ? "blocking (run + init)" : "persistent", measured.maxRanks);
-    for (int p : {2, 3, 4, 8, 16, 64, 256}) {
-      std::printf("  p=%-4d", p);
-      for (int64_t bytes : {8, 64, 512, 4096, 65536}) {
-        const auto choice = collectives::selectAlltoall(model, p, bytes, true, 1, perCall);
-        std::string name(collectives::alltoallAlgorithmName(choice.algorithm));
-        if (choice.algorithm == collectives::AlltoallAlgorithm::kBruckRadix) name += "-" + std::to_string(choice.radix);
-        std::printf(" %lldB:%s", static_cast<long long>(bytes), name.c_str());
+    // One node, then kTunedNodes nodes (where the hierarchical alltoall competes).
+    for (int nodes : {1, collectives::kTunedNodes}) {
+      for (int p : {2, 3, 4, 8, 16, 64, 256}) {
+        std::printf("  p=%-4d%s", p, nodes > 1 ? (" on " + std::to_string(nodes) + " nodes").c_str() : "");
+        for (int64_t bytes : {8, 64, 512, 4096, 65536}) {
+          const auto choice = collectives::selectAlltoall(model, p, bytes, true, nodes, perCall);
+          std::string name(collectives::alltoallAlgorithmName(choice.algorithm));
+          if (choice.algorithm == collectives::AlltoallAlgorithm::kBruckRadix) name += "-" + std::to_string(choice.radix);
+          std::printf(" %lldB:%s", static_cast<long long>(bytes), name.c_str());
+        }
+        std::printf("\n");
       }
-      std::printf("\n");
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "perf/alltoall_cases.h"
 #include "perf/forked_ranks.h"
 #include "perf/report.h"
+#include "perf/simulated_nodes.h"
 
 namespace ibdt::tune {
 namespace {
@@ -90,7 +91,10 @@ Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOption
   messaging::Options messagingOptions;  // the point-to-point part of the file being written, never an earlier one
   messagingOptions.tuneFile = options.tuneFile;
   IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(*domain, bootstrap, messagingOptions));
-  IBDT_ASSIGN_OR_RETURN(auto comm, collectives::Communicator::create(*context));
+  // On kTunedNodes simulated nodes: the hierarchical alltoall needs a node
+  // map; the other algorithms do not look at it (one host either way).
+  IBDT_ASSIGN_OR_RETURN(auto comm, collectives::Communicator::create(
+                                       *context, perf::simulatedNodes(bootstrap.size, collectives::kTunedNodes)));
   Status status;
   for (int64_t bytes : kBlockBytes) {
     std::vector<Timed> fastest(collectives::kModelledAlltoalls.size());
@@ -113,7 +117,7 @@ Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOption
     if (bootstrap.rank != 0) continue;
     for (size_t a = 0; a < fastest.size(); ++a) {
       const collectives::AlltoallVolume volume = collectives::alltoallVolume(
-          collectives::kModelledAlltoalls[a], collectives::kTunedRadix, bootstrap.size, bytes);
+          collectives::kModelledAlltoalls[a], collectives::kTunedRadix, bootstrap.size, bytes, collectives::kTunedNodes);
       AlltoallSamples& samples = measured.algorithms[a];
       samples.samples.push_back({volume.bytes, volume.messages, fastest[a].runSeconds * 1e9});
       samples.initSamples.push_back({volume.bytes, volume.messages, fastest[a].initSeconds * 1e9});

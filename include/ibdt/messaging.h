@@ -256,7 +256,9 @@ class Context {
   // Persistent one-sided puts (docs/alltoall-direct-writes.md). The target
   // calls exposeInit: it registers [buf, buf + bytes) for remote writes
   // (through the pin-down cache) and sends `origin` its key in a message
-  // with `tag`; the result is a persistent request whose run completes when
+  // with `tag`, driving progress until the key has left (until `deadline`:
+  // over a lazy connection that needs the origin's progress too, which its
+  // putInit provides); the result is a persistent request whose run completes when
   // a run of the origin's put has landed in the buffer. The origin calls
   // putInit with the same bytes, tag and communicator: it registers its
   // buffer and waits (until `deadline`) for the key; each run of the result
@@ -268,7 +270,8 @@ class Context {
   // other on one tag, both finish putInit before either starts its
   // exposure (the key and the notification share the tag). kInvalidArgument
   // when the lengths differ; a registration failure is returned as is.
-  Result<Request> exposeInit(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator = 0);
+  Result<Request> exposeInit(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator = 0,
+                             Deadline deadline = Deadline::never());
   Result<Request> putInit(const void* buf, int64_t bytes, int target, int tag, uint32_t communicator = 0,
                           Deadline deadline = Deadline::never());
 

@@ -5,8 +5,9 @@
 // exchanging directly all at once, 1 leader by Bruck): every byte of every
 // receive buffer checked (gaps and guards included) for blocks of 0, 1, 13,
 // 1000 and 80000 bytes and strided send and receive types, in place (13
-// and 80000 bytes, strided) and not; persistent plans restarted with changing data; bad or mismatched
-// arguments on one rank fail init on every rank.
+// and 80000 bytes, strided) and not; persistent plans restarted with changing data; contiguous
+// blocks on nodes in blocks staged nowhere; bad or mismatched arguments on one rank fail init on
+// every rank.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -188,6 +189,51 @@ TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
 }
 
 // One rank's bad or different arguments fail init on every rank, at once.
+// Contiguous blocks on nodes in blocks with one leader: every chunk and row
+// is a dense run of the user's buffers, so a rank that is not a leader
+// stages nothing and a leader only its G and E; strided, or interleaved
+// nodes, stage p blocks each way (Stages 0 and 3 of
+// docs/alltoall-hierarchical.md). Every byte checked.
+TEST(HierarchicalThreadsPlan, DenseRunsNeedNoStaging) {
+  constexpr int kRanks = 6;
+  constexpr int64_t kBytes = 1000;
+  for (Layout layout : {Layout::kTwoBlocks, Layout::kThreeInterleaved}) {
+    runRanks(kRanks, {}, [&](RankEnv& env) {
+      auto comm = Communicator::create(env.context, nodeMap(kRanks, layout));
+      ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+      const bool leader = (*comm)->node(env.rank).localRank == 0;
+      const int64_t leaderBuffers = 2 * (*comm)->localSize() * kRanks * kBytes;  // G and E, at most
+      const Side dense = testing::byteSide(kBytes), strided = testing::vectorSide(kBytes / 48);
+      AlltoallBuffers buffers(dense, dense, kRanks, env.rank);
+      auto plan = alltoallInit(**comm, buffers.sendbuf(), dense.count, dense.type, buffers.recvbuf(), dense.count,
+                               dense.type, hierarchical(1, LeaderExchange::kDirect));
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      if (leader) {
+        EXPECT_LE(plan->peakExtraBytes(), leaderBuffers) << "rank " << env.rank;
+      } else {  // interleaved: a chunk's blocks are not consecutive, so staged both ways
+        EXPECT_EQ(plan->peakExtraBytes(), layout == Layout::kTwoBlocks ? 0 : 2 * kRanks * kBytes) << "rank " << env.rank;
+      }
+      for (int run = 0; run < 2; ++run) {
+        ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << ", run " << run;
+        env.barrier();
+      }
+      const Side denseRecv = testing::denseSide(strided.type, strided.count);
+      AlltoallBuffers stridedBuffers(strided, denseRecv, kRanks, env.rank);
+      auto staged = alltoallInit(**comm, stridedBuffers.sendbuf(), strided.count, strided.type,
+                                 stridedBuffers.recvbuf(), denseRecv.count, denseRecv.type,
+                                 hierarchical(1, LeaderExchange::kDirect));
+      ASSERT_TRUE(staged.isOk()) << staged.status().toString();
+      if (!leader) {  // a strided send is staged; its dense receive is not (on nodes in blocks)
+        const int64_t bytes = strided.bytes();
+        EXPECT_EQ(staged->peakExtraBytes(), (layout == Layout::kTwoBlocks ? 1 : 2) * kRanks * bytes)
+            << "rank " << env.rank;
+      }
+      ASSERT_EQ(testing::runChecked(*staged, stridedBuffers, 0, soon()), "") << "rank " << env.rank;
+      env.barrier();
+    });
+  }
+}
+
 TEST(HierarchicalThreadsErrors, ArgumentsThatDisagreeFailEveryRank) {
   runRanks(4, {}, [&](RankEnv& env) {
     auto comm = Communicator::create(env.context, nodeMap(4, Layout::kTwoBlocks));

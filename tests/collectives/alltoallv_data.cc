@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 
 namespace ibdt::collectives::testing {
 namespace {
@@ -122,8 +123,42 @@ std::string AlltoallvBuffers::check(const std::vector<int>& skip) const {
   return "";
 }
 
+namespace {
+
+// count 1 of `itemSize` contiguous bytes.
+Side denseBytes(int64_t itemSize) {
+  auto type = Datatype::contiguous(itemSize, Datatype::basic(datatype::BasicKind::kByte));
+  if (!type.isOk() || !type->commit().isOk()) throw std::runtime_error("contiguous bytes failed");
+  std::vector<int64_t> offsets(static_cast<size_t>(itemSize));
+  std::iota(offsets.begin(), offsets.end(), int64_t{0});
+  return Side{*type, 1, offsets};
+}
+
+}  // namespace
+
 InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, int64_t itemSize, int rank, uint64_t seed)
-    : itemSize_(itemSize), size_(static_cast<int>(counts.size())), rank_(rank) {
+    : InPlaceBuffer(counts, denseBytes(itemSize), rank, seed) {}
+
+int64_t largestIncoming(const CountMatrix& counts, int64_t elementBytes) {
+  int64_t largest = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    int64_t total = 0;
+    for (const auto& row : counts) total += row[r] * elementBytes;
+    largest = std::max(largest, total);
+  }
+  return largest;
+}
+
+CountMatrix symmetric(CountMatrix counts) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) counts[j][i] = counts[i][j];
+  }
+  return counts;
+}
+
+InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, const Side& element, int rank, uint64_t seed,
+                             Placement placement)
+    : element_(element), size_(static_cast<int>(counts.size())), rank_(rank) {
   for (int peer = 0; peer < size_; ++peer) {
     sendcounts_.push_back(counts[static_cast<size_t>(rank)][static_cast<size_t>(peer)]);
     recvcounts_.push_back(counts[static_cast<size_t>(peer)][static_cast<size_t>(rank)]);
@@ -131,36 +166,42 @@ InPlaceBuffer::InPlaceBuffer(const CountMatrix& counts, int64_t itemSize, int ra
   int64_t sendTotal = 0, recvTotal = 0;
   sdispls_ = placeBlocks(sendcounts_, seed * 41 + static_cast<uint64_t>(rank), sendTotal);
   rdispls_ = placeBlocks(recvcounts_, seed * 43 + static_cast<uint64_t>(rank), recvTotal);
-  buffer_.resize(static_cast<size_t>(std::max(sendTotal, recvTotal) * itemSize + 2 * kGuardBytes));
+  if (placement == Placement::kSame) {
+    if (sendcounts_ != recvcounts_) throw std::runtime_error("Placement::kSame needs symmetric counts");
+    rdispls_ = sdispls_;
+    recvTotal = sendTotal;
+  }
+  buffer_.resize(static_cast<size_t>(spanBytes(element_, std::max(sendTotal, recvTotal)) + 2 * kGuardBytes));
   refill();
 }
 
+template <typename Visit>
+void InPlaceBuffer::forEachByte(int64_t displ, int64_t count, Visit visit) const {
+  testing::forEachByte(element_, displ, count, [&](int64_t at, int64_t k) { visit(kGuardBytes + at, k); });
+}
+
 int64_t InPlaceBuffer::receiveBytes() const {
-  return std::accumulate(recvcounts_.begin(), recvcounts_.end(), int64_t{0}) * itemSize_;
+  return std::accumulate(recvcounts_.begin(), recvcounts_.end(), int64_t{0}) * element_.bytes();
 }
 
 void InPlaceBuffer::refill() {
   std::fill(buffer_.begin(), buffer_.end(), kGuard);
   for (int to = 0; to < size_; ++to) {
-    const int64_t first = kGuardBytes + sdispls_[static_cast<size_t>(to)] * itemSize_;
-    for (int64_t k = 0; k < sendcounts_[static_cast<size_t>(to)] * itemSize_; ++k) {
-      buffer_[static_cast<size_t>(first + k)] = pattern(rank_, to, k);
-    }
+    forEachByte(sdispls_[static_cast<size_t>(to)], sendcounts_[static_cast<size_t>(to)],
+                [&](int64_t at, int64_t k) { buffer_[static_cast<size_t>(at)] = pattern(rank_, to, k); });
   }
 }
 
 std::string InPlaceBuffer::check(const std::vector<int>& skip) const {
   std::vector<int> expected(buffer_.size(), kGuard);  // -1: undefined (an outgoing byte)
   for (int to = 0; to < size_; ++to) {
-    const int64_t first = kGuardBytes + sdispls_[static_cast<size_t>(to)] * itemSize_;
-    std::fill_n(expected.begin() + first, sendcounts_[static_cast<size_t>(to)] * itemSize_, -1);
+    forEachByte(sdispls_[static_cast<size_t>(to)], sendcounts_[static_cast<size_t>(to)],
+                [&](int64_t at, int64_t) { expected[static_cast<size_t>(at)] = -1; });
   }
   for (int from = 0; from < size_; ++from) {
     const bool skipThis = std::find(skip.begin(), skip.end(), from) != skip.end();
-    const int64_t first = kGuardBytes + rdispls_[static_cast<size_t>(from)] * itemSize_;
-    for (int64_t k = 0; k < recvcounts_[static_cast<size_t>(from)] * itemSize_; ++k) {
-      expected[static_cast<size_t>(first + k)] = skipThis ? -1 : pattern(from, rank_, k);
-    }
+    forEachByte(rdispls_[static_cast<size_t>(from)], recvcounts_[static_cast<size_t>(from)],
+                [&](int64_t at, int64_t k) { expected[static_cast<size_t>(at)] = skipThis ? -1 : pattern(from, rank_, k); });
   }
   for (size_t i = 0; i < buffer_.size(); ++i) {
     if (expected[i] < 0 || buffer_[i] == expected[i]) continue;

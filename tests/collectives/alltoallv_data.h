@@ -51,12 +51,25 @@ class AlltoallvBuffers {
   std::vector<uint8_t> send_, sendExpected_, recv_;
 };
 
-// One rank's single buffer for the in-place alltoallv, of dense `itemSize`
-// byte elements: outgoing and incoming blocks placed independently, so they
-// overlap arbitrarily.
+// The most packed bytes any rank receives (every rank picks a from it).
+int64_t largestIncoming(const CountMatrix& counts, int64_t elementBytes);
+
+// counts[i][j] = counts[j][i] (MPI's rule for in place): the lower triangle mirrored.
+CountMatrix symmetric(CountMatrix counts);
+
+// Where an in-place buffer's incoming blocks lie: independent of the
+// outgoing ones (they overlap arbitrarily), or each where the outgoing
+// block to the same peer lies (MPI's in-place rule; needs symmetric counts).
+enum class Placement { kIndependent, kSame };
+
+// One rank's single buffer for the in-place alltoallv. Elements are dense
+// `itemSize` bytes, or one element of `element`'s type (count 1; holes
+// inside it must stay untouched).
 class InPlaceBuffer {
  public:
   InPlaceBuffer(const CountMatrix& counts, int64_t itemSize, int rank, uint64_t seed);
+  InPlaceBuffer(const CountMatrix& counts, const Side& element, int rank, uint64_t seed,
+                Placement placement = Placement::kIndependent);
   void* buffer() { return buffer_.data() + kGuardBytes; }
   const std::vector<int64_t>& sendcounts() const { return sendcounts_; }
   const std::vector<int64_t>& sdispls() const { return sdispls_; }
@@ -71,7 +84,10 @@ class InPlaceBuffer {
   void refill();
 
  private:
-  int64_t itemSize_;
+  template <typename Visit>
+  void forEachByte(int64_t displ, int64_t count, Visit visit) const;
+
+  Side element_;
   int size_, rank_;
   std::vector<int64_t> sendcounts_, sdispls_, recvcounts_, rdispls_;
   std::vector<uint8_t> buffer_;

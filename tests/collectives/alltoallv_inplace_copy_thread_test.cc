@@ -14,6 +14,7 @@
 #include <string>
 
 #include "collectives/alltoallv_data.h"
+#include "collectives/inplace_plan_runs.h"
 #include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
@@ -32,8 +33,8 @@ using testing::world;
 
 constexpr int64_t kItem = 4;  // int32 elements
 
-// Bookkeeping beyond a: O(p), whatever the counts (as alltoallv_thread_test.cc).
-int64_t bookkeepingBound(int size) { return 4096 + 1024 * int64_t{size}; }
+// Bookkeeping beyond a: O(p), whatever the counts (docs/alltoallv.md).
+using testing::inPlaceBookkeepingBound;
 
 int64_t outgoingBytes(const InPlaceBuffer& buffer) {
   return std::accumulate(buffer.sendcounts().begin(), buffer.sendcounts().end(), int64_t{0}) * kItem;
@@ -56,7 +57,7 @@ void runChecked(RankEnv& env, Communicator& comm, InPlaceBuffer& buffer, int64_t
     Status status = plan->wait(soon());
     ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
     EXPECT_EQ(buffer.check(), "") << where << " run " << run;
-    EXPECT_LE(plan->peakExtraBytes(), auxBytes + bookkeepingBound(comm.size())) << where;
+    EXPECT_LE(plan->peakExtraBytes(), auxBytes + inPlaceBookkeepingBound(comm.size())) << where;
     if (checkPeak) checkPeak(plan->peakExtraBytes());
     env.barrier();
   }

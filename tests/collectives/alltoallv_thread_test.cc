@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "collectives/alltoallv_data.h"
+#include "collectives/inplace_plan_runs.h"
 #include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
@@ -35,9 +36,8 @@ using testing::Spread;
 
 using testing::world;
 
-// Bookkeeping of the in-place algorithm beyond its auxiliary buffers: O(p),
-// whatever the counts (docs/alltoallv.md).
-int64_t bookkeepingBound(int size) { return 4096 + 1024 * int64_t{size}; }
+// Bookkeeping beyond a: O(p), whatever the counts (docs/alltoallv.md).
+using testing::inPlaceBookkeepingBound;
 
 Status directExchange(Communicator& comm, AlltoallvBuffers& buffers, const Side& send, const Side& recv,
                       AlltoallvOptions options = {}) {
@@ -145,12 +145,7 @@ TEST_P(AlltoallvThreads, InPlaceEverySpreadAndAuxiliarySize) {
       for (int percent : {0, 1, 10, 100}) {  // 0: one element
         InPlaceBuffer buffer(counts, 4, env.rank, seed);
         // Every rank must pick the same a: from the largest receive total.
-        int64_t largest = 0;
-        for (int r = 0; r < size; ++r) {
-          int64_t total = 0;
-          for (int i = 0; i < size; ++i) total += counts[static_cast<size_t>(i)][static_cast<size_t>(r)] * 4;
-          largest = std::max(largest, total);
-        }
+        const int64_t largest = testing::largestIncoming(counts, 4);
         AlltoallvOptions options;
         options.inplaceBytes = std::max<int64_t>(4, largest * percent / 100);
         options.inplaceBuffers = percent == 10 ? 3 : 0;
@@ -159,7 +154,7 @@ TEST_P(AlltoallvThreads, InPlaceEverySpreadAndAuxiliarySize) {
         const std::string where = std::string(testing::spreadName(spread)) + " aux " + std::to_string(percent) + "%";
         ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
         EXPECT_EQ(buffer.check(), "") << where;
-        EXPECT_LE(peak, options.inplaceBytes + bookkeepingBound(size)) << where;
+        EXPECT_LE(peak, options.inplaceBytes + inPlaceBookkeepingBound(size)) << where;
         EXPECT_GT(peak, 0) << where;
       }
     }
@@ -183,7 +178,7 @@ TEST(AlltoallvInPlace, PeakExtraMemoryDoesNotGrowWithTheMessages) {
       Status status = inPlaceExchange(*comm, buffer, Datatype::of<double>(), options, &peak);
       ASSERT_TRUE(status.isOk()) << status.toString();
       EXPECT_EQ(buffer.check(), "") << "scale " << scale;
-      EXPECT_LE(peak, 4096 + bookkeepingBound(4)) << "scale " << scale;
+      EXPECT_LE(peak, 4096 + inPlaceBookkeepingBound(4)) << "scale " << scale;
     }
   });
 }

@@ -4,13 +4,17 @@
 // carry traffic, and the hierarchical alltoall delivers every byte for
 // contiguous and strided types, 1 and 2 leaders per node, direct and Bruck
 // between the leaders, in place and not, persistent runs, a mismatched
-// signature failing every rank;
+// signature failing every rank; kAuto's choice (the hierarchical alltoall
+// at 8 ranks on 2 nodes for small blocks) the same on every rank;
 // the multiple alltoall of rows that cross the nodes.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "bootstrap/node_map.h"
+#include "collectives/alltoall_select.h"
 #include "collectives/alltoall_data.h"
 #include "collectives/collectives_mp.h"
 #include "ibdt/collectives.h"
@@ -129,6 +133,43 @@ TEST_F(NodeAwareMp, HierarchicalEveryBlockSizeLeaderExchangeAndInPlace) {
         ASSERT_EQ(wrong, "") << c.recv.bytes() << " bytes, leaders " << options.leaders << ", "
                              << leaderExchangeName(options.leaderExchange) << (c.inPlace ? ", in place" : "")
                              << ", run " << run;
+        ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
+      }
+    }
+  }
+}
+
+// kAuto on the launcher's node map with the built-in model (no tuning
+// file): every rank runs the model's choice for this shape, the same on
+// every rank, every byte of three runs checked. Under --nodes 2 with 8
+// ranks that is the hierarchical alltoall for 8-byte blocks.
+TEST_F(NodeAwareMp, HierarchicalAutoRunsTheModelsChoiceOnEveryRank) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  for (int64_t bytes : {8, 13, 4096}) {
+    for (bool inPlace : {false, true}) {
+      const Side side = testing::byteSide(bytes);
+      AlltoallBuffers buffers(side, side, comm_->size(), comm_->rank());
+      auto plan = inPlace ? alltoallInit(*comm_, kInPlace, 0, datatype::Datatype(), buffers.recvbuf(), side.count,
+                                         side.type)
+                          : alltoallInit(*comm_, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(),
+                                         side.count, side.type);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      const AlltoallChoice expected =
+          selectAlltoall(builtIn, comm_->size(), bytes, true, comm_->nodeCount(), false, inPlace);
+      EXPECT_EQ(plan->algorithm(), alltoallAlgorithmName(expected.algorithm)) << bytes << " B";
+      if (comm_->size() == 8 && comm_->nodeCount() == 2 && bytes == 8) {
+        EXPECT_EQ(plan->algorithm(), "hierarchical");
+      }
+      // The same on every rank.
+      const int64_t mine = static_cast<int64_t>(std::hash<std::string_view>{}(plan->algorithm()));
+      std::vector<int64_t> all(static_cast<size_t>(comm_->size()));
+      ASSERT_TRUE(allgather(*comm_, &mine, 1, all.data(), mpDeadline()).isOk());
+      for (int64_t theirs : all) EXPECT_EQ(theirs, mine);
+      for (int run = 0; run < 3; ++run) {
+        const std::string wrong = inPlace ? testing::runInPlaceChecked(*plan, buffers, run, mpDeadline())
+                                          : testing::runChecked(*plan, buffers, run, mpDeadline());
+        ASSERT_EQ(wrong, "") << bytes << " bytes, " << plan->algorithm() << (inPlace ? ", in place" : "") << ", run "
+                             << run;
         ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
       }
     }

@@ -30,8 +30,9 @@ foreach(path pipelined pipelined-contig contig bc-spup rwg-up multi-w)
   endif()
 endforeach()
 # The alltoall timings: every algorithm's run and plan creation, direct-write
-# included (docs/alltoall-selection.md).
-foreach(fit alltoall/pairwise alltoall/direct-write alltoall-init/pairwise alltoall-init/direct-write)
+# and hierarchical (on 2 simulated nodes) included (docs/alltoall-selection.md).
+foreach(fit alltoall/pairwise alltoall/direct-write alltoall-init/pairwise alltoall-init/direct-write
+    alltoall/hierarchical alltoall-init/hierarchical)
   string(JSON byte ERROR_VARIABLE missing GET "${json}" collectives fits ${fit} per_byte_ns)
   if(missing)
     message(FATAL_ERROR "ibdt-tune wrote no ${fit} fit: ${missing}\n${json}")

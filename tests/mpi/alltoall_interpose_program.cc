@@ -4,8 +4,9 @@
 // and derived types and MPI_IN_PLACE, ranks that reuse buffers while others
 // reallocate, a negative-extent type on one rank, MPI_Alltoallv (irregular
 // counts, gaps, derived, in place, split), MPI_Ialltoall completed by every
-// wait and test form, MPI_Ialltoallv, the persistent alltoall, non-blocking calls whose types
-// ibdt takes directly on some ranks only, and MPI_Pack of a vector. Every byte
+// wait and test form and by polling MPI_Request_get_status, MPI_Ialltoallv,
+// the persistent alltoall, non-blocking calls whose types ibdt takes
+// directly on some ranks only, and MPI_Pack of a vector. Every byte
 // received is checked against what its sender meant, gaps included, so the
 // run with ibdt must give exactly MPI's own results. At the end it asks the
 // preloaded library (if any) what it took:
@@ -121,14 +122,17 @@ void reusedTypeHandles(MPI_Comm comm) {
 // Ranks that disagree about reuse: rank 0 keeps its buffers for every call,
 // the others allocate new ones each call, over more distinct sizes than the
 // bridge caches plans (8), so one rank starts a cached plan while another
-// builds or has evicted it. No call agrees collectively (mpi/alltoall_call.h).
-void disagreeingCaches(MPI_Comm comm) {
+// builds or has evicted it. No call agrees collectively (mpi/alltoall_call.h),
+// except for blocks large enough that ibdt's choice is direct-write
+// (`smallest` 16384 ints): those vote, and build together when one rank's
+// plan is missing.
+void disagreeingCaches(MPI_Comm comm, int smallest, int calls) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  std::vector<int> keptSend(static_cast<size_t>(size) * 40), keptRecv(keptSend.size());
-  for (int call = 0; call < 30; ++call) {
-    const int n = 1 + (call * 7) % 11 * 3;  // 11 sizes, each up to 31 ints
+  std::vector<int> keptSend(static_cast<size_t>(size) * (smallest + 30)), keptRecv(keptSend.size());
+  for (int call = 0; call < calls; ++call) {
+    const int n = smallest + (call * 7) % 11 * 3;  // 11 sizes, up to 30 ints above the smallest
     std::vector<int> freshSend(static_cast<size_t>(size) * n), freshRecv(freshSend.size());
     int* send = rank == 0 ? keptSend.data() : freshSend.data();
     int* recv = rank == 0 ? keptRecv.data() : freshRecv.data();
@@ -149,30 +153,39 @@ void disagreeingCaches(MPI_Comm comm) {
 // `how` 0: rank 0's send and rank 1's receive type is backwards; 1: both of
 // rank 0's types (neither converts there, and rank 0 must still take part
 // in ibdt's exchange, not hand its call to MPI); 2: MPI_IN_PLACE with the
-// backwards type on rank 0.
-void negativeExtent(MPI_Comm comm, int how) {
+// backwards type on rank 0. `n` ints per pair, twice on the same buffers:
+// with 20000 (ibdt's choice direct-write, whose plan every rank builds
+// together after a vote) the ranks that convert both types learn from the
+// vote that another rank stages, and run the pinned plan as it does, on
+// the repeated call too.
+void negativeExtent(MPI_Comm comm, int how, int n) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   MPI_Datatype backwards;
   MPI_Type_create_resized(MPI_INT, 0, -static_cast<MPI_Aint>(sizeof(int)), &backwards);
   MPI_Type_commit(&backwards);
-  const int n = 2, total = n * size;
-  std::vector<int> send(static_cast<size_t>(total)), recv(static_cast<size_t>(total), -1);
+  const int total = n * size;
+  std::vector<int> send(static_cast<size_t>(total)), recv(static_cast<size_t>(total));
   // Element e of a backwards buffer is at index total - 1 - e.
   auto at = [&](bool isBackwards, int e) { return isBackwards ? total - 1 - e : e; };
   const bool sendBackwards = rank == 0, recvBackwards = how == 0 ? rank == 1 : rank == 0;
   std::vector<int>& out = how == 2 ? recv : send;
-  for (int to = 0; to < size; ++to)
-    for (int i = 0; i < n; ++i) out[static_cast<size_t>(at(sendBackwards, to * n + i))] = value(rank, to, i);
-  const void* sendbuf = how == 2 ? MPI_IN_PLACE : sendBackwards ? &send[total - 1] : send.data();
-  check(MPI_Alltoall(sendbuf, n, sendBackwards ? backwards : MPI_INT, recvBackwards ? &recv[total - 1] : recv.data(),
-                     n, recvBackwards ? backwards : MPI_INT, comm) == MPI_SUCCESS,
-        "negative-extent alltoall rc");
-  for (int from = 0; from < size; ++from)
-    for (int i = 0; i < n; ++i)
-      check(recv[static_cast<size_t>(at(recvBackwards, from * n + i))] == value(from, rank, i),
-            "negative extent (" + std::to_string(how) + ") from " + std::to_string(from));
+  for (int call = 0; call < 2; ++call) {
+    std::fill(recv.begin(), recv.end(), -1);
+    for (int to = 0; to < size; ++to)
+      for (int i = 0; i < n; ++i) out[static_cast<size_t>(at(sendBackwards, to * n + i))] = value(rank, to, i) + call;
+    const void* sendbuf = how == 2 ? MPI_IN_PLACE : sendBackwards ? &send[total - 1] : send.data();
+    check(MPI_Alltoall(sendbuf, n, sendBackwards ? backwards : MPI_INT, recvBackwards ? &recv[total - 1] : recv.data(),
+                       n, recvBackwards ? backwards : MPI_INT, comm) == MPI_SUCCESS,
+          "negative-extent alltoall rc");
+    int wrong = 0;
+    for (int from = 0; from < size; ++from)
+      for (int i = 0; i < n; ++i)
+        wrong += recv[static_cast<size_t>(at(recvBackwards, from * n + i))] != value(from, rank, i) + call;
+    check(wrong == 0, "negative extent (" + std::to_string(how) + ", " + std::to_string(n) + " ints): " +
+                          std::to_string(wrong) + " wrong");
+  }
   MPI_Type_free(&backwards);
 }
 
@@ -315,8 +328,8 @@ void expect(const std::string& mode) {
     check(c.alltoallvIbdt >= 4 && c.alltoallvMpi == 0, "ibdt ran " + std::to_string(c.alltoallvIbdt) +
                                                            " alltoallvs, expected 4; MPI ran " +
                                                            std::to_string(c.alltoallvMpi));
-    check(c.ialltoallIbdt == 28 && c.ialltoallMpi == 0, "ibdt ran " + std::to_string(c.ialltoallIbdt) +
-                                                            " ialltoall(v)s and inits, expected 28; MPI ran " +
+    check(c.ialltoallIbdt == 30 && c.ialltoallMpi == 0, "ibdt ran " + std::to_string(c.ialltoallIbdt) +
+                                                            " ialltoall(v)s and inits, expected 30; MPI ran " +
                                                             std::to_string(c.ialltoallMpi));
   } else {
     check(c.alltoallIbdt == 0 && c.packIbdt == 0 && c.alltoallvIbdt == 0 && c.ialltoallIbdt == 0,
@@ -355,9 +368,11 @@ int main(int argc, char** argv) {
     contiguous(MPI_COMM_SELF, 4, "self");
     MPI_Comm_free(&split);
     inPlace(MPI_COMM_WORLD);
-    disagreeingCaches(MPI_COMM_WORLD);
+    disagreeingCaches(MPI_COMM_WORLD, 1, 30);
+    disagreeingCaches(MPI_COMM_WORLD, 16384, 6);
     reusedTypeHandles(MPI_COMM_WORLD);
-    for (int how = 0; how < 3; ++how) negativeExtent(MPI_COMM_WORLD, how);
+    for (int how = 0; how < 3; ++how)
+      for (int n : {2, 20000}) negativeExtent(MPI_COMM_WORLD, how, n);
     alltoallv(MPI_COMM_WORLD, 1, "alltoallv");
     alltoallv(MPI_COMM_WORLD, 2, "alltoallv of pairs");
     alltoallvInPlace(MPI_COMM_WORLD);
@@ -365,9 +380,15 @@ int main(int argc, char** argv) {
     if (mode == "ibdt") interpose_test::alltoallvMismatch(MPI_COMM_WORLD);
     interpose_test::alltoallvInPlaceReuse(MPI_COMM_WORLD);
     if (mode == "ibdt") interpose_test::alltoallvInPlaceMismatch(MPI_COMM_WORLD);
+#if defined(OPEN_MPI)
+    interpose_test::alltoallvInPlaceDerived(MPI_COMM_WORLD, true);
+#else
+    interpose_test::alltoallvInPlaceDerived(MPI_COMM_WORLD, mode == "ibdt");
+#endif
     interpose_test::signaturelessTypes(MPI_COMM_WORLD);
     for (int how = 0; how < 5; ++how) interpose_test::ialltoall(MPI_COMM_WORLD, how);
     interpose_test::ialltoallBesidePeerSend(MPI_COMM_WORLD);
+    interpose_test::requestGetStatus(MPI_COMM_WORLD);
 #if defined(OPEN_MPI)
     interpose_test::persistentAlltoall(MPI_COMM_WORLD, true);
 #else

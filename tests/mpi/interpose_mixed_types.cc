@@ -3,7 +3,7 @@
 // "Non-blocking calls"): rank 0's send type runs backwards (negative
 // extent: ibdt cannot lay it out, the bridge stages it through PMPI_Pack),
 // the last rank's receive type too, and in place rank 0's type is strided
-// (not dense, which ibdt's in-place alltoallv cannot move directly), while
+// (ibdt's in-place alltoallv moves it directly; it used to be staged), while
 // every other rank passes MPI_INT. There is no vote in these calls, so a
 // rank that handed its call to MPI left the others waiting in ibdt's
 // exchange forever (bounded here by the launcher's --timeout). Every

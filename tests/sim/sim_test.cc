@@ -1,12 +1,18 @@
 // ibdt-sim's replay (tools/sim/sim_run.h, docs/simulator.md): what the
 // simulated ranks sent and received, counted inside SimGrid, is their
 // schedule; a dearer on-node byte makes a run longer; bad platforms and
-// cases are refused.
+// cases are refused; the rules written from a simulation make the
+// selection pick the simulated best.
 #include "tools/sim/sim_run.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <limits>
 #include <vector>
+
+#include "tools/sim/sim_rules.h"
 
 namespace ibdt::sim {
 namespace {
@@ -109,6 +115,52 @@ TEST(SimReplay, RefusesWhatDoesNotFit) {
   PlatformSpec noBandwidth = fatTree(4, 4);
   noBandwidth.ibBandwidth = 0;
   EXPECT_FALSE(simulate(noBandwidth, {makeCase(AlltoallAlgorithm::kPairwise, 16, 8, 4)}).isOk());
+}
+
+// `ibdt-sim --write-rules`: a simulation at p = 16 over 4 nodes, written
+// into a tuning file and loaded back, makes kAuto pick the variant the
+// simulation found fastest (hierarchical, which kAuto does not choose
+// among, is left out of the rules).
+TEST(SimRules, TheWrittenRulesPickTheSimulatedBest) {
+  std::vector<SimCase> cases;
+  for (int64_t block : {8, 4096}) {
+    for (AlltoallAlgorithm algorithm : {AlltoallAlgorithm::kPairwise, AlltoallAlgorithm::kBruckZeroCopy,
+                                        AlltoallAlgorithm::kBruckRadix, AlltoallAlgorithm::kHierarchical}) {
+      cases.push_back(makeCase(algorithm, 16, block, 4));
+    }
+  }
+  Result<std::vector<SimResult>> results = simulate(fatTree(4, 4), cases);
+  ASSERT_TRUE(results.isOk()) << results.status().message();
+  const std::vector<collectives::AlltoallRule> rules = rulesFromResults(cases, *results);
+  ASSERT_EQ(rules.size(), 3u);  // pairwise, zero-copy, radix 4
+  messaging::Tuning base;
+  base.key = messaging::currentHostKey("shm");
+  base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kPairwise), {500, 1000, 0.35}, {}});
+  base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kBruckZeroCopy), {1500, 1500, 0.35}, {}});
+  base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kBruckRadix), {1500, 1200, 0.5}, {}});
+  const std::string path = ::testing::TempDir() + "ibdt-sim-rules-" + std::to_string(getpid()) + ".json";
+  const auto model = collectives::AlltoallCostModel::fromTuning(&base);
+  ASSERT_TRUE(writeRules(path, base, rules, model).isOk());
+  const messaging::LoadedTuning loaded = messaging::loadTuning(path, base.key);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(loaded.tuning.has_value()) << loaded.note;
+  const auto ruled = collectives::AlltoallCostModel::fromTuning(&*loaded.tuning);
+  for (size_t first = 0; first < cases.size(); first += 4) {
+    size_t best = first;
+    for (size_t c = first; c < first + 3; ++c) {  // the priced three
+      if ((*results)[c].seconds < (*results)[best].seconds) best = c;
+    }
+    const int64_t block = cases[first].shape.blockBytes;
+    const collectives::AlltoallChoice choice = collectives::selectAlltoall(ruled, 16, block, true, 4);
+    EXPECT_EQ(choice.algorithm, cases[best].algorithm) << block << " B";
+    EXPECT_NEAR(choice.predictedNs, (*results)[best].seconds * 1e9, 1e-3 * choice.predictedNs) << block << " B";
+  }
+  // A case that failed (SimGrid aborted: NaN) is left out of the rules.
+  std::vector<SimResult> failed = *results;
+  failed[0].seconds = std::numeric_limits<double>::quiet_NaN();
+  for (const collectives::AlltoallRule& rule : rulesFromResults(cases, failed)) {
+    EXPECT_EQ(rule.predictions.size(), rule.algorithm == AlltoallAlgorithm::kPairwise ? 1u : 2u);
+  }
 }
 
 }  // namespace

@@ -28,8 +28,10 @@ struct RankEnv {
 // Runs body(env) on `size` ranks; gtest assertions inside work per thread.
 // With `drain` the ranks meet and progress before tearing down; without it
 // each rank destroys its Context as soon as its body returns (after close()).
-inline void runRanks(int size, const Options& options, const std::function<void(RankEnv&)>& body,
-                     fabric::Caps caps = loopbackCaps(), bool drain = true) {
+// `optionsOf(rank)`: each rank's Context options (e.g. its own tuning file).
+inline void runRanksWith(int size, const std::function<Options(int)>& optionsOf,
+                         const std::function<void(RankEnv&)>& body, fabric::Caps caps = loopbackCaps(),
+                         bool drain = true) {
   auto world = makeLoopbackWorld();
   ThreadExchange exchange(size);
   std::vector<std::thread> threads;
@@ -42,7 +44,7 @@ inline void runRanks(int size, const Options& options, const std::function<void(
       bootstrap.allgather = [&exchange, rank](std::span<const uint8_t> value) {
         return exchange.allgather(rank, value);
       };
-      auto context = Context::create(*domain, bootstrap, options);
+      auto context = Context::create(*domain, bootstrap, optionsOf(rank));
       ASSERT_TRUE(context.isOk()) << context.status().toString();
       RankEnv env{**context, exchange, rank};
       body(env);
@@ -54,6 +56,11 @@ inline void runRanks(int size, const Options& options, const std::function<void(
     });
   }
   for (auto& thread : threads) thread.join();
+}
+
+inline void runRanks(int size, const Options& options, const std::function<void(RankEnv&)>& body,
+                     fabric::Caps caps = loopbackCaps(), bool drain = true) {
+  runRanksWith(size, [&](int) { return options; }, body, caps, drain);
 }
 
 // Ranks whose Contexts one test thread drives (e.g. to let one die).

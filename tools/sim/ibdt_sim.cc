@@ -3,7 +3,9 @@
 // replayed in SimGrid for each rank count and block size, with the on-node
 // costs of this machine's fit (the tuning file, else the built-in model of
 // alltoall_select.cc); the table shows the best algorithm, what kAuto would
-// pick and the ratio of their simulated times.
+// pick and the ratio of their simulated times. `--write-rules FILE` writes
+// the tuning file the costs came from with the simulated times as the
+// selection's rules (collectives/alltoall_rules.h).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "collectives/alltoall_select.h"
 #include "perf/report.h"
+#include "tools/sim/sim_rules.h"
 #include "tools/sim/sim_run.h"
 #include "transport/messaging/tuning.h"
 
@@ -23,6 +26,7 @@ namespace {
 
 using ibdt::collectives::AlltoallAlgorithm;
 using ibdt::collectives::AlltoallCostModel;
+using ibdt::collectives::AlltoallChoice;
 
 struct Options {
   std::vector<int> ranks = {4, 16, 64, 256, 1024};
@@ -36,6 +40,7 @@ struct Options {
   std::string platform = "fat-tree";
   int cores = 2;  // one-node: this machine's
   std::string tuneFile = "auto";
+  std::string writeRules;  // "": none
   std::vector<std::string> config;
   ibdt::sim::PlatformSpec spec;
   ibdt::perf::CommonOptions common;
@@ -61,20 +66,17 @@ ibdt::Result<std::vector<Variant>> variants(const Options& options) {
     }
     for (int64_t radix : options.radixes) {
       if (radix < 2) return ibdt::makeError(ibdt::Code::kInvalidArgument, "--radixes: ", radix, " (must be >= 2)");
-      out.push_back({algorithm, radix, "bruck-radix-" + std::to_string(radix)});
+      out.push_back({algorithm, radix, AlltoallChoice{algorithm, radix}.name()});
     }
   }
   return out;
 }
 
-std::string choiceName(const ibdt::collectives::AlltoallChoice& choice) {
-  if (choice.algorithm == AlltoallAlgorithm::kBruckRadix) return "bruck-radix-" + std::to_string(choice.radix);
-  return std::string(ibdt::collectives::alltoallAlgorithmName(choice.algorithm));
-}
 
-// On-node cost of a variant: its fit; hierarchical (not fitted) sends
+// On-node cost of a variant: its fit; hierarchical (whose fit prices a call) sends
 // packed direct messages, so it takes pairwise's.
 ibdt::messaging::CollectiveCost onNodeCost(const AlltoallCostModel& model, AlltoallAlgorithm algorithm) {
+  if (algorithm == AlltoallAlgorithm::kHierarchical) algorithm = AlltoallAlgorithm::kPairwise;
   const ibdt::messaging::CollectiveCost* cost = model.cost(algorithm);
   if (cost == nullptr) cost = model.cost(AlltoallAlgorithm::kPairwise);
   return cost != nullptr ? *cost : ibdt::messaging::CollectiveCost{};
@@ -136,7 +138,7 @@ int report(const Options& options, const std::vector<Variant>& list, const Grid&
     // kAuto as a persistent init on this platform's nodes (direct-write, not
     // among the simulated algorithms by default, left out).
     const int nodes = options.platform == "one-node" ? 1 : (p + options.ranksPerNode - 1) / options.ranksPerNode;
-    const std::string pick = choiceName(ibdt::collectives::selectAlltoall(model, p, b, false, nodes));
+    const std::string pick = ibdt::collectives::selectAlltoall(model, p, b, false, nodes).name();
     const auto picked = byPoint[point].find(pick);
     const double pickUs = picked == byPoint[point].end() ? std::numeric_limits<double>::quiet_NaN() : picked->second;
     choice.add({{"ranks", p}, {"block", b}, {"best", best->first}, {"best us", best->second}, {"auto", pick},
@@ -178,11 +180,22 @@ std::vector<ibdt::sim::SimResult> simulateEach(const Options& options, const Gri
   return results;
 }
 
-AlltoallCostModel loadModel(const std::string& setting) {
-  const ibdt::messaging::LoadedTuning loaded =
-      ibdt::messaging::loadTuning(setting, ibdt::messaging::currentHostKey("shm"));
+ibdt::messaging::LoadedTuning loadTuning(const std::string& setting) {
+  ibdt::messaging::LoadedTuning loaded = ibdt::messaging::loadTuning(setting, ibdt::messaging::currentHostKey("shm"));
   std::fprintf(stderr, "ibdt-sim: tuning: %s\n", loaded.note.c_str());
-  return AlltoallCostModel::fromTuning(loaded.tuning ? &*loaded.tuning : nullptr);
+  return loaded;
+}
+
+// The rules extend the tuning file whose costs were simulated (its host key,
+// point-to-point paths and fits), so one must be in force.
+ibdt::Status checkRulesCanBeWritten(const Options& options, const ibdt::messaging::LoadedTuning& loaded) {
+  if (options.writeRules.empty()) return ibdt::Status::ok();
+  if (!loaded.tuning) {
+    return ibdt::makeError(ibdt::Code::kInvalidArgument,
+                           "--write-rules extends this host's tuning file and none is in force (", loaded.note,
+                           "): run ibdt-tune, or pass --tune-file PATH");
+  }
+  return ibdt::Status::ok();
 }
 
 void addOptions(CLI::App& app, Options& o) {
@@ -204,6 +217,8 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_option("--network-model", o.spec.networkModel, "SimGrid network/model: LV08 (default), CM02 or IB (small platforms only)");
   app.add_option("--cfg", o.config, "extra SimGrid setting name:value (repeatable)");
   app.add_option("--tune-file", o.tuneFile, "tuning file: auto, off or a path (IBDT_TUNE_FILE's values)");
+  app.add_option("--write-rules", o.writeRules,
+                 "write the tuning file with the simulated times as the selection's rules to FILE");
   app.add_flag("--json", o.common.json, "JSON on stdout");
   app.add_option("--out", o.common.outDir, "write the JSON and SVG plots here");
 }
@@ -220,7 +235,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ibdt-sim: %s\n", list.status().toString().c_str());
     return 2;
   }
-  const AlltoallCostModel model = loadModel(options.tuneFile);
+  const ibdt::messaging::LoadedTuning loaded = loadTuning(options.tuneFile);
+  if (ibdt::Status ready = checkRulesCanBeWritten(options, loaded); !ready.isOk()) {
+    std::fprintf(stderr, "ibdt-sim: %s\n", ready.toString().c_str());
+    return 2;
+  }
+  const AlltoallCostModel model = AlltoallCostModel::fromTuning(loaded.tuning ? &*loaded.tuning : nullptr);
   const Grid grid = makeGrid(options, *list, model);
   int nodes = 1;
   for (const auto& simCase : grid.cases) {
@@ -229,5 +249,14 @@ int main(int argc, char** argv) {
   options.spec.nodes = nodes;
   options.spec.coresPerNode = options.platform == "one-node" ? options.cores : options.ranksPerNode;
   const std::vector<ibdt::sim::SimResult> results = simulateEach(options, grid);
-  return report(options, *list, grid, results, model);
+  const int status = report(options, *list, grid, results, model);
+  if (options.writeRules.empty()) return status;
+  const ibdt::Status written = ibdt::sim::writeRules(
+      options.writeRules, *loaded.tuning, ibdt::sim::rulesFromResults(grid.cases, results), model);
+  if (!written.isOk()) {
+    std::fprintf(stderr, "ibdt-sim: --write-rules %s: %s\n", options.writeRules.c_str(), written.toString().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "ibdt-sim: wrote the selection's rules to %s\n", options.writeRules.c_str());
+  return status;
 }

@@ -1,7 +1,6 @@
 // The public Context: argument checks, starting operations, waiting.
 #include <algorithm>
 
-#include "base/backoff.h"
 #include "base/config.h"
 #include "ibdt/store.h"
 #include "transport/messaging/context_impl.h"
@@ -201,9 +200,10 @@ Result<Request> Context::recvInit(void* buf, int64_t count, const datatype::Data
   return Request(std::move(op), true);
 }
 
-Result<Request> Context::exposeInit(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator) {
+Result<Request> Context::exposeInit(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator,
+                                   Deadline deadline) {
   if (impl_->closed()) return makeError(Code::kState, "exposeInit: the context is closed");
-  IBDT_ASSIGN_OR_RETURN(auto op, impl_->oneSided().expose(buf, bytes, origin, tag, communicator));
+  IBDT_ASSIGN_OR_RETURN(auto op, impl_->oneSided().expose(buf, bytes, origin, tag, communicator, deadline));
   return Request(std::move(op), true);
 }
 
@@ -244,15 +244,7 @@ Result<bool> Context::test(Request& request, RecvInfo* info) {
 
 Status Context::wait(Request& request, RecvInfo* info, Deadline deadline) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "wait: empty request");
-  Backoff backoff(impl_->spins());
-  while (!request.op_->done) {
-    uint64_t before = impl_->events();
-    IBDT_RETURN_IF_ERROR(impl_->progress());
-    if (request.op_->done) break;
-    if (deadline.expired()) return makeError(Code::kTimeout, "wait: the request did not complete in time");
-    if (impl_->events() != before) backoff.reset();
-    else backoff.pause();
-  }
+  IBDT_RETURN_IF_ERROR(impl_->progressUntilDone(*request.op_, deadline, "wait: the request"));
   if (info != nullptr) *info = request.op_->info;
   Status status = request.op_->status;
   if (!request.persistent_) request.op_.reset();

@@ -54,6 +54,19 @@ void ContextImpl::failPeer(Peer& peer, Status status) {
   }
 }
 
+Status ContextImpl::progressUntilDone(const Operation& op, Deadline deadline, std::string_view what) {
+  Backoff backoff(spins_);
+  while (!op.done) {
+    uint64_t before = events_;
+    IBDT_RETURN_IF_ERROR(progress());
+    if (op.done) break;
+    if (deadline.expired()) return makeError(Code::kTimeout, what, " did not complete in time");
+    if (events_ != before) backoff.reset();
+    else backoff.pause();
+  }
+  return Status::ok();
+}
+
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
   credits_.releaseWithheld(*this);

@@ -85,6 +85,10 @@ class ContextImpl : private Arrivals::Host,
   Result<std::shared_ptr<Operation>> rearm(std::shared_ptr<Operation> op);
   Status cancel(Operation& op);
   Status progress();
+  // Drives progress until `op` is done: kTimeout (naming `what`) once
+  // `deadline` passes first, a progress error as is. Pauses (Backoff) while
+  // nothing happens, so a waiting rank yields its core.
+  Status progressUntilDone(const Operation& op, Deadline deadline, std::string_view what);
   // context_close.cc
   Status close(Deadline deadline);
 

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 
-#include "base/backoff.h"
 #include "transport/messaging/context_impl.h"
 
 namespace ibdt::messaging {
@@ -53,7 +52,7 @@ Result<std::shared_ptr<OneSidedChannel>> OneSided::newChannel(const void* buf, i
 }
 
 Result<std::shared_ptr<Operation>> OneSided::expose(void* buf, int64_t bytes, int origin, int tag,
-                                                    uint32_t communicator) {
+                                                    uint32_t communicator, Deadline deadline) {
   IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, origin, context_.size(), "exposeInit"));
   IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, origin, fabric::kLocalWrite | fabric::kRemoteWrite));
   fabric::RemoteKey key;
@@ -65,6 +64,15 @@ Result<std::shared_ptr<Operation>> OneSided::expose(void* buf, int64_t bytes, in
                         context_.prepareSend(channel->keyWire.data(), static_cast<int64_t>(channel->keyWire.size()),
                                              byteType(), origin, tag, communicator));
   IBDT_RETURN_IF_ERROR(context_.postSend(channel->keySend).withContext("exposeInit: sending the key"));
+  // The key leaves before we return: over a lazy connection it would
+  // otherwise wait for our next progress call, while the origin blocks in
+  // putInit for it and we may block elsewhere (a barrier, say).
+  Status sent = context_.progressUntilDone(*channel->keySend, deadline, "exposeInit: sending the key");
+  if (!sent.isOk()) {
+    unsentKeys_.push_back(channel);  // the send still reads keyWire
+    return sent;
+  }
+  IBDT_RETURN_IF_ERROR(channel->keySend->status);
   IBDT_ASSIGN_OR_RETURN(auto notification, context_.prepareRecv(nullptr, 0, byteType(), origin, tag, communicator));
   notification->oneSided = std::move(channel);
   notification->done = true;  // persistent: inactive until started
@@ -79,21 +87,12 @@ Result<std::shared_ptr<Operation>> OneSided::put(const void* buf, int64_t bytes,
   IBDT_ASSIGN_OR_RETURN(auto keyRecv, context_.prepareRecv(wire.data(), static_cast<int64_t>(wire.size()), byteType(),
                                                            target, tag, communicator));
   IBDT_RETURN_IF_ERROR(context_.postRecv(keyRecv));
-  Backoff backoff(context_.spins());
-  while (!keyRecv->done) {
-    uint64_t before = context_.events();
-    IBDT_RETURN_IF_ERROR(context_.progress());
-    if (keyRecv->done) break;
-    if (deadline.expired()) {
-      (void)context_.cancel(*keyRecv);
-      return makeError(Code::kTimeout, "putInit: rank ", target, " sent no key in time");
-    }
-    if (context_.events() != before) {
-      backoff.reset();
-    } else {
-      backoff.pause();
-    }
+  Status waited = context_.progressUntilDone(*keyRecv, deadline, "putInit");
+  if (waited.code() == Code::kTimeout) {
+    (void)context_.cancel(*keyRecv);
+    return makeError(Code::kTimeout, "putInit: rank ", target, " sent no key in time");
   }
+  IBDT_RETURN_IF_ERROR(waited);
   IBDT_RETURN_IF_ERROR(Status(keyRecv->status).withContext(strCat("putInit: the key of rank ", target)));
   IBDT_ASSIGN_OR_RETURN(channel->remote, fabric::RemoteKey::parse(wire));
   if (channel->remote.length != static_cast<uint64_t>(bytes)) {

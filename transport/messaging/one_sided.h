@@ -75,7 +75,8 @@ class OneSided {
 
   // Target: registers [buf, buf + bytes), sends its key to `origin`; the
   // result is a persistent zero-byte receive of the put's notification.
-  Result<std::shared_ptr<Operation>> expose(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator);
+  Result<std::shared_ptr<Operation>> expose(void* buf, int64_t bytes, int origin, int tag, uint32_t communicator,
+                                            Deadline deadline);
   // Origin: registers [buf, buf + bytes), waits for the target's key; the
   // result is a persistent put (start() goes through start below).
   Result<std::shared_ptr<Operation>> put(const void* buf, int64_t bytes, int target, int tag, uint32_t communicator,
@@ -103,6 +104,8 @@ class OneSided {
   uint32_t nextId_ = 1;
   std::unordered_map<uint32_t, std::weak_ptr<OneSidedChannel>> channels_;
   std::deque<std::weak_ptr<OneSidedChannel>> waiting_;  // runs whose writes wait for send-queue room
+  // Channels of exposeInits that timed out: their key send may still be posted.
+  std::vector<std::shared_ptr<OneSidedChannel>> unsentKeys_;
 };
 
 }  // namespace ibdt::messaging

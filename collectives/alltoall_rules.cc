@@ -1,0 +1,95 @@
+// The simulated rules in the tuning file (alltoall_rules.h).
+#include "collectives/alltoall_rules.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "collectives/alltoall_select.h"
+
+namespace ibdt::collectives {
+namespace {
+
+constexpr int64_t kMaxRuleRadix = 4096;  // AlltoallChoice::code() packs the radix in 12 bits
+
+Status badRule(std::string_view name, std::string_view what) {
+  return makeError(Code::kInvalidArgument, "tuning file: rule \"", name.substr(0, 64), "\": ", what);
+}
+
+// "<algorithm>" or "bruck-radix-<r>", an algorithm kAuto prices.
+Result<AlltoallRule> parseVariant(std::string_view fitName) {
+  const std::string_view variant = fitName.substr(kAlltoallRulePrefix.size());
+  AlltoallRule rule;
+  constexpr std::string_view kRadixPrefix = "bruck-radix-";
+  if (variant.starts_with(kRadixPrefix)) {
+    const std::string_view digits = variant.substr(kRadixPrefix.size());
+    int64_t radix = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), radix);
+    if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
+        radix < 2 || radix >= kMaxRuleRadix) {
+      return badRule(fitName, strCat("radix must be an integer in [2, ", kMaxRuleRadix, ")"));
+    }
+    rule.algorithm = AlltoallAlgorithm::kBruckRadix;
+    rule.radix = radix;
+    return rule;
+  }
+  Result<AlltoallAlgorithm> algorithm = parseAlltoallAlgorithm(variant);
+  const bool priced = algorithm.isOk() && *algorithm != AlltoallAlgorithm::kBruckRadix &&
+                      std::find(kPricedAlltoalls.begin(), kPricedAlltoalls.end(), *algorithm) != kPricedAlltoalls.end();
+  if (!priced) return badRule(fitName, "not an algorithm the automatic choice prices");
+  // A rule is keyed by (p, block) only; the hierarchical alltoall's time depends on the node layout too.
+  if (*algorithm == AlltoallAlgorithm::kHierarchical) return badRule(fitName, "the hierarchical alltoall has no rules");
+  rule.algorithm = *algorithm;
+  return rule;
+}
+
+}  // namespace
+
+std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix) {
+  return strCat(kAlltoallRulePrefix, AlltoallChoice{algorithm, radix}.name());
+}
+
+Result<std::vector<AlltoallRule>> alltoallRules(const messaging::Tuning& tuning) {
+  std::vector<AlltoallRule> rules;
+  for (const messaging::CollectiveFit& fit : tuning.collectives) {
+    if (!fit.name.starts_with(kAlltoallRulePrefix)) continue;
+    IBDT_ASSIGN_OR_RETURN(AlltoallRule rule, parseVariant(fit.name));
+    if (fit.samples.empty()) return badRule(fit.name, "no predictions (\"samples\")");
+    rule.predictions = fit.samples;
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+Result<messaging::Tuning> withAlltoallRules(messaging::Tuning base, const std::vector<AlltoallRule>& rules,
+                                            const AlltoallCostModel& model) {
+  std::erase_if(base.collectives,
+                [](const messaging::CollectiveFit& fit) { return fit.name.starts_with(kAlltoallRulePrefix); });
+  for (const AlltoallRule& rule : rules) {
+    const std::string name = alltoallRuleName(rule.algorithm, rule.radix);
+    if (rule.predictions.empty()) return badRule(name, "no predictions");
+    if (rule.predictions.size() > messaging::kMaxCollectiveSamples) {
+      return badRule(name, strCat(rule.predictions.size(), " predictions, a fit holds at most ",
+                                  messaging::kMaxCollectiveSamples, " (fewer --ranks or --block-sizes)"));
+    }
+    for (const messaging::CollectiveSample& prediction : rule.predictions) {
+      if (!std::isfinite(prediction.ns) || prediction.ns <= 0) {  // JSON has no NaN: it would read back as null
+        return badRule(name, strCat("the prediction at ", prediction.ranks, " ranks, ", prediction.blockBytes,
+                                    " B is ", prediction.ns, " ns"));
+      }
+    }
+    const messaging::CollectiveCost* cost = model.cost(rule.algorithm);
+    base.collectives.push_back({name, cost != nullptr ? *cost : messaging::CollectiveCost{}, rule.predictions});
+  }
+  if (base.collectives.size() > messaging::kMaxCollectiveFits) {
+    return makeError(Code::kInvalidArgument, "tuning file: ", base.collectives.size(),
+                     " collective fits with the rules, at most ", messaging::kMaxCollectiveFits);
+  }
+  // What a reader would refuse (a repeated point, a time out of range, the
+  // file's size) is refused here, before anything is written.
+  IBDT_ASSIGN_OR_RETURN(messaging::Tuning reread, messaging::parseTuning(messaging::serializeTuning(base)));
+  IBDT_RETURN_IF_ERROR(alltoallRules(reread).status());
+  return base;
+}
+
+}  // namespace ibdt::collectives

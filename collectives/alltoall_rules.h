@@ -1,0 +1,46 @@
+// collectives/alltoall_rules.h — the selection's rules beyond the ranks a
+// machine can run: ibdt-sim's predicted times of each algorithm at rank
+// counts it simulated, kept in the tuning file as fits named
+// "alltoall-sim/<variant>" whose samples are the predictions
+// (docs/simulator.md, "Rules for the selection"). One file format, one
+// model: kAuto prices an algorithm by its timings where the file has them,
+// else by these predictions, else by the α-β fit (alltoall_select.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ibdt/collectives.h"
+#include "ibdt/status.h"
+#include "transport/messaging/tuning.h"
+
+namespace ibdt::collectives {
+
+class AlltoallCostModel;
+
+// Predicted times of one variant: kBruckRadix once per radix, the others radix 2.
+struct AlltoallRule {
+  AlltoallAlgorithm algorithm = AlltoallAlgorithm::kPairwise;
+  int64_t radix = 2;
+  std::vector<messaging::CollectiveSample> predictions;  // [ranks, block bytes, ns]
+};
+
+// "alltoall-sim/pairwise", "alltoall-sim/bruck-radix-4".
+std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix);
+inline constexpr std::string_view kAlltoallRulePrefix = "alltoall-sim/";
+
+// The rules of a parsed tuning file, checked: a rule names an algorithm
+// kAuto chooses among (bruck-radix with a radix in [2, 4096)), and has at
+// least one prediction. A bad entry is an error naming it.
+Result<std::vector<AlltoallRule>> alltoallRules(const messaging::Tuning& tuning);
+
+// `base` with its rules replaced by `rules`, each fit carrying `model`'s
+// on-node cost of the algorithm (what the simulation used); refused when
+// the file could not hold them (kMaxCollectiveFits, kMaxCollectiveSamples)
+// or a reader would refuse them.
+Result<messaging::Tuning> withAlltoallRules(messaging::Tuning base, const std::vector<AlltoallRule>& rules,
+                                            const AlltoallCostModel& model);
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,73 @@
+// The in-place alltoallv's streamed pairs (docs/alltoallv.md, "In-place:
+// streamed pairs"), ranks as threads over the loopback fabric: blocks laid
+// out by MPI's in-place rule (symmetric counts, each incoming block where
+// the outgoing block to the same peer lies) on every rank, so every pair
+// streams, or on even ranks only, so pairs with an odd rank keep the phases
+// while a rank streams with some peers; count matrices from a seed (random
+// with zeros, one huge peer, all to one, one to all, a few peers, all
+// equal), p in {1, 2, 3, 4, 5, 7, 8}, int32 and a strided derived type,
+// auxiliary memory from one element to 100 %; every byte checked, the peak
+// extra memory asserted, a persistent plan run three times.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "collectives/inplace_plan_runs.h"
+#include "collectives/world.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::testing::RankEnv;
+using testing::CountMatrix;
+using testing::InPlaceBuffer;
+using testing::Placement;
+using testing::Side;
+
+std::vector<std::pair<std::string, Side>> elements() {
+  return {{"int32", testing::sideOf(datatype::Datatype::of<int32_t>(),
+                                    datatype::testing::refBasic(datatype::BasicKind::kInt32), 1)},
+          {"vector", testing::vectorSide(1)}};
+}
+
+class InPlaceStreams : public ::testing::TestWithParam<int> {};
+
+TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) {
+  const int size = GetParam();
+  const auto types = elements();
+  messaging::testing::runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env.context);
+    ASSERT_NE(comm, nullptr);
+    for (testing::Spread spread : testing::kSpreads) {
+      for (size_t t = 0; t < types.size(); ++t) {
+        const Side& element = types[t].second;
+        const uint64_t seed = 6000 + static_cast<uint64_t>(size) * 23 + static_cast<uint64_t>(spread) * 5 + t;
+        const CountMatrix counts = testing::symmetric(testing::countMatrix(spread, size, seed, t == 0 ? 150 : 40));
+        for (bool everyRank : {true, false}) {
+          const Placement placement = everyRank || env.rank % 2 == 0 ? Placement::kSame : Placement::kIndependent;
+          for (int percent : {0, 1, 10, 100}) {  // 0: one element
+            InPlaceBuffer buffer(counts, element, env.rank, seed, placement);
+            AlltoallvOptions options;
+            options.inplaceBytes =
+                std::max(element.bytes(), testing::largestIncoming(counts, element.bytes()) * percent / 100);
+            const std::string where = std::string(testing::spreadName(spread)) + " " + types[t].first +
+                                      (everyRank ? " every rank" : " even ranks") + " aux " +
+                                      std::to_string(percent) + "%";
+            const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options,
+                                                            percent == 1 ? 2 : 1, where);
+            if (::testing::Test::HasFailure()) return;
+            EXPECT_LE(peak, testing::inPlacePeakBound(options, size))
+                << where;
+          }
+        }
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceStreams, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
+                         [](const auto& ranks) { return "np" + std::to_string(ranks.param); });
+
+}  // namespace
+}  // namespace ibdt::collectives
