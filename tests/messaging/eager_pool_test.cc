@@ -172,5 +172,77 @@ TEST(EagerPool, ABusyPeersCreditsGrowAndShrinkBackOnceItIsIdleAndAnotherNeedsThe
   EXPECT_EQ(creditsOf(ranks, 0, 1, 3), 2u) << "the idle peer is back at its share";
 }
 
+// `count` messages of 64 bytes from `from` to `to` (tag `tag`), every byte
+// checked; progress only as much as they need.
+void sendAll(Ranks& ranks, int from, int to, int tag, int count) {
+  Context& sender = *ranks.contexts[static_cast<size_t>(from)];
+  Context& receiver = *ranks.contexts[static_cast<size_t>(to)];
+  std::vector<std::vector<uint8_t>> sent, got;
+  std::vector<Transfer> transfers;
+  for (int i = 0; i < count; ++i) {
+    got.emplace_back(64, 0);
+    auto request = receiver.irecv(got.back().data(), 64, Datatype::of<uint8_t>(), from, tag);
+    ASSERT_TRUE(request.isOk());
+    transfers.push_back({&receiver, std::move(*request)});
+  }
+  for (int i = 0; i < count; ++i) {
+    sent.push_back(payload(from, i, 64));
+    auto request = sender.isend(sent.back().data(), 64, Datatype::of<uint8_t>(), to, tag);
+    ASSERT_TRUE(request.isOk());
+    transfers.push_back({&sender, std::move(*request)});
+  }
+  ASSERT_TRUE(progressUntil(ranks, transfers));
+  for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(got[i], sent[i]) << "message " << i;
+}
+
+TEST(EagerPool, CreditsOwedToAPeerWhoseGrantShrinksGoBackWithoutAnotherArrival) {
+  // The hang of the Bruck radix-4 thread test under the pool
+  // (docs/many-ranks.md, "The hang, found"): credits owed to a peer below
+  // its batch (half its grant) were not sent on their own, as they should
+  // not be; then its buffers were kept in the pool, its grant and with it
+  // its batch shrank below what was owed, and nothing visited it again. Its
+  // next message waited for those credits forever.
+  // 3 ranks keep 2 credits each; 23 more buffers: A can hold 16, C be granted too.
+  Options options = budgetOptions();
+  options.eagerCredits = 16;
+  test::ScopedEnv pool("IBDT_MSG_EAGER_POOL", "on");
+  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", budgetOfSlots(3 * (2 + kReserve) + 23).c_str());
+  ASSERT_EQ(eagerPoolWithin(3 * (2 + kReserve) + 23, 1, 3, 16).guaranteed, 2u);
+  Ranks ranks = createRanks(3, options);
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  constexpr int kA = 0, kR = 1, kC = 2;
+  Context& receiver = *ranks.contexts[kR];
+  // A bursts until it holds the ceiling at R (granted 14 beyond its share;
+  // nobody else asks, so nothing is taken back).
+  for (int i = 0; i < 8 && receiver.counters().creditsGranted < 14; ++i) (void)creditsOf(ranks, kA, kR, 40);
+  ASSERT_EQ(receiver.counters().creditsGranted, 14u);
+  // R answers A once: what it owed A goes back in the header.
+  sendAll(ranks, kR, kA, 6, 1);
+  // A sends 5: R owes 5, under A's batch of 8, so they wait for a message to A.
+  sendAll(ranks, kA, kR, 7, 5);
+  // C asks for credits (its third message waits for its first two's).
+  sendAll(ranks, kC, kR, 8, 3);
+  // A spends the rest without asking while C asks: R keeps every buffer in
+  // the pool (A's grant 16 -> 5, its batch 8 -> 2: the 5 owed are due).
+  const uint64_t keptBefore = receiver.counters().creditsTakenBack;
+  sendAll(ranks, kA, kR, 9, 11);
+  EXPECT_EQ(receiver.counters().creditsTakenBack - keptBefore, 11u);
+  // A's next message needs those credits; R has nothing to send to A.
+  std::vector<uint8_t> sent = payload(kA, 99, 64), got(64, 0);
+  std::vector<Transfer> last;
+  auto recv = receiver.irecv(got.data(), 64, Datatype::of<uint8_t>(), kA, 10);
+  auto send = ranks.contexts[kA]->isend(sent.data(), 64, Datatype::of<uint8_t>(), kR, 10);
+  ASSERT_TRUE(recv.isOk() && send.isOk());
+  last.push_back({&receiver, std::move(*recv)});
+  last.push_back({ranks.contexts[kA].get(), std::move(*send)});
+  bool done = false;
+  for (int round = 0; round < 2000 && !done; ++round) {
+    for (auto& context : ranks.contexts) ASSERT_TRUE(context->progress().isOk());
+    done = finished(last) == last.size();
+  }
+  ASSERT_TRUE(done) << "R never sent A the credits it owed";
+  EXPECT_EQ(got, sent);
+}
+
 }  // namespace
 }  // namespace ibdt::messaging::testing

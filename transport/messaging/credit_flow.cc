@@ -116,6 +116,10 @@ bool CreditFlow::repost(Host& host, const ConsumedSlot& consumed) {
   if (decision.retain) {
     host.keepBuffer(consumed.buffer);
     ++counters_.creditsTakenBack;
+    // Its credit batch (half its grant) just shrank: credits owed to it
+    // that were below the old batch may be due now, and nothing else will
+    // visit it (its last repost's visit found them not due).
+    host.wake(rank);
     return true;
   }
   Status status = host.repostBuffer(rank, consumed.buffer);
