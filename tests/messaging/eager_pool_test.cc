@@ -102,6 +102,51 @@ TEST(EagerPool, BadValuesAreRefused) {
   EXPECT_NE(on.status().toString().find("IBDT_MSG_EAGER_POOL"), std::string::npos);
 }
 
+// A receiver's CreditFlow with every buffer reposted at once and the pool
+// never short: what it sends a peer that spends its credits without
+// reading what comes back (its messages always asking for more).
+class PoolHost final : public CreditFlow::Host {
+ public:
+  Status repostBuffer(int, uint64_t) override { return Status::ok(); }
+  bool peerFailed(int) const override { return false; }
+  void failPeer(int, Status) override {}
+  bool mayWithhold(int) const override { return false; }
+  uint64_t grantableBuffers() const override { return 1000; }
+  Result<bool> grantBuffer(int) override { return true; }
+};
+
+TEST(EagerPool, AtMostTwoCreditOnlyMessagesGoToAPeerThatDoesNotReadThemWhileItsGrantsDouble) {
+  // The reserve (4 buffers) holds the credit-only messages a peer has not
+  // reposted yet: at most two in flight plus those it handled in its last
+  // progress (docs/many-ranks.md, "The reserve"). A grant used to count
+  // toward the batch, and while a peer's grant doubled every repost made a
+  // credit-only message due: 3 in flight from 4 credits, more with reclaims.
+  for (uint32_t share = 2; share <= 16; ++share) {
+    Counters counters;
+    CreditFlow credits(counters);
+    PoolHost host;
+    credits.init(2, /*self=*/0, share);
+    credits.enablePool(/*ceiling=*/32, /*extraBuffers=*/1000);
+    credits.reset(1);
+    wire::Header asking{wire::Kind::kEager, wire::kWantsCredits, {}, 0};
+    uint32_t creditOnly = 0;
+    for (uint32_t spent = 0; spent < share; ++spent) {  // one message per progress
+      ASSERT_TRUE(credits.returned(1, asking).isOk());
+      credits.consumed(host, 1, spent, CreditFlow::Use::kCredit);
+      credits.repostConsumed(host, /*dueOnly=*/false);
+      if (credits.due(1)) {
+        credits.sent(1, /*spendsCredit=*/false);
+        ++creditOnly;
+      }
+    }
+    EXPECT_LE(creditOnly, 2u) << "share " << share;
+    // It spent all it knew of: it gets credits from a message in flight or
+    // is owed them now (no deadlock).
+    EXPECT_TRUE(creditOnly > 0 || credits.due(1)) << "share " << share;
+    EXPECT_GT(counters.creditsGranted, 0u);
+  }
+}
+
 // A budget of `slots` eager buffers for `ranks` under budgetOptions().
 std::string budgetOfSlots(uint64_t slots) { return std::to_string(slots * eagerSlotBytes(budgetOptions().eagerLimit)); }
 
@@ -144,34 +189,6 @@ uint64_t creditsOf(Ranks& ranks, int from, int to, int count) {
   return arrived;
 }
 
-TEST(EagerPool, ABusyPeersCreditsGrowAndShrinkBackOnceItIsIdleAndAnotherNeedsThem) {
-  // 3 ranks keep 2 credits each (and the reserve); 14 more buffers: one peer
-  // at the ceiling of 16, not two.
-  Options options = budgetOptions();
-  options.eagerCredits = 16;
-  test::ScopedEnv pool("IBDT_MSG_EAGER_POOL", "on");
-  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", budgetOfSlots(3 * (2 + kReserve) + 14).c_str());
-  ASSERT_EQ(eagerPoolWithin(3 * (2 + kReserve) + 14, 1, 3, 16).guaranteed, 2u);
-  Ranks ranks = createRanks(3, options);
-  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
-  // Rank 0 starts at its share, and the burst behind it is granted more: up
-  // to the ceiling, less what the receiver has not returned yet (under a
-  // batch of half its credits).
-  EXPECT_EQ(creditsOf(ranks, 0, 1, 40), 2u);
-  EXPECT_GT(ranks.contexts[1]->counters().creditsGranted, 0u);
-  const uint64_t grown = creditsOf(ranks, 0, 1, 40);
-  EXPECT_GT(grown, 16u / 2) << "a busy peer's credits grew beyond its share";
-  EXPECT_LE(grown, 16u);
-  // Rank 0 goes idle holding more than its share; rank 2 bursts and the pool
-  // is short: rank 0 is asked and gives back what it holds beyond its share.
-  const uint64_t takenBefore = ranks.contexts[1]->counters().creditsTakenBack;
-  EXPECT_EQ(creditsOf(ranks, 2, 1, 60), 2u);
-  EXPECT_GT(ranks.contexts[1]->counters().creditsTakenBack, takenBefore);
-  EXPECT_GT(ranks.contexts[0]->counters().creditsGivenBack, 0u);
-  EXPECT_LE(ranks.contexts[0]->counters().creditsGivenBack, 14u);
-  EXPECT_EQ(creditsOf(ranks, 0, 1, 3), 2u) << "the idle peer is back at its share";
-}
-
 // `count` messages of 64 bytes from `from` to `to` (tag `tag`), every byte
 // checked; progress only as much as they need.
 void sendAll(Ranks& ranks, int from, int to, int tag, int count) {
@@ -193,6 +210,39 @@ void sendAll(Ranks& ranks, int from, int to, int tag, int count) {
   }
   ASSERT_TRUE(progressUntil(ranks, transfers));
   for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(got[i], sent[i]) << "message " << i;
+}
+
+TEST(EagerPool, ABusyPeersCreditsGrowAndShrinkBackOnceItIsIdleAndAnotherNeedsThem) {
+  // 3 ranks keep 2 credits each (and the reserve); 14 more buffers: one peer
+  // at the ceiling of 16, not two.
+  Options options = budgetOptions();
+  options.eagerCredits = 16;
+  test::ScopedEnv pool("IBDT_MSG_EAGER_POOL", "on");
+  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", budgetOfSlots(3 * (2 + kReserve) + 14).c_str());
+  ASSERT_EQ(eagerPoolWithin(3 * (2 + kReserve) + 14, 1, 3, 16).guaranteed, 2u);
+  Ranks ranks = createRanks(3, options);
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  // Rank 0 starts at its share, and the burst behind it is granted more: up
+  // to the ceiling, less what the receiver has not returned yet (under a
+  // batch of half its credits).
+  EXPECT_EQ(creditsOf(ranks, 0, 1, 40), 2u);
+  EXPECT_GT(ranks.contexts[1]->counters().creditsGranted, 0u);
+  const uint64_t grown = creditsOf(ranks, 0, 1, 40);
+  EXPECT_GT(grown, 16u / 2) << "a busy peer's credits grew beyond its share";
+  EXPECT_LE(grown, 16u);
+  // Rank 0 goes idle holding more than its share; rank 2 bursts and the pool
+  // is short: rank 0 is asked (kReclaim, with the next message to it) and
+  // gives back what it holds beyond its share.
+  const uint64_t takenBefore = ranks.contexts[1]->counters().creditsTakenBack;
+  EXPECT_EQ(creditsOf(ranks, 2, 1, 60), 2u);
+  sendAll(ranks, 1, 0, 6, 1);
+  for (int i = 0; i < 100; ++i) {
+    for (auto& context : ranks.contexts) ASSERT_TRUE(context->progress().isOk());
+  }
+  EXPECT_GT(ranks.contexts[1]->counters().creditsTakenBack, takenBefore);
+  EXPECT_GT(ranks.contexts[0]->counters().creditsGivenBack, 0u);
+  EXPECT_LE(ranks.contexts[0]->counters().creditsGivenBack, 14u);
+  EXPECT_EQ(creditsOf(ranks, 0, 1, 3), 2u) << "the idle peer is back at its share";
 }
 
 TEST(EagerPool, CreditsOwedToAPeerWhoseGrantShrinksGoBackWithoutAnotherArrival) {

@@ -11,8 +11,8 @@
 // in a credit-only message once half of them are owed. Since a credit-only
 // message is sent at most once per eagerCredits/2 credit-consuming arrivals,
 // and those need credits from the previous one, at most two are in flight
-// (at constant credits: under IBDT_MSG_EAGER_POOL grants change the total,
-// and docs/many-ranks.md shows how one beyond the reserve can deadlock).
+// (under IBDT_MSG_EAGER_POOL the batch is half the credits the peer knows
+// of, grants not yet sent excluded, so the same holds: CreditFlow::creditBatch).
 #pragma once
 
 #include <memory>
@@ -52,9 +52,9 @@ class ControlSender final : public EagerServices {
   // Posts what waits for `peer` while its link is up and credits, send
   // slots and send queue allow.
   Status flush(Peer& peer);
-  // A credit-only message once the peer is owed enough credits (or a
-  // kReclaim); the credits it asked back (kGiveBack) once nothing else
-  // waits for it.
+  // A credit-only message once the peer is owed enough credits (carrying
+  // a kReclaim if one is due); the credits it asked back (kGiveBack) once
+  // nothing else waits for it.
   Status sendCreditIfOwed(Peer& peer);
   Status giveBackIfAsked(Peer& peer);
   // A header-only message of `kind` into the peer's reserve buffers; false

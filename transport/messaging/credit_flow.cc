@@ -17,7 +17,7 @@ void CreditFlow::enablePool(uint32_t ceiling, uint64_t extraBuffers) {
 void CreditFlow::reset(int rank) {
   PeerCredits& credits = peer(rank);
   credits.credits = eagerCredits_;
-  credits.owed = 0;
+  credits.owed = credits.owedGrants = 0;
   credits.stalled = credits.giveBackAsked = false;
   if (pool_.enabled()) pool_.open(rank);
 }
@@ -34,7 +34,7 @@ wire::Header CreditFlow::header(int rank, wire::Kind kind, bool backlogged) cons
 void CreditFlow::sent(int rank, bool spendsCredit) {
   PeerCredits& credits = peer(rank);
   if (rank != self_) {
-    credits.owed = 0;
+    credits.owed = credits.owedGrants = 0;
     credits.stalled = false;
     if (pool_.enabled()) pool_.reclaimSent(rank);
   }
@@ -94,7 +94,7 @@ void CreditFlow::repostConsumed(Host& host, bool dueOnly) {
   for (const ConsumedSlot& consumed : consumed_) {
     const PeerCredits& credits = peer(consumed.rank);
     bool self = consumed.rank == self_;
-    if (dueOnly && (self || credits.owed + credits.unposted < creditBatch(consumed.rank))) {
+    if (dueOnly && (self || returnsOwed(consumed.rank) + credits.unposted < creditBatch(consumed.rank))) {
       *kept++ = consumed;
       continue;
     }
@@ -150,6 +150,7 @@ void CreditFlow::grant(Host& host, int rank, uint32_t count) {
   }
   pool_.ungrant(rank, count - posted);
   peer(rank).owed += posted;
+  peer(rank).owedGrants += posted;
   counters_.creditsGranted += posted;
 }
 

@@ -92,16 +92,20 @@ class CreditFlow {
   void giveBackDone(int rank) { peer(rank).giveBackAsked = false; }
   void gaveBack() { ++counters_.creditsGivenBack; }
 
-  // Owed credits that are sent back on their own, without waiting for a
-  // message to carry them.
+  // Returned credits that are sent back on their own, without waiting for
+  // a message to carry them: half the peer's credits. Under the pool, half
+  // (rounded up) of those it knows of: grants not yet sent do not count,
+  // and do not make a credit-only message due by themselves. So each
+  // credit-only message returns at least half of what its receiver can
+  // have spent, and at most two are in flight, as with constant credits
+  // (docs/many-ranks.md, "The reserve"); grants travel with them.
   uint32_t creditBatch(int rank) const {
-    return std::max<uint32_t>(1, (pool_.enabled() ? pool_.granted(rank) : eagerCredits_) / 2);
+    if (!pool_.enabled()) return std::max<uint32_t>(1, eagerCredits_ / 2);
+    return std::max<uint32_t>(1, (pool_.granted(rank) - peer(rank).owedGrants + 1) / 2);
   }
-  // `rank` is owed enough credits to be told in a message of its own, or a
-  // kReclaim.
-  bool due(int rank) const {
-    return rank != self_ && (peer(rank).owed >= creditBatch(rank) || (pool_.enabled() && pool_.reclaimDue(rank)));
-  }
+  // `rank` is owed enough credits to be told in a message of its own (a
+  // kReclaim only rides on messages that go anyway: it never makes one due).
+  bool due(int rank) const { return rank != self_ && returnsOwed(rank) >= creditBatch(rank); }
 
   // Receiving: a message from `rank` in receive buffer `buffer` (its work
   // request id) was handled. Two identities: the credit is `rank`'s, the
@@ -120,6 +124,7 @@ class CreditFlow {
   struct PeerCredits {
     uint32_t credits = 0;   // eager buffers free at the peer
     uint32_t owed = 0;      // our buffers consumed and reposted, not yet reported
+    uint32_t owedGrants = 0;  // pool: of `owed`, pool buffers granted (not returned)
     uint32_t unposted = 0;  // our buffers consumed, not yet reposted
     bool stalled = false;        // pool: messages waited for credits since the last left
     bool giveBackAsked = false;  // pool: it sent kReclaim
@@ -142,6 +147,8 @@ class CreditFlow {
   // Posts `count` pool buffers to `rank` as new credits owed to it.
   void grant(Host& host, int rank, uint32_t count);
 
+  // Credits owed for buffers `rank` consumed (owed less grants).
+  uint32_t returnsOwed(int rank) const { return peer(rank).owed - peer(rank).owedGrants; }
   PeerCredits& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
   const PeerCredits& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
 

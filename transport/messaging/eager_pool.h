@@ -16,12 +16,13 @@
 //     was granted: within the budget, and ready for its next burst.
 // Credits a peer holds but does not use come back only through it: when a
 // grant finds the pool empty, peers holding more than the guaranteed share
-// that do not ask are sent wire::kReclaim (once until they send again), and
-// give back what they hold beyond it when they have nothing queued for us.
-// A peer never drops below `guaranteed`, so each peer keeps the credits of
-// the flow control without the pool. Experimental (off by default): with
-// grants, credit-only messages can outrun the reserve buffers, and a test
-// hangs (docs/many-ranks.md, "The shared eager pool", point 6).
+// that do not ask are sent wire::kReclaim (with the next message that goes
+// to them anyway; once until they send again), and give back what they hold
+// beyond it when they have nothing queued for us. A peer never drops below
+// `guaranteed`, so each peer keeps the credits of the flow control without
+// the pool. Grants and kReclaim never make a credit-only message due by
+// themselves (CreditFlow::creditBatch), so the reserve buffers hold every
+// credit-only message as without the pool (docs/many-ranks.md).
 #pragma once
 
 #include <cstddef>
