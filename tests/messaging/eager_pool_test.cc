@@ -118,7 +118,7 @@ class PoolHost final : public CreditFlow::Host {
 TEST(EagerPool, AtMostTwoCreditOnlyMessagesGoToAPeerThatDoesNotReadThemWhileItsGrantsDouble) {
   // The reserve (4 buffers) holds the credit-only messages a peer has not
   // reposted yet: at most two in flight plus those it handled in its last
-  // progress (docs/many-ranks.md, "The reserve"). A grant used to count
+  // progress (docs/many-ranks.md, the shared eager pool, point 6). A grant used to count
   // toward the batch, and while a peer's grant doubled every repost made a
   // credit-only message due: 3 in flight from 4 credits, more with reclaims.
   for (uint32_t share = 2; share <= 16; ++share) {
@@ -212,15 +212,20 @@ void sendAll(Ranks& ranks, int from, int to, int tag, int count) {
   for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(got[i], sent[i]) << "message " << i;
 }
 
-TEST(EagerPool, ABusyPeersCreditsGrowAndShrinkBackOnceItIsIdleAndAnotherNeedsThem) {
-  // 3 ranks keep 2 credits each (and the reserve); 14 more buffers: one peer
-  // at the ceiling of 16, not two.
+// 3 ranks under the pool that keep 2 credits each (and the reserve), with a
+// ceiling of 16 and `extra` more buffers to grant.
+Ranks threeRanksSharing(uint64_t extra) {
   Options options = budgetOptions();
   options.eagerCredits = 16;
   test::ScopedEnv pool("IBDT_MSG_EAGER_POOL", "on");
-  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", budgetOfSlots(3 * (2 + kReserve) + 14).c_str());
-  ASSERT_EQ(eagerPoolWithin(3 * (2 + kReserve) + 14, 1, 3, 16).guaranteed, 2u);
-  Ranks ranks = createRanks(3, options);
+  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", budgetOfSlots(3 * (2 + kReserve) + extra).c_str());
+  EXPECT_EQ(eagerPoolWithin(3 * (2 + kReserve) + extra, 1, 3, 16).guaranteed, 2u);
+  return createRanks(3, options);
+}
+
+TEST(EagerPool, ABusyPeersCreditsGrowAndShrinkBackOnceItIsIdleAndAnotherNeedsThem) {
+  // 14 buffers to grant: one peer at the ceiling of 16, not two.
+  Ranks ranks = threeRanksSharing(14);
   for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
   // Rank 0 starts at its share, and the burst behind it is granted more: up
   // to the ceiling, less what the receiver has not returned yet (under a
@@ -247,18 +252,13 @@ TEST(EagerPool, ABusyPeersCreditsGrowAndShrinkBackOnceItIsIdleAndAnotherNeedsThe
 
 TEST(EagerPool, CreditsOwedToAPeerWhoseGrantShrinksGoBackWithoutAnotherArrival) {
   // The hang of the Bruck radix-4 thread test under the pool
-  // (docs/many-ranks.md, "The hang, found"): credits owed to a peer below
+  // (docs/many-ranks.md, the shared eager pool, point 7): credits owed to a peer below
   // its batch (half its grant) were not sent on their own, as they should
   // not be; then its buffers were kept in the pool, its grant and with it
   // its batch shrank below what was owed, and nothing visited it again. Its
   // next message waited for those credits forever.
-  // 3 ranks keep 2 credits each; 23 more buffers: A can hold 16, C be granted too.
-  Options options = budgetOptions();
-  options.eagerCredits = 16;
-  test::ScopedEnv pool("IBDT_MSG_EAGER_POOL", "on");
-  test::ScopedEnv memory("IBDT_MSG_EAGER_MEMORY", budgetOfSlots(3 * (2 + kReserve) + 23).c_str());
-  ASSERT_EQ(eagerPoolWithin(3 * (2 + kReserve) + 23, 1, 3, 16).guaranteed, 2u);
-  Ranks ranks = createRanks(3, options);
+  // 23 buffers to grant: A can hold 16, C be granted too.
+  Ranks ranks = threeRanksSharing(23);
   for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
   constexpr int kA = 0, kR = 1, kC = 2;
   Context& receiver = *ranks.contexts[kR];

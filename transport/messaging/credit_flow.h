@@ -98,7 +98,7 @@ class CreditFlow {
   // and do not make a credit-only message due by themselves. So each
   // credit-only message returns at least half of what its receiver can
   // have spent, and at most two are in flight, as with constant credits
-  // (docs/many-ranks.md, "The reserve"); grants travel with them.
+  // (docs/many-ranks.md, the shared eager pool, point 6); grants travel with them.
   uint32_t creditBatch(int rank) const {
     if (!pool_.enabled()) return std::max<uint32_t>(1, eagerCredits_ / 2);
     return std::max<uint32_t>(1, (pool_.granted(rank) - peer(rank).owedGrants + 1) / 2);
