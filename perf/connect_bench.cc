@@ -104,6 +104,9 @@ void addConnectBenchmark(CLI::App& app, const CommonOptions& common) {
       ->check(CLI::Range(2, 1024));
   command->add_option("--alltoall-rounds", idle.rounds, "with --idle-peers: all-to-all rounds before memory is read")
       ->check(CLI::Range(1, 1000));
+  command->add_option("--pingpong-bytes", idle.pingPongBytes, "with --idle-peers: ping-pong message size (multiple of 8)")
+      ->check(CLI::Range(int64_t{8}, int64_t{1} << 24))
+      ->check([](const std::string& text) { return std::stoll(text) % 8 == 0 ? "" : "not a multiple of 8"; });
   command->callback([&common] {
     if (idle.ranks.empty()) return run(common, provider);
     idle.provider = provider;
@@ -111,18 +114,28 @@ void addConnectBenchmark(CLI::App& app, const CommonOptions& common) {
   });
 }
 
-Status pingPong8(messaging::Context& context, int rank, int64_t round) {
-  int64_t out = round * 2 + rank, in = -1;
-  int peer = 1 - rank;
+Status pingPong(messaging::Context& context, int rank, int64_t round, std::span<int64_t> out, std::span<int64_t> in) {
+  const int peer = 1 - rank;
+  const int64_t words = static_cast<int64_t>(out.size());
+  for (int64_t i = 0; i < words; ++i) out[static_cast<size_t>(i)] = (round * 2 + rank) * 7919 + i;
   if (rank == 0) {
-    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
-    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.send(out.data(), words, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.recv(in.data(), words, Datatype::of<int64_t>(), peer, 1));
   } else {
-    IBDT_RETURN_IF_ERROR(context.recv(&in, 1, Datatype::of<int64_t>(), peer, 1));
-    IBDT_RETURN_IF_ERROR(context.send(&out, 1, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.recv(in.data(), words, Datatype::of<int64_t>(), peer, 1));
+    IBDT_RETURN_IF_ERROR(context.send(out.data(), words, Datatype::of<int64_t>(), peer, 1));
   }
-  if (in != round * 2 + peer) return makeError(Code::kInternal, "ping-pong: round ", round, " got ", in);
+  for (int64_t i = 0; i < words; ++i) {
+    if (in[static_cast<size_t>(i)] != (round * 2 + peer) * 7919 + i) {
+      return makeError(Code::kInternal, "ping-pong: round ", round, " word ", i, " got ", in[static_cast<size_t>(i)]);
+    }
+  }
   return Status::ok();
+}
+
+Status pingPong8(messaging::Context& context, int rank, int64_t round) {
+  int64_t out = 0, in = -1;
+  return pingPong(context, rank, round, std::span(&out, 1), std::span(&in, 1));
 }
 
 }  // namespace ibdt::perf

@@ -40,10 +40,19 @@ constexpr int64_t kBlock = 32768;   // all-to-all block: the default eager limit
 // The eager credits per peer and eager limit a Context of `ranks` gets with
 // the default options and IBDT_MSG_EAGER_MEMORY as set (the same rule,
 // eager_budget.h).
+// Under IBDT_MSG_EAGER_POOL the credits are each peer's guaranteed share.
 messaging::EagerShape eagerShapeOf(int ranks) {
   messaging::Options defaults;
   auto budget = messaging::eagerBudgetFromEnvironment();
-  return messaging::eagerShapeWithin(budget.isOk() ? *budget : 0, defaults.eagerLimit, ranks, defaults.eagerCredits);
+  uint64_t bytes = budget.isOk() ? *budget : 0;
+  messaging::EagerShape shape = messaging::eagerShapeWithin(bytes, defaults.eagerLimit, ranks, defaults.eagerCredits);
+  auto pool = messaging::eagerPoolFromEnvironment();
+  if (pool.isOk() && *pool && bytes != 0) {
+    shape.credits = messaging::eagerPoolWithin(bytes, messaging::eagerSlotBytes(shape.eagerLimit), ranks,
+                                               defaults.eagerCredits)
+                        .guaranteed;
+  }
+  return shape;
 }
 
 struct Smaps {
@@ -107,7 +116,7 @@ Status allToAll(Context& context, int rank, int size, std::vector<uint8_t>& send
 struct RankResult {
   std::vector<double> halfRoundTrip;  // seconds, rank 0 only
   std::vector<double> idleProgress;   // seconds per Context::progress() with nothing to do, rank 0 only
-  std::vector<double> rssGrowth, pssGrowth, pinned;  // KiB, one per rank (rank 0 only)
+  std::vector<double> rssGrowth, pssGrowth, pinned, pssAfter;  // KiB, one per rank (rank 0 only)
 };
 
 Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options, int warmup, int reps,
@@ -124,9 +133,10 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
   IBDT_RETURN_IF_ERROR(barrier(bootstrap));
   if (rank < 2) {
     int64_t round = 0;
+    std::vector<int64_t> out(static_cast<size_t>(options.pingPongBytes / 8)), in(out.size());
     for (int rep = 0; rep < warmup + reps; ++rep) {
       auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kRoundTrips; ++i) IBDT_RETURN_IF_ERROR(pingPong8(*context, rank, round++));
+      for (int i = 0; i < kRoundTrips; ++i) IBDT_RETURN_IF_ERROR(pingPong(*context, rank, round++, out, in));
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       if (rep >= warmup) result.halfRoundTrip.push_back(elapsed.count() / kRoundTrips / 2);
     }
@@ -151,15 +161,16 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
   Smaps before = readSmaps();
   for (int round = 0; round < options.rounds; ++round) IBDT_RETURN_IF_ERROR(allToAll(*context, rank, size, send, recv));
   Smaps after = readSmaps();
-  double growth[3] = {after.rssKiB - before.rssKiB, after.pssKiB - before.pssKiB, after.pinnedKiB};
+  double growth[4] = {after.rssKiB - before.rssKiB, after.pssKiB - before.pssKiB, after.pinnedKiB, after.pssKiB};
   IBDT_ASSIGN_OR_RETURN(auto all, bootstrap.allgather({reinterpret_cast<const uint8_t*>(growth), sizeof growth}));
   for (const auto& each : all) {
     if (each.size() != sizeof growth) return makeError(Code::kProtocol, "idle-peers bench: growth size");
-    double theirs[3];
+    double theirs[4];
     std::memcpy(theirs, each.data(), sizeof theirs);
     result.rssGrowth.push_back(theirs[0]);
     result.pssGrowth.push_back(theirs[1]);
     result.pinned.push_back(theirs[2]);
+    result.pssAfter.push_back(theirs[3]);
   }
   return context->close();
 }
@@ -169,13 +180,14 @@ Status runRank(messaging::Bootstrap& bootstrap, const IdlePeersOptions& options,
 void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
   int warmup = common.quick ? 1 : common.warmup;
   int reps = common.quick ? 3 : common.reps;
-  Report latency("idle peers: 8 B ping-pong between ranks 0 and 1, the others connected and idle (µs, half round trip)",
+  Report latency(strCat("idle peers: ", options.pingPongBytes,
+                        " B ping-pong between ranks 0 and 1, the others connected and idle (µs, half round trip)"),
                  {"ranks", "median", "min", "max", "vs first size"});
   Report idle("idle peers progress: Context::progress() with nothing to do on rank 0, all N - 1 peers connected (ns)",
               {"ranks", "median", "min", "max"});
   Report memory("idle peers memory: resident growth per rank over an all-to-all of 32 KiB blocks (KiB)",
                 {"ranks", "connected peers", "credits per peer", "eager limit", "Pss median", "Pss min", "Pss max", "Rss median",
-                 "Rss max", "pinned median"});
+                 "Rss max", "pinned median", "Pss after median"});
   double baseline = 0;
   for (int ranks : options.ranks) {
     RankResult result;
@@ -199,7 +211,8 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
     memory.add({{"ranks", ranks}, {"connected peers", ranks - 1}, {"credits per peer", eager.credits},
                 {"eager limit", eager.eagerLimit}, {"Pss median", pss.median}, {"Pss min", pss.min},
                 {"Pss max", pss.max}, {"Rss median", rss.median}, {"Rss max", rss.max},
-                {"pinned median", summarize(result.pinned).median}});
+                {"pinned median", summarize(result.pinned).median},
+                {"Pss after median", summarize(result.pssAfter).median}});
   }
   for (Report* report : {&latency, &idle, &memory}) {
     report->note("machine", machineDescription());
@@ -215,7 +228,7 @@ void runIdlePeers(const CommonOptions& common, IdlePeersOptions options) {
                              kIdleProgressCalls, " calls (a batch that lost the core measures the scheduler)"));
   memory.setFileStem("idle-peers-memory");
   memory.note("all-to-all rounds", options.rounds);
-  memory.note("method", "smaps_rollup before/after, user buffers touched before; min/median/max over the ranks");
+  memory.note("method", "smaps_rollup before/after, user buffers touched before; min/median/max over the ranks; Pss after: the whole rank after the rounds (shm regions up to 4 MiB, eager buffers among them, are faulted in when mapped)");
   latency.print(common);
   idle.print(common);
   memory.print(common);

@@ -192,6 +192,9 @@ struct Counters {
   uint64_t creditsWithheld = 0;    // eager buffers not returned: over Options::unexpectedMaxBytes
   uint64_t connections = 0;        // endpoint pairs set up to other ranks
   uint64_t peersVisited = 0;       // peers progress() walked for work to send (only those with some)
+  uint64_t creditsGranted = 0;     // IBDT_MSG_EAGER_POOL: pool buffers granted to peers beyond their share
+  uint64_t creditsTakenBack = 0;   // IBDT_MSG_EAGER_POOL: buffers of peers kept back in the pool
+  uint64_t creditsGivenBack = 0;   // IBDT_MSG_EAGER_POOL: credits we gave back to peers that asked
 };
 
 struct Operation;

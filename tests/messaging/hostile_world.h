@@ -125,7 +125,7 @@ class HostileWorld : public ::testing::Test {
 };
 
 // Header (+ fields) of a control message, credits returned: none.
-inline Crafted message(wire::Kind kind, uint32_t credits = 0) { return Crafted().add(wire::Header{kind, {}, credits}); }
+inline Crafted message(wire::Kind kind, uint32_t credits = 0) { return Crafted().add(wire::Header{kind, 0, {}, credits}); }
 
 // The envelope of an honest eager send of `bytes` x uint8 from the rogue (tag kRogueTag).
 wire::Envelope rogueEnvelope(int64_t bytes);

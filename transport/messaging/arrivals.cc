@@ -18,7 +18,7 @@ Result<T> readFrom(const Peer& peer, std::span<const uint8_t> message, size_t of
 
 Status Arrivals::dispatch(Peer& peer, std::span<const uint8_t> message) {
   IBDT_ASSIGN_OR_RETURN(wire::Header header, readFrom<wire::Header>(peer, message, 0));
-  IBDT_RETURN_IF_ERROR(parts_.credits.returned(peer.rank(), header.credits));
+  IBDT_RETURN_IF_ERROR(parts_.credits.returned(peer.rank(), header));
   size_t offset = sizeof(header);
   bool startsMessage =
       header.kind == wire::Kind::kEager || header.kind == wire::Kind::kRts || header.kind == wire::Kind::kPipelined;
@@ -52,6 +52,11 @@ Status Arrivals::dispatch(Peer& peer, std::span<const uint8_t> message) {
       return parts_.sender.onRelease(peer.rank(), release);
     }
     case wire::Kind::kCredit:
+      return Status::ok();
+    case wire::Kind::kGiveBack:
+      if (!parts_.credits.pool().enabled()) {
+        return makeError(Code::kProtocol, "rank ", peer.rank(), " gave back a credit without IBDT_MSG_EAGER_POOL on our side");
+      }
       return Status::ok();
     case wire::Kind::kClose:
       return host_.handleClose(peer);

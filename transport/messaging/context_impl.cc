@@ -92,6 +92,7 @@ Status ContextImpl::progress() {
     if (status.isOk()) status = sender_.advance(rank);
     if (status.isOk()) status = receiver_.advance(rank);
     if (status.isOk()) status = control_.sendCreditIfOwed(peer);
+    if (status.isOk()) status = control_.giveBackIfAsked(peer);
     if (!status.isOk()) {
       failPeer(peer, status);
     } else if (peerHasWork(peer)) {
@@ -115,35 +116,41 @@ Status ContextImpl::handleReceive(const fabric::Completion& completion) {
   Peer& peer = *found;
   // Whatever happens to the message, its buffer goes back (a failed
   // sender's own buffers excepted: repostBuffer).
-  bool countsCredit = false;
+  CreditFlow::Use use = CreditFlow::Use::kReserve;
   if (completion.status != fabric::CompletionStatus::kSuccess) {
     failPeer(peer, completionFailure(completion, peer, "receive"));
   } else if (!peer.failed()) {
-    countsCredit = deliver(peer, completion);
+    use = deliver(peer, completion);
   }
-  credits_.consumed(*this, peer.rank(), completion.id, countsCredit && !peer.failed());
+  credits_.consumed(*this, peer.rank(), completion.id, peer.failed() ? CreditFlow::Use::kReserve : use);
   return Status::ok();
 }
 
-bool ContextImpl::deliver(Peer& peer, const fabric::Completion& completion) {
+CreditFlow::Use ContextImpl::deliver(Peer& peer, const fabric::Completion& completion) {
+  using Use = CreditFlow::Use;
   int rank = peer.rank();
   if (connections_.link(rank).closeReceived) {  // its close() promised that nothing more follows
     failPeer(peer, makeError(Code::kProtocol, "rank ", rank, " sent more after it closed"));
-    return false;
+    return Use::kReserve;
   }
   connections_.heardFrom(rank);  // it sent this, so its side is connected
-  bool countsCredit = true;
+  Use use = Use::kCredit;
   Status status;
   if (completion.opcode == fabric::Opcode::kRecvWriteWithImm) {
     status = receiver_.onWriteImm(rank, completion.immData);
   } else {
     std::span<const uint8_t> message = receivedMessage(peer, completion);
     auto header = wire::read<wire::Header>(message, 0);
-    countsCredit = !header.isOk() || (header->kind != wire::Kind::kCredit && header->kind != wire::Kind::kClose);
+    if (header.isOk() && (header->kind == wire::Kind::kCredit || header->kind == wire::Kind::kClose)) {
+      use = Use::kReserve;
+    } else if (header.isOk() && header->kind == wire::Kind::kGiveBack) {
+      use = Use::kGiveBack;
+    }
     status = arrivals_.dispatch(peer, message);
+    if (credits_.giveBackAsked(rank)) activePeers_.mark(rank);  // it sent kReclaim
   }
   if (!status.isOk()) failPeer(peer, status);
-  return countsCredit;
+  return use;
 }
 
 std::span<const uint8_t> ContextImpl::receivedMessage(const Peer& sender, const fabric::Completion& completion) const {
@@ -156,9 +163,28 @@ std::span<const uint8_t> ContextImpl::receivedMessage(const Peer& sender, const 
 Status ContextImpl::repostBuffer(int sender, uint64_t buffer) {
   bool failed = peer(sender).failed();
   if (!failed) activePeers_.mark(sender);  // the credit it becomes may fall due
+  if (receivePool_.handsOutSlots()) {  // IBDT_MSG_EAGER_POOL: back to the sender's own queue
+    if (!failed) return receivePool_.post(ReceivePool::slotOf(buffer), *peer(sender).recvEndpoint());
+    receivePool_.giveBack(ReceivePool::slotOf(buffer));
+    return Status::ok();
+  }
   if (ReceivePool::names(buffer)) return receivePool_.repost(ReceivePool::slotOf(buffer));
   if (failed) return Status::ok();  // its receives are flushed or gone
   return peer(sender).repostSlot(Peer::slotOf(buffer));
+}
+
+uint64_t ContextImpl::grantableBuffers() const {
+  // The shares of endpoints not readied yet (lazy connection) stay reserved.
+  uint64_t reserved = uint64_t{static_cast<uint32_t>(size_) - endpointsOpened_} * (options_.eagerCredits + CreditFlow::kReserveSlots);
+  uint64_t available = receivePool_.available();
+  return available > reserved ? available - reserved : 0;
+}
+
+Result<bool> ContextImpl::grantBuffer(int rank) {
+  if (grantableBuffers() == 0) return false;
+  IBDT_ASSIGN_OR_RETURN(uint32_t slot, receivePool_.take(domain_));
+  IBDT_RETURN_IF_ERROR(receivePool_.post(slot, *peer(rank).recvEndpoint()));
+  return true;
 }
 
 Status ContextImpl::handleSendCompletion(const fabric::Completion& completion) {

@@ -154,8 +154,8 @@ class ContextImpl : private Arrivals::Host,
   Status handleReceive(const fabric::Completion& completion);
   // The message in the receive buffer `completion` names (a peer's slot, or
   // the pool's under a shared receive queue), at most a slot long.
-  // Hands a received message to the protocols; whether it consumed a credit.
-  bool deliver(Peer& peer, const fabric::Completion& completion);
+  // Hands a received message to the protocols; what it did with its buffer.
+  CreditFlow::Use deliver(Peer& peer, const fabric::Completion& completion);
   std::span<const uint8_t> receivedMessage(const Peer& sender, const fabric::Completion& completion) const;
   Status handleSendCompletion(const fabric::Completion& completion);
   // Arrivals::Host (failPeer serves all three hosts)
@@ -165,6 +165,13 @@ class ContextImpl : private Arrivals::Host,
   bool peerFailed(int rank) const override { return peer(rank).failed(); }
   void failPeer(int rank, Status status) override { failPeer(peer(rank), std::move(status)); }
   bool mayWithhold(int rank) const override { return matching_.overBudget() && !matching_.receivePostedFrom(rank); }
+  uint64_t grantableBuffers() const override;
+  Result<bool> grantBuffer(int rank) override;
+  void keepBuffer(uint64_t buffer) override { receivePool_.giveBack(ReceivePool::slotOf(buffer)); }
+  void wake(int rank) override { activePeers_.mark(rank); }
+  // IBDT_MSG_EAGER_POOL: the pool's shape and posting a peer's share (context_setup.cc).
+  Status enableEagerPool(uint32_t creditCeiling);
+  Status openPooledSlots(Peer& peer);
   // Connections::Host (peerFailed and failPeer serve both)
   Result<fabric::Endpoint*> endpointTo(int rank) override { return peers_.endpointTo(rank); }
   Status linkReady(int rank) override { return control_.flush(peer(rank)); }
@@ -174,11 +181,13 @@ class ContextImpl : private Arrivals::Host,
   const Peer& peer(int rank) const { return peers_.peer(rank); }
 
   PeerTable peers_{domain_};  // the peers, their endpoints and the completion queues
-  ReceivePool receivePool_;   // eager receive buffers under a shared receive queue (else each peer's own)
+  ReceivePool receivePool_;   // eager receive buffers under a shared receive queue or IBDT_MSG_EAGER_POOL (else each peer's own)
+  EagerPoolShape eagerPool_;      // IBDT_MSG_EAGER_POOL (ceiling 0: off)
+  uint32_t endpointsOpened_ = 0;  // IBDT_MSG_EAGER_POOL: shares posted (the others' stay reserved)
   ActivePeers activePeers_;  // the peers progress() visits
   bool peerHasWork(const Peer& peer) const {
     return !peer.control().empty() || sender_.hasWork(peer.rank()) || receiver_.hasWork(peer.rank()) ||
-           credits_.due(peer.rank());
+           credits_.due(peer.rank()) || credits_.giveBackAsked(peer.rank());
   }
   SendSlots sendSlots_;
   // Staging, registration and the rest the rendezvous objects ask for (core_services.h).

@@ -19,6 +19,7 @@ class ControlQueue {
   using Entry = std::variant<EagerSend, ControlMessage, std::shared_ptr<PipelinedSend>>;
 
   bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
   void push(Entry entry) { entries_.push_back(std::move(entry)); }
   // Posts the head message (or its next fragment) to `rank`, and drops it
   // once nothing of it is left to post. A Status is the peer's failure.

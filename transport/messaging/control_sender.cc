@@ -12,6 +12,26 @@ Status ControlSender::flush(Peer& peer) {
          peer.sendFits(parts_.limits.sendQueueDepth)) {
     IBDT_RETURN_IF_ERROR(peer.control().postFront(*this, rank));
   }
+  if (!peer.control().empty() && parts_.credits.available(rank) == 0) parts_.credits.stalled(rank);
+  return Status::ok();
+}
+
+wire::Header ControlSender::headerTo(int rank, wire::Kind kind) const {
+  const Peer& to = parts_.peers.peer(rank);
+  return parts_.credits.header(rank, kind, to.control().size() > parts_.credits.available(rank));
+}
+
+Status ControlSender::giveBackIfAsked(Peer& peer) {
+  const int rank = peer.rank();
+  if (!parts_.credits.giveBackAsked(rank) || !peer.control().empty()) return Status::ok();
+  // Each kGiveBack spends one of the credits it gives back: the peer keeps
+  // the buffer it lands in.
+  while (parts_.credits.surplusAsked(rank) > 0 && parts_.slots.anyFree() &&
+         peer.sendFits(parts_.limits.sendQueueDepth)) {
+    IBDT_RETURN_IF_ERROR(ControlMessage::headerOnly(wire::Kind::kGiveBack).post(*this, rank, /*useReserve=*/false));
+    parts_.credits.gaveBack();
+  }
+  if (parts_.credits.surplusAsked(rank) == 0) parts_.credits.giveBackDone(rank);
   return Status::ok();
 }
 

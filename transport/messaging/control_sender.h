@@ -10,7 +10,9 @@
 // the receiver reports reposted buffers in the next header it sends us, or
 // in a credit-only message once half of them are owed. Since a credit-only
 // message is sent at most once per eagerCredits/2 credit-consuming arrivals,
-// and those need credits from the previous one, at most two are in flight.
+// and those need credits from the previous one, at most two are in flight
+// (under IBDT_MSG_EAGER_POOL the batch is half the credits the peer knows
+// of, grants not yet sent excluded, so the same holds: CreditFlow::creditBatch).
 #pragma once
 
 #include <memory>
@@ -50,8 +52,11 @@ class ControlSender final : public EagerServices {
   // Posts what waits for `peer` while its link is up and credits, send
   // slots and send queue allow.
   Status flush(Peer& peer);
-  // A credit-only message once the peer is owed enough credits.
+  // A credit-only message once the peer is owed enough credits (carrying
+  // a kReclaim if one is due); the credits it asked back (kGiveBack) once
+  // nothing else waits for it.
   Status sendCreditIfOwed(Peer& peer);
+  Status giveBackIfAsked(Peer& peer);
   // A header-only message of `kind` into the peer's reserve buffers; false
   // when no send slot is free (try again later).
   Result<bool> sendReserved(Peer& peer, wire::Kind kind);
@@ -60,7 +65,7 @@ class ControlSender final : public EagerServices {
   int selfRank() const override { return rank_; }
   TypeCache& types() override { return parts_.types; }
   const ProtocolSelector& selector() const override { return parts_.selector; }
-  uint32_t creditsOwedTo(int rank) const override { return parts_.credits.owedTo(rank); }
+  wire::Header headerTo(int rank, wire::Kind kind) const override;
   void messageSent(int rank, bool spendsCredit) override { parts_.credits.sent(rank, spendsCredit); }
   Result<bool> sendWritten(int rank, uint32_t length, WriteFunction write, void* context, Status& writeError) override;
   Result<SendSlot> takeSendSlot() override { return parts_.slots.take(); }

@@ -30,6 +30,27 @@ EagerShape eagerShapeWithin(uint64_t budgetBytes, int64_t eagerLimit, int ranks,
   return {eagerCreditsWithin(budgetBytes, eagerSlotBytes(eagerLimit), ranks, maxCredits), eagerLimit};
 }
 
+EagerPoolShape eagerPoolWithin(uint64_t budgetBytes, uint64_t slotBytes, int ranks, uint32_t maxCredits) {
+  EagerPoolShape shape;
+  shape.ceiling = std::max(kMinEagerCredits, maxCredits);
+  const uint64_t endpoints = static_cast<uint64_t>(std::max(ranks, 1));
+  const uint64_t slots = slotBytes == 0 ? 0 : budgetBytes / slotBytes;
+  if (endpoints * (shape.ceiling + CreditFlow::kReserveSlots) <= slots) {
+    shape.guaranteed = shape.ceiling;
+  } else {
+    uint64_t half = slots / 2 / endpoints;
+    uint64_t credits = half > CreditFlow::kReserveSlots ? half - CreditFlow::kReserveSlots : 0;
+    shape.guaranteed = static_cast<uint32_t>(std::clamp<uint64_t>(credits, kMinEagerCredits, shape.ceiling));
+  }
+  shape.slots = std::max(slots, endpoints * (shape.guaranteed + CreditFlow::kReserveSlots));
+  return shape;
+}
+
+Result<bool> eagerPoolFromEnvironment() {
+  IBDT_ASSIGN_OR_RETURN(int chosen, config::getChoice("IBDT_MSG_EAGER_POOL", {"off", "on"}));
+  return chosen == 1;
+}
+
 Result<uint64_t> eagerBudgetFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(uint64_t budget, config::getSize("IBDT_MSG_EAGER_MEMORY"));
   if (budget > (uint64_t{1} << 40)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EAGER_MEMORY above 1T");

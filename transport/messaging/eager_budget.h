@@ -52,6 +52,22 @@ struct EagerShape {
 };
 EagerShape eagerShapeWithin(uint64_t budgetBytes, int64_t eagerLimit, int ranks, uint32_t maxCredits);
 
+// IBDT_MSG_EAGER_POOL: the budget as one pool of `slots` buffers. Every
+// endpoint keeps `guaranteed` credits (and the reserve) for good: all of
+// IBDT_MSG_CREDITS where the budget holds them for every rank, else half the
+// budget spread evenly (at least kMinEagerCredits); the rest is granted on
+// demand up to `ceiling` (eager_pool.h). Where even the guaranteed shares
+// exceed the budget the pool is their sum, as the floor bounds memory then.
+struct EagerPoolShape {
+  uint32_t guaranteed = 0;
+  uint32_t ceiling = 0;
+  uint64_t slots = 0;
+};
+EagerPoolShape eagerPoolWithin(uint64_t budgetBytes, uint64_t slotBytes, int ranks, uint32_t maxCredits);
+
+// IBDT_MSG_EAGER_POOL (off by default); read beside IBDT_MSG_EAGER_MEMORY.
+Result<bool> eagerPoolFromEnvironment();
+
 // IBDT_MSG_EAGER_MEMORY in bytes (0: no bound); read where the job size is
 // known (ContextImpl::init), so Options built in code honour it too.
 Result<uint64_t> eagerBudgetFromEnvironment();

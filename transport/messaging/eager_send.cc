@@ -8,22 +8,21 @@ namespace ibdt::messaging {
 
 ControlMessage ControlMessage::headerOnly(wire::Kind kind) {
   std::vector<uint8_t> bytes(sizeof(wire::Header));
-  wire::write(bytes.data(), 0, wire::Header{kind, {}, 0});
+  wire::write(bytes.data(), 0, wire::Header{kind, 0, {}, 0});
   return ControlMessage(std::move(bytes));
 }
 
 Status ControlMessage::post(EagerServices& services, int rank, bool useReserve) {
+  wire::Header prebuilt;
+  std::memcpy(&prebuilt, bytes_.data(), sizeof(prebuilt));
   struct Writer {
     const std::vector<uint8_t>& bytes;
-    uint32_t credits;
-  } writer{bytes_, services.creditsOwedTo(rank)};
+    wire::Header header;  // return what we owe with whatever goes out
+  } writer{bytes_, services.headerTo(rank, prebuilt.kind)};
   EagerServices::WriteFunction write = [](void* context, uint8_t* out) -> Status {
     auto& w = *static_cast<Writer*>(context);
     std::copy(w.bytes.begin(), w.bytes.end(), out);
-    wire::Header header;  // return what we owe with whatever goes out
-    std::memcpy(&header, out, sizeof(header));
-    header.credits = w.credits;
-    wire::write(out, 0, header);
+    wire::write(out, 0, w.header);
     return Status::ok();
   };
   Status unused;
@@ -48,7 +47,7 @@ Status EagerSend::post(EagerServices& services, int rank) {
     wire::Header header;
     wire::Envelope envelope;
   } writer{op,
-           {wire::Kind::kEager, {}, services.creditsOwedTo(rank)},
+           services.headerTo(rank, wire::Kind::kEager),
            {services.selfRank(), op.tag, op.communicator, 0, op.bytes, signature->hash, signature->elements}};
   EagerServices::WriteFunction write = [](void* context, uint8_t* out) -> Status {
     auto& w = *static_cast<Writer*>(context);

@@ -13,6 +13,7 @@
 #include "ibdt/fabric.h"
 #include "transport/messaging/operation.h"
 #include "transport/messaging/send_protocol.h"
+#include "transport/messaging/wire.h"
 
 namespace ibdt::messaging {
 
@@ -35,9 +36,10 @@ class EagerServices {
   virtual int selfRank() const = 0;
   virtual TypeCache& types() = 0;
   virtual const ProtocolSelector& selector() const = 0;
-  // Credits a message to `rank` returns (in its header), and noting that
-  // one left: `spendsCredit` unless it went to a reserve buffer.
-  virtual uint32_t creditsOwedTo(int rank) const = 0;
+  // The header of a message of `kind` to `rank`: the credits it returns and
+  // the pool's flags (credit_flow.h); and noting that one left:
+  // `spendsCredit` unless it went to a reserve buffer.
+  virtual wire::Header headerTo(int rank, wire::Kind kind) const = 0;
   virtual void messageSent(int rank, bool spendsCredit) = 0;
   // Sends the `length` bytes write(context, out) produces: in place in the
   // peer's receive buffer where the provider allows it, else through a send

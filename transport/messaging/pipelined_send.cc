@@ -54,7 +54,7 @@ Result<bool> PipelinedSend::postNext(EagerServices& services, int rank) {
   if (first && !begin(services, rank)) return true;
   const int64_t p = next_;
   int64_t q = std::min(op.bytes, p + services.selector().fragmentSize(op.bytes));
-  wire::Header header{first ? wire::Kind::kPipelined : wire::Kind::kFragment, {}, services.creditsOwedTo(rank)};
+  wire::Header header = services.headerTo(rank, first ? wire::Kind::kPipelined : wire::Kind::kFragment);
   Status failed;
   bool sent = false;
   if (gather_) {

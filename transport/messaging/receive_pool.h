@@ -11,8 +11,14 @@
 // the posted buffers always cover the sum over the peers that can send of
 // what each may have in flight: no SEND meets an empty queue, and memory
 // grows with connected peers as per-peer buffers do (docs/many-ranks.md).
+//
+// Under IBDT_MSG_EAGER_POOL (eager_pool.h) the same slots serve endpoints
+// with receive queues of their own: a slot is taken from the free ones and
+// posted to one peer's endpoint, and comes back free when the pool keeps it;
+// at most `limit` slots ever exist, allocated a chunk at a time as needed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,6 +33,18 @@ class ReceivePool {
   // Buffers of `slotSize` bytes, `chunkSlots` per endpoint readied.
   void enable(size_t slotSize, uint32_t chunkSlots);
   bool enabled() const { return chunkSlots_ != 0; }
+
+  // Free slots handed out one at a time, at most `limit` in all.
+  void enableFreeSlots(size_t slotSize, uint32_t chunkSlots, uint64_t limit);
+  bool handsOutSlots() const { return limit_ != 0; }
+  // A free slot, allocating a chunk when none is left; kResourceExhausted
+  // once `limit` slots are out.
+  Result<uint32_t> take(fabric::Domain& domain);
+  void giveBack(uint32_t slot) { free_.push_back(slot); }
+  // Slots not out: free, or not yet allocated.
+  uint64_t available() const { return limit_ - std::min<uint64_t>(slots(), limit_) + free_.size(); }
+  // Posts pool slot `slot` to `endpoint`'s own receive queue.
+  Status post(uint32_t slot, fabric::Endpoint& endpoint) const;
 
   // Adds and posts one chunk through `endpoint` (any endpoint of the shared
   // queue; the first one is kept for reposts: the Context's own receiving
@@ -46,11 +64,14 @@ class ReceivePool {
 
  private:
   uint8_t* slotAddress(uint32_t slot) const;
+  Status allocateChunk(fabric::Domain& domain);
 
   size_t slotSize_ = 0;
   uint32_t chunkSlots_ = 0;
   fabric::Endpoint* poster_ = nullptr;
   std::vector<std::unique_ptr<fabric::MemoryRegion>> chunks_;
+  uint64_t limit_ = 0;          // IBDT_MSG_EAGER_POOL: slots at most (0: one chunk per endpoint)
+  std::vector<uint32_t> free_;  // IBDT_MSG_EAGER_POOL: allocated slots not posted
 };
 
 }  // namespace ibdt::messaging

@@ -60,7 +60,7 @@ class UnpackReceive : public RecvProtocol {
     }
     segmentsReleased_ = segmentsDone_;
     std::vector<uint8_t> release(sizeof(wire::Header) + sizeof(wire::Release));
-    size_t offset = wire::write(release.data(), 0, wire::Header{wire::Kind::kRelease, {}, 0});
+    size_t offset = wire::write(release.data(), 0, wire::Header{wire::Kind::kRelease, 0, {}, 0});
     wire::write(release.data(), offset, wire::Release{senderTransfer, 0, segmentsDone_});
     services.queueControl(rank, std::move(release));
   }

@@ -79,7 +79,7 @@ void RendezvousReceiver::queueCts(int rank, const wire::Cts& cts, std::span<cons
   // Header and CTS are written into a fixed array first: written straight
   // into the freshly sized vector, GCC cannot see its size and warns.
   std::array<uint8_t, sizeof(wire::Header) + sizeof(wire::Cts)> head;
-  size_t at = wire::write(head.data(), 0, wire::Header{wire::Kind::kCts, {}, 0});
+  size_t at = wire::write(head.data(), 0, wire::Header{wire::Kind::kCts, 0, {}, 0});
   wire::write(head.data(), at, cts);
   std::vector<uint8_t> reply;
   reply.reserve(head.size() + layout.size());
@@ -154,7 +154,7 @@ Status RendezvousReceiver::onReadCompleted(uint32_t transferId) {
   RecvTransfer& transfer = *found->second;
   if (!transfer.read->readCompleted()) return Status::ok();
   std::vector<uint8_t> fin(sizeof(wire::Header) + sizeof(wire::Fin));
-  size_t at = wire::write(fin.data(), 0, wire::Header{wire::Kind::kFin, {}, 0});
+  size_t at = wire::write(fin.data(), 0, wire::Header{wire::Kind::kFin, 0, {}, 0});
   wire::write(fin.data(), at, wire::Fin{transfer.senderTransfer, 0});
   services_.queueControl(transfer.op->peer, std::move(fin));
   finish(transferId);

@@ -57,7 +57,7 @@ Result<std::vector<uint8_t>> RendezvousSender::buildRts(const SendTransfer& tran
   rts.medianBlock = op.stats.medianBlock;
   rts.stddevBlock = op.stats.stddevBlock;
   std::vector<uint8_t> bytes(sizeof(wire::Header) + sizeof(envelope) + sizeof(rts));
-  size_t at = wire::write(bytes.data(), 0, wire::Header{wire::Kind::kRts, {}, 0});
+  size_t at = wire::write(bytes.data(), 0, wire::Header{wire::Kind::kRts, 0, {}, 0});
   at = wire::write(bytes.data(), at, envelope);
   wire::write(bytes.data(), at, rts);
   return bytes;

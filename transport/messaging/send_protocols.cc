@@ -116,7 +116,7 @@ class OfferReadSend : public SendProtocol {
       packed.rkey = packed_.rkey();
     }
     std::vector<uint8_t> message(sizeof(wire::Header) + sizeof(packed));
-    size_t at = wire::write(message.data(), 0, wire::Header{wire::Kind::kPacked, {}, 0});
+    size_t at = wire::write(message.data(), 0, wire::Header{wire::Kind::kPacked, 0, {}, 0});
     wire::write(message.data(), at, packed);
     services.queueControl(op.peer, std::move(message));
     return false;

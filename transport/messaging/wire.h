@@ -26,13 +26,23 @@ enum class Kind : uint8_t {
   kClose,      // close(): nothing more follows from the sender (reserved buffers)
   kPipelined,  // first fragment of a pipelined eager message: Envelope + payload
   kFragment,   // next fragment of it: Fragment + payload
+  kGiveBack,   // header only: spends a credit the sender gives back to the receiver's pool (eager_pool.h)
 };
 
 struct Header {
   Kind kind;
-  uint8_t pad[3];
+  uint8_t flags;  // kWantsCredits | kReclaim, only under IBDT_MSG_EAGER_POOL
+  uint8_t pad[2];
   uint32_t credits;  // eager credits returned to the receiver of this message
 };
+
+// Header::flags (the shared eager pool, eager_pool.h).
+// The sender ran out of credits with messages waiting: grant it more.
+constexpr uint8_t kWantsCredits = 1;
+// The receiver of this message asks for its credits beyond the guaranteed
+// share back (kGiveBack), unless it is using them.
+constexpr uint8_t kReclaim = 2;
+constexpr uint8_t kKnownFlags = kWantsCredits | kReclaim;
 
 struct Envelope {
   int32_t source;
