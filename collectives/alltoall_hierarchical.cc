@@ -164,7 +164,7 @@ class MergedBuilder {
         name_(std::move(name)),
         block_(args.bytes),
         bruck_(agreed.exchange == LeaderExchange::kBruck),
-        oneSided_(!bruck_),
+        oneSided_(agreed.oneSided),
         windows_(exchangeWindows(layout_.nodes(), options.throttle, bruck_)),
         throttle_(options.throttle),
         gatherTag_(comm.takePlanTag()),
