@@ -14,7 +14,8 @@
 //
 // A leader's buffers: G holds, for each node n it handles, the node-block
 // [local source][its partners on n] it sends n, contiguous; E holds the
-// node-block [source on n][local destination] n sends it, in n's order.
+// node-block [source on n][local destination] n sends it, in n's order
+// (node-major; one-sided hops lay them out member-major, below).
 //
 // Stages (collectives/staged_plan.h; every receive is posted at start):
 //   0       every rank packs its send blocks, one chunk per leader, in the
@@ -39,9 +40,15 @@
 // In place (kInPlace): every block is packed out of the receive buffer in
 // stage 0, before any stage unpacks into it, so in place needs no memory
 // beyond the staging every run has (docs/alltoall-hierarchical.md).
-// Node-local traffic goes through the messaging layer (the shm provider on
-// one host), not a shared segment: collectives do not reach below
-// messaging. Messages carry packed bytes; the ranks' type signatures are
+// Node-local hops go through the messaging layer (collectives do not reach
+// below it), as messages or, where a chunk would take the rendezvous, as
+// one-sided writes (the agreement's vote): the leader exposes each member's
+// run of G and each member its row buffer at init, so a run writes a chunk
+// straight into G and a row straight into the member's buffer, one write
+// and a notification each. G is then [source][node] and E [destination]
+// [node] (member-major), the exchange's messages typed over their runs,
+// and the node's own blocks are moved from G to E before the scatter.
+// Messages carry packed bytes; the ranks' type signatures are
 // compared once at init (alltoall_hierarchical_agreement.cc), where the
 // other algorithms compare them per message.
 #include "collectives/alltoall_hierarchical.h"
@@ -53,6 +60,7 @@
 
 #include "base/checked_math.h"
 #include "base/copy_bytes.h"
+#include "collectives/alltoall_hierarchical_layout.h"
 #include "collectives/alltoall_schedule.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/staged_plan.h"
@@ -62,70 +70,9 @@ namespace {
 
 using datatype::Datatype;
 using datatype::Segment;
-
-// The communicator's nodes, dense in node-id order, and their ranks.
-struct NodeLayout {
-  std::vector<std::vector<int>> ranks;  // ranks[n]: communicator ranks on node n, in rank order
-  std::vector<int> leaders;             // leaders[n]: how many leaders node n has
-  int myNode = 0, myLocal = 0;
-
-  NodeLayout(const Communicator& comm, int leadersPerNode) {
-    std::map<int, int> dense;
-    for (int r = 0; r < comm.size(); ++r) dense.emplace(comm.node(r).nodeId, 0);
-    int next = 0;
-    for (auto& [id, index] : dense) index = next++;
-    ranks.resize(dense.size());
-    for (int r = 0; r < comm.size(); ++r) {
-      std::vector<int>& node = ranks[static_cast<size_t>(dense[comm.node(r).nodeId])];
-      if (r == comm.rank()) {
-        myNode = dense[comm.node(r).nodeId];
-        myLocal = static_cast<int>(node.size());
-      }
-      node.push_back(r);
-    }
-    for (const auto& node : ranks) leaders.push_back(std::min(leadersPerNode, static_cast<int>(node.size())));
-  }
-  int nodes() const { return static_cast<int>(ranks.size()); }
-  // Leader index (local rank) on `node` that handles partner node `other`.
-  int handler(int node, int other) const { return other % leaders[static_cast<size_t>(node)]; }
-  int leaderRank(int node, int index) const { return ranks[static_cast<size_t>(node)][static_cast<size_t>(index)]; }
-  // The nodes leader `index` of `node` handles, ascending.
-  std::vector<int> handled(int node, int index) const {
-    std::vector<int> out;
-    for (int n = 0; n < nodes(); ++n) {
-      if (handler(node, n) == index) out.push_back(n);
-    }
-    return out;
-  }
-};
-
-// A message as count x type over packed bytes: the listed (offset, length)
-// runs of a buffer, in order (no run: an empty message).
-struct Message {
-  Datatype type = Datatype::basic(datatype::BasicKind::kByte);
-  int64_t count = 0;
-  int64_t offset = 0;  // from the base the type is over
-};
-struct Runs {
-  std::vector<int64_t> lengths, offsets;
-  void add(int64_t offset, int64_t length) {
-    if (length == 0) return;
-    if (!offsets.empty() && offsets.back() + lengths.back() == offset) {
-      lengths.back() += length;  // adjacent: one run
-      return;
-    }
-    offsets.push_back(offset);
-    lengths.push_back(length);
-  }
-  bool single() const { return offsets.size() == 1; }
-  Result<Message> message() const {
-    if (offsets.empty()) return Message{};
-    IBDT_ASSIGN_OR_RETURN(Datatype type,
-                          Datatype::hindexed(lengths, offsets, Datatype::basic(datatype::BasicKind::kByte)));
-    IBDT_RETURN_IF_ERROR(type.commit());
-    return Message{type, 1, 0};
-  }
-};
+using hierarchical::Message;
+using hierarchical::NodeLayout;
+using hierarchical::Runs;
 
 // Typed block <-> packed bytes, prepared at init and run at every start.
 struct BlockCopy {
@@ -136,9 +83,9 @@ struct BlockCopy {
 // A leader's node-block with node `node`, in G (out) and E (in).
 struct NodeBlock {
   int node = 0;
-  int64_t outOffset = 0;         // node-major: where it starts in G (blocks)
-  std::vector<int64_t> outAt;    // per local source: where its part starts in G (blocks)
-  std::vector<int64_t> outCount; // per local source: its part's blocks
+  int64_t outOffset = 0;          // node-major: where it starts in G (blocks)
+  std::vector<int64_t> outAt;     // per local source: where its part starts in G (blocks)
+  std::vector<int64_t> outCount;  // per local source: its part's blocks
   int64_t outBlocks = 0, inBlocks = 0;
   std::byte* in = nullptr;       // node-major: in E, or G's own block (direct, own node); member-major: E
   std::vector<int64_t> inIndex;  // [source on node][local destination]: block index from `in`, or -1
@@ -416,7 +363,8 @@ class MergedBuilder {
       for (size_t s = 0; s < m; ++s) {
         const std::vector<int> partners = partnersOn(nb.node, locals()[s]);
         for (size_t q = 0; q < partners.size(); ++q) {
-          const auto d = static_cast<size_t>(std::find(locals().begin(), locals().end(), partners[q]) - locals().begin());
+          const auto d =
+              static_cast<size_t>(std::find(locals().begin(), locals().end(), partners[q]) - locals().begin());
           ownNodeMoves_.emplace_back(gather_ + (nb.outAt[s] + static_cast<int64_t>(q)) * block_,
                                      inSlot(nb, locals()[s], d));
         }
@@ -441,10 +389,10 @@ class MergedBuilder {
       }
       IBDT_ASSIGN_OR_RETURN(Message sent, bytesOrRuns(out));
       IBDT_ASSIGN_OR_RETURN(Message received, bytesOrRuns(in));
-      IBDT_RETURN_IF_ERROR(plan_->addSend(sendStage, gather_ + sent.offset, sent.count, sent.type, partner,
-                                          exchangeTag_));
-      IBDT_RETURN_IF_ERROR(plan_->addRecv(recvStage, gather_ + received.offset, received.count, received.type,
-                                          partner, exchangeTag_));
+      IBDT_RETURN_IF_ERROR(
+          plan_->addSend(sendStage, gather_ + sent.offset, sent.count, sent.type, partner, exchangeTag_));
+      IBDT_RETURN_IF_ERROR(
+          plan_->addRecv(recvStage, gather_ + received.offset, received.count, received.type, partner, exchangeTag_));
     }
     return Status::ok();
   }

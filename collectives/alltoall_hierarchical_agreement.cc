@@ -53,7 +53,7 @@ Result<HierarchicalAgreement> agreeOnHierarchical(Communicator& comm, const Resu
   const int leaders = options.leaders;
   const auto requested = static_cast<int64_t>(options.leaderExchange);
   int64_t mine[kFields] = {
-      args.isOk() && leaders >= 1 ? 1 : 0,          0, 0, 0, leaders, place.group, place.rank, place.size, requested,
+      args.isOk() && leaders >= 1 ? 1 : 0,           0, 0, 0, leaders, place.group, place.rank, place.size, requested,
       static_cast<int64_t>(LeaderExchange::kDirect), 0};
   if (args.isOk()) {
     IBDT_ASSIGN_OR_RETURN(datatype::Signature signature, datatype::signature(args->sendtype, args->sendcount));

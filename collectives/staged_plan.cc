@@ -14,7 +14,8 @@ Status StagedPlan::addSend(size_t stage, const void* buf, int64_t count, const d
                         ctx_.sendInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
   IBDT_ASSIGN_OR_RETURN(messaging::Request poison,
                         poison_.sendInit(ctx_, comm_.contextRank(peer), tag, comm_.contextId()));
-  sends_.push_back({std::move(request), stage, peer, true, count * type.size(), count * type.size(), std::move(poison)});
+  sends_.push_back(
+      {std::move(request), stage, peer, true, count * type.size(), count * type.size(), std::move(poison)});
   sorted_ = false;
   return Status::ok();
 }

@@ -82,8 +82,8 @@ class StagedPlan final : public PlanImpl {
     size_t stage;
     int peer;
     bool send;
-    int64_t bytes;  // packed
-    int64_t due = 0;  // what a receive must get (an exposure's notification: none)
+    int64_t bytes;              // packed
+    int64_t due = 0;            // what a receive must get (an exposure's notification: none)
     messaging::Request poison;  // a send's, started instead once the run failed
     bool pending = false;
     bool poisoned = false;  // this run sent the poison

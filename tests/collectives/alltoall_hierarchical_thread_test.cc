@@ -13,6 +13,8 @@
 // between runs (a leader's G and a member's row reused at once).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "collectives/alltoall_data.h"
@@ -168,6 +170,27 @@ uint8_t runPattern(int run, int from, int to, int64_t k) {
   return static_cast<uint8_t>(testing::pattern(from, to, k) + run * 29);
 }
 
+// Run `run`'s blocks of `rank` into `send` (p blocks of `block` bytes).
+void fillRun(std::vector<uint8_t>& send, int run, int rank, int ranks, int64_t block) {
+  for (int to = 0; to < ranks; ++to) {
+    for (int64_t k = 0; k < block; ++k) send[static_cast<size_t>(to * block + k)] = runPattern(run, rank, to, k);
+  }
+}
+
+// The first byte of `recv` that is not run `run`'s, described; "" if none.
+std::string wrongInRun(const std::vector<uint8_t>& recv, int run, int rank, int ranks, int64_t block) {
+  for (int from = 0; from < ranks; ++from) {
+    for (int64_t k = 0; k < block; ++k) {
+      const uint8_t got = recv[static_cast<size_t>(from * block + k)];
+      if (got != runPattern(run, from, rank, k)) {
+        return "run " + std::to_string(run) + " from " + std::to_string(from) + " byte " + std::to_string(k) +
+               ": got " + std::to_string(got) + ", expected " + std::to_string(runPattern(run, from, rank, k));
+      }
+    }
+  }
+  return "";
+}
+
 // A persistent plan started many times, the send buffer rewritten before
 // each run: every run must deliver that run's data.
 TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
@@ -182,19 +205,11 @@ TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
       auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, options);
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       for (int run = 0; run < 10; ++run) {
-        for (int to = 0; to < kRanks; ++to) {
-          for (int64_t k = 0; k < kBlock; ++k)
-            send[static_cast<size_t>(to * kBlock + k)] = runPattern(run, env.rank, to, k);
-        }
+        fillRun(send, run, env.rank, kRanks, kBlock);
         ASSERT_TRUE(plan->start().isOk());
         EXPECT_EQ(plan->start().code(), Code::kState);  // still active
         ASSERT_TRUE(plan->wait(soon()).isOk());
-        for (int from = 0; from < kRanks; ++from) {
-          for (int64_t k = 0; k < kBlock; ++k) {
-            ASSERT_EQ(recv[static_cast<size_t>(from * kBlock + k)], runPattern(run, from, env.rank, k))
-                << "run " << run << " from " << from << " byte " << k;
-          }
-        }
+        ASSERT_EQ(wrongInRun(recv, run, env.rank, kRanks, kBlock), "");
         env.barrier();  // nobody rewrites its send buffer while a peer's run may still read it
       }
     }
@@ -218,19 +233,11 @@ TEST(HierarchicalThreadsPlan, OneSidedRestartedWithoutBarrier) {
       auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, options);
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       for (int run = 0; run < 20; ++run) {
-        for (int to = 0; to < kRanks; ++to) {
-          for (int64_t k = 0; k < kBlock; ++k)
-            send[static_cast<size_t>(to * kBlock + k)] = runPattern(run, env.rank, to, k);
-        }
+        fillRun(send, run, env.rank, kRanks, kBlock);
         std::fill(recv.begin(), recv.end(), uint8_t{0});
         ASSERT_TRUE(plan->start().isOk());
         ASSERT_TRUE(plan->wait(soon()).isOk());
-        for (int from = 0; from < kRanks; ++from) {
-          for (int64_t k = 0; k < kBlock; ++k) {
-            ASSERT_EQ(recv[static_cast<size_t>(from * kBlock + k)], runPattern(run, from, env.rank, k))
-                << "run " << run << " from " << from << " byte " << k << ", leaders " << options.leaders;
-          }
-        }
+        ASSERT_EQ(wrongInRun(recv, run, env.rank, kRanks, kBlock), "") << "leaders " << options.leaders;
       }
       env.barrier();  // the next plan's init
     }
@@ -286,7 +293,8 @@ TEST(HierarchicalThreadsPlan, DenseRunsNeedNoStaging) {
       if (leader) {
         EXPECT_LE(plan->peakExtraBytes(), leaderBuffers) << "rank " << env.rank;
       } else {  // interleaved: a chunk's blocks are not consecutive, so staged both ways
-        EXPECT_EQ(plan->peakExtraBytes(), layout == Layout::kTwoBlocks ? 0 : 2 * kRanks * kBytes) << "rank " << env.rank;
+        EXPECT_EQ(plan->peakExtraBytes(), layout == Layout::kTwoBlocks ? 0 : 2 * kRanks * kBytes)
+            << "rank " << env.rank;
       }
       for (int run = 0; run < 2; ++run) {
         ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << ", run " << run;
@@ -294,9 +302,9 @@ TEST(HierarchicalThreadsPlan, DenseRunsNeedNoStaging) {
       }
       const Side denseRecv = testing::denseSide(strided.type, strided.count);
       AlltoallBuffers stridedBuffers(strided, denseRecv, kRanks, env.rank);
-      auto staged = alltoallInit(**comm, stridedBuffers.sendbuf(), strided.count, strided.type,
-                                 stridedBuffers.recvbuf(), denseRecv.count, denseRecv.type,
-                                 hierarchical(1, LeaderExchange::kDirect));
+      auto staged =
+          alltoallInit(**comm, stridedBuffers.sendbuf(), strided.count, strided.type, stridedBuffers.recvbuf(),
+                       denseRecv.count, denseRecv.type, hierarchical(1, LeaderExchange::kDirect));
       ASSERT_TRUE(staged.isOk()) << staged.status().toString();
       if (!leader) {  // a strided send is staged; its dense receive is not (on nodes in blocks)
         const int64_t bytes = strided.bytes();
