@@ -14,7 +14,8 @@
 //
 // A leader's buffers: G holds, for each node n it handles, the node-block
 // [local source][its partners on n] it sends n, contiguous; E holds the
-// node-block [source on n][local destination] n sends it, in n's order.
+// node-block [source on n][local destination] n sends it, in n's order
+// (node-major; one-sided hops lay them out member-major, below).
 //
 // Stages (collectives/staged_plan.h; every receive is posted at start):
 //   0       every rank packs its send blocks, one chunk per leader, in the
@@ -39,9 +40,15 @@
 // In place (kInPlace): every block is packed out of the receive buffer in
 // stage 0, before any stage unpacks into it, so in place needs no memory
 // beyond the staging every run has (docs/alltoall-hierarchical.md).
-// Node-local traffic goes through the messaging layer (the shm provider on
-// one host), not a shared segment: collectives do not reach below
-// messaging. Messages carry packed bytes; the ranks' type signatures are
+// Node-local hops go through the messaging layer (collectives do not reach
+// below it), as messages or, where a chunk would take the rendezvous, as
+// one-sided writes (the agreement's vote): the leader exposes each member's
+// run of G and each member its row buffer at init, so a run writes a chunk
+// straight into G and a row straight into the member's buffer, one write
+// and a notification each. G is then [source][node] and E [destination]
+// [node] (member-major), the exchange's messages typed over their runs,
+// and the node's own blocks are moved from G to E before the scatter.
+// Messages carry packed bytes; the ranks' type signatures are
 // compared once at init (alltoall_hierarchical_agreement.cc), where the
 // other algorithms compare them per message.
 #include "collectives/alltoall_hierarchical.h"
@@ -52,6 +59,8 @@
 #include <vector>
 
 #include "base/checked_math.h"
+#include "base/copy_bytes.h"
+#include "collectives/alltoall_hierarchical_layout.h"
 #include "collectives/alltoall_schedule.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/staged_plan.h"
@@ -61,68 +70,9 @@ namespace {
 
 using datatype::Datatype;
 using datatype::Segment;
-
-// The communicator's nodes, dense in node-id order, and their ranks.
-struct NodeLayout {
-  std::vector<std::vector<int>> ranks;  // ranks[n]: communicator ranks on node n, in rank order
-  std::vector<int> leaders;             // leaders[n]: how many leaders node n has
-  int myNode = 0, myLocal = 0;
-
-  NodeLayout(const Communicator& comm, int leadersPerNode) {
-    std::map<int, int> dense;
-    for (int r = 0; r < comm.size(); ++r) dense.emplace(comm.node(r).nodeId, 0);
-    int next = 0;
-    for (auto& [id, index] : dense) index = next++;
-    ranks.resize(dense.size());
-    for (int r = 0; r < comm.size(); ++r) {
-      std::vector<int>& node = ranks[static_cast<size_t>(dense[comm.node(r).nodeId])];
-      if (r == comm.rank()) {
-        myNode = dense[comm.node(r).nodeId];
-        myLocal = static_cast<int>(node.size());
-      }
-      node.push_back(r);
-    }
-    for (const auto& node : ranks) leaders.push_back(std::min(leadersPerNode, static_cast<int>(node.size())));
-  }
-  int nodes() const { return static_cast<int>(ranks.size()); }
-  // Leader index (local rank) on `node` that handles partner node `other`.
-  int handler(int node, int other) const { return other % leaders[static_cast<size_t>(node)]; }
-  int leaderRank(int node, int index) const { return ranks[static_cast<size_t>(node)][static_cast<size_t>(index)]; }
-  // The nodes leader `index` of `node` handles, ascending.
-  std::vector<int> handled(int node, int index) const {
-    std::vector<int> out;
-    for (int n = 0; n < nodes(); ++n) {
-      if (handler(node, n) == index) out.push_back(n);
-    }
-    return out;
-  }
-};
-
-// A message as count x type over packed bytes: the listed (offset, length)
-// runs of a buffer, in order (no run: an empty message).
-struct Message {
-  Datatype type = Datatype::basic(datatype::BasicKind::kByte);
-  int64_t count = 0;
-};
-struct Runs {
-  std::vector<int64_t> lengths, offsets;
-  void add(int64_t offset, int64_t length) {
-    if (length == 0) return;
-    if (!offsets.empty() && offsets.back() + lengths.back() == offset) {
-      lengths.back() += length;  // adjacent: one run
-      return;
-    }
-    offsets.push_back(offset);
-    lengths.push_back(length);
-  }
-  Result<Message> message() const {
-    if (offsets.empty()) return Message{};
-    IBDT_ASSIGN_OR_RETURN(Datatype type,
-                          Datatype::hindexed(lengths, offsets, Datatype::basic(datatype::BasicKind::kByte)));
-    IBDT_RETURN_IF_ERROR(type.commit());
-    return Message{type, 1};
-  }
-};
+using hierarchical::Message;
+using hierarchical::NodeLayout;
+using hierarchical::Runs;
 
 // Typed block <-> packed bytes, prepared at init and run at every start.
 struct BlockCopy {
@@ -133,11 +83,21 @@ struct BlockCopy {
 // A leader's node-block with node `node`, in G (out) and E (in).
 struct NodeBlock {
   int node = 0;
-  int64_t outOffset = 0;         // in blocks, in G
-  std::vector<int64_t> outPart;  // per local source: its offset in the node-block
+  int64_t outOffset = 0;          // node-major: where it starts in G (blocks)
+  std::vector<int64_t> outAt;     // per local source: where its part starts in G (blocks)
+  std::vector<int64_t> outCount;  // per local source: its part's blocks
   int64_t outBlocks = 0, inBlocks = 0;
-  std::byte* in = nullptr;       // in E, or G's own block (direct, own node)
-  std::vector<int64_t> inIndex;  // [source on node][local destination]: block index, or -1
+  std::byte* in = nullptr;       // node-major: in E, or G's own block (direct, own node); member-major: E
+  std::vector<int64_t> inIndex;  // [source on node][local destination]: block index from `in`, or -1
+};
+
+// A put whose key is awaited once every exposure of the init went out.
+struct PendingPut {
+  size_t stage;
+  const std::byte* buf;
+  int64_t bytes;
+  int peer;
+  int32_t tag;
 };
 
 class MergedBuilder {
@@ -151,6 +111,7 @@ class MergedBuilder {
         name_(std::move(name)),
         block_(args.bytes),
         bruck_(agreed.exchange == LeaderExchange::kBruck),
+        oneSided_(agreed.oneSided),
         windows_(exchangeWindows(layout_.nodes(), options.throttle, bruck_)),
         throttle_(options.throttle),
         gatherTag_(comm.takePlanTag()),
@@ -173,6 +134,9 @@ class MergedBuilder {
     }
     if (leader) IBDT_RETURN_IF_ERROR(buildLeader(std::move(leaders)));
     IBDT_RETURN_IF_ERROR(buildMember());
+    for (const PendingPut& put : puts_) {  // every rank's keys are out: none waits on another's putInit
+      IBDT_RETURN_IF_ERROR(plan_->addPut(put.stage, put.buf, put.bytes, put.peer, put.tag));
+    }
     return std::unique_ptr<PlanImpl>(std::move(plan_));
   }
 
@@ -268,7 +232,7 @@ class MergedBuilder {
           if (part.self) {
             const NodeBlock& nb = nodeBlocks_[g];
             const auto mine = static_cast<size_t>(layout_.myLocal);
-            packTo = gather_ + (nb.outOffset + nb.outPart[mine] + static_cast<int64_t>(q)) * block_;
+            packTo = gather_ + (nb.outAt[mine] + static_cast<int64_t>(q)) * block_;
             unpackFrom = inSlot(nb, partners[q], mine);
           }
           if (!part.sendsInPlace) packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index)), packTo});
@@ -281,8 +245,13 @@ class MergedBuilder {
       const int leader = layout_.leaderRank(node, static_cast<int>(j));
       const std::byte* chunk = part.sendsInPlace ? args_.sendBlock(part.indices.front()) : sendStage;
       std::byte* row = part.receivesInPlace ? args_.recvBlock(part.indices.front()) : recvStage;
-      IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
-      IBDT_RETURN_IF_ERROR(plan_->addRecv(scatterStage(), row, blocks * block_, byte(), leader, scatterTag_));
+      if (oneSided_) {  // the chunk written into the leader's G, the row written here by the leader
+        puts_.push_back({0, chunk, blocks * block_, leader, gatherTag_});
+        IBDT_RETURN_IF_ERROR(plan_->addExposure(scatterStage(), row, blocks * block_, leader, scatterTag_));
+      } else {
+        IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
+        IBDT_RETURN_IF_ERROR(plan_->addRecv(scatterStage(), row, blocks * block_, byte(), leader, scatterTag_));
+      }
       if (!part.sendsInPlace) sendStage += blocks * block_;
       if (!part.receivesInPlace) recvStage += blocks * block_;
     }
@@ -292,7 +261,10 @@ class MergedBuilder {
     auto unpack = [segment = *recvSegment_, bytes = block_](const std::vector<BlockCopy>& copies) {
       return run(copies, segment, bytes, /*pack=*/false);
     };
-    plan_->setBefore(scatterStage(), [unpack, own = ownUnpacks_] { return unpack(own); });
+    plan_->setBefore(scatterStage(), [unpack, own = ownUnpacks_, moves = ownNodeMoves_, bytes = block_] {
+      for (const auto& [from, to] : moves) copyBytes(to, from, static_cast<size_t>(bytes));
+      return unpack(own);
+    });
     plan_->setBefore(scatterStage() + 1, [unpack, rows = unpacks_] { return unpack(rows); });
     return Status::ok();
   }
@@ -301,15 +273,16 @@ class MergedBuilder {
   // exchange, scatter.
   Status buildLeader(std::unique_ptr<Communicator> leaders) {
     const int node = layout_.myNode, j = layout_.myLocal;
-    const std::vector<int> group = layout_.handled(node, j);
+    const size_t m = locals().size();
     int64_t out = 0, in = 0;
-    for (int n : group) {
+    for (int n : layout_.handled(node, j)) {
       NodeBlock nb;
       nb.node = n;
       nb.outOffset = out;
       for (int s : locals()) {
-        nb.outPart.push_back(nb.outBlocks);
-        nb.outBlocks += static_cast<int64_t>(partnersOn(n, s).size());
+        nb.outAt.push_back(out + nb.outBlocks);
+        nb.outCount.push_back(static_cast<int64_t>(partnersOn(n, s).size()));
+        nb.outBlocks += nb.outCount.back();
       }
       for (int source : layout_.ranks[static_cast<size_t>(n)]) {  // n's order: source, then destination
         for (int d : locals()) nb.inIndex.push_back(together(source, d) ? nb.inBlocks++ : -1);
@@ -318,25 +291,39 @@ class MergedBuilder {
       in += nb.inBlocks;
       nodeBlocks_.push_back(std::move(nb));
     }
-    auto aliased = [&](const NodeBlock& nb) { return nb.node == node && !bruck_; };  // kept: E's block is G's
+    // Node-major (two-sided): a node-block is one run of G and of E. Member-major
+    // (one-sided): a member's chunk is one run of G, [source][node], and its
+    // row one run of E, [destination][node], so each is one write.
+    auto aliased = [&](const NodeBlock& nb) { return nb.node == node && !bruck_ && !oneSided_; };  // E's block is G's
     for (const NodeBlock& nb : nodeBlocks_) in -= aliased(nb) ? nb.inBlocks : 0;
     Checked checked;
     const int64_t bytes = checked.mul(checked.add(out, in), block_);
     if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
     gather_ = plan_->scratch(static_cast<size_t>(bytes));  // G, then E: one base for every type over them
     exchanged_ = gather_ + out * block_;
-    std::byte* exchanged = exchanged_;
-    for (NodeBlock& nb : nodeBlocks_) {
-      nb.in = aliased(nb) ? gather_ + nb.outOffset * block_ : exchanged;
-      if (!aliased(nb)) exchanged += nb.inBlocks * block_;
+    if (oneSided_) {
+      placeMemberMajor();
+    } else {
+      std::byte* exchanged = exchanged_;
+      for (NodeBlock& nb : nodeBlocks_) {
+        nb.in = aliased(nb) ? gather_ + nb.outOffset * block_ : exchanged;
+        if (!aliased(nb)) exchanged += nb.inBlocks * block_;
+      }
     }
-    for (size_t s = 0; s < locals().size(); ++s) {
+    for (size_t s = 0; s < m; ++s) {
       if (static_cast<int>(s) == j) continue;
       Runs chunk, row;
       for (const NodeBlock& nb : nodeBlocks_) {
-        chunk.add((nb.outOffset + nb.outPart[s]) * block_,
-                  static_cast<int64_t>(partnersOn(nb.node, locals()[s]).size()) * block_);
+        chunk.add(nb.outAt[s] * block_, nb.outCount[s] * block_);
         for (int source : partnersOn(nb.node, locals()[s])) row.add(inSlot(nb, source, s) - gather_, block_);
+      }
+      if (oneSided_) {  // one run each (member-major), or none
+        const int64_t chunkBytes = chunk.single() ? chunk.lengths[0] : 0, rowBytes = row.single() ? row.lengths[0] : 0;
+        std::byte* chunkAt = gather_ + (chunk.single() ? chunk.offsets[0] : 0);
+        std::byte* rowAt = gather_ + (row.single() ? row.offsets[0] : 0);
+        IBDT_RETURN_IF_ERROR(plan_->addExposure(0, chunkAt, chunkBytes, locals()[s], gatherTag_));
+        puts_.push_back({scatterStage(), rowAt, rowBytes, locals()[s], scatterTag_});
+        continue;
       }
       IBDT_ASSIGN_OR_RETURN(Message gathered, chunk.message());
       IBDT_ASSIGN_OR_RETURN(Message scattered, row.message());
@@ -344,22 +331,76 @@ class MergedBuilder {
       IBDT_RETURN_IF_ERROR(
           plan_->addSend(scatterStage(), gather_, scattered.count, scattered.type, locals()[s], scatterTag_));
     }
+    // Members write the next run's chunks into G once they have this run's
+    // rows: the scatter waits until the exchange no longer reads G.
+    if (oneSided_) plan_->waitForSends(scatterStage());
     return bruck_ ? buildBruckExchange(std::move(leaders)) : buildDirectExchange();
+  }
+
+  // Member-major G and E (one-sided), and the blocks that stay on the node
+  // moved from G to E before the scatter (node-major aliases them instead).
+  void placeMemberMajor() {
+    const size_t m = locals().size();
+    std::vector<int64_t> chunkAt(m), rowAt(m);
+    for (size_t s = 0, g = 0, e = 0; s < m; ++s) {
+      chunkAt[s] = static_cast<int64_t>(g);
+      rowAt[s] = static_cast<int64_t>(e);
+      for (const NodeBlock& nb : nodeBlocks_) {
+        g += static_cast<size_t>(nb.outCount[s]);
+        e += partnersOn(nb.node, locals()[s]).size();
+      }
+    }
+    for (NodeBlock& nb : nodeBlocks_) {
+      nb.in = exchanged_;
+      for (size_t s = 0; s < m; ++s) {
+        nb.outAt[s] = chunkAt[s];
+        chunkAt[s] += nb.outCount[s];
+      }
+      for (size_t k = 0; k < nb.inIndex.size(); ++k) {  // [source][destination d]: next block of d's row
+        if (nb.inIndex[k] >= 0) nb.inIndex[k] = rowAt[k % m]++;
+      }
+      if (nb.node != layout_.myNode) continue;
+      for (size_t s = 0; s < m; ++s) {
+        const std::vector<int> partners = partnersOn(nb.node, locals()[s]);
+        for (size_t q = 0; q < partners.size(); ++q) {
+          const auto d =
+              static_cast<size_t>(std::find(locals().begin(), locals().end(), partners[q]) - locals().begin());
+          ownNodeMoves_.emplace_back(gather_ + (nb.outAt[s] + static_cast<int64_t>(q)) * block_,
+                                     inSlot(nb, locals()[s], d));
+        }
+      }
+    }
   }
 
   // One message per node-block with each partner leader, in windows by distance.
   Status buildDirectExchange() {
     const int node = layout_.myNode, nodes = layout_.nodes();
     for (const NodeBlock& nb : nodeBlocks_) {
-      if (nb.node == node) continue;  // aliased
+      if (nb.node == node) continue;  // stays: aliased, or moved from G to E
       const int partner = layout_.leaderRank(nb.node, layout_.handler(nb.node, node));
       const size_t sendStage = windowStage((nb.node - node + nodes) % nodes);
       const size_t recvStage = windowStage((node - nb.node + nodes) % nodes);
-      IBDT_RETURN_IF_ERROR(plan_->addSend(sendStage, gather_ + nb.outOffset * block_, nb.outBlocks * block_, byte(),
-                                          partner, exchangeTag_));
-      IBDT_RETURN_IF_ERROR(plan_->addRecv(recvStage, nb.in, nb.inBlocks * block_, byte(), partner, exchangeTag_));
+      // The wire order [source][destination]: one run of each in node-major
+      // G and E, one run per source in member-major G, per block in its E.
+      Runs out, in;
+      for (size_t s = 0; s < locals().size(); ++s) out.add(nb.outAt[s] * block_, nb.outCount[s] * block_);
+      for (size_t k = 0; k < nb.inIndex.size(); ++k) {
+        if (nb.inIndex[k] >= 0) in.add(nb.in - gather_ + nb.inIndex[k] * block_, block_);
+      }
+      IBDT_ASSIGN_OR_RETURN(Message sent, bytesOrRuns(out));
+      IBDT_ASSIGN_OR_RETURN(Message received, bytesOrRuns(in));
+      IBDT_RETURN_IF_ERROR(
+          plan_->addSend(sendStage, gather_ + sent.offset, sent.count, sent.type, partner, exchangeTag_));
+      IBDT_RETURN_IF_ERROR(
+          plan_->addRecv(recvStage, gather_ + received.offset, received.count, received.type, partner, exchangeTag_));
     }
     return Status::ok();
+  }
+
+  // A message over G and E: one run is plain bytes from where it starts.
+  static Result<Message> bytesOrRuns(const Runs& runs) {
+    if (!runs.single()) return runs.message();
+    return Message{byte(), runs.lengths[0], runs.offsets[0]};
   }
 
   // The leaders' zero-copy Bruck alltoallv of the node-blocks (one leader
@@ -399,6 +440,7 @@ class MergedBuilder {
   std::string name_;
   int64_t block_;
   bool bruck_;
+  bool oneSided_;  // node-local hops by writes (docs/alltoall-hierarchical.md, "One-sided node phases")
   int windows_;
   int64_t throttle_;
   int32_t gatherTag_, exchangeTag_, scatterTag_;
@@ -407,6 +449,8 @@ class MergedBuilder {
   std::byte *gather_ = nullptr, *exchanged_ = nullptr;
   std::vector<NodeBlock> nodeBlocks_;  // leaders only: per handled node, ascending
   std::vector<BlockCopy> packs_, unpacks_, ownUnpacks_;
+  std::vector<std::pair<const std::byte*, std::byte*>> ownNodeMoves_;  // member-major: G -> E, on the node
+  std::vector<PendingPut> puts_;
 };
 
 }  // namespace

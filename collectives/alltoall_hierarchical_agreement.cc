@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "base/checked_math.h"
 #include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_select.h"
 
@@ -31,23 +32,36 @@ bool severalLeadersOnANode(const Communicator& comm, int leaders) {
                      [&](const auto& node) { return std::min(leaders, node.second) > 1; });
 }
 
+// Whether the node-local hops go one-sided: where a member's chunk (its
+// ~groupSize / L blocks through one leader) would take the messaging
+// layer's rendezvous, whose handshake legs a write and its notification
+// replace; below, an eager message is one leg and cheaper than a write
+// (docs/alltoall-hierarchical.md, "One-sided node phases").
+bool oneSidedVote(Communicator& comm, int64_t bytes, int64_t groupSize, int leaders) {
+  if (leaders < 1) return false;
+  Checked checked;
+  const int64_t chunk = checked.mul(bytes, (groupSize + leaders - 1) / leaders);
+  return checked.overflow || comm.context().exchangeSingleCopy(comm.contextId(), chunk);
+}
+
 }  // namespace
 
 Result<HierarchicalAgreement> agreeOnHierarchical(Communicator& comm, const Result<AlltoallArgs>& args,
                                                   const AlltoallOptions& options, const GroupPlace& place,
                                                   const std::string& name) {
-  constexpr size_t kFields = 10;
+  constexpr size_t kFields = 11;
   const int leaders = options.leaders;
   const auto requested = static_cast<int64_t>(options.leaderExchange);
   int64_t mine[kFields] = {
-      args.isOk() && leaders >= 1 ? 1 : 0,          0, 0, 0, leaders, place.group, place.rank, place.size, requested,
-      static_cast<int64_t>(LeaderExchange::kDirect)};
+      args.isOk() && leaders >= 1 ? 1 : 0,           0, 0, 0, leaders, place.group, place.rank, place.size, requested,
+      static_cast<int64_t>(LeaderExchange::kDirect), 0};
   if (args.isOk()) {
     IBDT_ASSIGN_OR_RETURN(datatype::Signature signature, datatype::signature(args->sendtype, args->sendcount));
     mine[1] = static_cast<int64_t>(signature.hash);
     mine[2] = signature.elements;
     mine[3] = args->bytes;
     mine[9] = static_cast<int64_t>(autoVote(comm, args->bytes));
+    mine[10] = oneSidedVote(comm, args->bytes, place.size, leaders) ? 1 : 0;
   }
   std::vector<int64_t> all(kFields * static_cast<size_t>(comm.size()));
   IBDT_RETURN_IF_ERROR(allgather(comm, mine, kFields, all.data()));
@@ -99,6 +113,9 @@ Result<HierarchicalAgreement> agreeOnHierarchical(Communicator& comm, const Resu
   if (agreed.exchange == LeaderExchange::kAuto) {  // rank 0's model decides (the nodes' tuning files may differ)
     agreed.exchange = several ? LeaderExchange::kDirect : static_cast<LeaderExchange>(all[9]);
   }
+  // Rank 0's vote, as for the exchange: the ranks' thresholds may differ. The
+  // one-sided layout needs the direct exchange (Bruck's node-blocks are runs).
+  agreed.oneSided = all[10] != 0 && agreed.exchange == LeaderExchange::kDirect;
   return agreed;
 }
 

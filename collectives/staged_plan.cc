@@ -6,7 +6,7 @@
 namespace ibdt::collectives {
 
 StagedPlan::StagedPlan(Communicator& comm, std::string name, size_t stages)
-    : comm_(comm), ctx_(comm.context()), name_(std::move(name)), before_(stages) {}
+    : comm_(comm), ctx_(comm.context()), name_(std::move(name)), before_(stages), waitsForSends_(stages, false) {}
 
 Status StagedPlan::addSend(size_t stage, const void* buf, int64_t count, const datatype::Datatype& type, int peer,
                            int32_t tag) {
@@ -14,7 +14,8 @@ Status StagedPlan::addSend(size_t stage, const void* buf, int64_t count, const d
                         ctx_.sendInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
   IBDT_ASSIGN_OR_RETURN(messaging::Request poison,
                         poison_.sendInit(ctx_, comm_.contextRank(peer), tag, comm_.contextId()));
-  sends_.push_back({std::move(request), stage, peer, true, count * type.size(), std::move(poison)});
+  sends_.push_back(
+      {std::move(request), stage, peer, true, count * type.size(), count * type.size(), std::move(poison)});
   sorted_ = false;
   return Status::ok();
 }
@@ -23,7 +24,25 @@ Status StagedPlan::addRecv(size_t stage, void* buf, int64_t count, const datatyp
                            int32_t tag) {
   IBDT_ASSIGN_OR_RETURN(messaging::Request request,
                         ctx_.recvInit(buf, count, type, comm_.contextRank(peer), tag, comm_.contextId()));
-  recvs_.push_back({std::move(request), stage, peer, false, count * type.size()});
+  recvs_.push_back({std::move(request), stage, peer, false, count * type.size(), count * type.size()});
+  sorted_ = false;
+  return Status::ok();
+}
+
+Status StagedPlan::addExposure(size_t stage, void* buf, int64_t bytes, int peer, int32_t tag) {
+  IBDT_ASSIGN_OR_RETURN(messaging::Request request,
+                        ctx_.exposeInit(buf, bytes, comm_.contextRank(peer), tag, comm_.contextId()));
+  recvs_.push_back({std::move(request), stage, peer, false, bytes, /*due=*/0});
+  sorted_ = false;
+  return Status::ok();
+}
+
+Status StagedPlan::addPut(size_t stage, const void* buf, int64_t bytes, int peer, int32_t tag) {
+  IBDT_ASSIGN_OR_RETURN(messaging::Request request,
+                        ctx_.putInit(buf, bytes, comm_.contextRank(peer), tag, comm_.contextId()));
+  IBDT_ASSIGN_OR_RETURN(messaging::Request poison,
+                        poison_.sendInit(ctx_, comm_.contextRank(peer), tag, comm_.contextId()));
+  sends_.push_back({std::move(request), stage, peer, true, bytes, bytes, std::move(poison)});
   sorted_ = false;
   return Status::ok();
 }
@@ -133,7 +152,7 @@ Result<bool> StagedPlan::collect(std::vector<Transfer>& transfers, size_t& done,
     messaging::RecvInfo info;
     IBDT_ASSIGN_OR_RETURN(bool complete, collectRequest(ctx_, transfer.started(), transfer.pending, status, &info));
     if (!complete) return false;
-    if (status.isOk() && !transfer.send) status = receivedAll(info, transfer.bytes, transfer.peer);
+    if (status.isOk() && !transfer.send) status = receivedAll(info, transfer.due, transfer.peer);
     note(std::move(status), transfer);
     progressed = true;
   }
@@ -148,6 +167,10 @@ Result<PollResult> StagedPlan::poll() {
     if (!arrived) return result;
     IBDT_ASSIGN_OR_RETURN(bool subDone, subPlansDone(begun_ - 1, result.progressed));
     if (!subDone) return result;
+    if (waitsForSends_[begun_]) {
+      IBDT_ASSIGN_OR_RETURN(bool sent, collect(sends_, sendDone_, sendEnd_[begun_ - 1], result.progressed));
+      if (!sent) return result;
+    }
     begin(begun_);
     result.progressed = true;
   }
@@ -172,7 +195,10 @@ Status StagedPlan::block(Deadline deadline) {
     if (sub.running) return sub.plan->block(deadline);
   }
   Transfer* next = nullptr;
-  if (recvDone_ < recvs_.size())
+  const bool arrived = begun_ > 0 && begun_ < before_.size() && recvDone_ >= recvEnd_[begun_ - 1];
+  if (arrived && sendsHold(begun_))  // the next stage waits for this send, not for later receives
+    next = &sends_[sendDone_];
+  else if (recvDone_ < recvs_.size())
     next = &recvs_[recvDone_];
   else if (sendDone_ < sendsStarted_)
     next = &sends_[sendDone_];

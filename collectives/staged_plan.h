@@ -15,7 +15,10 @@
 // run a whole plan (the hierarchical alltoall's Bruck between leaders, on
 // another communicator): started when the stage begins, after its sends
 // (poisoned too once the run failed); the next stage begins once it is done
-// too. Requests are persistent and buffers are allocated at
+// too. Node-local hops may be one-sided (addExposure / addPut: a write
+// into the peer's buffer and a notification, with no handshake); a stage
+// that lets peers overwrite what earlier sends read waits for those sends
+// (waitForSends). Requests are persistent and buffers are allocated at
 // init, so a run allocates nothing.
 #pragma once
 
@@ -40,6 +43,20 @@ class StagedPlan final : public PlanImpl {
   // A message of count x type to / from communicator rank `peer`.
   Status addSend(size_t stage, const void* buf, int64_t count, const datatype::Datatype& type, int peer, int32_t tag);
   Status addRecv(size_t stage, void* buf, int64_t count, const datatype::Datatype& type, int peer, int32_t tag);
+  // One-sided (messaging's exposeInit / putInit): `buf` is exposed to
+  // `peer`, which writes it whole in its run; a receive of `stage`, done
+  // when the write landed (a poison fails it, as a message's receive).
+  // Sends the key now: every exposure of an init goes out before any rank's
+  // addPut waits for one.
+  Status addExposure(size_t stage, void* buf, int64_t bytes, int peer, int32_t tag);
+  // The write of [buf, buf + bytes) into `peer`'s exposed buffer, a send of
+  // `stage` (a poison message instead once the run failed). Waits for the
+  // peer's key. The caller orders the runs: the peer's buffer must be free
+  // when `stage` begins.
+  Status addPut(size_t stage, const void* buf, int64_t bytes, int peer, int32_t tag);
+  // `stage` also waits for every send of the stages before it: what they
+  // read may be overwritten by a peer's put once `stage` has begun.
+  void waitForSends(size_t stage) { waitsForSends_[stage] = true; }
   // Local work run when `stage` begins (must not allocate).
   void setBefore(size_t stage, std::function<Status()> work);
   // A plan started when `stage` begins (it must not allocate either).
@@ -65,7 +82,8 @@ class StagedPlan final : public PlanImpl {
     size_t stage;
     int peer;
     bool send;
-    int64_t bytes;  // packed
+    int64_t bytes;              // packed
+    int64_t due = 0;            // what a receive must get (an exposure's notification: none)
     messaging::Request poison;  // a send's, started instead once the run failed
     bool pending = false;
     bool poisoned = false;  // this run sent the poison
@@ -84,6 +102,10 @@ class StagedPlan final : public PlanImpl {
   void begin(size_t stage);
   // Collects transfers[done..end) in order; false at the first still pending.
   Result<bool> collect(std::vector<Transfer>& transfers, size_t& done, size_t end, bool& progressed);
+  // Whether stage `stage` waits for sends of earlier stages that are still pending.
+  bool sendsHold(size_t stage) const {
+    return stage < before_.size() && waitsForSends_[stage] && sendDone_ < sendEnd_[stage - 1];
+  }
   void note(Status status, const Transfer& transfer);
   void noteSubPlan(Status status, size_t stage);
 
@@ -91,6 +113,7 @@ class StagedPlan final : public PlanImpl {
   messaging::Context& ctx_;
   std::string name_;
   std::vector<std::function<Status()>> before_;      // per stage
+  std::vector<bool> waitsForSends_;                  // per stage
   std::vector<Transfer> recvs_, sends_;              // sorted by stage at the first start()
   std::vector<size_t> recvEnd_, sendEnd_;            // transfers of stages <= s end here
   std::vector<std::unique_ptr<Communicator>> kept_;  // outlives subPlans_ (declared before)

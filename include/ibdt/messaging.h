@@ -315,6 +315,10 @@ class Context {
   // override, or -1 when the cost model decides per message.
   double packBelowBlock() const;
   double unpackBelowBlock() const;
+  // Whether a contiguous message of `bytes` on `communicator` goes by the
+  // single-copy rendezvous (exchange communicators, Options::exchangeZeroCopyMin
+  // or the tuning file's choice), i.e. with a handshake, not eagerly.
+  bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const;
   // Which tuning file is in force, or why none is (docs/tuning.md).
   const std::string& tuningNote() const;
   // Internal, for the collectives' algorithm selection: the tuning file in

@@ -7,9 +7,14 @@
 // 1000 and 80000 bytes and strided send and receive types, in place (13
 // and 80000 bytes, strided) and not; persistent plans restarted with changing data; contiguous
 // blocks on nodes in blocks staged nowhere; bad or mismatched arguments on one rank fail init on
-// every rank.
+// every rank. Each shape runs twice: node-local hops two-sided below the
+// messaging layer's rendezvous size (as built) and one-sided from 1 byte
+// up (exchangeZeroCopyMin = 1); one-sided plans restarted with no barrier
+// between runs (a leader's G and a member's row reused at once).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "collectives/alltoall_data.h"
@@ -74,13 +79,22 @@ void exchangeAndCheck(Communicator& comm, RankEnv& env, const Side& send, const 
 struct Shape {
   int ranks;
   Layout layout;
+  bool oneSided;  // every nonempty node-local hop by writes
 };
+
+// Messaging options under which the node-local hops of a plan go one-sided
+// (the agreement's vote: a chunk that would take the rendezvous).
+messaging::Options hopsBy(bool oneSided) {
+  messaging::Options options;
+  options.exchangeZeroCopyMin = oneSided ? 1 : 0;  // 0: never single-copy, so never one-sided
+  return options;
+}
 
 class HierarchicalThreads : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(HierarchicalThreads, EveryBlockSizeContiguousAndStrided) {
   const Shape shape = GetParam();
-  runRanks(shape.ranks, {}, [&](RankEnv& env) {
+  runRanks(shape.ranks, hopsBy(shape.oneSided), [&](RankEnv& env) {
     auto comm = Communicator::create(env.context, nodeMap(shape.ranks, shape.layout));
     ASSERT_TRUE(comm.isOk()) << comm.status().toString();
     // One node pair at a time (throttle 1: as many exchange stages as
@@ -116,7 +130,7 @@ std::vector<Shape> shapes() {
     for (Layout layout : {Layout::kOneNode, Layout::kTwoBlocks, Layout::kThreeBlocks, Layout::kThreeInterleaved}) {
       if (ranks < 3 && layout >= Layout::kThreeBlocks) continue;  // the same maps as fewer nodes
       if (ranks == 1 && layout != Layout::kOneNode) continue;
-      out.push_back({ranks, layout});
+      for (bool oneSided : {false, true}) out.push_back({ranks, layout, oneSided});
     }
   }
   return out;
@@ -124,7 +138,8 @@ std::vector<Shape> shapes() {
 
 std::string shapeName(const ::testing::TestParamInfo<Shape>& info) {
   static const char* const kLayouts[] = {"one_node", "two_nodes", "three_nodes", "three_interleaved"};
-  return "np" + std::to_string(info.param.ranks) + "_" + kLayouts[static_cast<int>(info.param.layout)];
+  return "np" + std::to_string(info.param.ranks) + "_" + kLayouts[static_cast<int>(info.param.layout)] +
+         (info.param.oneSided ? "_one_sided" : "_two_sided");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, HierarchicalThreads, ::testing::ValuesIn(shapes()), shapeName);
@@ -155,6 +170,27 @@ uint8_t runPattern(int run, int from, int to, int64_t k) {
   return static_cast<uint8_t>(testing::pattern(from, to, k) + run * 29);
 }
 
+// Run `run`'s blocks of `rank` into `send` (p blocks of `block` bytes).
+void fillRun(std::vector<uint8_t>& send, int run, int rank, int ranks, int64_t block) {
+  for (int to = 0; to < ranks; ++to) {
+    for (int64_t k = 0; k < block; ++k) send[static_cast<size_t>(to * block + k)] = runPattern(run, rank, to, k);
+  }
+}
+
+// The first byte of `recv` that is not run `run`'s, described; "" if none.
+std::string wrongInRun(const std::vector<uint8_t>& recv, int run, int rank, int ranks, int64_t block) {
+  for (int from = 0; from < ranks; ++from) {
+    for (int64_t k = 0; k < block; ++k) {
+      const uint8_t got = recv[static_cast<size_t>(from * block + k)];
+      if (got != runPattern(run, from, rank, k)) {
+        return "run " + std::to_string(run) + " from " + std::to_string(from) + " byte " + std::to_string(k) +
+               ": got " + std::to_string(got) + ", expected " + std::to_string(runPattern(run, from, rank, k));
+      }
+    }
+  }
+  return "";
+}
+
 // A persistent plan started many times, the send buffer rewritten before
 // each run: every run must deliver that run's data.
 TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
@@ -169,23 +205,69 @@ TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
       auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, options);
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       for (int run = 0; run < 10; ++run) {
-        for (int to = 0; to < kRanks; ++to) {
-          for (int64_t k = 0; k < kBlock; ++k)
-            send[static_cast<size_t>(to * kBlock + k)] = runPattern(run, env.rank, to, k);
-        }
+        fillRun(send, run, env.rank, kRanks, kBlock);
         ASSERT_TRUE(plan->start().isOk());
         EXPECT_EQ(plan->start().code(), Code::kState);  // still active
         ASSERT_TRUE(plan->wait(soon()).isOk());
-        for (int from = 0; from < kRanks; ++from) {
-          for (int64_t k = 0; k < kBlock; ++k) {
-            ASSERT_EQ(recv[static_cast<size_t>(from * kBlock + k)], runPattern(run, from, env.rank, k))
-                << "run " << run << " from " << from << " byte " << k;
-          }
-        }
+        ASSERT_EQ(wrongInRun(recv, run, env.rank, kRanks, kBlock), "");
         env.barrier();  // nobody rewrites its send buffer while a peer's run may still read it
       }
     }
   });
+}
+
+// One-sided node hops, restarted with no barrier between runs: a member
+// writes its next chunk into the leader's G as soon as it has this run's
+// rows, and a leader writes a row into a member's buffer (the user's, for
+// dense runs) as soon as that member's next chunk landed; every run must
+// still deliver its own data. Strided types pack into the write source.
+TEST(HierarchicalThreadsPlan, OneSidedRestartedWithoutBarrier) {
+  constexpr int kRanks = 7;
+  constexpr int64_t kBlock = 100;
+  runRanks(kRanks, hopsBy(true), [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context, nodeMap(kRanks, Layout::kThreeBlocks));
+    ASSERT_TRUE(comm.isOk());
+    std::vector<uint8_t> send(kRanks * kBlock), recv(kRanks * kBlock);
+    const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
+    for (const AlltoallOptions& options : {hierarchical(1, LeaderExchange::kDirect, 1), hierarchical(2)}) {
+      auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, options);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      for (int run = 0; run < 20; ++run) {
+        fillRun(send, run, env.rank, kRanks, kBlock);
+        std::fill(recv.begin(), recv.end(), uint8_t{0});
+        ASSERT_TRUE(plan->start().isOk());
+        ASSERT_TRUE(plan->wait(soon()).isOk());
+        ASSERT_EQ(wrongInRun(recv, run, env.rank, kRanks, kBlock), "") << "leaders " << options.leaders;
+      }
+      env.barrier();  // the next plan's init
+    }
+  });
+}
+
+// Which path a plan took shows in a leader's buffers: two-sided, the
+// blocks that stay on the node are G's and E's at once (node-major); one-
+// sided, G is [source][node] and E [destination][node], so they are not.
+// p = 4 on 2 nodes of 2, 1000-byte blocks: G 8 blocks, E 4 or 8.
+TEST(HierarchicalThreadsPlan, OneSidedFromTheRendezvousSize) {
+  constexpr int kRanks = 4;
+  constexpr int64_t kBytes = 1000;
+  for (bool oneSided : {false, true}) {
+    runRanks(kRanks, hopsBy(oneSided), [&](RankEnv& env) {
+      auto comm = Communicator::create(env.context, nodeMap(kRanks, Layout::kTwoBlocks));
+      ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+      const Side dense = testing::byteSide(kBytes);
+      AlltoallBuffers buffers(dense, dense, kRanks, env.rank);
+      auto plan = alltoallInit(**comm, buffers.sendbuf(), dense.count, dense.type, buffers.recvbuf(), dense.count,
+                               dense.type, hierarchical(1, LeaderExchange::kDirect));
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      const bool leader = (*comm)->node(env.rank).localRank == 0;
+      EXPECT_EQ(plan->peakExtraBytes(), leader ? (oneSided ? 16 : 12) * kBytes : 0) << "rank " << env.rank;
+      for (int run = 0; run < 3; ++run) {
+        ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << ", run " << run;
+        env.barrier();
+      }
+    });
+  }
 }
 
 // One rank's bad or different arguments fail init on every rank, at once.
@@ -211,7 +293,8 @@ TEST(HierarchicalThreadsPlan, DenseRunsNeedNoStaging) {
       if (leader) {
         EXPECT_LE(plan->peakExtraBytes(), leaderBuffers) << "rank " << env.rank;
       } else {  // interleaved: a chunk's blocks are not consecutive, so staged both ways
-        EXPECT_EQ(plan->peakExtraBytes(), layout == Layout::kTwoBlocks ? 0 : 2 * kRanks * kBytes) << "rank " << env.rank;
+        EXPECT_EQ(plan->peakExtraBytes(), layout == Layout::kTwoBlocks ? 0 : 2 * kRanks * kBytes)
+            << "rank " << env.rank;
       }
       for (int run = 0; run < 2; ++run) {
         ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << ", run " << run;
@@ -219,9 +302,9 @@ TEST(HierarchicalThreadsPlan, DenseRunsNeedNoStaging) {
       }
       const Side denseRecv = testing::denseSide(strided.type, strided.count);
       AlltoallBuffers stridedBuffers(strided, denseRecv, kRanks, env.rank);
-      auto staged = alltoallInit(**comm, stridedBuffers.sendbuf(), strided.count, strided.type,
-                                 stridedBuffers.recvbuf(), denseRecv.count, denseRecv.type,
-                                 hierarchical(1, LeaderExchange::kDirect));
+      auto staged =
+          alltoallInit(**comm, stridedBuffers.sendbuf(), strided.count, strided.type, stridedBuffers.recvbuf(),
+                       denseRecv.count, denseRecv.type, hierarchical(1, LeaderExchange::kDirect));
       ASSERT_TRUE(staged.isOk()) << staged.status().toString();
       if (!leader) {  // a strided send is staged; its dense receive is not (on nodes in blocks)
         const int64_t bytes = strided.bytes();

@@ -40,44 +40,51 @@ class MultipleThreads : public ::testing::TestWithParam<Grid> {};
 
 TEST_P(MultipleThreads, EveryRowGetsItsBlocks) {
   const Grid grid = GetParam();
-  runRanks(grid.ranks, {}, [&](RankEnv& env) {
-    auto world = Communicator::create(env.context, blockNodes(grid.ranks, grid.nodes));
-    ASSERT_TRUE(world.isOk());
-    const int colour = grid.strided ? env.rank % grid.rows : env.rank / (grid.ranks / grid.rows);
-    auto row = (*world)->split(colour, env.rank, soon());
-    ASSERT_TRUE(row.isOk()) << row.status().toString();
-    // 1 leader one node pair at a time, 2 leaders directly, 1 by Bruck.
-    for (auto [leaders, exchange] : {std::pair{1, LeaderExchange::kDirect}, std::pair{2, LeaderExchange::kDirect},
-                                     std::pair{1, LeaderExchange::kBruck}}) {
-      AlltoallOptions options;
-      options.leaders = leaders;
-      options.leaderExchange = exchange;
-      options.throttle = exchange == LeaderExchange::kDirect && leaders == 1 ? 1 : 8;
-      Side strided = testing::vectorSide(5);
-      const std::vector<std::pair<Side, Side>> cases = {
-          {testing::byteSide(0), testing::byteSide(0)},
-          {testing::byteSide(13), testing::byteSide(13)},
-          {testing::byteSide(3000), testing::byteSide(3000)},
-          {strided, testing::denseSide(strided.type, 5)},
-      };
-      for (const auto& [send, recv] : cases) {
-        AlltoallBuffers buffers(send, recv, (*row)->size(), (*row)->rank());
-        auto plan = multipleAlltoallInit(**world, **row, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
-                                         recv.count, recv.type, options);
-        ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-        EXPECT_EQ(plan->algorithm(), "multiple alltoall");
-        for (int run = 0; run < 2; ++run) {
-          buffers.clearReceive();
-          ASSERT_TRUE(plan->start().isOk());
-          Status status = plan->wait(soon());
-          ASSERT_TRUE(status.isOk()) << status.toString();
-          EXPECT_EQ(buffers.check(), "") << send.bytes() << " bytes, leaders " << leaders << ", "
-                                         << leaderExchangeName(exchange) << ", run " << run;
-          env.barrier();
+  // Node-local hops as messages (the default below the rendezvous size),
+  // then one-sided (every nonempty chunk: exchangeZeroCopyMin = 1).
+  for (int64_t singleCopyFrom : {int64_t{0}, int64_t{1}}) {
+    messaging::Options hops;
+    hops.exchangeZeroCopyMin = singleCopyFrom;
+    runRanks(grid.ranks, hops, [&](RankEnv& env) {
+      auto world = Communicator::create(env.context, blockNodes(grid.ranks, grid.nodes));
+      ASSERT_TRUE(world.isOk());
+      const int colour = grid.strided ? env.rank % grid.rows : env.rank / (grid.ranks / grid.rows);
+      auto row = (*world)->split(colour, env.rank, soon());
+      ASSERT_TRUE(row.isOk()) << row.status().toString();
+      // 1 leader one node pair at a time, 2 leaders directly, 1 by Bruck.
+      for (auto [leaders, exchange] : {std::pair{1, LeaderExchange::kDirect}, std::pair{2, LeaderExchange::kDirect},
+                                       std::pair{1, LeaderExchange::kBruck}}) {
+        AlltoallOptions options;
+        options.leaders = leaders;
+        options.leaderExchange = exchange;
+        options.throttle = exchange == LeaderExchange::kDirect && leaders == 1 ? 1 : 8;
+        Side strided = testing::vectorSide(5);
+        const std::vector<std::pair<Side, Side>> cases = {
+            {testing::byteSide(0), testing::byteSide(0)},
+            {testing::byteSide(13), testing::byteSide(13)},
+            {testing::byteSide(3000), testing::byteSide(3000)},
+            {strided, testing::denseSide(strided.type, 5)},
+        };
+        for (const auto& [send, recv] : cases) {
+          AlltoallBuffers buffers(send, recv, (*row)->size(), (*row)->rank());
+          auto plan = multipleAlltoallInit(**world, **row, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
+                                           recv.count, recv.type, options);
+          ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+          EXPECT_EQ(plan->algorithm(), "multiple alltoall");
+          for (int run = 0; run < 2; ++run) {
+            buffers.clearReceive();
+            ASSERT_TRUE(plan->start().isOk());
+            Status status = plan->wait(soon());
+            ASSERT_TRUE(status.isOk()) << status.toString();
+            EXPECT_EQ(buffers.check(), "")
+                << send.bytes() << " bytes, leaders " << leaders << ", " << leaderExchangeName(exchange) << ", run "
+                << run << (singleCopyFrom == 1 ? ", one-sided" : "");
+            env.barrier();
+          }
         }
       }
-    }
-  });
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, MultipleThreads,

@@ -5,7 +5,7 @@
 // alltoallSchedule()'s for the same shape: p = 4..8, blocks of 0, 1, 13 and
 // 4096 bytes; hierarchical on one node and on nodes of 2 and 3 ranks (a
 // partial last node), 1 and 2 leaders, all node pairs at once and one at a
-// time.
+// time, its node-local hops two-sided and one-sided.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -150,6 +150,30 @@ TEST_P(ScheduleTrace, EveryRankPostsItsScheduleRoundByRound) {
       for (const Case& c : cases()) {
         if (c.ranksPerNode != perNode) continue;
         for (int64_t bytes : {0, 1, 13, 4096}) {
+          traceAndCompare(**comm, env, c, bytes);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  });
+}
+
+// The hierarchical alltoall's node-local hops by one-sided writes (every
+// nonempty chunk: exchangeZeroCopyMin = 1): a write per message, each
+// traced as the message it replaces, so the schedule is the same.
+TEST_P(ScheduleTrace, HierarchicalOneSidedPostsTheSameSchedule) {
+  const int p = GetParam();
+  messaging::Options oneSided;
+  oneSided.exchangeZeroCopyMin = 1;
+  runRanks(p, oneSided, [&](RankEnv& env) {
+    uint32_t contextId = kFirstExchangeCommunicator;
+    for (int perNode : {2, 3}) {
+      auto comm = Communicator::create(env.context, nodeMap(p, perNode), contextId);
+      contextId += Communicator::kMaxSplitIds;
+      ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+      for (const Case& c : cases()) {
+        if (c.ranksPerNode != perNode) continue;
+        for (int64_t bytes : {1, 13, 4096}) {
           traceAndCompare(**comm, env, c, bytes);
           if (::testing::Test::HasFatalFailure()) return;
         }

@@ -166,6 +166,9 @@ int Context::size() const { return impl_->size(); }
 const Counters& Context::counters() const { return impl_->counters(); }
 double Context::packBelowBlock() const { return impl_->packBelow(); }
 double Context::unpackBelowBlock() const { return impl_->unpackBelow(); }
+bool Context::exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
+  return impl_->exchangeSingleCopy(communicator, bytes);
+}
 const std::string& Context::tuningNote() const { return impl_->tuningNote(); }
 const Tuning* Context::tuning() const { return impl_->tuning(); }
 

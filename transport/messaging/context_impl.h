@@ -99,6 +99,9 @@ class ContextImpl : private Arrivals::Host,
   uint64_t events() const { return events_; }  // completions handled so far (drives backoff)
   double packBelow() const { return selector_.packBelow(); }
   double unpackBelow() const { return selector_.unpackBelow(); }
+  bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
+    return selector_.exchangeSingleCopy(communicator, bytes);
+  }
   const std::string& tuningNote() const { return selector_.tuningNote(); }
   const Tuning* tuning() const { return selector_.tuning(); }
   // The counters, with the figures kept elsewhere brought up to date.
