@@ -96,6 +96,8 @@ uint32_t bridgeWaitSpins() { return lastWaitSpins(); }
 CommState::~CommState() {
   alltoallPlans.clear();  // their persistent requests belong to the Context
   ialltoallPlans.clear();  // (a run still in flight holds its own)
+  ialltoallvPlans.clear();
+  stagedIalltoallPlans.clear();
   lastAlltoallv = AlltoallvCache{};
   if (context && !context->closed()) {
     if (Status closed = context->close(Deadline::after(kCloseTimeout)); !closed.isOk()) {
