@@ -64,8 +64,8 @@ Result<CommState*> commState(MPI_Comm comm);
 // (and still lives), else null: no MPI call.
 CommState* recentCommState(MPI_Comm comm);
 
-// The spin budget of the bridge's waits: the waitSpins() of the Context set
-// up last (Backoff::kSpins before any).
+// The spin budget of the bridge's waits: the least waitSpins() of the
+// Contexts set up so far (Backoff::kSpins before any).
 uint32_t bridgeWaitSpins();
 
 // Closes every state and the Domain (from MPI_Finalize, before PMPI_Finalize).

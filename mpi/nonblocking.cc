@@ -253,12 +253,14 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
 
 bool nonblockingActive() { return !inFlight().empty(); }
 
-bool progressNonblocking() {
+bool progressNonblocking(bool& progressed) {
   auto& runs = inFlight();
   bool completed = false;
   for (size_t i = 0; i < runs.size();) {
     NonblockingRun* run = runs[i];
-    Result<bool> done = run->plan->test();
+    bool moved = false;
+    Result<bool> done = run->plan->test(&moved);
+    progressed = progressed || moved;
     if (done.isOk() && !*done) {
       ++i;
       continue;

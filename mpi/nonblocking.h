@@ -57,7 +57,8 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
 // Whether ibdt has non-blocking runs in flight in this process.
 bool nonblockingActive();
 // Polls every run in flight once; completes the requests of those done.
-// True when some run completed.
-bool progressNonblocking();
+// True when some run completed; sets `progressed` when some run moved
+// (a round completed or was posted).
+bool progressNonblocking(bool& progressed);
 
 }  // namespace ibdt::mpi
