@@ -40,11 +40,3 @@ TEST(MpiWaitSpins, LeastBudgetOfTheContextsSetUp) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  const int failed = RUN_ALL_TESTS();
-  MPI_Finalize();
-  return failed;
-}
