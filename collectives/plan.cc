@@ -28,13 +28,14 @@ Status Plan::start() {
   return Status::ok();
 }
 
-Result<bool> Plan::test() {
+Result<bool> Plan::test(bool* progressed) {
   if (impl_ == nullptr) return makeError(Code::kInvalidArgument, "collective test: empty plan");
   if (!impl_->active()) {
     if (!started_) return makeError(Code::kState, impl_->algorithm(), " test: the plan was not started");
     return true;  // the last run completed
   }
   IBDT_ASSIGN_OR_RETURN(PollResult polled, impl_->poll());
+  if (progressed != nullptr) *progressed = polled.done || polled.progressed;
   return polled.done;
 }
 

@@ -40,10 +40,12 @@ struct CommState;
 // they run one at a time, each to completion, so they pair up in call order).
 inline constexpr int32_t kBlockingAlltoallTag = collectives::Communicator::kFirstReservedPlanTag;
 
-// Every plan built while this lives takes the blocking calls' tag.
+// Every plan built while this lives takes `tag` (default: the blocking calls').
 class PinnedTag {
  public:
-  explicit PinnedTag(collectives::Communicator& comm) : comm_(comm) { comm_.pinPlanTag(kBlockingAlltoallTag); }
+  explicit PinnedTag(collectives::Communicator& comm, int32_t tag = kBlockingAlltoallTag) : comm_(comm) {
+    comm_.pinPlanTag(tag);
+  }
   ~PinnedTag() { comm_.unpinPlanTag(); }
   PinnedTag(const PinnedTag&) = delete;
   PinnedTag& operator=(const PinnedTag&) = delete;

@@ -2,6 +2,8 @@
 #include "mpi/alltoallv_call.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 #include <cstdint>
 #include <vector>
 
@@ -21,30 +23,6 @@ using datatype::Datatype;
 // calls' and the non-blocking calls' (mpi/nonblocking.h).
 constexpr int32_t kAlltoallvCheckTag = collectives::Communicator::kFirstReservedPlanTag + 15;
 
-AlltoallvCache::Key keyOf(const AlltoallvArgs& args, int p, uint64_t typesFreed) {
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  AlltoallvCache::Key key{args.sendbuf, args.recvbuf, args.sendtype, args.recvtype, typesFreed,
-                          {}, {}, widened(args.recvcounts, p), widened(args.rdispls, p)};
-  key.sendcounts = inPlace ? key.recvcounts : widened(args.sendcounts, p);
-  key.sdispls = inPlace ? key.rdispls : widened(args.sdispls, p);
-  return key;
-}
-
-// Whether `kept` holds the p ints of `values`.
-bool sameValues(const std::vector<int64_t>& kept, const int* values, int p) {
-  return kept.size() == static_cast<size_t>(p) && std::equal(kept.begin(), kept.end(), values);
-}
-
-// keyOf(args, p, typesFreed) == key, without building the key (four
-// vectors of p values: allocations on every call) or converting the types.
-bool repeats(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, uint64_t typesFreed) {
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;  // the send side is the receive side's
-  return key.sendbuf == args.sendbuf && key.recvbuf == args.recvbuf && key.typesFreed == typesFreed &&
-         key.recvtype == args.recvtype && (inPlace || key.sendtype == args.sendtype) &&
-         sameValues(key.recvcounts, args.recvcounts, p) && sameValues(key.rdispls, args.rdispls, p) &&
-         (inPlace || (sameValues(key.sendcounts, args.sendcounts, p) && sameValues(key.sdispls, args.sdispls, p)));
-}
-
 // A new plan on the blocking calls' tag: not in place the checked
 // pairwise plan, in place ibdt's in-place alltoallv (it checks every pair
 // in every run, in its first control exchange).
@@ -55,17 +33,14 @@ Result<collectives::Plan> buildOnPinnedTag(CommState& state, const StagedAlltoal
                                       call.sendtype, call.recvbuf, call.recvcounts, call.rdispls, call.recvtype,
                                       state.alltoallv);
   }
-  return collectives::checkedAlltoallvInit(*state.comm, kAlltoallvCheckTag, state.alltoallvCalls,
-                                           state.alltoallvPairs, call.sendbuf,
-                                           call.sendcounts, call.sdispls, call.sendtype, call.recvbuf,
-                                           call.recvcounts, call.rdispls, call.recvtype, state.alltoallv.throttle);
+  return checkedAlltoallvPlan(state, call, kAlltoallvCheckTag, state.alltoallvCalls, state.alltoallvPairs);
 }
 
 bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status, std::string& why) {
   const int p = state.comm->size();
   const uint64_t typesFreed = convertedTypesFreed();
   AlltoallvCache& last = state.lastAlltoallv;
-  if (last.plan.valid() && repeats(last.key, args, p, typesFreed)) {
+  if (last.plan.valid() && repeatsAlltoallv(last.key, args, p, typesFreed)) {
     status = runPlan(last.plan);
     return true;
   }
@@ -87,12 +62,44 @@ bool runUnvoted(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Stat
     if (status.isOk()) status = call->after(comm);
     return true;
   }
-  last = AlltoallvCache{keyOf(args, p, typesFreed), std::move(*plan)};
+  last = AlltoallvCache{alltoallvKey(args, p, typesFreed), std::move(*plan)};
   status = runPlan(last.plan);
   return true;
 }
 
 }  // namespace
+
+AlltoallvCache::Key alltoallvKey(const AlltoallvArgs& args, int p, uint64_t typesFreed) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  AlltoallvCache::Key key{args.sendbuf, args.recvbuf, args.sendtype, args.recvtype, typesFreed,
+                          {}, {}, widened(args.recvcounts, p), widened(args.rdispls, p)};
+  key.sendcounts = inPlace ? key.recvcounts : widened(args.sendcounts, p);
+  key.sdispls = inPlace ? key.rdispls : widened(args.sdispls, p);
+  return key;
+}
+
+// Whether `kept` holds the p ints of `values`.
+static bool sameValues(const std::vector<int64_t>& kept, const int* values, int p) {
+  return kept.size() == static_cast<size_t>(p) && std::equal(kept.begin(), kept.end(), values);
+}
+
+// alltoallvKey(args, p, typesFreed) == key, without building the key (four
+// vectors of p values: allocations on every call) or converting the types.
+bool repeatsAlltoallv(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, uint64_t typesFreed) {
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;  // the send side is the receive side's
+  return key.sendbuf == args.sendbuf && key.recvbuf == args.recvbuf && key.typesFreed == typesFreed &&
+         key.recvtype == args.recvtype && (inPlace || key.sendtype == args.sendtype) &&
+         sameValues(key.recvcounts, args.recvcounts, p) && sameValues(key.rdispls, args.rdispls, p) &&
+         (inPlace || (sameValues(key.sendcounts, args.sendcounts, p) && sameValues(key.sdispls, args.sdispls, p)));
+}
+
+Result<collectives::Plan> checkedAlltoallvPlan(CommState& state, const StagedAlltoallv& call, int32_t checkTag,
+                                               int64_t callNumber,
+                                               std::shared_ptr<collectives::PairCheckHistory> history) {
+  return collectives::checkedAlltoallvInit(*state.comm, checkTag, callNumber, std::move(history), call.sendbuf,
+                                           call.sendcounts, call.sdispls, call.sendtype, call.recvbuf,
+                                           call.recvcounts, call.rdispls, call.recvtype, state.alltoallv.throttle);
+}
 
 bool inPlaceDirect(const Datatype& type) {
   return type.extent() >= type.trueExtent() && collectives::checkInPlaceLayout(type).isOk();

@@ -19,15 +19,18 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "collectives/checked_alltoallv.h"
 #include "ibdt/collectives.h"
 #include "ibdt/status.h"
 
 namespace ibdt::mpi {
 
 struct CommState;
+struct StagedAlltoallv;
 
 struct AlltoallvArgs {
   const void* sendbuf;
@@ -55,6 +58,12 @@ struct AlltoallvCache {
   collectives::Plan plan;
 };
 
+// The key of a call with `args` on `p` ranks; `typesFreed`: convertedTypesFreed().
+AlltoallvCache::Key alltoallvKey(const AlltoallvArgs& args, int p, uint64_t typesFreed);
+// alltoallvKey(args, p, typesFreed) == key, without building the key (four
+// vectors of p values: allocations on every call) or converting the types.
+bool repeatsAlltoallv(const AlltoallvCache::Key& key, const AlltoallvArgs& args, int p, uint64_t typesFreed);
+
 // MPI's int counts or displacements of `count` ranks as ibdt's int64.
 inline std::vector<int64_t> widened(const int* values, int count) {
   return std::vector<int64_t>(values, values + count);
@@ -65,6 +74,14 @@ inline std::vector<int64_t> widened(const int* values, int count) {
 // interleave (extent >= true extent), so blocks that MPI allows (disjoint
 // elements) also pass ibdt's byte-range check of the receive blocks.
 bool inPlaceDirect(const datatype::Datatype& type);
+
+// The pairwise plan of `call` (not in place) whose first run checks the
+// pairs changed since `history` last checked them, on `checkTag`, as call
+// `callNumber` (collectives/checked_alltoallv.h); its data takes the tag
+// pinned now.
+Result<collectives::Plan> checkedAlltoallvPlan(CommState& state, const StagedAlltoallv& call, int32_t checkTag,
+                                               int64_t callNumber,
+                                               std::shared_ptr<collectives::PairCheckHistory> history);
 
 // Runs the alltoallv on ibdt. Returns false, with `why` set, when it goes
 // to MPI; otherwise `status` is ibdt's outcome.

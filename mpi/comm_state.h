@@ -19,6 +19,7 @@
 #include "mpi/alltoallv_call.h"
 #include "mpi/mpi_store.h"
 #include "mpi/nonblocking.h"
+#include "mpi/tagged_plans.h"
 
 namespace ibdt::mpi {
 
@@ -31,6 +32,12 @@ struct CommState {
   AlltoallCache alltoallPlans{8};  // destroyed before the Context they run on
   // MPI_Ialltoall's plans: every reserved tag of two argument sets (mpi/nonblocking.h).
   AlltoallCache ialltoallPlans{2 * kNonblockingTags};
+  // The non-blocking alltoallv's and the staged MPI_Ialltoall's plans (mpi/tagged_plans.h).
+  TaggedPlans<AlltoallvCache::Key> ialltoallvPlans;
+  TaggedPlans<StagedAlltoallKey> stagedIalltoallPlans;
+  // Their pairs last checked and calls so far, as for the blocking alltoallv below.
+  std::shared_ptr<collectives::PairCheckHistory> ialltoallvPairs = std::make_shared<collectives::PairCheckHistory>();
+  int64_t ialltoallvCalls = 0;
   AlltoallvCache lastAlltoallv;
   // The blocking alltoallv's pairs last checked (collectives/checked_alltoallv.h).
   std::shared_ptr<collectives::PairCheckHistory> alltoallvPairs = std::make_shared<collectives::PairCheckHistory>();
@@ -44,7 +51,7 @@ struct CommState {
     bool chosen = false;
   };
   DirectWriteChoice directWriteChoice;
-  uint64_t nonblockingCalls = 0;  // MPI_Ialltoall calls taken: their tags (mpi/nonblocking.h)
+  uint64_t nonblockingCalls = 0;  // MPI_Ialltoall(v) calls taken (not in-place alltoallv): their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };
 
@@ -57,8 +64,8 @@ Result<CommState*> commState(MPI_Comm comm);
 // (and still lives), else null: no MPI call.
 CommState* recentCommState(MPI_Comm comm);
 
-// The spin budget of the bridge's waits: the waitSpins() of the Context set
-// up last (Backoff::kSpins before any).
+// The spin budget of the bridge's waits: the least waitSpins() of the
+// Contexts set up so far (Backoff::kSpins before any).
 uint32_t bridgeWaitSpins();
 
 // Closes every state and the Domain (from MPI_Finalize, before PMPI_Finalize).

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
+#include "mpi/tagged_plans.h"
 #include "mpi/type_convert.h"
 
 namespace ibdt::mpi {
@@ -16,10 +17,12 @@ namespace {
 
 // One run in flight, owned by its generalized request (returned to the
 // spare runs by free_fn). Its plan may be shared with the communicator's
-// cache (AlltoallCache), which does not hand it out until the run lets go.
+// caches (AlltoallCache, TaggedPlans), which do not hand it out until the
+// run lets go; a staged plan's buffers come with it (`staging`, owned by
+// the StagedPlan that `plan` points into).
 struct NonblockingRun {
   AlltoallCache::PlanPtr plan;
-  StagedAlltoallv call;  // its staging buffers, if any: unpacked when the run is done
+  StagedAlltoallv* staging = nullptr;  // unpacked when the run is done
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;
   Status outcome;
@@ -60,7 +63,7 @@ int queryRun(void* extra, MPI_Status* status) {
 int freeRun(void* extra) {
   std::unique_ptr<NonblockingRun> run(static_cast<NonblockingRun*>(extra));
   run->plan.reset();
-  run->call = StagedAlltoallv{};
+  run->staging = nullptr;
   run->outcome = Status::ok();
   spareRuns().push_back(std::move(run));
   return MPI_SUCCESS;
@@ -68,20 +71,19 @@ int freeRun(void* extra) {
 
 int cancelRun(void*, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled: it completes
 
-// The reserved tag of this communicator's next non-blocking call.
-int32_t nextTag(CommState& state) {
-  return collectives::Communicator::kFirstReservedPlanTag + 1 +
-         static_cast<int32_t>(state.nonblockingCalls++ % kNonblockingTags);
-}
+// The reserved tag slot of this communicator's next non-blocking call.
+int nextSlot(CommState& state) { return static_cast<int>(state.nonblockingCalls++ % kNonblockingTags); }
+int32_t tagOf(int slot) { return collectives::Communicator::kFirstReservedPlanTag + 1 + slot; }
+int32_t nextTag(CommState& state) { return tagOf(nextSlot(state)); }
 
-// Packs what `call` stages, starts `plan` and hands both to a new
-// generalized request.
-Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
-  IBDT_RETURN_IF_ERROR(call.before(comm));
+// Packs what `staging` stages (if any), starts `plan` and hands both to a
+// new generalized request.
+Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv* staging, MPI_Comm comm, MPI_Request* request) {
+  if (staging != nullptr) IBDT_RETURN_IF_ERROR(staging->before(comm));
   IBDT_RETURN_IF_ERROR(plan->start());
   std::unique_ptr<NonblockingRun> run = newRun();
   run->plan = std::move(plan);
-  run->call = std::move(call);
+  run->staging = staging;
   run->comm = comm;
   if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
     *request = MPI_REQUEST_NULL;
@@ -92,9 +94,28 @@ Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv call, MPI_Comm comm, 
   return Status::ok();
 }
 
-Status launch(Result<collectives::Plan> plan, StagedAlltoallv call, MPI_Comm comm, MPI_Request* request) {
-  IBDT_RETURN_IF_ERROR(plan.status());
-  return launch(std::make_shared<collectives::Plan>(std::move(*plan)), std::move(call), comm, request);
+Status launch(const StagedPlanPtr& staged, MPI_Comm comm, MPI_Request* request) {
+  StagedAlltoallv* staging = staged->call.staged() ? &staged->call : nullptr;
+  return launch(AlltoallCache::PlanPtr(staged, &staged->plan), staging, comm, request);
+}
+
+// The plan built by `build` on `call`'s buffers, with them.
+template <class Build>
+Result<StagedPlanPtr> stagedPlan(StagedAlltoallv call, Build&& build) {
+  auto staged = std::make_shared<StagedPlan>(StagedPlan{collectives::Plan{}, std::move(call)});
+  IBDT_ASSIGN_OR_RETURN(staged->plan, build(staged->call));
+  return staged;
+}
+
+// The plan of `plans` for `slot`, else the one `build` makes (kept there).
+template <class Key, class Build>
+Status launchTagged(TaggedPlans<Key>& plans, int slot, MPI_Comm comm, MPI_Request* request, Build&& build) {
+  StagedPlanPtr plan = plans.find(slot);
+  if (plan == nullptr) {
+    IBDT_ASSIGN_OR_RETURN(plan, build());
+    plans.keep(slot, plan);
+  }
+  return launch(plan, comm, request);
 }
 
 // Both sides' types of a call whose types convert (as a repeated call's did).
@@ -128,7 +149,34 @@ Status launchCached(CommState& state, const AlltoallArgs& args, const AlltoallCa
     plan = &cache.insert(key, std::move(*built));
   }
   cache.remember(args, convertedTypesFreed(), key, *plan);
-  return launch(*plan, StagedAlltoallv{}, comm, request);
+  return launch(*plan, nullptr, comm, request);
+}
+
+// A side ibdt cannot lay out: staged, the plan kept per tag while the
+// calls repeat these arguments (`repeated`: those of the previous staged call).
+bool startStagedIalltoall(CommState& state, const AlltoallArgs& args, const StagedAlltoallKey& key, bool repeated,
+                          MPI_Comm comm, MPI_Request* request, Status& status, std::string& why) {
+  TaggedPlans<StagedAlltoallKey>& plans = state.stagedIalltoallPlans;
+  Result<StagedAlltoallv> call = repeated ? StagedAlltoallv{} : stageAlltoall(args, state.comm->size());
+  if (!call.isOk()) {  // no signature in ibdt: alike on every rank of a correct program
+    why = call.status().toString();
+    return false;
+  }
+  if (!repeated) plans.reset(key);
+  const int slot = nextSlot(state);
+  status = launchTagged(plans, slot, comm, request, [&]() -> Result<StagedPlanPtr> {
+    if (repeated) {
+      IBDT_ASSIGN_OR_RETURN(*call, stageAlltoall(args, state.comm->size()));
+    }
+    return stagedPlan(std::move(*call), [&](const StagedAlltoallv& staged) {
+      const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+      PinnedTag pinned(*state.comm, tagOf(slot));
+      return collectives::alltoallInit(*state.comm, staged.sendbuf, inPlace ? args.recvcount : args.sendcount,
+                                       staged.sendtype, staged.recvbuf, args.recvcount, staged.recvtype,
+                                       state.alltoall);
+    });
+  });
+  return true;
 }
 
 }  // namespace
@@ -136,66 +184,89 @@ Status launchCached(CommState& state, const AlltoallArgs& args, const AlltoallCa
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                     std::string& why) {
   *request = MPI_REQUEST_NULL;
-  if (const AlltoallCache::Last* last = state.ialltoallPlans.repeated(args, convertedTypesFreed()); last != nullptr) {
+  const uint64_t typesFreed = convertedTypesFreed();
+  if (const AlltoallCache::Last* last = state.ialltoallPlans.repeated(args, typesFreed); last != nullptr) {
     AlltoallCache::Key key = last->key;
     key.tag = nextTag(state);
     status = launchCached(state, args, key, comm, request, nullptr);
     return true;
+  }
+  // The previous staged call's arguments: staged again, without trying
+  // to convert its types (a failed conversion builds its error message).
+  const StagedAlltoallKey stagedKey{args, typesFreed};
+  if (state.stagedIalltoallPlans.key() == stagedKey) {
+    return startStagedIalltoall(state, args, stagedKey, true, comm, request, status, why);
   }
   if (auto types = convertBoth(args); types.isOk()) {
     const AlltoallCache::Key key = alltoallKey(args, types->first, types->second, nextTag(state));
     status = launchCached(state, args, key, comm, request, &*types);
     return true;
   }
-  Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());
-  if (!call.isOk()) {
-    why = call.status().toString();
-    return false;
-  }
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  state.comm->pinPlanTag(nextTag(state));
-  auto plan = collectives::alltoallInit(*state.comm, call->sendbuf, inPlace ? args.recvcount : args.sendcount,
-                                        call->sendtype, call->recvbuf, args.recvcount, call->recvtype, state.alltoall);
-  state.comm->unpinPlanTag();
-  status = launch(std::move(plan), std::move(*call), comm, request);
-  return true;
+  return startStagedIalltoall(state, args, stagedKey, false, comm, request, status, why);
 }
 
 bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                      std::string& why) {
-  Result<StagedAlltoallv> call = stageAlltoallv(args, state.comm->size(), true);
-  if (!call.isOk()) {
+  *request = MPI_REQUEST_NULL;
+  const int p = state.comm->size();
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  TaggedPlans<AlltoallvCache::Key>& plans = state.ialltoallvPlans;
+  const uint64_t typesFreed = convertedTypesFreed();
+  const bool repeated = !inPlace && plans.key() && repeatsAlltoallv(*plans.key(), args, p, typesFreed);
+  // A repeated call's arguments staged before (its staging is its plan's).
+  Result<StagedAlltoallv> call = repeated ? StagedAlltoallv{} : stageAlltoallv(args, p, true);
+  if (!call.isOk()) {  // no signature in ibdt: alike on every rank of a correct program
     why = call.status().toString();
     return false;
   }
-  *request = MPI_REQUEST_NULL;
-  // ibdt's in-place alltoallv takes three tags (check, control, data) and
-  // alternates control and data phases: it takes them from the
-  // communicator's counter, like a voted call, not the one reserved tag.
-  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  if (!inPlace) state.comm->pinPlanTag(nextTag(state));
-  auto plan =
-      collectives::alltoallvInit(*state.comm, call->sendbuf, call->sendcounts, call->sdispls, call->sendtype,
-                                 call->recvbuf, call->recvcounts, call->rdispls, call->recvtype, state.alltoallv);
-  if (!inPlace) state.comm->unpinPlanTag();
-  status = launch(std::move(plan), std::move(*call), comm, request);
+  if (inPlace) {
+    // ibdt's in-place alltoallv takes three tags (check, control, data) and
+    // alternates control and data phases: it takes them from the
+    // communicator's counter, like a voted call, not one reserved tag, so
+    // every rank builds its plan in every call (a rank reusing one would
+    // not advance its counter).
+    status = [&]() -> Status {
+      IBDT_ASSIGN_OR_RETURN(StagedPlanPtr plan, stagedPlan(std::move(*call), [&](const StagedAlltoallv& staged) {
+                              return collectives::alltoallvInit(*state.comm, collectives::kInPlace, staged.sendcounts,
+                                                                staged.sdispls, staged.sendtype, staged.recvbuf,
+                                                                staged.recvcounts, staged.rdispls, staged.recvtype,
+                                                                state.alltoallv);
+                            }));
+      return launch(plan, comm, request);
+    }();
+    return true;
+  }
+  if (!repeated) plans.reset(alltoallvKey(args, p, typesFreed));
+  const int slot = nextSlot(state);
+  const int64_t callNumber = state.ialltoallvCalls++;
+  status = launchTagged(plans, slot, comm, request, [&]() -> Result<StagedPlanPtr> {
+    if (repeated) {
+      IBDT_ASSIGN_OR_RETURN(*call, stageAlltoallv(args, p, true));
+    }
+    return stagedPlan(std::move(*call), [&](const StagedAlltoallv& staged) {
+      PinnedTag pinned(*state.comm, tagOf(slot));
+      return checkedAlltoallvPlan(state, staged, kNonblockingCheckTag, callNumber, state.ialltoallvPairs);
+    });
+  });
   return true;
 }
 
 bool nonblockingActive() { return !inFlight().empty(); }
 
-bool progressNonblocking() {
+bool progressNonblocking(bool& progressed) {
   auto& runs = inFlight();
   bool completed = false;
   for (size_t i = 0; i < runs.size();) {
     NonblockingRun* run = runs[i];
-    Result<bool> done = run->plan->test();
+    bool moved = false;
+    Result<bool> done = run->plan->test(&moved);
+    progressed = progressed || moved;
     if (done.isOk() && !*done) {
       ++i;
       continue;
     }
     run->outcome = done.isOk() ? run->plan->wait() : done.status();
-    if (run->outcome.isOk()) run->outcome = run->call.after(run->comm);
+    if (run->outcome.isOk() && run->staging != nullptr) run->outcome = run->staging->after(run->comm);
     if (!run->outcome.isOk()) IBDT_LOG(kError, "mpi: MPI_Ialltoall: ", run->outcome.toString());
     run->plan.reset();  // a cached plan may now be started by another call
     runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));

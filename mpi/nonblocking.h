@@ -16,8 +16,10 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 
+#include "ibdt/collectives.h"
 #include "ibdt/status.h"
 #include "mpi/alltoall_call.h"
 #include "mpi/alltoallv_call.h"
@@ -26,7 +28,10 @@ namespace ibdt::mpi {
 
 struct CommState;
 
-inline constexpr int kNonblockingTags = 14;
+// Reserved tags 1..13 (0 is the blocking calls', kNonblockingCheckTag the
+// non-blocking alltoallv's pair checks, 15 the blocking alltoallv's).
+inline constexpr int kNonblockingTags = 13;
+inline constexpr int32_t kNonblockingCheckTag = collectives::Communicator::kFirstReservedPlanTag + 14;
 
 // Starts the alltoall on ibdt and sets `request`. Returns false, with `why`
 // set, when it goes to MPI instead; otherwise `status` is the outcome of
@@ -39,18 +44,21 @@ inline constexpr int kNonblockingTags = 14;
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,
                     Status& status, std::string& why);
 
-// The same for MPI_Ialltoallv. A new plan per call: its first run checks
-// every pair's signatures. MPI_IN_PLACE runs ibdt's in-place alltoallv
-// (a type inPlaceDirect() refuses: staged), whose three tags come from the
-// communicator's counter (as the voted calls' and the persistent inits'):
-// MPI orders collective calls, so they agree as every rank takes the call.
+// The same for MPI_Ialltoallv. Not in place, the checked pairwise plan
+// (collectives/checked_alltoallv.h, pair checks on kNonblockingCheckTag),
+// kept per reserved tag while the calls repeat their arguments
+// (mpi/tagged_plans.h). MPI_IN_PLACE runs ibdt's in-place alltoallv (a
+// type inPlaceDirect() refuses: staged), built per call: its tags come
+// from the communicator's counter (as the voted calls' and the persistent
+// inits'), which agree only while every rank builds.
 bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request,
                      Status& status, std::string& why);
 
 // Whether ibdt has non-blocking runs in flight in this process.
 bool nonblockingActive();
 // Polls every run in flight once; completes the requests of those done.
-// True when some run completed.
-bool progressNonblocking();
+// True when some run completed; sets `progressed` when some run moved
+// (a round completed or was posted).
+bool progressNonblocking(bool& progressed);
 
 }  // namespace ibdt::mpi

@@ -123,11 +123,13 @@ bool anyPersistentHandles() { return !handles().empty(); }
 
 bool anyPersistentRunning() { return running > 0; }
 
-bool progressPersistent() {
+bool progressPersistent(bool& progressed) {
   bool completed = false;
   for (auto& [handle, op] : handles()) {
     if (op->state != HandleState::kRunning) continue;
-    Result<bool> done = op->plan.test();
+    bool moved = false;
+    Result<bool> done = op->plan.test(&moved);
+    progressed = progressed || moved;
     if (!done.isOk()) {
       finish(*op, done.status());
     } else if (*done) {

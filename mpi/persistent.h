@@ -53,8 +53,9 @@ void markReported(MPI_Request request);
 bool anyPersistentHandles();
 bool anyPersistentRunning();
 // Polls every running plan once (an error goes through the communicator's
-// error handler when its run completes). True when some run completed.
-bool progressPersistent();
+// error handler when its run completes). True when some run completed;
+// sets `progressed` when some run moved (a round completed or was posted).
+bool progressPersistent(bool& progressed);
 // Forgets `request` (waits for its run first, as MPI lets a freed active
 // request complete).
 void freePersistentAlltoall(MPI_Request request);

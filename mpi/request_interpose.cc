@@ -22,16 +22,23 @@ namespace {
 bool bridgeActive() { return nonblockingActive() || anyPersistentHandles(); }
 
 // Polls every ibdt run in flight once; true when one completed.
-bool progress() {
+// `progressed`: set when a run moved (a round completed or was posted).
+bool progress(bool& progressed) {
   bool completed = false;
-  if (nonblockingActive()) completed = progressNonblocking();
-  if (anyPersistentRunning()) completed = progressPersistent() || completed;
+  if (nonblockingActive()) completed = progressNonblocking(progressed);
+  if (anyPersistentRunning()) completed = progressPersistent(progressed) || completed;
   return completed;
+}
+
+bool progress() {
+  bool progressed = false;
+  return progress(progressed);
 }
 
 // The pause between two tries of a blocking wait (docs/mpi.md, "Non-blocking
 // calls"): polls ibdt with the backoff of ibdt's own waits (spin, yield,
-// nap; reset when a run completes) and returns when a run completed (its
+// nap; reset, as theirs, whenever a run moves: a round completed or was
+// posted) and returns when a run completed (its
 // request may end the wait) or when MPI's turn came: every kPollsPerTry
 // polls while spinning, after every yield or nap (each costs more than MPI's
 // test). MPI is so asked at a bounded rate and still progresses the
@@ -45,9 +52,14 @@ class WaitPacer {
 
   void pause() {
     for (int polls = 0; polls < kPollsPerTry; ++polls) {
-      if (progress()) {
+      bool progressed = false;
+      if (progress(progressed)) {
         backoff_.reset();
         return;
+      }
+      if (progressed) {  // without this, a run of several rounds fell into 50 us naps between them
+        backoff_.reset();
+        continue;
       }
       const bool spinning = backoff_.spinning();
       backoff_.pause();

@@ -19,6 +19,9 @@
 // Usage: ibdt-mpi-bridge-<mpi> --pack [--quick] [--reps N] [--warmup N]
 //        ibdt-mpi-bridge-<mpi> --alltoall [--bytes 8,4096] [--reps N] [--warmup N]
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -153,12 +156,21 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
   return true;
 }
 
+#if MPI_VERSION >= 4
+#define BRIDGE_ALLTOALL_INIT MPI_Alltoall_init
+#else
+#define BRIDGE_ALLTOALL_INIT MPIX_Alltoall_init
+#endif
+
 // The `ibdt-bench alltoall` rows (perf/alltoall_cases.h), MPI_Alltoallv
 // with the contiguous row's counts (also in place: each call first copies
 // the send buffer into the receive buffer, on both sides, so that every
 // call exchanges the same data), and the contiguous MPI_Alltoall on
 // MPI_COMM_SELF ("self": one block copied, no peer to wait for, so mostly
-// the bridge's own per-call cost against MPI's).
+// the bridge's own per-call cost against MPI's), and "MPI_Alltoall_init":
+// the contiguous call's persistent form through the bridge (MPI_Start +
+// MPI_Wait: ibdt's persistent plan, what `ibdt-bench alltoall` times
+// natively) against the library's own blocking call.
 bool runAlltoall(const World& world, const BaselineOptions& options) {
   const int p = world.size;
   for (int64_t bytes : options.sizes) {
@@ -171,14 +183,16 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
     std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
-    std::vector<AlltoallCase> cases(5);
-    for (int k = 0; k < 5; ++k) {
+    std::vector<AlltoallCase> cases(6);
+    MPI_Request persistent = MPI_REQUEST_NULL;
+    for (int k = 0; k < 6; ++k) {
       AlltoallCase& c = cases[static_cast<size_t>(k)];
       c.row = k == 0   ? "MPI_Alltoall contig"
               : k == 1 ? "MPI_Alltoall vector"
               : k == 2 ? "MPI_Alltoallv"
               : k == 3 ? "MPI_Alltoall self"
-                       : "MPI_Alltoallv in place";
+              : k == 4 ? "MPI_Alltoallv in place"
+                       : "MPI_Alltoall_init";
       c.bytes = bytes;
       c.vector = k == 1;
       c.commSize = k == 3 ? 1 : p;
@@ -196,6 +210,14 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
       } else if (k == 3) {
         c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
         c.ibdt = [=] { MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
+      } else if (k == 5) {
+        BRIDGE_ALLTOALL_INIT(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+        MPI_Request* request = &persistent;
+        c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
+        c.ibdt = [=] {
+          MPI_Start(request);
+          MPI_Wait(request, MPI_STATUS_IGNORE);
+        };
       } else if (k == 4) {
         const int *cn = counts.data(), *dp = displs.data();
         const size_t total = c.recv.size();
@@ -215,6 +237,7 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     }
     bool ok = true;
     for (AlltoallCase& c : cases) ok = ok && runAlltoallCase(c, world, options.reps, options.warmup);
+    MPI_Request_free(&persistent);
     MPI_Type_free(&strided);
     if (!ok) return false;
   }

@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
   const int onlyBytes = argc > 3 ? std::atoi(argv[3]) : 0;
   const int onlyWay = argc > 4 ? std::atoi(argv[4]) : -1;
   const char* names[] = {"blocking", "ialltoall+wait", "start+wait"};
-  for (int bytes : {8, 65536}) {
-    if (onlyBytes != 0 && bytes != onlyBytes) continue;
+  for (int bytes : onlyBytes != 0 ? std::vector<int>{onlyBytes} : std::vector<int>{8, 65536}) {
     std::vector<char> send(static_cast<size_t>(bytes) * size, static_cast<char>(rank)), recv(send.size());
     MPI_Request persistent;
     PROBE_ALLTOALL_INIT(send.data(), bytes, MPI_BYTE, recv.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, MPI_INFO_NULL,

@@ -204,8 +204,10 @@ class Plan {
   // Starts a run; kState while the previous one is still active.
   Status start();
   // Progresses once; true when the run completed (its outcome: wait(),
-  // which then returns at once).
-  Result<bool> test();
+  // which then returns at once). `progressed` (if given): whether something
+  // completed or was posted, as a caller's own wait loop resets its backoff
+  // on (the MPI bridge's MPI_Wait).
+  Result<bool> test(bool* progressed = nullptr);
   // Progresses until the run completes; returns its first error (every
   // round still ran), or kTimeout at `deadline` (the run stays active).
   Status wait(Deadline deadline = Deadline::never());

@@ -1,9 +1,12 @@
-// Blocking MPI_Alltoallv calls whose arguments repeat, change on some ranks
-// only, or (with the bridge) do not match: the bridge runs a repeated call
-// on its cached plan without any agreement, so a rank that reuses its plan
-// must still pair up with one that builds a new plan, and a pair changed on
-// one side only must fail on the ranks involved, not hang (the launcher's
+// MPI_Alltoallv calls whose arguments repeat, change on some ranks only,
+// or (with the bridge) do not match: the bridge runs a repeated call on its
+// cached plan without any agreement, so a rank that reuses its plan must
+// still pair up with one that builds a new plan, and a pair changed on one
+// side only must fail on the ranks involved, not hang (the launcher's
 // timeout bounds the run). Every received int and every gap is checked.
+// The reuse runs blocking and as MPI_Ialltoallv + MPI_Wait (whose plans
+// are kept per reserved tag: more repeated calls than tags, so plans are
+// started again, mpi/tagged_plans.h).
 #include <mpi.h>
 
 #include <algorithm>
@@ -15,6 +18,8 @@
 
 namespace interpose_test {
 namespace {
+
+int salt_ = 0;  // new data in every call
 
 // Ints rank `from` sends rank `to`.
 using Counts = std::function<int(int from, int to)>;
@@ -48,7 +53,7 @@ struct Buffers {
 // One call with new data (`salt`); checks the blocks from the peers
 // `checkFrom` accepts. Returns MPI's return code.
 int call(MPI_Comm comm, const Layout& l, Buffers& b, int salt, const std::string& what,
-         const std::function<bool(int)>& checkFrom = [](int) { return true; }) {
+         const std::function<bool(int)>& checkFrom = [](int) { return true; }, bool nonblocking = false) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -57,8 +62,16 @@ int call(MPI_Comm comm, const Layout& l, Buffers& b, int salt, const std::string
   for (int to = 0; to < size; ++to)
     for (int i = 0; i < l.sc[to]; ++i) b.send[l.sd[to] + i] = value(rank, to, i) + salt;
   std::fill(b.recv.begin(), b.recv.end(), -1);
-  const int rc = MPI_Alltoallv(b.send.data(), l.sc.data(), l.sd.data(), MPI_INT, b.recv.data(), l.rc.data(),
-                               l.rd.data(), MPI_INT, comm);
+  int rc = MPI_SUCCESS;
+  if (nonblocking) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    rc = MPI_Ialltoallv(b.send.data(), l.sc.data(), l.sd.data(), MPI_INT, b.recv.data(), l.rc.data(), l.rd.data(),
+                        MPI_INT, comm, &request);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+  } else {
+    rc = MPI_Alltoallv(b.send.data(), l.sc.data(), l.sd.data(), MPI_INT, b.recv.data(), l.rc.data(), l.rd.data(),
+                       MPI_INT, comm);
+  }
   for (int from = 0; from < size; ++from) {
     if (!checkFrom(from)) continue;
     for (int i = 0; i < l.rc[from]; ++i)
@@ -78,29 +91,29 @@ Counts pairChanged(int extra) {
 
 }  // namespace
 
-void alltoallvReuse(MPI_Comm comm) {
+void alltoallvReuse(MPI_Comm comm, bool nonblocking) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   const Layout base = layoutOf(rank, size, baseInts, baseInts);
+  const std::string how = nonblocking ? "MPI_Ialltoallv" : "alltoallv";
+  auto run = [&](const Layout& l, Buffers& b, const std::string& what) {
+    check(call(comm, l, b, ++salt_, how + ", " + what, [](int) { return true; }, nonblocking) == MPI_SUCCESS,
+          how + " rc, " + what);
+  };
   Buffers kept;
-  int salt = 0;
-  for (int i = 0; i < 5; ++i)  // identical arguments: the cached plan, no check after the first run
-    check(call(comm, base, kept, ++salt, "repeated alltoallv") == MPI_SUCCESS, "repeated alltoallv rc");
+  const int repeats = nonblocking ? 30 : 5;  // non-blocking: more than the reserved tags, so plans come back
+  for (int i = 0; i < repeats; ++i) run(base, kept, "repeated");  // the cached plan, no check after the first run
   for (int i = 0; i < 3; ++i) {  // rank 0 reallocates (a new plan), the others reuse theirs
     Buffers fresh;
-    Buffers& b = rank == 0 ? fresh : kept;
-    check(call(comm, base, b, ++salt, "alltoallv, rank 0 reallocated") == MPI_SUCCESS,
-          "alltoallv rc, rank 0 reallocated");
+    run(base, rank == 0 ? fresh : kept, "rank 0 reallocated");
   }
   // Ranks 0 and 1 change their counts with each other (they check that
   // pair), the others repeat their arguments; twice (then rank 0 and 1 reuse).
   const Layout changed = layoutOf(rank, size, pairChanged(2), pairChanged(2));
   const Layout& mine = rank < 2 ? changed : base;
-  for (int i = 0; i < 2; ++i)
-    check(call(comm, mine, kept, ++salt, "alltoallv, pair 0-1 changed") == MPI_SUCCESS,
-          "alltoallv rc, pair 0-1 changed");
-  check(call(comm, base, kept, ++salt, "alltoallv, pair 0-1 back") == MPI_SUCCESS, "alltoallv rc, pair 0-1 back");
+  for (int i = 0; i < 2; ++i) run(mine, kept, "pair 0-1 changed");
+  for (int i = 0; i < repeats; ++i) run(base, kept, "pair 0-1 back");
 }
 
 void alltoallvMismatch(MPI_Comm world) {

@@ -47,10 +47,10 @@ void requestGetStatus(MPI_Comm comm);
 // whose types ibdt takes directly on some ranks only; `bridged`: the
 // library is loaded (a case the MPI library's own call fails).
 void mixedTypes(MPI_Comm comm, bool bridged);
-// tests/mpi/interpose_alltoallv_reuse.cc: blocking MPI_Alltoallv with
-// repeated arguments, arguments changed on some ranks only, and (bridge
+// tests/mpi/interpose_alltoallv_reuse.cc: MPI_Alltoallv (blocking, or
+// `nonblocking`: MPI_Ialltoallv + MPI_Wait) with repeated arguments, arguments changed on some ranks only, and (bridge
 // only: MPI's own behaviour differs) counts that do not match.
-void alltoallvReuse(MPI_Comm comm);
+void alltoallvReuse(MPI_Comm comm, bool nonblocking);
 void alltoallvMismatch(MPI_Comm world);
 // tests/mpi/interpose_alltoallv_inplace.cc: the same for MPI_IN_PLACE.
 void alltoallvInPlaceReuse(MPI_Comm comm);

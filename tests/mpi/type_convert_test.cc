@@ -313,11 +313,3 @@ TEST(MpiTypeConvert, BadArgumentsGetMpiErrorsAndWriteNothing) {
 
 }  // namespace
 }  // namespace ibdt::mpi
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  const int failed = RUN_ALL_TESTS();
-  MPI_Finalize();
-  return failed;
-}
