@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "collectives/alltoall_select.h"
 
@@ -44,6 +46,24 @@ Result<AlltoallRule> parseVariant(std::string_view fitName) {
 }
 
 }  // namespace
+
+std::optional<double> rulePredictionNs(const AlltoallRule& rule, int p, int64_t blockBytes) {
+  if (auto exact = sampledNs(rule.predictions, p, blockBytes)) return exact;
+  // The nearest simulated rank counts on either side of p that cover the block size.
+  std::optional<std::pair<int64_t, double>> below, above;
+  for (const messaging::CollectiveSample& prediction : rule.predictions) {
+    const int64_t ranks = prediction.ranks;
+    if (ranks == p || ranks > std::numeric_limits<int>::max()) continue;
+    const bool nearer = ranks < p ? !below || ranks > below->first : !above || ranks < above->first;
+    if (!nearer) continue;
+    const std::optional<double> ns = sampledNs(rule.predictions, static_cast<int>(ranks), blockBytes);
+    if (!ns) continue;
+    (ranks < p ? below : above) = std::pair{ranks, *ns};
+  }
+  if (!below || !above) return std::nullopt;
+  const double at = std::log(double(p) / double(below->first)) / std::log(double(above->first) / double(below->first));
+  return below->second * std::pow(above->second / below->second, at);
+}
 
 std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix) {
   return strCat(kAlltoallRulePrefix, AlltoallChoice{algorithm, radix}.name());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,15 @@ struct AlltoallRule {
   int64_t radix = 2;
   std::vector<messaging::CollectiveSample> predictions;  // [ranks, block bytes, ns]
 };
+
+// The rule's predicted time at p ranks and blocks of `blockBytes`: at a
+// simulated p, its prediction there (interpolated between block sizes as
+// sampledNs does); between two simulated rank counts, interpolated log-log
+// in p (a power law) between the nearest rank count below p and the nearest
+// above whose predictions cover the block size; none outside the simulated
+// rank counts (never extrapolated: the α-β fit prices there). A pure
+// function of the rule.
+std::optional<double> rulePredictionNs(const AlltoallRule& rule, int p, int64_t blockBytes);
 
 // "alltoall-sim/pairwise", "alltoall-sim/bruck-radix-4".
 std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix);

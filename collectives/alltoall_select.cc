@@ -191,14 +191,14 @@ std::optional<double> AlltoallCostModel::simulatedNs(AlltoallAlgorithm algorithm
                                                      int64_t blockBytes) const {
   if (algorithm != AlltoallAlgorithm::kBruckRadix) radix = 2;
   for (const AlltoallRule& rule : rules_) {
-    if (rule.algorithm == algorithm && rule.radix == radix) return sampledNs(rule.predictions, p, blockBytes);
+    if (rule.algorithm == algorithm && rule.radix == radix) return rulePredictionNs(rule, p, blockBytes);
   }
   return std::nullopt;
 }
 
 bool AlltoallCostModel::simulatedAt(int p, int64_t blockBytes) const {
   return std::any_of(rules_.begin(), rules_.end(), [&](const AlltoallRule& rule) {
-    return sampledNs(rule.predictions, p, blockBytes).has_value();
+    return rulePredictionNs(rule, p, blockBytes).has_value();
   });
 }
 

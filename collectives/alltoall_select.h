@@ -118,7 +118,8 @@ class AlltoallCostModel {
   // Whether predictNs comes from the samples at (p, blockBytes, nodes).
   bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   // The variant's rule prediction at (p, blockBytes), interpolated between
-  // block sizes as sampledNs does; none where no rule covers it.
+  // block sizes as sampledNs does and between simulated rank counts
+  // (rulePredictionNs); none where no rule covers it.
   std::optional<double> simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
   // Whether some rule covers (p, blockBytes).
   bool simulatedAt(int p, int64_t blockBytes) const;
