@@ -65,6 +65,36 @@ std::optional<double> rulePredictionNs(const AlltoallRule& rule, int p, int64_t 
   return below->second * std::pow(above->second / below->second, at);
 }
 
+AlltoallRulesCoverage rulesCoverage(const std::vector<AlltoallRule>& rules) {
+  AlltoallRulesCoverage coverage;
+  for (const AlltoallRule& rule : rules) {
+    coverage.variants.push_back(AlltoallChoice{rule.algorithm, rule.radix}.name());
+    coverage.predictions += rule.predictions.size();
+    for (const messaging::CollectiveSample& prediction : rule.predictions) {
+      coverage.ranks.push_back(prediction.ranks);
+      coverage.blockBytes.push_back(prediction.blockBytes);
+    }
+  }
+  for (std::vector<int64_t>* values : {&coverage.ranks, &coverage.blockBytes}) {
+    std::sort(values->begin(), values->end());
+    values->erase(std::unique(values->begin(), values->end()), values->end());
+  }
+  return coverage;
+}
+
+std::string AlltoallRulesCoverage::describe() const {
+  if (variants.empty()) return "no rules";
+  auto list = [](const auto& values) {
+    std::string text;
+    for (const auto& value : values) text += strCat(text.empty() ? "" : ", ", value);
+    return text;
+  };
+  return strCat(variants.size(), variants.size() == 1 ? " rule (" : " rules (", list(variants), "), ", predictions,
+                " predictions at ", list(ranks), " ranks (",
+                ranks.size() > 1 ? "interpolated between, " : "", "the fits beyond) and blocks of ", list(blockBytes),
+                " B");
+}
+
 std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix) {
   return strCat(kAlltoallRulePrefix, AlltoallChoice{algorithm, radix}.name());
 }

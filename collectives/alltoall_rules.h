@@ -37,6 +37,19 @@ struct AlltoallRule {
 // function of the rule.
 std::optional<double> rulePredictionNs(const AlltoallRule& rule, int p, int64_t blockBytes);
 
+// What a set of rules covers, for ibdt-info: the variants' names, and the
+// rank counts and block sizes predicted (sorted, each once).
+struct AlltoallRulesCoverage {
+  std::vector<std::string> variants;
+  std::vector<int64_t> ranks;
+  std::vector<int64_t> blockBytes;
+  size_t predictions = 0;
+  // "3 rules (pairwise, ...), 12 predictions at 64, 256 ranks (interpolated
+  // between, the fits beyond) and blocks of 8, 64, 4096 B"; "no rules".
+  std::string describe() const;
+};
+AlltoallRulesCoverage rulesCoverage(const std::vector<AlltoallRule>& rules);
+
 // "alltoall-sim/pairwise", "alltoall-sim/bruck-radix-4".
 std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix);
 inline constexpr std::string_view kAlltoallRulePrefix = "alltoall-sim/";

@@ -114,5 +114,25 @@ TEST(AlltoallRuleInterpolation, DeterministicWhateverTheOrderOfPredictions) {
   for (double ns : first) EXPECT_GT(ns, 0);
 }
 
+// What ibdt-info prints of the rules in force.
+TEST(AlltoallRuleInterpolation, CoverageListsRulesRankCountsAndBlockSizes) {
+  const Tuning tuning = fileWith(rulesAt64And256());
+  auto rules = alltoallRules(tuning);
+  ASSERT_TRUE(rules.isOk());
+  const AlltoallRulesCoverage coverage = rulesCoverage(*rules);
+  EXPECT_EQ(coverage.ranks, (std::vector<int64_t>{64, 256}));
+  EXPECT_EQ(coverage.blockBytes, (std::vector<int64_t>{64}));
+  EXPECT_EQ(coverage.predictions, 4u);
+  const std::string text = coverage.describe();
+  EXPECT_NE(text.find("2 rules (bruck-radix-4, pairwise)"), std::string::npos) << text;  // the file's name order
+  EXPECT_NE(text.find("4 predictions at 64, 256 ranks (interpolated between, the fits beyond)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("blocks of 64 B"), std::string::npos) << text;
+  EXPECT_EQ(rulesCoverage({}).describe(), "no rules");
+  const AlltoallRule single{AlltoallAlgorithm::kPairwise, 2, {{256, 8, 1e3}, {256, 4096, 2e3}}};
+  EXPECT_EQ(rulesCoverage({single}).describe(),
+            "1 rule (pairwise), 2 predictions at 256 ranks (the fits beyond) and blocks of 8, 4096 B");
+}
+
 }  // namespace
 }  // namespace ibdt::collectives
