@@ -13,34 +13,53 @@ namespace ibdt::collectives {
 namespace {
 
 constexpr int64_t kMaxRuleRadix = 4096;  // AlltoallChoice::code() packs the radix in 12 bits
+constexpr int64_t kMaxRuleRanksPerNode = 1 << 16;  // ibdt-sim's --ranks-per-node limit
 
 Status badRule(std::string_view name, std::string_view what) {
   return makeError(Code::kInvalidArgument, "tuning file: rule \"", name.substr(0, 64), "\": ", what);
 }
 
-// "<algorithm>" or "bruck-radix-<r>", an algorithm kAuto prices.
+// A positive integer without leading zeros below `limit`, the whole of `digits`.
+std::optional<int64_t> positiveInteger(std::string_view digits, int64_t limit) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
+      value >= limit) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// "<algorithm>", "bruck-radix-<r>" or "hierarchical-<n>-per-node", an algorithm kAuto prices.
 Result<AlltoallRule> parseVariant(std::string_view fitName) {
-  const std::string_view variant = fitName.substr(kAlltoallRulePrefix.size());
+  std::string_view variant = fitName.substr(kAlltoallRulePrefix.size());
   AlltoallRule rule;
   constexpr std::string_view kRadixPrefix = "bruck-radix-";
   if (variant.starts_with(kRadixPrefix)) {
-    const std::string_view digits = variant.substr(kRadixPrefix.size());
-    int64_t radix = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), radix);
-    if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
-        radix < 2 || radix >= kMaxRuleRadix) {
-      return badRule(fitName, strCat("radix must be an integer in [2, ", kMaxRuleRadix, ")"));
-    }
+    const std::optional<int64_t> radix = positiveInteger(variant.substr(kRadixPrefix.size()), kMaxRuleRadix);
+    if (!radix || *radix < 2) return badRule(fitName, strCat("radix must be an integer in [2, ", kMaxRuleRadix, ")"));
     rule.algorithm = AlltoallAlgorithm::kBruckRadix;
-    rule.radix = radix;
+    rule.radix = *radix;
+    return rule;
+  }
+  // The hierarchical alltoall's time depends on the node layout: its rule holds one ranks-per-node count.
+  constexpr std::string_view kHierarchicalPrefix = "hierarchical-", kPerNodeSuffix = "-per-node";
+  if (variant.starts_with(kHierarchicalPrefix) && variant.ends_with(kPerNodeSuffix)) {
+    variant.remove_prefix(kHierarchicalPrefix.size());
+    variant.remove_suffix(kPerNodeSuffix.size());
+    const std::optional<int64_t> perNode = positiveInteger(variant, kMaxRuleRanksPerNode + 1);
+    if (!perNode) return badRule(fitName, strCat("ranks per node must be an integer in [1, ", kMaxRuleRanksPerNode, "]"));
+    rule.algorithm = AlltoallAlgorithm::kHierarchical;
+    rule.ranksPerNode = *perNode;
     return rule;
   }
   Result<AlltoallAlgorithm> algorithm = parseAlltoallAlgorithm(variant);
   const bool priced = algorithm.isOk() && *algorithm != AlltoallAlgorithm::kBruckRadix &&
                       std::find(kPricedAlltoalls.begin(), kPricedAlltoalls.end(), *algorithm) != kPricedAlltoalls.end();
   if (!priced) return badRule(fitName, "not an algorithm the automatic choice prices");
-  // A rule is keyed by (p, block) only; the hierarchical alltoall's time depends on the node layout too.
-  if (*algorithm == AlltoallAlgorithm::kHierarchical) return badRule(fitName, "the hierarchical alltoall has no rules");
+  if (*algorithm == AlltoallAlgorithm::kHierarchical) {
+    return badRule(fitName, "a hierarchical rule names its node layout: hierarchical-<ranks per node>-per-node");
+  }
   rule.algorithm = *algorithm;
   return rule;
 }
@@ -68,7 +87,8 @@ std::optional<double> rulePredictionNs(const AlltoallRule& rule, int p, int64_t 
 AlltoallRulesCoverage rulesCoverage(const std::vector<AlltoallRule>& rules) {
   AlltoallRulesCoverage coverage;
   for (const AlltoallRule& rule : rules) {
-    coverage.variants.push_back(AlltoallChoice{rule.algorithm, rule.radix}.name());
+    coverage.variants.push_back(
+        alltoallRuleName(rule.algorithm, rule.radix, rule.ranksPerNode).substr(kAlltoallRulePrefix.size()));
     coverage.predictions += rule.predictions.size();
     for (const messaging::CollectiveSample& prediction : rule.predictions) {
       coverage.ranks.push_back(prediction.ranks);
@@ -95,7 +115,10 @@ std::string AlltoallRulesCoverage::describe() const {
                 " B");
 }
 
-std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix) {
+std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix, int64_t ranksPerNode) {
+  if (algorithm == AlltoallAlgorithm::kHierarchical) {
+    return strCat(kAlltoallRulePrefix, "hierarchical-", ranksPerNode, "-per-node");
+  }
   return strCat(kAlltoallRulePrefix, AlltoallChoice{algorithm, radix}.name());
 }
 
@@ -116,7 +139,7 @@ Result<messaging::Tuning> withAlltoallRules(messaging::Tuning base, const std::v
   std::erase_if(base.collectives,
                 [](const messaging::CollectiveFit& fit) { return fit.name.starts_with(kAlltoallRulePrefix); });
   for (const AlltoallRule& rule : rules) {
-    const std::string name = alltoallRuleName(rule.algorithm, rule.radix);
+    const std::string name = alltoallRuleName(rule.algorithm, rule.radix, rule.ranksPerNode);
     if (rule.predictions.empty()) return badRule(name, "no predictions");
     if (rule.predictions.size() > messaging::kMaxCollectiveSamples) {
       return badRule(name, strCat(rule.predictions.size(), " predictions, a fit holds at most ",

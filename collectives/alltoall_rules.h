@@ -21,11 +21,14 @@ namespace ibdt::collectives {
 
 class AlltoallCostModel;
 
-// Predicted times of one variant: kBruckRadix once per radix, the others radix 2.
+// Predicted times of one variant: kBruckRadix once per radix, kHierarchical
+// once per ranks-per-node count (its time depends on the node layout; it is
+// priced with the ranks in blocks of ceil(p / nodes)), the others radix 2.
 struct AlltoallRule {
   AlltoallAlgorithm algorithm = AlltoallAlgorithm::kPairwise;
   int64_t radix = 2;
   std::vector<messaging::CollectiveSample> predictions;  // [ranks, block bytes, ns]
+  int64_t ranksPerNode = 0;  // kHierarchical's; 0 for the others
 };
 
 // The rule's predicted time at p ranks and blocks of `blockBytes`: at a
@@ -50,13 +53,14 @@ struct AlltoallRulesCoverage {
 };
 AlltoallRulesCoverage rulesCoverage(const std::vector<AlltoallRule>& rules);
 
-// "alltoall-sim/pairwise", "alltoall-sim/bruck-radix-4".
-std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix);
+// "alltoall-sim/pairwise", "alltoall-sim/bruck-radix-4",
+// "alltoall-sim/hierarchical-16-per-node".
+std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix, int64_t ranksPerNode = 0);
 inline constexpr std::string_view kAlltoallRulePrefix = "alltoall-sim/";
 
 // The rules of a parsed tuning file, checked: a rule names an algorithm
-// kAuto chooses among (bruck-radix with a radix in [2, 4096)), and has at
-// least one prediction. A bad entry is an error naming it.
+// kAuto chooses among (bruck-radix with a radix in [2, 4096), hierarchical
+// with its ranks per node in [1, 65536]), and has at least one prediction. A bad entry is an error naming it.
 Result<std::vector<AlltoallRule>> alltoallRules(const messaging::Tuning& tuning);
 
 // `base` with its rules replaced by `rules`, each fit carrying `model`'s

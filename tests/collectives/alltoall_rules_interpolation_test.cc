@@ -114,6 +114,36 @@ TEST(AlltoallRuleInterpolation, DeterministicWhateverTheOrderOfPredictions) {
   for (double ns : first) EXPECT_GT(ns, 0);
 }
 
+// The hierarchical alltoall's rules carry their node layout: a rule of 16
+// ranks per node prices it on ceil(p / nodes) = 16 only, on several nodes,
+// interpolated between simulated p (node counts) like the others.
+TEST(AlltoallRuleInterpolation, HierarchicalRulesHoldForTheirRanksPerNode) {
+  std::vector<AlltoallRule> rules = rulesAt64And256();
+  rules.push_back({AlltoallAlgorithm::kHierarchical, 2, {{64, 64, 80e3}, {256, 64, 400e3}}, 16});
+  const Tuning tuning = fileWith(rules);
+  auto read = alltoallRules(tuning);
+  ASSERT_TRUE(read.isOk()) << read.status().toString();
+  EXPECT_TRUE(std::any_of(read->begin(), read->end(), [](const AlltoallRule& rule) {
+    return rule.algorithm == AlltoallAlgorithm::kHierarchical && rule.ranksPerNode == 16;
+  }));
+  EXPECT_NE(messaging::serializeTuning(tuning).find("alltoall-sim/hierarchical-16-per-node"), std::string::npos);
+  const AlltoallCostModel model = AlltoallCostModel::fromTuning(&tuning);
+  const AlltoallChoice at64 = selectAlltoall(model, 64, 64, true, 4);  // 4 nodes of 16
+  EXPECT_EQ(at64.algorithm, AlltoallAlgorithm::kHierarchical);
+  EXPECT_EQ(at64.predictedNs, 80e3);
+  const AlltoallChoice at128 = selectAlltoall(model, 128, 64, true, 8);  // 8 nodes of 16
+  EXPECT_EQ(at128.algorithm, AlltoallAlgorithm::kHierarchical);
+  EXPECT_NEAR(at128.predictedNs, powerLaw(128, 64, 80e3, 256, 400e3), 1);
+  // Another layout (2 nodes of 32, 16 of 4) or one node: no hierarchical rule; the ruled others compete.
+  for (int nodes : {1, 2, 16}) {
+    SCOPED_TRACE(nodes);
+    EXPECT_FALSE(model.simulatedNs(AlltoallAlgorithm::kHierarchical, 2, 64, 64, nodes).has_value());
+    EXPECT_EQ(selectAlltoall(model, 64, 64, true, nodes).algorithm, AlltoallAlgorithm::kPairwise);
+  }
+  // Not a collective init: not a candidate, whatever its rule says.
+  EXPECT_EQ(selectAlltoall(model, 64, 64, false, 4).algorithm, AlltoallAlgorithm::kPairwise);
+}
+
 // What ibdt-info prints of the rules in force.
 TEST(AlltoallRuleInterpolation, CoverageListsRulesRankCountsAndBlockSizes) {
   const Tuning tuning = fileWith(rulesAt64And256());
@@ -129,6 +159,9 @@ TEST(AlltoallRuleInterpolation, CoverageListsRulesRankCountsAndBlockSizes) {
       << text;
   EXPECT_NE(text.find("blocks of 64 B"), std::string::npos) << text;
   EXPECT_EQ(rulesCoverage({}).describe(), "no rules");
+  const AlltoallRule hierarchical{AlltoallAlgorithm::kHierarchical, 2, {{64, 8, 1e3}}, 16};
+  EXPECT_EQ(rulesCoverage({hierarchical}).describe(),
+            "1 rule (hierarchical-16-per-node), 1 predictions at 64 ranks (the fits beyond) and blocks of 8 B");
   const AlltoallRule single{AlltoallAlgorithm::kPairwise, 2, {{256, 8, 1e3}, {256, 4096, 2e3}}};
   EXPECT_EQ(rulesCoverage({single}).describe(),
             "1 rule (pairwise), 2 predictions at 256 ranks (the fits beyond) and blocks of 8, 4096 B");
