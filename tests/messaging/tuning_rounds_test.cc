@@ -18,14 +18,19 @@ constexpr size_t kPipelined = static_cast<size_t>(TunedPath::kPipelined);
 constexpr size_t kRwgUp = static_cast<size_t>(TunedPath::kRwgUp);
 constexpr size_t kGeneric = static_cast<size_t>(TunedPath::kGeneric);
 
+// Pipelined eager, RWG-UP and Generic timed per round (ns).
+RoundTimings threePaths(std::vector<double> pipelined, std::vector<double> rwgUp, std::vector<double> generic) {
+  RoundTimings timings;
+  timings[kPipelined] = std::move(pipelined);
+  timings[kRwgUp] = std::move(rwgUp);
+  timings[kGeneric] = std::move(generic);
+  return timings;
+}
+
 TEST(TuningRounds, APhaseThatSlowsEveryPathAlikeChangesNoRatio) {
   // Round 2 is 4x slower for every path: the prices are the rounds' ratios
   // times the median round's scale, as if every round had been the median one.
-  RoundTimings timings;
-  timings[kPipelined] = {10, 11, 40, 10, 10};
-  timings[kRwgUp] = {20, 22, 80, 20, 20};
-  timings[kGeneric] = {30, 33, 120, 30, 30};
-  auto combined = combineRounds(timings, 65536, 128);
+  auto combined = combineRounds(threePaths({10, 11, 40, 10, 10}, {20, 22, 80, 20, 20}, {30, 33, 120, 30, 30}), 65536, 128);
   ASSERT_TRUE(combined.isOk()) << combined.status().toString();
   EXPECT_DOUBLE_EQ(*combined->ns[kPipelined], 10);
   EXPECT_DOUBLE_EQ(*combined->ns[kRwgUp], 20);
@@ -54,21 +59,14 @@ TEST(TuningRounds, OneRoundsSpikeOnOnePathDoesNotReorderThem) {
 // Generic 1.3x. Three fast rounds of five: pipelined eager is the choice, and
 // the slow rounds, where Generic won by more than the margin, are the disagreement.
 TEST(TuningRounds, TheMajorityRegimeChoosesAndTheOtherIsFlagged) {
-  RoundTimings timings;
-  timings[kPipelined] = {8, 36, 8, 35, 9};
-  timings[kRwgUp] = {12, 39, 12, 40, 12};
-  timings[kGeneric] = {16, 21, 16, 20, 16};
-  auto combined = combineRounds(timings, 65536, 128);
+  auto combined = combineRounds(threePaths({8, 36, 8, 35, 9}, {12, 39, 12, 40, 12}, {16, 21, 16, 20, 16}), 65536, 128);
   ASSERT_TRUE(combined.isOk());
   EXPECT_LT(*combined->ns[kPipelined], *combined->ns[kGeneric]);
   ASSERT_TRUE(combined->disagreement.has_value());
   EXPECT_EQ(combined->disagreement->roundWinner, TunedPath::kGeneric);
   EXPECT_DOUBLE_EQ(combined->disagreement->ratio, 20.0 / 35);  // the round that contradicts most
   // Within the margin (a round's winner 5 % faster): noise, not flagged.
-  timings[kPipelined] = {10, 10, 10, 10, 10};
-  timings[kGeneric] = {11, 11, 9.5, 11, 11};
-  timings[kRwgUp] = {20, 20, 20, 20, 20};
-  combined = combineRounds(timings, 65536, 128);
+  combined = combineRounds(threePaths({10, 10, 10, 10, 10}, {20, 20, 20, 20, 20}, {11, 11, 9.5, 11, 11}), 65536, 128);
   ASSERT_TRUE(combined.isOk());
   EXPECT_FALSE(combined->disagreement.has_value());
 }
