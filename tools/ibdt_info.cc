@@ -37,7 +37,7 @@ void printTuning(const std::string& provider) {
   }
   const ibdt::messaging::TuningRounds& rounds = loaded.tuning->rounds;
   if (rounds.count > 0) {
-    std::printf("           timed in %lld interleaved rounds; they disagreed on the fastest path at %zu of %lld layouts\n",
+    std::printf("           timed in %lld rounds; they disagreed on the fastest path at %zu of %lld layouts\n",
                 static_cast<long long>(rounds.count), rounds.disagreements.size(),
                 static_cast<long long>(rounds.layouts));
   }

@@ -59,7 +59,7 @@ Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string&
 
 // Whether the rounds agreed on the fastest path of each layout.
 void printRounds(const messaging::TuningRounds& rounds) {
-  std::printf("\n%lld interleaved rounds: they agree on the fastest path at %lld of %lld layouts\n",
+  std::printf("\n%lld rounds: they agree on the fastest path at %lld of %lld layouts\n",
               static_cast<long long>(rounds.count),
               static_cast<long long>(rounds.layouts - static_cast<int64_t>(rounds.disagreements.size())),
               static_cast<long long>(rounds.layouts));
@@ -163,7 +163,7 @@ int run(const TuneOptions& options) {
   bool ok = perf::runForkedRanks("ibdt-tune", 2, [&](messaging::Bootstrap& bootstrap) -> Status {
     IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
     rdmaRead = domain->caps().rdmaRead;
-    IBDT_ASSIGN_OR_RETURN(measured, tune::measurePaths(*domain, bootstrap, {3, options.reps, options.rounds}));
+    IBDT_ASSIGN_OR_RETURN(measured, tune::measurePaths(*domain, bootstrap, {.reps = options.reps, .rounds = options.rounds}));
     return Status::ok();
   });
   if (!ok) return 1;
@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", options.reps, "timed ping-pongs per path and layout, split among the rounds")
       ->check(CLI::Range(3, 1000));
   app.add_option("--rounds", options.rounds,
-                 "rounds over every layout, the paths' repetitions interleaved; paths are compared within each "
+                 "rounds over every path and layout, the paths taking turns; paths are compared within each "
                  "round and the median ratio kept (docs/tuning.md, \"Rounds\")")
       ->check(CLI::Range(1, 100));
   app.add_option("--alltoall-ranks", options.alltoallRanks,

@@ -99,24 +99,25 @@ struct Group {
   std::vector<messaging::RoundTimings> perRound;
 };
 
-// One round of `group`: per layout, `reps` repetitions of every path in
-// turn (ABCABC..., the starting path rotating), the median of each path's.
-Status timeRound(Group& group, int rank, void* buffer, int reps, int round) {
+// One round of `group`: each path in turn (the first rotating from round to
+// round) runs every layout, `warmup` untimed ping-pongs and then `reps` timed
+// back to back; the median of each is the round's time.
+Status timeRound(Group& group, int rank, void* buffer, int warmup, int reps, int round) {
   const size_t n = group.plans.size();
-  for (size_t probe = 0; probe < group.probes.size(); ++probe) {
-    std::vector<std::vector<double>> times(n);
-    for (int rep = 0; rep < reps; ++rep) {
-      for (size_t k = 0; k < n; ++k) {
-        const size_t i = (k + static_cast<size_t>(rep + round)) % n;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (k + static_cast<size_t>(round)) % n;
+    for (size_t probe = 0; probe < group.probes.size(); ++probe) {
+      std::vector<double> times;
+      for (int rep = 0; rep < warmup + reps; ++rep) {
         auto ns = pingPong(*group.contexts[i], rank, buffer, group.probes[probe]);
         if (!ns.isOk()) {
-          return std::move(ns).takeStatus().withContext(strCat("timing ", messaging::tunedPathName(group.plans[i]->path)));
+          return std::move(ns).takeStatus().withContext(
+              strCat("timing ", messaging::tunedPathName(group.plans[i]->path)));
         }
-        times[i].push_back(*ns);
+        if (rep >= warmup) times.push_back(*ns);
       }
-    }
-    for (size_t i = 0; i < n; ++i) {
-      group.perRound[probe][static_cast<size_t>(group.plans[i]->path)].push_back(perf::summarize(std::move(times[i])).median);
+      group.perRound[probe][static_cast<size_t>(group.plans[i]->path)].push_back(
+          perf::summarize(std::move(times)).median);
     }
   }
   return Status::ok();
@@ -161,22 +162,15 @@ Result<Measured> measurePaths(fabric::Domain& domain, messaging::Bootstrap& boot
   const int rank = bootstrap.rank;
   const int rounds = std::max(1, options.rounds);
   const int reps = std::max(1, options.reps / rounds);
-  // Every path's context open at once, so that their repetitions can alternate.
+  // Every path's context open at once, so that the paths can take turns in every round.
   std::array<Group, 2> groups;
   IBDT_RETURN_IF_ERROR(openGroup(domain, bootstrap, false, groups[0]));
   IBDT_RETURN_IF_ERROR(openGroup(domain, bootstrap, true, groups[1]));
   Status status;
-  for (Group& group : groups) {
-    for (size_t i = 0; i < group.plans.size() && status.isOk(); ++i) {
-      for (const Probe& probe : group.probes) {
-        for (int w = 0; w < options.warmup && status.isOk(); ++w) status = pingPong(*group.contexts[i], rank, buffer.data(), probe).status();
-      }
-    }
-  }
-  // Rounds outermost: each spans the whole run's layouts, so the rounds see the machine's different phases.
+  // Rounds outermost: each spans the whole run, so the rounds see the machine's different phases.
   for (int round = 0; round < rounds && status.isOk(); ++round) {
     for (Group& group : groups) {
-      if (status.isOk()) status = timeRound(group, rank, buffer.data(), reps, round);
+      if (status.isOk()) status = timeRound(group, rank, buffer.data(), std::max(0, options.warmup), reps, round);
     }
   }
   for (Group& group : groups) {

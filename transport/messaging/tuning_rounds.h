@@ -1,14 +1,14 @@
 // transport/messaging/tuning_rounds.h — how ibdt-tune combines its rounds
 // (docs/tuning.md, "Rounds"). On a shared or virtualised machine the paths
 // that hand a message over in pieces turn 3-4x slower for seconds at a time.
-// ibdt-tune therefore times the candidate paths of one layout interleaved
-// (one repetition of each in turn, ABCABC...) in several rounds spread over
-// the run, and compares the paths within each round: a path's price is the
-// median over rounds of its time over that round's median path time (a
-// ratio, which a phase that slows every path alike does not change), scaled
-// by the median round's absolute time. Where some round's fastest path beat
-// the overall fastest by more than kRoundDisagreementMargin in that round,
-// the rounds disagree, and the file says so.
+// ibdt-tune therefore times the candidate paths taking turns in several
+// rounds spread over the run (each path's layouts back to back, warmed up, as
+// a program sends), and compares the paths within each round: a path's price
+// is the median over rounds of its time over that round's median path time
+// (a ratio, which a phase that slows every path alike does not change),
+// scaled by the median round's absolute time. Where some round's fastest
+// path beat the overall fastest by more than kRoundDisagreementMargin in
+// that round, the rounds disagree, and the file says so.
 #pragma once
 
 #include <array>
