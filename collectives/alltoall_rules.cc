@@ -2,21 +2,49 @@
 #include "collectives/alltoall_rules.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "collectives/alltoall_select.h"
 
 namespace ibdt::collectives {
 namespace {
 
+constexpr int64_t kMaxRuleRanksPerNode = 1 << 16;  // ibdt-sim's --ranks-per-node limit
+
 Status badRule(std::string_view name, std::string_view what) {
   return makeError(Code::kInvalidArgument, "tuning file: rule \"", name.substr(0, 64), "\": ", what);
 }
 
-// "<algorithm>" or "bruck-radix-<r>" as AlltoallChoice::name() spells it,
-// an algorithm kAuto prices.
+// A positive integer without leading zeros below `limit`, the whole of `digits`.
+std::optional<int64_t> positiveInteger(std::string_view digits, int64_t limit) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
+      value >= limit) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// "<algorithm>", "bruck-radix-<r>" (as AlltoallChoice::name() spells them) or
+// "hierarchical-<n>-per-node", an algorithm kAuto prices.
 Result<AlltoallRule> parseVariant(std::string_view fitName) {
-  const std::string_view variant = fitName.substr(kAlltoallRulePrefix.size());
+  std::string_view variant = fitName.substr(kAlltoallRulePrefix.size());
+  AlltoallRule rule;
+  // The hierarchical alltoall's time depends on the node layout: its rule holds one ranks-per-node count.
+  constexpr std::string_view kHierarchicalPrefix = "hierarchical-", kPerNodeSuffix = "-per-node";
+  if (variant.starts_with(kHierarchicalPrefix) && variant.ends_with(kPerNodeSuffix)) {
+    variant.remove_prefix(kHierarchicalPrefix.size());
+    variant.remove_suffix(kPerNodeSuffix.size());
+    const std::optional<int64_t> perNode = positiveInteger(variant, kMaxRuleRanksPerNode + 1);
+    if (!perNode) return badRule(fitName, strCat("ranks per node must be an integer in [1, ", kMaxRuleRanksPerNode, "]"));
+    rule.algorithm = AlltoallAlgorithm::kHierarchical;
+    rule.ranksPerNode = *perNode;
+    return rule;
+  }
   Result<AlltoallOptions> options = withAlltoallAlgorithm({}, variant);
   if (!options.isOk()) return badRule(fitName, options.status().message());
   const AlltoallChoice choice{options->algorithm, options->radix, 0};
@@ -24,11 +52,9 @@ Result<AlltoallRule> parseVariant(std::string_view fitName) {
       std::find(kPricedAlltoalls.begin(), kPricedAlltoalls.end(), choice.algorithm) != kPricedAlltoalls.end();
   // "bruck-radix" alone names no radix: only the spelling name() gives is a rule.
   if (!priced || choice.name() != variant) return badRule(fitName, "not an algorithm the automatic choice prices");
-  // A rule is keyed by (p, block) only; the hierarchical alltoall's time depends on the node layout too.
   if (choice.algorithm == AlltoallAlgorithm::kHierarchical) {
-    return badRule(fitName, "the hierarchical alltoall has no rules");
+    return badRule(fitName, "a hierarchical rule names its node layout: hierarchical-<ranks per node>-per-node");
   }
-  AlltoallRule rule;
   rule.algorithm = choice.algorithm;
   if (choice.algorithm == AlltoallAlgorithm::kBruckRadix) rule.radix = choice.radix;
   return rule;
@@ -36,7 +62,59 @@ Result<AlltoallRule> parseVariant(std::string_view fitName) {
 
 }  // namespace
 
-std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix) {
+std::optional<double> rulePredictionNs(const AlltoallRule& rule, int p, int64_t blockBytes) {
+  if (auto exact = sampledNs(rule.predictions, p, blockBytes)) return exact;
+  // The nearest simulated rank counts on either side of p that cover the block size.
+  std::optional<std::pair<int64_t, double>> below, above;
+  for (const messaging::CollectiveSample& prediction : rule.predictions) {
+    const int64_t ranks = prediction.ranks;
+    if (ranks == p || ranks > std::numeric_limits<int>::max()) continue;
+    const bool nearer = ranks < p ? !below || ranks > below->first : !above || ranks < above->first;
+    if (!nearer) continue;
+    const std::optional<double> ns = sampledNs(rule.predictions, static_cast<int>(ranks), blockBytes);
+    if (!ns) continue;
+    (ranks < p ? below : above) = std::pair{ranks, *ns};
+  }
+  if (!below || !above) return std::nullopt;
+  const double at = std::log(double(p) / double(below->first)) / std::log(double(above->first) / double(below->first));
+  return below->second * std::pow(above->second / below->second, at);
+}
+
+AlltoallRulesCoverage rulesCoverage(const std::vector<AlltoallRule>& rules) {
+  AlltoallRulesCoverage coverage;
+  for (const AlltoallRule& rule : rules) {
+    coverage.variants.push_back(
+        alltoallRuleName(rule.algorithm, rule.radix, rule.ranksPerNode).substr(kAlltoallRulePrefix.size()));
+    coverage.predictions += rule.predictions.size();
+    for (const messaging::CollectiveSample& prediction : rule.predictions) {
+      coverage.ranks.push_back(prediction.ranks);
+      coverage.blockBytes.push_back(prediction.blockBytes);
+    }
+  }
+  for (std::vector<int64_t>* values : {&coverage.ranks, &coverage.blockBytes}) {
+    std::sort(values->begin(), values->end());
+    values->erase(std::unique(values->begin(), values->end()), values->end());
+  }
+  return coverage;
+}
+
+std::string AlltoallRulesCoverage::describe() const {
+  if (variants.empty()) return "no rules";
+  auto list = [](const auto& values) {
+    std::string text;
+    for (const auto& value : values) text += strCat(text.empty() ? "" : ", ", value);
+    return text;
+  };
+  return strCat(variants.size(), variants.size() == 1 ? " rule (" : " rules (", list(variants), "), ", predictions,
+                " predictions at ", list(ranks), " ranks (",
+                ranks.size() > 1 ? "interpolated between, " : "", "the fits beyond) and blocks of ", list(blockBytes),
+                " B");
+}
+
+std::string alltoallRuleName(AlltoallAlgorithm algorithm, int64_t radix, int64_t ranksPerNode) {
+  if (algorithm == AlltoallAlgorithm::kHierarchical) {
+    return strCat(kAlltoallRulePrefix, "hierarchical-", ranksPerNode, "-per-node");
+  }
   return strCat(kAlltoallRulePrefix, AlltoallChoice{algorithm, radix}.name());
 }
 
@@ -57,7 +135,7 @@ Result<messaging::Tuning> withAlltoallRules(messaging::Tuning base, const std::v
   std::erase_if(base.collectives,
                 [](const messaging::CollectiveFit& fit) { return fit.name.starts_with(kAlltoallRulePrefix); });
   for (const AlltoallRule& rule : rules) {
-    const std::string name = alltoallRuleName(rule.algorithm, rule.radix);
+    const std::string name = alltoallRuleName(rule.algorithm, rule.radix, rule.ranksPerNode);
     if (rule.predictions.empty()) return badRule(name, "no predictions");
     if (rule.predictions.size() > messaging::kMaxCollectiveSamples) {
       return badRule(name, strCat(rule.predictions.size(), " predictions, a fit holds at most ",

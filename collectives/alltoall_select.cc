@@ -188,17 +188,24 @@ AlltoallCostModel AlltoallCostModel::fromTuning(const messaging::Tuning* tuning)
 }
 
 std::optional<double> AlltoallCostModel::simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p,
-                                                     int64_t blockBytes) const {
+                                                     int64_t blockBytes, int nodes) const {
   if (algorithm != AlltoallAlgorithm::kBruckRadix) radix = 2;
+  int64_t perNode = 0;
+  if (algorithm == AlltoallAlgorithm::kHierarchical) {
+    if (nodes <= 1 || p <= 0) return std::nullopt;
+    perNode = (p + std::min(nodes, p) - 1) / std::min(nodes, p);
+  }
   for (const AlltoallRule& rule : rules_) {
-    if (rule.algorithm == algorithm && rule.radix == radix) return sampledNs(rule.predictions, p, blockBytes);
+    if (rule.algorithm == algorithm && rule.radix == radix && rule.ranksPerNode == perNode) {
+      return rulePredictionNs(rule, p, blockBytes);
+    }
   }
   return std::nullopt;
 }
 
-bool AlltoallCostModel::simulatedAt(int p, int64_t blockBytes) const {
+bool AlltoallCostModel::simulatedAt(int p, int64_t blockBytes, int nodes) const {
   return std::any_of(rules_.begin(), rules_.end(), [&](const AlltoallRule& rule) {
-    return sampledNs(rule.predictions, p, blockBytes).has_value();
+    return simulatedNs(rule.algorithm, rule.radix, p, blockBytes, nodes).has_value();
   });
 }
 
@@ -210,7 +217,7 @@ double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, 
   if (samplesApply(algorithm, radix, nodes)) {
     if (auto ns = sampledNs(samples_[slot(algorithm)], p, blockBytes)) return *ns + network;
   }
-  if (auto ns = simulatedNs(algorithm, radix, p, blockBytes)) return *ns;
+  if (auto ns = simulatedNs(algorithm, radix, p, blockBytes, nodes)) return *ns;
   return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
 }
 
@@ -237,9 +244,9 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   // compare with timings), and must beat pairwise by the margin (kSampledMargin).
   const bool measured = model.sampled(AlltoallAlgorithm::kPairwise, 2, p, blockBytes);
   // Simulated here (and not measured): only what has a rule here competes.
-  const bool simulated = !measured && model.simulatedAt(p, blockBytes);
+  const bool simulated = !measured && model.simulatedAt(p, blockBytes, nodes);
   auto ruled = [&](AlltoallAlgorithm algorithm, int64_t radix) {
-    return model.simulatedNs(algorithm, radix, p, blockBytes).has_value();
+    return model.simulatedNs(algorithm, radix, p, blockBytes, nodes).has_value();
   };
   const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin)
                         : simulated && !ruled(AlltoallAlgorithm::kPairwise, 2) ? std::numeric_limits<double>::infinity()

@@ -118,10 +118,14 @@ class AlltoallCostModel {
   // Whether predictNs comes from the samples at (p, blockBytes, nodes).
   bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   // The variant's rule prediction at (p, blockBytes), interpolated between
-  // block sizes as sampledNs does; none where no rule covers it.
-  std::optional<double> simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes) const;
-  // Whether some rule covers (p, blockBytes).
-  bool simulatedAt(int p, int64_t blockBytes) const;
+  // block sizes as sampledNs does and between simulated rank counts
+  // (rulePredictionNs); none where no rule covers it.
+  // The hierarchical alltoall's rule is the one of ceil(p / nodes) ranks per
+  // node, on several nodes only.
+  std::optional<double> simulatedNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                    int nodes = 1) const;
+  // Whether some rule covers (p, blockBytes) on `nodes` nodes.
+  bool simulatedAt(int p, int64_t blockBytes, int nodes = 1) const;
   void setRules(std::vector<AlltoallRule> rules) { rules_ = std::move(rules); }
   void set(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
   // The timings the fit was made from (format_version 3 files).

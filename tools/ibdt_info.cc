@@ -8,6 +8,7 @@
 #include "base/copy_bytes.h"
 #include "bootstrap/backends.h"
 #include "build_info.h"
+#include "collectives/alltoall_rules.h"
 #include "ibdt/fabric.h"
 #include "datatype/block_copy.h"
 #include "transport/fabric/shm/copy_distance.h"
@@ -34,6 +35,17 @@ void printTuning(const std::string& provider) {
                 std::string(ibdt::messaging::tunedPathName(static_cast<ibdt::messaging::TunedPath>(p))).c_str(),
                 cost.perMessageNs, cost.perByteNs, cost.perBlockNs);
   }
+  const ibdt::messaging::TuningRounds& rounds = loaded.tuning->rounds;
+  if (rounds.count > 0) {
+    std::printf("           timed in %lld rounds; they disagreed on the fastest path at %zu of %lld layouts\n",
+                static_cast<long long>(rounds.count), rounds.disagreements.size(),
+                static_cast<long long>(rounds.layouts));
+  }
+  // ibdt-sim's rules in the same file (docs/simulator.md, "Rules for the selection").
+  auto rules = ibdt::collectives::alltoallRules(*loaded.tuning);
+  std::printf("           alltoall rules (ibdt-sim) from %s: %s\n", loaded.path.c_str(),
+              rules.isOk() ? ibdt::collectives::rulesCoverage(*rules).describe().c_str()
+                           : ("left out, " + rules.status().toString()).c_str());
   auto options = ibdt::messaging::optionsFromEnvironment();
   if (!options.isOk()) return;
   const int64_t exchange =

@@ -33,6 +33,7 @@ struct TuneOptions {
   std::string provider = "shm";
   std::string output;  // empty: IBDT_TUNE_FILE (auto: the per-host default path)
   int reps = 15;
+  int rounds = 5;
   // The largest rank count of `ibdt-bench alltoall` (2, 4, 8): its choices
   // come from timings, not from the fit (docs/alltoall-selection.md).
   int alltoallRanks = 8;  // 0: no collective timings (a format_version 1 file)
@@ -43,6 +44,7 @@ Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string&
   tuning.key = messaging::currentHostKey(provider);
   tuning.minBytes = measured.minBytes;
   tuning.maxBytes = measured.maxBytes;
+  tuning.rounds = measured.rounds;
   for (int p = 0; p < messaging::kTunedPathCount; ++p) {
     const auto& samples = measured.samples[static_cast<size_t>(p)];
     if (samples.empty()) continue;
@@ -53,6 +55,19 @@ Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string&
     tuning.cost(path) = *cost;
   }
   return tuning;
+}
+
+// Whether the rounds agreed on the fastest path of each layout.
+void printRounds(const messaging::TuningRounds& rounds) {
+  std::printf("\n%lld rounds: they agree on the fastest path at %lld of %lld layouts\n",
+              static_cast<long long>(rounds.count),
+              static_cast<long long>(rounds.layouts - static_cast<int64_t>(rounds.disagreements.size())),
+              static_cast<long long>(rounds.layouts));
+  for (const messaging::RoundDisagreement& d : rounds.disagreements) {
+    std::printf("  %.0f bytes in %.0f blocks: %s over all rounds, but %s took %.2f of its time in one round\n",
+                d.bytes, d.blocks, std::string(messaging::tunedPathName(d.chosen)).c_str(),
+                std::string(messaging::tunedPathName(d.roundWinner)).c_str(), d.ratio);
+  }
 }
 
 // The fits, and what they choose for the paper's vector (128 rows of x ints).
@@ -75,6 +90,7 @@ void printTuning(const messaging::Tuning& tuning, const tune::Measured& measured
   messaging::Options defaults;
   const int64_t pipelinedUpTo =
       std::min<int64_t>(tuning.maxBytes, static_cast<int64_t>(defaults.eagerCredits) * defaults.eagerLimit / 2);
+  printRounds(tuning.rounds);
   std::printf("\nchoice for vector(128, x, 4096, int), default eager limit and credits:");
   for (int64_t x = 64; x <= 2048; x *= 2) {
     messaging::SideLayout side{128 * x * 4, false, 128, static_cast<double>(x * 4)};
@@ -147,7 +163,7 @@ int run(const TuneOptions& options) {
   bool ok = perf::runForkedRanks("ibdt-tune", 2, [&](messaging::Bootstrap& bootstrap) -> Status {
     IBDT_ASSIGN_OR_RETURN(auto domain, fabric::openDomain(options.provider, {jobTag, ""}));
     rdmaRead = domain->caps().rdmaRead;
-    IBDT_ASSIGN_OR_RETURN(measured, tune::measurePaths(*domain, bootstrap, {3, options.reps}));
+    IBDT_ASSIGN_OR_RETURN(measured, tune::measurePaths(*domain, bootstrap, {.reps = options.reps, .rounds = options.rounds}));
     return Status::ok();
   });
   if (!ok) return 1;
@@ -179,8 +195,12 @@ int main(int argc, char** argv) {
   TuneOptions options;
   app.add_option("--provider", options.provider, "fabric provider to measure (shm, verbs)");
   app.add_option("--output", options.output, "file to write (default: IBDT_TUNE_FILE, auto: the per-host cache path)");
-  app.add_option("--reps", options.reps, "timed ping-pongs per layout (the median is kept)")
+  app.add_option("--reps", options.reps, "timed ping-pongs per path and layout, split among the rounds")
       ->check(CLI::Range(3, 1000));
+  app.add_option("--rounds", options.rounds,
+                 "rounds over every path and layout, the paths taking turns; paths are compared within each "
+                 "round and the median ratio kept (docs/tuning.md, \"Rounds\")")
+      ->check(CLI::Range(1, 100));
   app.add_option("--alltoall-ranks", options.alltoallRanks,
                  "time the alltoall algorithms at 2..N forked ranks for kAuto's selection (0: not; N >= 3, "
                  "since one rank count cannot separate a call's fixed cost from its cost per message)")

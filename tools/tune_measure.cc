@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "perf/report.h"
+#include "transport/messaging/tuning_rounds.h"
 
 namespace ibdt::tune {
 namespace {
@@ -51,57 +53,102 @@ messaging::Options forcing(const PathPlan& plan) {
   return options;
 }
 
-// Median half round trip (ns) of `count` elements of `type` at `buffer`.
-Result<double> pingPong(messaging::Context& context, int rank, void* buffer, int64_t count, const Datatype& type,
-                        const MeasureOptions& options) {
-  const int peer = 1 - rank;
-  Status failed;
-  auto once = [&] {
-    Status s = rank == 0 ? context.send(buffer, count, type, peer, 1) : context.recv(buffer, count, type, peer, 1);
-    if (s.isOk())
-      s = rank == 0 ? context.recv(buffer, count, type, peer, 1) : context.send(buffer, count, type, peer, 1);
-    if (failed.isOk() && !s.isOk()) failed = s;
-  };
-  auto seconds = perf::measure(options.warmup, options.reps, 2, once);
-  IBDT_RETURN_IF_ERROR(failed);
-  return perf::summarize(seconds).median / 2 * 1e9;
+// One layout the paths are timed at: `count` elements of `type`.
+struct Probe {
+  Datatype type;
+  int64_t count = 1;
+  double bytes = 0;
+  double blocks = 0;  // 0: contiguous
+};
+
+Result<std::vector<Probe>> probes(bool contiguous) {
+  std::vector<Probe> out;
+  if (contiguous) {
+    for (int64_t bytes : kContigBytes) out.push_back({Datatype::of<int32_t>(), bytes / 4, double(bytes), 0});
+    return out;
+  }
+  for (const Layout& layout : kStrided) {
+    IBDT_ASSIGN_OR_RETURN(auto type,
+                          Datatype::vector(layout.rows, layout.blockBytes / 4, kStrideBytes / 4, Datatype::of<int32_t>()));
+    IBDT_RETURN_IF_ERROR(type.commit());
+    out.push_back({std::move(type), 1, double(layout.rows * layout.blockBytes), double(layout.rows)});
+  }
+  return out;
 }
 
-Status measurePath(fabric::Domain& domain, messaging::Bootstrap& bootstrap, const PathPlan& plan,
-                   const MeasureOptions& options, std::vector<uint8_t>& buffer, Measured& measured) {
-  IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(domain, bootstrap, forcing(plan)));
-  const int rank = bootstrap.rank;
-  std::vector<messaging::TuningSample>& samples = measured.samples[static_cast<size_t>(plan.path)];
-  Status status;
-  if (plan.contiguous) {
-    for (int64_t bytes : kContigBytes) {
-      auto ns = pingPong(*context, rank, buffer.data(), bytes / 4, Datatype::of<int32_t>(), options);
-      if (!ns.isOk()) {
-        status = ns.status();
-        break;
+// Two round trips of `probe` on `context`; rank 0 gets the half round trip in ns.
+Result<double> pingPong(messaging::Context& context, int rank, void* buffer, const Probe& probe) {
+  const int peer = 1 - rank;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 2; ++i) {
+    IBDT_RETURN_IF_ERROR(rank == 0 ? context.send(buffer, probe.count, probe.type, peer, 1)
+                                   : context.recv(buffer, probe.count, probe.type, peer, 1));
+    IBDT_RETURN_IF_ERROR(rank == 0 ? context.recv(buffer, probe.count, probe.type, peer, 1)
+                                   : context.send(buffer, probe.count, probe.type, peer, 1));
+  }
+  const std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() / 4;
+}
+
+// The paths of one group (strided or contiguous), each with its context.
+struct Group {
+  std::vector<const PathPlan*> plans;
+  std::vector<std::unique_ptr<messaging::Context>> contexts;
+  std::vector<Probe> probes;
+  // perRound[probe][path][round]: the median of the path's repetitions in that round.
+  std::vector<messaging::RoundTimings> perRound;
+};
+
+// One round of `group`: each path in turn (the first rotating from round to
+// round) runs every layout, `warmup` untimed ping-pongs and then `reps` timed
+// back to back; the median of each is the round's time.
+Status timeRound(Group& group, int rank, void* buffer, int warmup, int reps, int round) {
+  const size_t n = group.plans.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (k + static_cast<size_t>(round)) % n;
+    for (size_t probe = 0; probe < group.probes.size(); ++probe) {
+      std::vector<double> times;
+      for (int rep = 0; rep < warmup + reps; ++rep) {
+        auto ns = pingPong(*group.contexts[i], rank, buffer, group.probes[probe]);
+        if (!ns.isOk()) {
+          return std::move(ns).takeStatus().withContext(
+              strCat("timing ", messaging::tunedPathName(group.plans[i]->path)));
+        }
+        if (rep >= warmup) times.push_back(*ns);
       }
-      samples.push_back({static_cast<double>(bytes), 0, *ns});
-    }
-  } else {
-    for (const Layout& layout : kStrided) {
-      auto type = Datatype::vector(layout.rows, layout.blockBytes / 4, kStrideBytes / 4, Datatype::of<int32_t>());
-      if (type.isOk())
-        status = type->commit();
-      else
-        status = type.status();
-      if (!status.isOk()) break;
-      auto ns = pingPong(*context, rank, buffer.data(), 1, *type, options);
-      if (!ns.isOk()) {
-        status = ns.status();
-        break;
-      }
-      samples.push_back({static_cast<double>(layout.rows * layout.blockBytes), static_cast<double>(layout.rows), *ns});
+      group.perRound[probe][static_cast<size_t>(group.plans[i]->path)].push_back(
+          perf::summarize(std::move(times)).median);
     }
   }
-  Status closed = context->close(Deadline::after(std::chrono::seconds(30)));
-  IBDT_RETURN_IF_ERROR(status.withContext(strCat("timing ", messaging::tunedPathName(plan.path))));
-  if (rank != 0) samples.clear();
-  return closed;
+  return Status::ok();
+}
+
+Status openGroup(fabric::Domain& domain, messaging::Bootstrap& bootstrap, bool contiguous, Group& group) {
+  for (const PathPlan& plan : kPlans) {
+    if (plan.contiguous != contiguous) continue;
+    if (plan.path == TunedPath::kPRrs && !domain.caps().rdmaRead) continue;
+    IBDT_ASSIGN_OR_RETURN(auto context, messaging::Context::create(domain, bootstrap, forcing(plan)));
+    group.plans.push_back(&plan);
+    group.contexts.push_back(std::move(context));
+  }
+  IBDT_ASSIGN_OR_RETURN(group.probes, probes(contiguous));
+  group.perRound.resize(group.probes.size());
+  return Status::ok();
+}
+
+// Rank 0: the combined rounds as samples, and where they disagreed.
+Status combine(const Group& group, Measured& measured) {
+  for (size_t probe = 0; probe < group.probes.size(); ++probe) {
+    const Probe& layout = group.probes[probe];
+    IBDT_ASSIGN_OR_RETURN(auto combined, messaging::combineRounds(group.perRound[probe], layout.bytes, layout.blocks));
+    for (const PathPlan* plan : group.plans) {
+      const auto& ns = combined.ns[static_cast<size_t>(plan->path)];
+      if (ns) measured.samples[static_cast<size_t>(plan->path)].push_back({layout.bytes, layout.blocks, *ns});
+    }
+    ++measured.rounds.layouts;
+    if (combined.disagreement) measured.rounds.disagreements.push_back(*combined.disagreement);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -112,13 +159,33 @@ Result<Measured> measurePaths(fabric::Domain& domain, messaging::Bootstrap& boot
   for (const Layout& layout : kStrided) largest = std::max(largest, layout.rows * kStrideBytes);
   std::vector<uint8_t> buffer(static_cast<size_t>(std::max(largest, kContigBytes[3])),
                               static_cast<uint8_t>(bootstrap.rank));
+  const int rank = bootstrap.rank;
+  const int rounds = std::max(1, options.rounds);
+  const int reps = std::max(1, options.reps / rounds);
+  // Every path's context open at once, so that the paths can take turns in every round.
+  std::array<Group, 2> groups;
+  IBDT_RETURN_IF_ERROR(openGroup(domain, bootstrap, false, groups[0]));
+  IBDT_RETURN_IF_ERROR(openGroup(domain, bootstrap, true, groups[1]));
+  Status status;
+  // Rounds outermost: each spans the whole run, so the rounds see the machine's different phases.
+  for (int round = 0; round < rounds && status.isOk(); ++round) {
+    for (Group& group : groups) {
+      if (status.isOk()) status = timeRound(group, rank, buffer.data(), std::max(0, options.warmup), reps, round);
+    }
+  }
+  for (Group& group : groups) {
+    for (auto& context : group.contexts) {
+      Status closed = context->close(Deadline::after(std::chrono::seconds(30)));
+      if (status.isOk()) status = closed;
+    }
+  }
+  IBDT_RETURN_IF_ERROR(status);
   Measured measured;
   measured.minBytes = kContigBytes[0];
   measured.maxBytes = kContigBytes[3];
-  for (const PathPlan& plan : kPlans) {
-    if (plan.path == TunedPath::kPRrs && !domain.caps().rdmaRead) continue;
-    IBDT_RETURN_IF_ERROR(measurePath(domain, bootstrap, plan, options, buffer, measured));
-  }
+  if (rank != 0) return measured;
+  measured.rounds.count = rounds;
+  for (const Group& group : groups) IBDT_RETURN_IF_ERROR(combine(group, measured));
   return measured;
 }
 

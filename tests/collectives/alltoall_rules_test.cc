@@ -145,7 +145,10 @@ TEST(AlltoallRules, HostileRuleNamesAreRefusedNamingTheEntry) {
                           "alltoall-sim/bruck-radix-", "alltoall-sim/bruck-radix-4096",
                           "alltoall-sim/bruck-radix-99999999999999999999999", "alltoall-sim/bruck-radix-4x",
                           "alltoall-sim/hierarchical", "alltoall-sim/auto", "alltoall-sim/bruck-radix",
-                          "alltoall-sim/", "alltoall-sim/quicksort"}) {
+                          "alltoall-sim/", "alltoall-sim/quicksort", "alltoall-sim/hierarchical-0-per-node",
+                          "alltoall-sim/hierarchical-016-per-node", "alltoall-sim/hierarchical-65537-per-node",
+                          "alltoall-sim/hierarchical--per-node", "alltoall-sim/hierarchical-4-per-nodes",
+                          "alltoall-sim/hierarchical-4"}) {
     SCOPED_TRACE(bad);
     auto parsed = messaging::parseTuning(renamed(bad));
     ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();  // the file format is fine

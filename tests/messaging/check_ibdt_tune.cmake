@@ -47,6 +47,16 @@ execute_process(COMMAND ${INFO} RESULT_VARIABLE status OUTPUT_VARIABLE info ERRO
 if(NOT info MATCHES "tuning: in force: ${file}" OR NOT info MATCHES "bc-spup +[-0-9.]+ ns/message")
   message(FATAL_ERROR "ibdt-info does not show the file in force:\n${info}\n${err}")
 endif()
+# The paths were timed in rounds; ibdt-sim's rules are listed (none in ibdt-tune's own file).
+string(JSON rounds GET "${json}" rounds count)
+string(JSON layouts GET "${json}" rounds layouts)
+if(NOT rounds EQUAL 5 OR NOT layouts EQUAL 10)
+  message(FATAL_ERROR "ibdt-tune wrote rounds ${rounds} over ${layouts} layouts, expected 5 over 10:\n${json}")
+endif()
+if(NOT info MATCHES "timed in 5 rounds; they disagreed on the fastest path at [0-9]+ of 10 layouts"
+   OR NOT info MATCHES "alltoall rules \\(ibdt-sim\\) from ${file}: no rules")
+  message(FATAL_ERROR "ibdt-info does not show the rounds and rules:\n${info}\n${err}")
+endif()
 # A damaged file is ignored with a reason, never a crash.
 file(WRITE ${file} "{\"format\": \"ibdt-tune\", \"form")
 execute_process(COMMAND ${INFO} RESULT_VARIABLE status OUTPUT_VARIABLE info ERROR_VARIABLE err TIMEOUT 60)

@@ -119,8 +119,8 @@ TEST(SimReplay, RefusesWhatDoesNotFit) {
 
 // `ibdt-sim --write-rules`: a simulation at p = 16 over 4 nodes, written
 // into a tuning file and loaded back, makes kAuto pick the variant the
-// simulation found fastest (hierarchical, which kAuto does not choose
-// among, is left out of the rules).
+// simulation found fastest, the hierarchical alltoall included (its rule
+// holds for 4 ranks per node).
 TEST(SimRules, TheWrittenRulesPickTheSimulatedBest) {
   std::vector<SimCase> cases;
   for (int64_t block : {8, 4096}) {
@@ -132,12 +132,14 @@ TEST(SimRules, TheWrittenRulesPickTheSimulatedBest) {
   Result<std::vector<SimResult>> results = simulate(fatTree(4, 4), cases);
   ASSERT_TRUE(results.isOk()) << results.status().message();
   const std::vector<collectives::AlltoallRule> rules = rulesFromResults(cases, *results);
-  ASSERT_EQ(rules.size(), 3u);  // pairwise, zero-copy, radix 4
+  ASSERT_EQ(rules.size(), 4u);  // pairwise, zero-copy, radix 4, hierarchical of 4 ranks per node
+  EXPECT_EQ(rules[3].ranksPerNode, 4);
   messaging::Tuning base;
   base.key = messaging::currentHostKey("shm");
   base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kPairwise), {500, 1000, 0.35}, {}});
   base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kBruckZeroCopy), {1500, 1500, 0.35}, {}});
   base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kBruckRadix), {1500, 1200, 0.5}, {}});
+  base.collectives.push_back({collectives::alltoallFitName(AlltoallAlgorithm::kHierarchical), {1500, 1000, 0.5}, {}});
   const std::string path = ::testing::TempDir() + "ibdt-sim-rules-" + std::to_string(getpid()) + ".json";
   const auto model = collectives::AlltoallCostModel::fromTuning(&base);
   ASSERT_TRUE(writeRules(path, base, rules, model).isOk());
@@ -147,7 +149,7 @@ TEST(SimRules, TheWrittenRulesPickTheSimulatedBest) {
   const auto ruled = collectives::AlltoallCostModel::fromTuning(&*loaded.tuning);
   for (size_t first = 0; first < cases.size(); first += 4) {
     size_t best = first;
-    for (size_t c = first; c < first + 3; ++c) {  // the priced three
+    for (size_t c = first; c < first + 4; ++c) {
       if ((*results)[c].seconds < (*results)[best].seconds) best = c;
     }
     const int64_t block = cases[first].shape.blockBytes;

@@ -13,19 +13,21 @@ std::vector<AlltoallRule> rulesFromResults(const std::vector<SimCase>& cases, co
   std::vector<AlltoallRule> rules;
   for (size_t c = 0; c < cases.size() && c < results.size(); ++c) {
     const SimCase& simCase = cases[c];
-    // The hierarchical alltoall is priced but gets no rule: a rule has no node layout (alltoall_rules.cc).
+    // The hierarchical alltoall's rule is per ranks-per-node count, and only where it spans several nodes.
+    const bool hierarchical = simCase.algorithm == AlltoallAlgorithm::kHierarchical;
     const bool priced = std::find(collectives::kPricedAlltoalls.begin(), collectives::kPricedAlltoalls.end(),
                                   simCase.algorithm) != collectives::kPricedAlltoalls.end() &&
-                        simCase.algorithm != AlltoallAlgorithm::kHierarchical;
+                        (!hierarchical || simCase.shape.ranks > simCase.shape.ranksPerNode);
     const double ns = results[c].seconds * 1e9;
     if (!priced || !results[c].mismatch.empty() || !std::isfinite(ns) || ns <= 0 || simCase.shape.blockBytes <= 0) {
       continue;
     }
     const int64_t radix = simCase.algorithm == AlltoallAlgorithm::kBruckRadix ? simCase.shape.radix : 2;
+    const int64_t perNode = hierarchical ? simCase.shape.ranksPerNode : 0;
     auto rule = std::find_if(rules.begin(), rules.end(), [&](const AlltoallRule& r) {
-      return r.algorithm == simCase.algorithm && r.radix == radix;
+      return r.algorithm == simCase.algorithm && r.radix == radix && r.ranksPerNode == perNode;
     });
-    if (rule == rules.end()) rule = rules.insert(rules.end(), AlltoallRule{simCase.algorithm, radix, {}});
+    if (rule == rules.end()) rule = rules.insert(rules.end(), AlltoallRule{simCase.algorithm, radix, {}, perNode});
     rule->predictions.push_back({simCase.shape.ranks, simCase.shape.blockBytes, ns});
   }
   return rules;

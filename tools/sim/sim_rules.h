@@ -13,7 +13,8 @@
 
 namespace ibdt::sim {
 
-// One rule per simulated variant kAuto prices (hierarchical is not one),
+// One rule per simulated variant kAuto prices (hierarchical: one per
+// ranks-per-node count, from the cases on several nodes),
 // holding its (p, block, ns) of the cases simulated cleanly (no mismatch,
 // a finite time; empty blocks left out: the choice is pairwise there).
 std::vector<collectives::AlltoallRule> rulesFromResults(const std::vector<SimCase>& cases,

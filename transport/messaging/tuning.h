@@ -85,6 +85,25 @@ struct CollectiveFit {
   std::vector<CollectiveSample> samples;  // empty before format_version 3
 };
 inline constexpr size_t kMaxCollectiveFits = 32;
+
+// Where ibdt-tune's rounds disagreed (tuning_rounds.h): at the layout of
+// `bytes` in `blocks` blocks, `chosen` was fastest over all rounds, but in
+// one round `roundWinner` took `ratio` (< 1) of chosen's time.
+struct RoundDisagreement {
+  double bytes = 0;
+  double blocks = 0;
+  TunedPath chosen = TunedPath::kPipelined;
+  TunedPath roundWinner = TunedPath::kPipelined;
+  double ratio = 1;
+};
+// How the point-to-point paths were timed (the optional "rounds" object; a
+// file without one was timed path after path).
+struct TuningRounds {
+  int64_t count = 0;  // 0: not interleaved in rounds
+  int64_t layouts = 0;  // layouts compared
+  std::vector<RoundDisagreement> disagreements;
+};
+inline constexpr size_t kMaxRoundDisagreements = 32;
 inline constexpr size_t kMaxCollectiveSamples = 64;  // per fit
 
 struct Tuning {
@@ -100,6 +119,8 @@ struct Tuning {
   std::vector<CollectiveFit> collectives;
   int64_t collectiveMinRanks = 0, collectiveMaxRanks = 0;
   int64_t collectiveMinBlock = 0, collectiveMaxBlock = 0;
+
+  TuningRounds rounds;
 
   const PathCost& cost(TunedPath path) const { return paths[static_cast<size_t>(path)]; }
   PathCost& cost(TunedPath path) { return paths[static_cast<size_t>(path)]; }

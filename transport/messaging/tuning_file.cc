@@ -9,6 +9,9 @@
 //                    "fits": {"alltoall/pairwise": {"fixed_ns": .., "per_message_ns": .., "per_byte_ns": ..}, ...}}
 // format_version 3 adds to each fit the timings it was made from:
 //    "samples": [[ranks, block_bytes, ns], ...]
+// Any version may hold how the paths were timed (optional; older readers skip it):
+//    "rounds": {"count": 5, "layouts": 10, "disagreements": [{"bytes": .., "blocks": ..,
+//               "chosen": "generic", "round_winner": "pipelined", "ratio": 0.4}, ...]}
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,6 +170,48 @@ Status parseCollectives(const Json& object, Tuning& tuning, bool withSamples) {
   return Status::ok();
 }
 
+// The path named `name`, or -1.
+int tunedPathIndex(std::string_view name) {
+  for (int p = 0; p < kTunedPathCount; ++p) {
+    if (name == tunedPathName(static_cast<TunedPath>(p))) return p;
+  }
+  return -1;
+}
+
+Result<TunedPath> pathMember(const Json& object, const char* name) {
+  IBDT_ASSIGN_OR_RETURN(std::string text, stringMember(object, name));
+  const int found = tunedPathIndex(text);
+  if (found < 0) return bad(strCat("\"", name, "\": unknown path \"", text.substr(0, 64), "\""));
+  return static_cast<TunedPath>(found);
+}
+
+// The optional "rounds" object (tuning.h, TuningRounds).
+Status parseRounds(const Json& root, Tuning& tuning) {
+  auto found = root.find("rounds");
+  if (found == root.end()) return Status::ok();
+  const Json& rounds = *found;
+  IBDT_ASSIGN_OR_RETURN(double count, numberMember(rounds, "count", 1, 1000));
+  IBDT_ASSIGN_OR_RETURN(double layouts, numberMember(rounds, "layouts", 0, 1000));
+  if (count != std::floor(count) || layouts != std::floor(layouts)) return bad("\"rounds\" counts must be integers");
+  tuning.rounds.count = static_cast<int64_t>(count);
+  tuning.rounds.layouts = static_cast<int64_t>(layouts);
+  IBDT_ASSIGN_OR_RETURN(const Json* list, member(rounds, "disagreements"));
+  if (!list->is_array()) return bad("\"rounds.disagreements\" must be an array");
+  if (list->size() > kMaxRoundDisagreements || static_cast<int64_t>(list->size()) > tuning.rounds.layouts) {
+    return bad(strCat(list->size(), " round disagreements, at most one per layout and ", kMaxRoundDisagreements));
+  }
+  for (const Json& item : *list) {
+    RoundDisagreement disagreement;
+    IBDT_ASSIGN_OR_RETURN(disagreement.bytes, numberMember(item, "bytes", 0, double(int64_t{1} << 40)));
+    IBDT_ASSIGN_OR_RETURN(disagreement.blocks, numberMember(item, "blocks", 0, double(int64_t{1} << 40)));
+    IBDT_ASSIGN_OR_RETURN(disagreement.chosen, pathMember(item, "chosen"));
+    IBDT_ASSIGN_OR_RETURN(disagreement.roundWinner, pathMember(item, "round_winner"));
+    IBDT_ASSIGN_OR_RETURN(disagreement.ratio, numberMember(item, "ratio", 0, 1));
+    tuning.rounds.disagreements.push_back(disagreement);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string serializeTuning(const Tuning& tuning) {
@@ -191,6 +236,18 @@ std::string serializeTuning(const Tuning& tuning) {
                  {"ibdt", tuning.key.version}}},
                {"bytes_measured", {tuning.minBytes, tuning.maxBytes}},
                {"paths", paths}};
+  if (tuning.rounds.count > 0) {
+    Json disagreements = Json::array();
+    for (const RoundDisagreement& d : tuning.rounds.disagreements) {
+      disagreements.push_back({{"bytes", d.bytes},
+                               {"blocks", d.blocks},
+                               {"chosen", tunedPathName(d.chosen)},
+                               {"round_winner", tunedPathName(d.roundWinner)},
+                               {"ratio", d.ratio}});
+    }
+    root["rounds"] = {
+        {"count", tuning.rounds.count}, {"layouts", tuning.rounds.layouts}, {"disagreements", disagreements}};
+  }
   if (!tuning.collectives.empty()) {
     Json fits = Json::object();
     for (const CollectiveFit& fit : tuning.collectives) {
@@ -234,10 +291,7 @@ Result<Tuning> parseTuning(std::string_view text) {
   IBDT_ASSIGN_OR_RETURN(const Json* paths, member(root, "paths"));
   if (!paths->is_object()) return bad("\"paths\" must be an object");
   for (const auto& [name, value] : paths->items()) {
-    int found = -1;
-    for (int p = 0; p < kTunedPathCount; ++p) {
-      if (name == tunedPathName(static_cast<TunedPath>(p))) found = p;
-    }
+    const int found = tunedPathIndex(name);
     if (found < 0) return bad(strCat("unknown path \"", name.substr(0, 64), "\""));
     auto cost = parsePath(value);
     if (!cost.isOk()) return std::move(cost).takeStatus().withContext(strCat("path ", name));
@@ -247,6 +301,7 @@ Result<Tuning> parseTuning(std::string_view text) {
     IBDT_ASSIGN_OR_RETURN(const Json* collectives, member(root, "collectives"));
     IBDT_RETURN_IF_ERROR(parseCollectives(*collectives, tuning, version >= kSamplesFormatVersion));
   }
+  IBDT_RETURN_IF_ERROR(parseRounds(root, tuning));
   return tuning;
 }
 
