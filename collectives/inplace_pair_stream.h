@@ -64,6 +64,7 @@ class InPlacePairStream {
   int64_t at_ = 0;  // first item of the chunk in flight
   messaging::Request send_, recv_;
   bool sendDone_ = false, recvDone_ = false, done_ = false;
+  bool direct_ = false;  // the chunk in flight is received straight into its slots
 };
 
 // A run's streamed pairs: each goes on alone; the first failure is kept and
