@@ -81,6 +81,12 @@ Result<InPlaceElements> InPlaceElements::create(const Datatype& type) {
   elements.dense_ = false;
   IBDT_ASSIGN_OR_RETURN(elements.runs_, elementRuns(type));
   IBDT_ASSIGN_OR_RETURN(elements.packed_, packedType(type));
+  // As many elements as 64-bit offsets of any buffer allow, far beyond any
+  // real block: the Segment's loop program does not grow with its count.
+  const int64_t span = std::max({type.size(), type.extent(), type.trueExtent(), int64_t{1}});
+  elements.segmentElements_ = std::max<int64_t>(1, (int64_t{1} << 40) / span);
+  IBDT_ASSIGN_OR_RETURN(datatype::Segment segment, datatype::Segment::create(type, elements.segmentElements_));
+  elements.segment_ = std::move(segment);
   return elements;
 }
 
@@ -90,21 +96,33 @@ void InPlaceElements::copy(const std::byte* from, bool fromPacked, std::byte* to
     std::memmove(to, from, static_cast<size_t>(count * packedBytes_));
     return;
   }
-  // Element by element; typed to typed downwards from the last element when
+  if (fromPacked || toPacked) return packedCopy(from, fromPacked, to, count);
+  // Typed to typed (a piece moved inside the buffer, maybe overlapping
+  // itself): element by element, downwards from the last element when
   // moving up, so no element is overwritten before it moved.
-  const bool backwards = !fromPacked && !toPacked && to > from;
-  const int64_t fromStep = fromPacked ? packedBytes_ : extent_, toStep = toPacked ? packedBytes_ : extent_;
+  const bool backwards = to > from;
   for (int64_t k = 0; k < count; ++k) {
     const int64_t e = backwards ? count - 1 - k : k;
-    const std::byte* source = from + e * fromStep;
-    std::byte* target = to + e * toStep;
+    const std::byte* source = from + e * extent_;
+    std::byte* target = to + e * extent_;
     for (const Block& run : runs_) {
-      const std::byte* runFrom = fromPacked ? source : source + run.offset;
-      std::byte* runTo = toPacked ? target : target + run.offset;
-      std::memcpy(runTo, runFrom, static_cast<size_t>(run.length));
-      if (fromPacked) source += run.length;
-      if (toPacked) target += run.length;
+      std::memcpy(target + run.offset, source + run.offset, static_cast<size_t>(run.length));
     }
+  }
+}
+
+// Packed <-> typed never overlaps (a packed side lies outside the buffer):
+// the engine's compiled pack or unpack, no per-element loop here.
+void InPlaceElements::packedCopy(const std::byte* from, bool fromPacked, std::byte* to, int64_t count) const {
+  for (int64_t done = 0; done < count;) {
+    const int64_t n = std::min(count - done, segmentElements_);
+    const int64_t bytes = n * packedBytes_;
+    // Cannot fail: [0, bytes) lies within the segment by construction of n.
+    Status status = fromPacked ? segment_->unpack(at(to, done), 0, bytes, from + done * packedBytes_)
+                               : segment_->pack(at(const_cast<std::byte*>(from), done), 0, bytes,
+                                                to + done * packedBytes_);
+    (void)status;
+    done += n;
   }
 }
 

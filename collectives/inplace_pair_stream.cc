@@ -16,16 +16,25 @@ Status InPlacePairStream::start() {
   return done_ ? Status::ok() : post();
 }
 
-// The receive first, so the partner's send of this chunk never waits on
-// this rank's send (step k needs only the partner at step k).
+// The send first: when it completes at once (an eager send), this rank's
+// chunk has left and the partner's chunk is received straight into its
+// slots, one copy less; otherwise the receive goes through the slice.
+// Neither waits for anything, so chunk k still needs only the partner to
+// post chunk k.
 Status InPlacePairStream::post() {
   const int64_t items = std::min(chunk_, count_ - at_);
   messaging::Context& ctx = *where_.ctx;
-  IBDT_ASSIGN_OR_RETURN(recv_, ctx.irecv(slice_, items, elements_->packed(), where_.target, where_.tag,
+  std::byte* slots = elements_->at(block_, at_);
+  IBDT_ASSIGN_OR_RETURN(send_, ctx.isend(slots, items, elements_->type(), where_.target, where_.tag,
                                          where_.contextId));
-  IBDT_ASSIGN_OR_RETURN(send_, ctx.isend(elements_->at(block_, at_), items, elements_->type(), where_.target,
-                                         where_.tag, where_.contextId));
-  sendDone_ = recvDone_ = false;
+  IBDT_ASSIGN_OR_RETURN(sendDone_, ctx.test(send_));
+  if (sendDone_) IBDT_RETURN_IF_ERROR(ctx.wait(send_));
+  direct_ = sendDone_;
+  IBDT_ASSIGN_OR_RETURN(recv_, direct_ ? ctx.irecv(slots, items, elements_->type(), where_.target, where_.tag,
+                                                   where_.contextId)
+                                       : ctx.irecv(slice_, items, elements_->packed(), where_.target, where_.tag,
+                                                   where_.contextId));
+  recvDone_ = false;
   return Status::ok();
 }
 
@@ -42,7 +51,7 @@ Result<bool> InPlacePairStream::progress() {
     if (!sendDone_ || !recvDone_) return false;
     // This rank's chunk left: the partner's takes its slots.
     const int64_t items = std::min(chunk_, count_ - at_);
-    elements_->copy(slice_, true, elements_->at(block_, at_), false, items);
+    if (!direct_) elements_->copy(slice_, true, elements_->at(block_, at_), false, items);
     at_ += items;
     if (at_ == count_) {
       done_ = true;

@@ -6,18 +6,22 @@
 // items (MPI's in-place rule makes that so for every pair) and the peer's
 // are too, both ranks announce it in phase 0's control message and the
 // pair leaves the phases: it swaps its blocks in chunks of c items (the
-// smaller of the two announced slices), each chunk one message each way
-// into the receiver's own slice of the auxiliary memory, copied in place
-// once this rank's chunk to the peer left. No control message per chunk
-// and no waiting for other pairs.
+// smaller of the two announced slices), each chunk one message each way.
+// A rank sends its chunk first; when that send completed at once (an eager
+// send: its bytes left), the partner's chunk is received straight into the
+// slots it freed, else into this rank's own slice of the auxiliary memory
+// and copied in place once the send completed. No control message per
+// chunk and no waiting for other pairs.
 //
 // Why it cannot deadlock: both ranks compute the same chunks from the same
-// count (the pair check compares the counts). At step k each posts the
-// receive of chunk k before sending chunk k, so each step's messages need
-// only the partner to reach step k, which it does once its step k - 1
-// completed; the stream uses no memory or slot that another pair or a
-// phase could hold. The phases' termination argument (inplace_index_sets.h)
-// is unchanged: a streamed pair's items are not in the index sets.
+// count (the pair check compares the counts). At step k each posts chunk
+// k's send and receive back to back, waiting for nothing in between, so
+// each step's messages need only the partner to reach step k, which it does
+// once its step k - 1 completed; the stream uses no memory or slot that
+// another pair or a phase could hold. The phases' termination argument
+// (inplace_index_sets.h) is unchanged: a streamed pair's items are not in
+// the index sets. Pipelining several chunks per slice was measured slower
+// (docs/alltoallv.md, "In-place: the cost of a chunk").
 #pragma once
 
 #include <cstdint>
@@ -64,6 +68,7 @@ class InPlacePairStream {
   int64_t at_ = 0;  // first item of the chunk in flight
   messaging::Request send_, recv_;
   bool sendDone_ = false, recvDone_ = false, done_ = false;
+  bool direct_ = false;  // the chunk in flight is received straight into its slots
 };
 
 // A run's streamed pairs: each goes on alone; the first failure is kept and

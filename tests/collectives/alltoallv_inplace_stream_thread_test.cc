@@ -7,7 +7,11 @@
 // with zeros, one huge peer, all to one, one to all, a few peers, all
 // equal), p in {1, 2, 3, 4, 5, 7, 8}, int32 and a strided derived type,
 // auxiliary memory from one element to 100 %; every byte checked, the peak
-// extra memory asserted, a persistent plan run three times.
+// extra memory asserted, a persistent plan run three times. Run twice: with
+// the default eager limit every chunk's send completes at once and the
+// partner's chunk is received straight into its slots; with a small one
+// and no pipelined eager, larger chunks are rendezvous sends, not complete
+// when posted, so their partner's chunk goes through the slice.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +29,10 @@ using testing::InPlaceBuffer;
 using testing::Placement;
 using testing::Side;
 
+// Chunks above this many packed bytes are rendezvous sends (the minimum the
+// messaging layer accepts is smaller).
+constexpr int64_t kSmallEagerLimit = 256;
+
 std::vector<std::pair<std::string, Side>> elements() {
   return {{"int32", testing::sideOf(datatype::Datatype::of<int32_t>(),
                                     datatype::testing::refBasic(datatype::BasicKind::kInt32), 1)},
@@ -33,10 +41,9 @@ std::vector<std::pair<std::string, Side>> elements() {
 
 class InPlaceStreams : public ::testing::TestWithParam<int> {};
 
-TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) {
-  const int size = GetParam();
+void everySpreadTypeAndAuxiliarySize(int size, const messaging::Options& messagingOptions) {
   const auto types = elements();
-  messaging::testing::runRanks(size, {}, [&](RankEnv& env) {
+  messaging::testing::runRanks(size, messagingOptions, [&](RankEnv& env) {
     auto comm = testing::world(env.context);
     ASSERT_NE(comm, nullptr);
     for (testing::Spread spread : testing::kSpreads) {
@@ -64,6 +71,15 @@ TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) {
       }
     }
   });
+}
+
+TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) { everySpreadTypeAndAuxiliarySize(GetParam(), {}); }
+
+TEST_P(InPlaceStreams, RendezvousChunksGoThroughTheSlice) {
+  messaging::Options options;
+  options.eagerLimit = kSmallEagerLimit;
+  options.pipelineLimit = 0;
+  everySpreadTypeAndAuxiliarySize(GetParam(), options);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceStreams, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
