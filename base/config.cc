@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/parse_integer.h"
 
 extern char** environ;
 
@@ -56,13 +57,11 @@ Result<std::string> getString(std::string_view name) {
 
 Result<int64_t> getInt(std::string_view name, int64_t min, int64_t max) {
   IBDT_ASSIGN_OR_RETURN(std::string text, getString(name));
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
+  const std::optional<int64_t> value = parseInteger<int64_t>(text);
+  if (!value || *value < min || *value > max) {
     return badValue(name, text, strCat("an integer in [", min, ", ", max, "]"));
   }
-  if (value < min || value > max) return badValue(name, text, strCat("an integer in [", min, ", ", max, "]"));
-  return value;
+  return *value;
 }
 
 Result<uint64_t> parseSize(std::string_view text) {

@@ -1,9 +1,10 @@
 // alltoall: argument checks, options, algorithm selection and the blocking
 // call, shared by every alltoall algorithm.
-#include <charconv>
+#include <optional>
 #include <string>
 
 #include "base/config.h"
+#include "base/parse_integer.h"
 #include "base/log.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_bruck.h"
@@ -127,16 +128,13 @@ Result<AlltoallOptions> withAlltoallAlgorithm(AlltoallOptions options, std::stri
     IBDT_ASSIGN_OR_RETURN(options.algorithm, parseAlltoallAlgorithm(name));
     return options;
   }
-  const std::string_view digits = name.substr(kRadixPrefix.size());
-  int64_t radix = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), radix);
-  if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
-      radix < 2 || radix >= kMaxRadix) {
+  const std::optional<int64_t> radix = parseCanonicalPositive(name.substr(kRadixPrefix.size()), kMaxRadix);
+  if (!radix || *radix < 2) {
     return makeError(Code::kInvalidArgument, "alltoall: \"", name.substr(0, 64), "\": radix must be an integer in [2, ",
                      kMaxRadix, ")");
   }
   options.algorithm = AlltoallAlgorithm::kBruckRadix;
-  options.radix = radix;
+  options.radix = *radix;
   return options;
 }
 

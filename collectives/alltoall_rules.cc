@@ -2,11 +2,11 @@
 #include "collectives/alltoall_rules.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <utility>
 
+#include "base/parse_integer.h"
 #include "collectives/alltoall_select.h"
 
 namespace ibdt::collectives {
@@ -16,17 +16,6 @@ constexpr int64_t kMaxRuleRanksPerNode = 1 << 16;  // ibdt-sim's --ranks-per-nod
 
 Status badRule(std::string_view name, std::string_view what) {
   return makeError(Code::kInvalidArgument, "tuning file: rule \"", name.substr(0, 64), "\": ", what);
-}
-
-// A positive integer without leading zeros below `limit`, the whole of `digits`.
-std::optional<int64_t> positiveInteger(std::string_view digits, int64_t limit) {
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || digits[0] == '0' || error != std::errc() || end != digits.data() + digits.size() ||
-      value >= limit) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 // "<algorithm>", "bruck-radix-<r>" (as AlltoallChoice::name() spells them) or
@@ -39,7 +28,7 @@ Result<AlltoallRule> parseVariant(std::string_view fitName) {
   if (variant.starts_with(kHierarchicalPrefix) && variant.ends_with(kPerNodeSuffix)) {
     variant.remove_prefix(kHierarchicalPrefix.size());
     variant.remove_suffix(kPerNodeSuffix.size());
-    const std::optional<int64_t> perNode = positiveInteger(variant, kMaxRuleRanksPerNode + 1);
+    const std::optional<int64_t> perNode = parseCanonicalPositive(variant, kMaxRuleRanksPerNode + 1);
     if (!perNode) return badRule(fitName, strCat("ranks per node must be an integer in [1, ", kMaxRuleRanksPerNode, "]"));
     rule.algorithm = AlltoallAlgorithm::kHierarchical;
     rule.ranksPerNode = *perNode;

@@ -1,9 +1,10 @@
 #include "bootstrap/launcher/options.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+
+#include "base/parse_integer.h"
 
 namespace ibdt::bootstrap {
 
@@ -22,12 +23,11 @@ const char* const kLaunchUsage =
 namespace {
 
 Result<int> parseCount(std::string_view option, std::string_view text, int max) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > max) {
+  const std::optional<int> value = parseInteger<int>(text);
+  if (!value || *value < 1 || *value > max) {
     return makeError(Code::kInvalidArgument, option, " expects an integer in [1, ", max, "], got '", text, "'");
   }
-  return value;
+  return *value;
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 
+#include "base/parse_integer.h"
 #include "bootstrap/fd_io.h"
 
 namespace ibdt::bootstrap::pmi1 {
@@ -16,9 +16,7 @@ size_t numberField(const std::map<std::string, std::string, std::less<>>& fields
                    size_t fallback) {
   auto found = fields.find(name);
   if (found == fields.end()) return fallback;
-  size_t value = 0;
-  auto [end, ec] = std::from_chars(found->second.data(), found->second.data() + found->second.size(), value);
-  return ec == std::errc() && end == found->second.data() + found->second.size() ? value : fallback;
+  return parseInteger<size_t>(found->second).value_or(fallback);
 }
 
 }  // namespace

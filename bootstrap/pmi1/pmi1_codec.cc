@@ -1,7 +1,8 @@
 #include "bootstrap/pmi1/pmi1_codec.h"
 
-#include <charconv>
 #include <map>
+
+#include "base/parse_integer.h"
 
 namespace ibdt::bootstrap::pmi1 {
 namespace {
@@ -27,8 +28,9 @@ uint64_t fnv1a(std::string_view text) {
 }
 
 bool parseNumber(std::string_view text, size_t& out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  const std::optional<size_t> value = parseInteger<size_t>(text);
+  if (value) out = *value;
+  return value.has_value();
 }
 
 }  // namespace

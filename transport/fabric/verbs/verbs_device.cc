@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
+
+#include "base/parse_integer.h"
 
 namespace ibdt::fabric::verbs {
 namespace {
@@ -108,9 +109,9 @@ Result<Selector> parseSelector(std::string_view text) {
   size_t colon = text.rfind(':');
   selector.device = std::string(text.substr(0, colon));
   if (colon != std::string_view::npos) {
-    std::string_view number = text.substr(colon + 1);
-    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), selector.port);
-    if (ec != std::errc() || end != number.data() + number.size() || selector.port < 1 || selector.port > 255) {
+    const std::optional<int> port = parseInteger<int>(text.substr(colon + 1));
+    selector.port = port.value_or(0);
+    if (selector.port < 1 || selector.port > 255) {
       return makeError(Code::kInvalidArgument, "device '", text, "': expected NAME or NAME:PORT with PORT in [1, 255]");
     }
   }
