@@ -26,6 +26,9 @@ class Backoff {
   void reset() { rounds_ = 0; }
   // Still in the spinning phase: the next pause() costs no system call.
   bool spinning() const { return rounds_ < spins_; }
+  // Past spinning and yielding: the next pause() naps. A waiter that can
+  // sleep until its peer rings (CompletionQueue::wait) does that instead.
+  bool napping() const { return rounds_ >= spins_ + kYields; }
   void pause() {
     if (rounds_ < spins_) {
       ++rounds_;

@@ -61,8 +61,18 @@ Status ContextImpl::progressUntilDone(const Operation& op, Deadline deadline, st
     IBDT_RETURN_IF_ERROR(progress());
     if (op.done) break;
     if (deadline.expired()) return makeError(Code::kTimeout, what, " did not complete in time");
-    if (events_ != before) backoff.reset();
-    else backoff.pause();
+    if (events_ != before) {
+      backoff.reset();
+    } else if (backoff.napping()) {
+      // Sleep until a peer's message arrives rather than for a fixed nap: the
+      // arrival wakes us at once. Still bounded by the nap, as what the
+      // receive queue does not ring for (our sends' completions) is polled.
+      const auto nap = std::chrono::nanoseconds(Backoff::kNapNanos);
+      Status slept = peers_.recvQueue().wait(deadline.remaining() < nap ? deadline : Deadline::after(nap));
+      if (!slept.isOk() && slept.code() != Code::kTimeout) return slept;
+    } else {
+      backoff.pause();
+    }
   }
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 
 #include "base/backoff.h"
 #include "base/log.h"
@@ -164,13 +165,16 @@ Status VerbsCompletionQueue::wait(Deadline deadline) {
   if (int rc = ibv_req_notify_cq(cq_, 0); rc != 0) return verbsCallError("ibv_req_notify_cq", rc, device_);
   if (fetch(kPollBatch) > 0) return Status::ok();
   for (;;) {
-    int timeoutMs = -1;
+    // To the nanosecond: the messaging layer's waits sleep here for tens of
+    // microseconds at a time, which whole milliseconds would stretch.
+    timespec timeout{};
     if (!deadline.isNever()) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline.remaining()).count();
-      timeoutMs = static_cast<int>(std::min<int64_t>(left, 1 << 30));
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
+      timeout.tv_sec = static_cast<time_t>(std::min<int64_t>(left / 1'000'000'000, int64_t{1} << 30));
+      timeout.tv_nsec = static_cast<long>(left % 1'000'000'000);
     }
     pollfd fd{channel_->fd, POLLIN, 0};
-    int ready = ::poll(&fd, 1, timeoutMs);
+    int ready = ::ppoll(&fd, 1, deadline.isNever() ? nullptr : &timeout, nullptr);
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) return makeError(Code::kSystem, device_, ": poll on the completion channel failed: ", std::strerror(errno));
     if (ready == 0) {
