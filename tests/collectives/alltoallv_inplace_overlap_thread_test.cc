@@ -11,15 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "collectives/alltoallv_data.h"
 #include "collectives/inplace_plan_runs.h"
-#include "collectives/world.h"
-#include "datatype/reference.h"
 #include "ibdt/collectives.h"
-#include "support/thread_ranks.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -33,34 +27,25 @@ class InPlaceOverlap : public ::testing::TestWithParam<int> {};
 
 TEST_P(InPlaceOverlap, TinySharedAuxiliaryManyPhases) {
   const int size = GetParam();
-  const std::vector<std::pair<std::string, Side>> types = {
-      {"int32", testing::sideOf(datatype::Datatype::of<int32_t>(),
-                                datatype::testing::refBasic(datatype::BasicKind::kInt32), 1)},
-      {"vector", testing::vectorSide(1)}};
-  messaging::testing::runRanks(size, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env.context);
-    ASSERT_NE(comm, nullptr);
-    for (testing::Spread spread : testing::kSpreads) {
-      for (size_t t = 0; t < types.size(); ++t) {
-        const Side& element = types[t].second;
-        const uint64_t seed = 9100 + static_cast<uint64_t>(size) * 31 + static_cast<uint64_t>(spread) * 7 + t;
-        const CountMatrix counts = testing::countMatrix(spread, size, seed, t == 0 ? 120 : 40);
+  testing::forEverySpreadAndElement(
+      size, {}, 9100,
+      [&](RankEnv& env, Communicator& comm, testing::Spread spread, const std::string& name, const Side& element,
+          uint64_t seed) {
+        const CountMatrix counts = testing::countMatrix(spread, size, seed, name == "int32" ? 120 : 40);
         for (int64_t items : {1, 3, 16}) {
           for (int64_t buffers : {int64_t{1}, int64_t{2}, int64_t{size}}) {
             InPlaceBuffer buffer(counts, element, env.rank, seed);
             AlltoallvOptions options;
             options.inplaceBytes = items * element.bytes();
             options.inplaceBuffers = buffers;
-            const std::string where = std::string(testing::spreadName(spread)) + " " + types[t].first + " aux " +
+            const std::string where = std::string(testing::spreadName(spread)) + " " + name + " aux " +
                                       std::to_string(items) + " elements in " + std::to_string(buffers);
-            const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options, 2, where);
+            const int64_t peak = testing::runInPlaceChecked(env, comm, buffer, element.type, options, 2, where);
             if (::testing::Test::HasFailure()) return;
             EXPECT_LE(peak, testing::inPlacePeakBound(options, size)) << where;
           }
         }
-      }
-    }
-  });
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceOverlap, ::testing::Values(2, 3, 4, 5, 7, 8),
