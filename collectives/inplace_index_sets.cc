@@ -234,22 +234,32 @@ int64_t InPlaceIndexSets::fillFreeRun(size_t j, const std::byte* from, int64_t i
   return moved;
 }
 
-void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first, bool phase0) {
+void InPlaceIndexSets::requests(std::vector<PhaseCounts>& take, int first, bool phase0,
+                                 const std::vector<PhaseCounts>& pending) {
   take.assign(index(size_), PhaseCounts{});
   for (int step = 0; step < size_; ++step) {
     const int j = (first + step) % size_;
-    const int64_t left = remainingRecv(j);
-    if (left == 0 || (phase0 && streamItems_[index(j)] > 0)) continue;
+    const PhaseCounts before = pending.empty() ? PhaseCounts{} : pending[index(j)];
+    const int64_t left = remainingRecv(j) - before.total();
+    if (left <= 0 || (phase0 && streamItems_[index(j)] > 0)) continue;
     PhaseCounts& counts = take[index(j)];
-    // In place only right above the placed prefix, so only once nothing is held.
-    if (held(j) == 0) {
-      counts.inPlace = std::min(left, recvcount_[index(j)] - placed_[index(j)] - occupied_[index(j)]);
+    // In place only right above the placed prefix, so only once nothing is
+    // held (then the pending update places nothing in the free run).
+    if (held(j) == 0 && before.aux == 0) {
+      counts.inPlace =
+          std::min(left, recvcount_[index(j)] - placed_[index(j)] - before.inPlace - occupied_[index(j)]);
     }
     AuxBuffer& buffer = auxOf(j);
-    if (buffer.owner == -1 || buffer.owner == j) {
-      counts.aux = std::min(left - counts.inPlace, buffer.capacity - buffer.used);
+    if (buffer.owner == -1 || buffer.owner == j) {  // a pending claim made it the claimant's
+      counts.aux = std::min(left - counts.inPlace, buffer.capacity - buffer.used - before.aux);
       if (counts.aux > 0) buffer.owner = j;
     }
+  }
+}
+
+void InPlaceIndexSets::claim(const std::vector<PhaseCounts>& take) {
+  for (int j = 0; j < size_; ++j) {
+    if (take[index(j)].aux > 0) auxOf(j).owner = j;
   }
 }
 

@@ -71,11 +71,20 @@ class InPlaceIndexSets {
   bool done() const;
 
   // Sect. 3.3 with the auxiliary buffers (Sect. 3.5): what this rank can
-  // take from every peer now; claims auxiliary buffers for it. `first`
-  // rotates which peer claims a shared buffer first. Phase 0 asks nothing
-  // from peers whose pair may stream (below): the pair's verdict comes with
+  // take from every peer; claims auxiliary buffers for it. `first` rotates
+  // which peer claims a shared buffer first. Phase 0 asks nothing from
+  // peers whose pair may stream (below): the pair's verdict comes with
   // phase 0's control messages.
-  void requests(std::vector<PhaseCounts>& take, int first, bool phase0);
+  // `pending`: what the phase in flight (its data posted, not yet
+  // update()d) takes; empty when none is. The requests then stay valid
+  // whatever that phase's update does (docs/alltoallv.md, "In-place:
+  // overlapped phases"): in place only above the pending in-place part and
+  // only when nothing is or will be held, into a buffer only after what is
+  // pending there, and never into a buffer another peer claimed.
+  void requests(std::vector<PhaseCounts>& take, int first, bool phase0, const std::vector<PhaseCounts>& pending);
+  // After update(): the buffers the next phase's `take` claimed stay its
+  // own (update() frees a buffer it drained).
+  void claim(const std::vector<PhaseCounts>& take);
 
   // Pairs streamed outside the phases (inplace_pair_stream.h): a peer whose
   // block to and from this rank are the same items (same displacement and

@@ -18,7 +18,6 @@
 #include <string>
 
 #include "collectives/inplace_plan_runs.h"
-#include "collectives/world.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -33,24 +32,15 @@ using testing::Side;
 // messaging layer accepts is smaller).
 constexpr int64_t kSmallEagerLimit = 256;
 
-std::vector<std::pair<std::string, Side>> elements() {
-  return {{"int32", testing::sideOf(datatype::Datatype::of<int32_t>(),
-                                    datatype::testing::refBasic(datatype::BasicKind::kInt32), 1)},
-          {"vector", testing::vectorSide(1)}};
-}
-
 class InPlaceStreams : public ::testing::TestWithParam<int> {};
 
 void everySpreadTypeAndAuxiliarySize(int size, const messaging::Options& messagingOptions) {
-  const auto types = elements();
-  messaging::testing::runRanks(size, messagingOptions, [&](RankEnv& env) {
-    auto comm = testing::world(env.context);
-    ASSERT_NE(comm, nullptr);
-    for (testing::Spread spread : testing::kSpreads) {
-      for (size_t t = 0; t < types.size(); ++t) {
-        const Side& element = types[t].second;
-        const uint64_t seed = 6000 + static_cast<uint64_t>(size) * 23 + static_cast<uint64_t>(spread) * 5 + t;
-        const CountMatrix counts = testing::symmetric(testing::countMatrix(spread, size, seed, t == 0 ? 150 : 40));
+  testing::forEverySpreadAndElement(
+      size, messagingOptions, 6000,
+      [&](RankEnv& env, Communicator& comm, testing::Spread spread, const std::string& name, const Side& element,
+          uint64_t seed) {
+        const CountMatrix counts =
+            testing::symmetric(testing::countMatrix(spread, size, seed, name == "int32" ? 150 : 40));
         for (bool everyRank : {true, false}) {
           const Placement placement = everyRank || env.rank % 2 == 0 ? Placement::kSame : Placement::kIndependent;
           for (int percent : {0, 1, 10, 100}) {  // 0: one element
@@ -58,19 +48,16 @@ void everySpreadTypeAndAuxiliarySize(int size, const messaging::Options& messagi
             AlltoallvOptions options;
             options.inplaceBytes =
                 std::max(element.bytes(), testing::largestIncoming(counts, element.bytes()) * percent / 100);
-            const std::string where = std::string(testing::spreadName(spread)) + " " + types[t].first +
+            const std::string where = std::string(testing::spreadName(spread)) + " " + name +
                                       (everyRank ? " every rank" : " even ranks") + " aux " +
                                       std::to_string(percent) + "%";
-            const int64_t peak = testing::runInPlaceChecked(env, *comm, buffer, element.type, options,
-                                                            percent == 1 ? 2 : 1, where);
+            const int64_t peak =
+                testing::runInPlaceChecked(env, comm, buffer, element.type, options, percent == 1 ? 2 : 1, where);
             if (::testing::Test::HasFailure()) return;
-            EXPECT_LE(peak, testing::inPlacePeakBound(options, size))
-                << where;
+            EXPECT_LE(peak, testing::inPlacePeakBound(options, size)) << where;
           }
         }
-      }
-    }
-  });
+      });
 }
 
 TEST_P(InPlaceStreams, EverySpreadTypeAndAuxiliarySize) { everySpreadTypeAndAuxiliarySize(GetParam(), {}); }

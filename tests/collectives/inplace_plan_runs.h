@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "collectives/alltoallv_data.h"
+#include "collectives/world.h"
+#include "datatype/reference.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
 
@@ -42,6 +46,31 @@ inline int64_t runInPlaceChecked(messaging::testing::RankEnv& env, Communicator&
     env.barrier();
   }
   return plan->peakExtraBytes();
+}
+
+// The in-place thread tests' element types: int32 and a strided vector.
+inline std::vector<std::pair<std::string, Side>> inPlaceTestElements() {
+  return {{"int32", sideOf(datatype::Datatype::of<int32_t>(), datatype::testing::refBasic(datatype::BasicKind::kInt32), 1)},
+          {"vector", vectorSide(1)}};
+}
+
+// Runs `body(env, comm, spread, name, element, seed)` on `size` ranks for
+// every count spread and element type (seed from `base`, the spread and
+// the type); stops at the first failure.
+template <typename Body>
+void forEverySpreadAndElement(int size, const messaging::Options& messagingOptions, uint64_t base, Body body) {
+  const auto types = inPlaceTestElements();
+  messaging::testing::runRanks(size, messagingOptions, [&](messaging::testing::RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    for (Spread spread : kSpreads) {
+      for (size_t t = 0; t < types.size(); ++t) {
+        const uint64_t seed = base + static_cast<uint64_t>(size) * 23 + static_cast<uint64_t>(spread) * 5 + t;
+        body(env, *comm, spread, types[t].first, types[t].second, seed);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  });
 }
 
 }  // namespace ibdt::collectives::testing
