@@ -84,6 +84,50 @@ TEST(DirectWriteThreadsBlocking, BlockingCallsReRegisterNothingAndMatch) {
   });
 }
 
+// Plan::rebind: each rank moves its send and receive buffers between two
+// sets on its own schedule, telling nobody (no barrier, no agreement); the
+// peers' writes follow the key in its next ready. Every byte checked.
+TEST(DirectWriteThreadsRebind, EachRankMovesItsBuffersAlone) {
+  for (int64_t bytes : {int64_t{0}, int64_t{13}, int64_t{70000}}) {
+    runRanks(4, {}, [&](RankEnv& env) {
+      auto comm = world(env);
+      ASSERT_NE(comm, nullptr);
+      const Side side = testing::byteSide(bytes);
+      AlltoallBuffers sets[2] = {AlltoallBuffers(side, side, 4, env.rank), AlltoallBuffers(side, side, 4, env.rank)};
+      auto plan = alltoallInit(*comm, sets[0].sendbuf(), side.count, side.type, sets[0].recvbuf(), side.count,
+                               side.type, directWrite());
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      ASSERT_EQ(plan->algorithm(), "direct-write");
+      for (int run = 0; run < 8; ++run) {
+        AlltoallBuffers& send = sets[(run + env.rank) % 2];
+        AlltoallBuffers& recv = sets[(run / 2 + env.rank / 2) % 2];
+        for (AlltoallBuffers& set : sets) set.refill(run);
+        recv.clearReceive();
+        ASSERT_TRUE(plan->rebind(send.sendbuf(), recv.recvbuf()).isOk());
+        ASSERT_TRUE(plan->start().isOk());
+        Status done = plan->wait(soon());
+        ASSERT_TRUE(done.isOk()) << done.toString();
+        ASSERT_EQ(recv.check(), "") << "rank " << env.rank << " run " << run << " of " << bytes << " B";
+      }
+    });
+  }
+}
+
+TEST(DirectWriteThreadsRebind, OtherAlgorithmsRefuse) {
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side side = testing::byteSide(64);
+    AlltoallBuffers buffers(side, side, 2, env.rank);
+    AlltoallOptions pairwise;
+    pairwise.algorithm = AlltoallAlgorithm::kPairwise;
+    auto plan = alltoallInit(*comm, buffers.sendbuf(), side.count, side.type, buffers.recvbuf(), side.count,
+                             side.type, pairwise);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->rebind(buffers.sendbuf(), buffers.recvbuf()).code(), Code::kUnsupported);
+  });
+}
+
 // Strided blocks cannot be written as one run of bytes: every rank runs
 // pairwise, and the data is still right.
 TEST(DirectWriteThreadsFallback, DerivedTypesRunPairwise) {
