@@ -12,7 +12,7 @@
 //
 // The origin must not start a put before the target's buffer may be
 // overwritten (the target started its exposure): the caller orders that
-// (the direct-write alltoall sends a zero-byte "ready" first).
+// (the direct-write alltoall sends a "ready" first, carrying its key).
 #pragma once
 
 #include <array>
