@@ -99,15 +99,8 @@ TEST(DirectWriteThreadsRebind, EachRankMovesItsBuffersAlone) {
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       ASSERT_EQ(plan->algorithm(), "direct-write");
       for (int run = 0; run < 8; ++run) {
-        AlltoallBuffers& send = sets[(run + env.rank) % 2];
-        AlltoallBuffers& recv = sets[(run / 2 + env.rank / 2) % 2];
-        for (AlltoallBuffers& set : sets) set.refill(run);
-        recv.clearReceive();
-        ASSERT_TRUE(plan->rebind(send.sendbuf(), recv.recvbuf()).isOk());
-        ASSERT_TRUE(plan->start().isOk());
-        Status done = plan->wait(soon());
-        ASSERT_TRUE(done.isOk()) << done.toString();
-        ASSERT_EQ(recv.check(), "") << "rank " << env.rank << " run " << run << " of " << bytes << " B";
+        ASSERT_EQ(testing::runRebound(*plan, sets, env.rank, run, soon()), "")
+            << "rank " << env.rank << " run " << run << " of " << bytes << " B";
       }
     });
   }

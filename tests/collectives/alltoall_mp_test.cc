@@ -122,15 +122,7 @@ TEST_F(AlltoallMp, DirectWriteRebindEachRankAlone) {
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   ASSERT_EQ(plan->algorithm(), "direct-write");
   for (int run = 0; run < 6; ++run) {
-    AlltoallBuffers& send = sets[(run + me) % 2];
-    AlltoallBuffers& recv = sets[(run / 2 + me / 2) % 2];
-    for (AlltoallBuffers& set : sets) set.refill(run);
-    recv.clearReceive();
-    ASSERT_TRUE(plan->rebind(send.sendbuf(), recv.recvbuf()).isOk());
-    ASSERT_TRUE(plan->start().isOk());
-    Status done = plan->wait(mpDeadline());
-    ASSERT_TRUE(done.isOk()) << done.toString();
-    ASSERT_EQ(recv.check(), "") << "rank " << me << " run " << run;
+    ASSERT_EQ(testing::runRebound(*plan, sets, me, run, mpDeadline()), "") << "rank " << me << " run " << run;
   }
   ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());  // no peer still writes before the buffers go
 }
