@@ -3,12 +3,15 @@
 // Init registers this rank's send and receive buffers once (the pin-down
 // cache: a plan built again on the same buffers registers nothing) and
 // hands every peer the key of its receive block (Context::exposeInit /
-// putInit). A run then costs, per peer: a zero-byte "ready" message from
-// the receiver (its buffer may be overwritten now: the previous run's data
-// has been consumed), the sender's RDMA WRITE of the whole block into it,
-// and a zero-byte notification behind the write. The block is copied once,
-// by the NIC (or on shm by the sender's kernel copy), with no handshake per
-// message and no staging.
+// putInit). A run then costs, per peer: a "ready" message from the
+// receiver (its buffer may be overwritten now: the previous run's data has
+// been consumed) carrying its receive block's 24-byte key, the sender's
+// RDMA WRITE of the whole block into it, and a zero-byte notification
+// behind the write. The block is copied once, by the NIC (or on shm by the
+// sender's kernel copy), with no handshake per message and no staging.
+// Because every ready carries the key, a rank may move its plan to other
+// buffers alone (Plan::rebind, the MPI bridge's repeated MPI_Alltoall on
+// reallocated buffers): its peers write where its next ready says.
 #include "collectives/alltoall_direct_write.h"
 
 #include <cstring>
@@ -26,8 +29,13 @@ using messaging::Request;
 
 class DirectWriteAlltoall final : public PlanImpl {
  public:
-  DirectWriteAlltoall(Communicator& comm, std::vector<DirectBlock> blocks)
-      : comm_(comm), ctx_(comm.context()), blocks_(std::move(blocks)), peers_(blocks_.size()) {}
+  DirectWriteAlltoall(Communicator& comm, const void* sendbuf, void* recvbuf, std::vector<DirectBlock> blocks)
+      : comm_(comm),
+        ctx_(comm.context()),
+        sendbuf_(static_cast<const std::byte*>(sendbuf)),
+        recvbuf_(static_cast<std::byte*>(recvbuf)),
+        blocks_(std::move(blocks)),
+        peers_(blocks_.size()) {}
 
   // `agreeLengths`: one more allreduce, so that a pair whose lengths differ
   // (alltoallv's counts) fails every rank's init, not just the sender's.
@@ -38,6 +46,7 @@ class DirectWriteAlltoall final : public PlanImpl {
   Status outcome() const override { return outcome_; }
   bool active() const override { return active_; }
   void abandon() override;
+  Status rebind(const void* sendbuf, void* recvbuf) override;
   std::string_view algorithm() const override { return "direct-write"; }
 
  private:
@@ -47,6 +56,9 @@ class DirectWriteAlltoall final : public PlanImpl {
     Request put;       // our block into the peer's receive buffer
     Request exposure;  // receive: the peer's block landed in ours
     Request readySend;
+    messaging::Context::OneSidedKey ownKey{};     // sent in our ready: where the peer writes
+    messaging::Context::OneSidedKey peerKey{};    // received in the peer's ready
+    messaging::Context::OneSidedKey targetKey{};  // the key our put writes to (all zero: none yet)
     bool readyPending = false, putPending = false, exposurePending = false, readySendPending = false;
     bool putStarted = false;
     bool readyOk = false;  // the ready arrived: the peer's buffer may be written
@@ -58,13 +70,18 @@ class DirectWriteAlltoall final : public PlanImpl {
   void startRequest(Request& request, bool& pending, int peer, std::string_view what);
   Result<bool> collect(Request& request, bool& pending, int peer, std::string_view what);
 
+  // The peer's key arrived with its ready: point the put at it if it moved.
+  Status retarget(Pair& pair);
+
   Communicator& comm_;
   messaging::Context& ctx_;
+  const std::byte* sendbuf_;  // the buffers the blocks lie in (rebind moves them)
+  std::byte* recvbuf_;
   std::vector<DirectBlock> blocks_;  // by communicator rank
   std::vector<Pair> peers_;
   bool active_ = false;
   Status outcome_;
-  PlanTracer tracer_;  // the writes, one round (the zero-byte ready and notification are control)
+  PlanTracer tracer_;  // the writes, one round (the ready and the notification are control)
 };
 
 Status DirectWriteAlltoall::prepare(bool agreeLengths) {
@@ -79,8 +96,12 @@ Status DirectWriteAlltoall::prepare(bool agreeLengths) {
     const DirectBlock& block = blocks_[static_cast<size_t>(peer)];
     IBDT_ASSIGN_OR_RETURN(pair.exposure,
                           ctx_.exposeInit(block.recv, block.recvBytes, comm_.contextRank(peer), tag, id));
-    IBDT_ASSIGN_OR_RETURN(pair.readySend, ctx_.sendInit(nullptr, 0, byte, comm_.contextRank(peer), tag, id));
-    IBDT_ASSIGN_OR_RETURN(pair.ready, ctx_.recvInit(nullptr, 0, byte, comm_.contextRank(peer), tag, id));
+    IBDT_ASSIGN_OR_RETURN(pair.ownKey, ctx_.rebindOneSided(pair.exposure, block.recv));  // its key, unmoved
+    const auto keyBytes = static_cast<int64_t>(messaging::Context::kOneSidedKeyBytes);
+    IBDT_ASSIGN_OR_RETURN(pair.readySend,
+                          ctx_.sendInit(pair.ownKey.data(), keyBytes, byte, comm_.contextRank(peer), tag, id));
+    IBDT_ASSIGN_OR_RETURN(pair.ready,
+                          ctx_.recvInit(pair.peerKey.data(), keyBytes, byte, comm_.contextRank(peer), tag, id));
   }
   Status failed;  // every put still takes its key, so no peer's key stays unmatched
   for (int offset = 1; offset < p; ++offset) {
@@ -159,6 +180,7 @@ Result<PollResult> DirectWriteAlltoall::poll() {
     if (pair.readyPending) {
       Status status;
       IBDT_ASSIGN_OR_RETURN(readyNow, collectRequest(ctx_, pair.ready, pair.readyPending, status));
+      if (readyNow && status.isOk()) status = retarget(pair);
       pair.readyOk = readyNow && status.isOk();
       if (readyNow && !status.isOk()) note(std::move(status), peer, "ready from");
     }
@@ -202,6 +224,31 @@ Status DirectWriteAlltoall::block(Deadline deadline) {
   return Status::ok();
 }
 
+Status DirectWriteAlltoall::retarget(Pair& pair) {
+  if (pair.peerKey == pair.targetKey) return Status::ok();
+  IBDT_RETURN_IF_ERROR(ctx_.retargetPut(pair.put, pair.peerKey));
+  pair.targetKey = pair.peerKey;
+  return Status::ok();
+}
+
+Status DirectWriteAlltoall::rebind(const void* sendbuf, void* recvbuf) {
+  const auto* send = static_cast<const std::byte*>(sendbuf);
+  auto* recv = static_cast<std::byte*>(recvbuf);
+  if (send == sendbuf_ && recv == recvbuf_) return Status::ok();
+  for (int peer = 0; peer < comm_.size(); ++peer) {
+    DirectBlock& block = blocks_[static_cast<size_t>(peer)];
+    Pair& pair = peers_[static_cast<size_t>(peer)];
+    block.send = send + (block.send - sendbuf_);
+    block.recv = recv + (block.recv - recvbuf_);
+    if (peer == comm_.rank()) continue;  // the own block is a local copy
+    IBDT_RETURN_IF_ERROR(ctx_.rebindOneSided(pair.put, block.send).status());
+    IBDT_ASSIGN_OR_RETURN(pair.ownKey, ctx_.rebindOneSided(pair.exposure, block.recv));
+  }
+  sendbuf_ = send;
+  recvbuf_ = recv;
+  return Status::ok();
+}
+
 void DirectWriteAlltoall::abandon() {
   for (Pair& pair : peers_) {
     if (pair.readyPending) (void)ctx_.cancel(pair.ready);
@@ -223,9 +270,9 @@ Result<int64_t> agreeOnDirectWrite(Communicator& comm, bool argsOk, bool inPlace
   return vote;
 }
 
-Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, std::vector<DirectBlock> blocks,
-                                                  bool agreeLengths) {
-  auto plan = std::make_unique<DirectWriteAlltoall>(comm, std::move(blocks));
+Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, const void* sendbuf, void* recvbuf,
+                                                  std::vector<DirectBlock> blocks, bool agreeLengths) {
+  auto plan = std::make_unique<DirectWriteAlltoall>(comm, sendbuf, recvbuf, std::move(blocks));
   IBDT_RETURN_IF_ERROR(plan->prepare(agreeLengths));
   return std::unique_ptr<PlanImpl>(std::move(plan));
 }
@@ -252,7 +299,7 @@ Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, co
   for (int peer = 0; peer < comm.size(); ++peer) {
     blocks.push_back({checked->sendBlock(peer), checked->bytes, checked->recvBlock(peer), checked->bytes});
   }
-  return makeDirectWrite(comm, std::move(blocks), false);
+  return makeDirectWrite(comm, checked->sendbuf, checked->recvbuf, std::move(blocks), false);
 }
 
 }  // namespace ibdt::collectives

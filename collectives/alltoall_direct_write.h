@@ -35,9 +35,10 @@ Result<int64_t> agreeOnDirectWrite(Communicator& comm, bool argsOk, bool inPlace
 // The direct-write plan over per-peer blocks, after the vote said 2
 // (collective). `agreeLengths`: blocks of a pair may differ in length
 // (alltoallv), so the ranks agree whether every pair matched: a mismatch
-// fails every rank's init.
-Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, std::vector<DirectBlock> blocks,
-                                                  bool agreeLengths);
+// fails every rank's init. `sendbuf` and `recvbuf`: the buffers the blocks
+// lie in, which Plan::rebind moves them with.
+Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, const void* sendbuf, void* recvbuf,
+                                                  std::vector<DirectBlock> blocks, bool agreeLengths);
 
 Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, const Result<AlltoallArgs>& checked,
                                                           int64_t throttle);

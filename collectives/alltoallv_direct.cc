@@ -106,7 +106,7 @@ Result<std::unique_ptr<PlanImpl>> buildDirectWriteAlltoallv(Communicator& comm, 
     blocks.push_back({args.sendBlock(peer), args.sendcounts[index] * args.sendtype.size(), args.recvBlock(peer),
                       args.recvcounts[index] * args.recvtype.size()});
   }
-  return makeDirectWrite(comm, std::move(blocks), true);
+  return makeDirectWrite(comm, args.sendbuf, args.recvbuf, std::move(blocks), true);
 }
 
 }  // namespace ibdt::collectives

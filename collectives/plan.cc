@@ -72,6 +72,12 @@ Result<bool> collectRequest(messaging::Context& ctx, messaging::Request& request
 
 int64_t Plan::peakExtraBytes() const { return impl_ != nullptr ? impl_->peakExtraBytes() : 0; }
 
+Status Plan::rebind(const void* sendbuf, void* recvbuf) {
+  if (impl_ == nullptr) return makeError(Code::kInvalidArgument, "collective rebind: empty plan");
+  if (impl_->active()) return makeError(Code::kState, impl_->algorithm(), " rebind: a run is active");
+  return impl_->rebind(sendbuf, recvbuf);
+}
+
 bool Plan::active() const { return impl_ != nullptr && impl_->active(); }
 
 std::string_view Plan::algorithm() const { return impl_ != nullptr ? impl_->algorithm() : "none"; }

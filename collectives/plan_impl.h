@@ -46,6 +46,13 @@ class PlanImpl {
   // Cancels what can be cancelled of an active run (the plan goes away).
   virtual void abandon() = 0;
   virtual std::string_view algorithm() const = 0;
+  // Moves the inactive plan to other buffers (Plan::rebind); kUnsupported
+  // where the algorithm cannot.
+  virtual Status rebind(const void* sendbuf, void* recvbuf) {
+    (void)sendbuf;
+    (void)recvbuf;
+    return makeError(Code::kUnsupported, algorithm(), " plans cannot move to other buffers; build a new plan");
+  }
   // Scratch the algorithm allocated itself (see Plan::peakExtraBytes).
   virtual int64_t peakExtraBytes() const { return 0; }
 };

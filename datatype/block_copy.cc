@@ -322,17 +322,40 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove, int64_t ownCacheAbove) {
   publishLocked(s);
 }
 
+namespace {
+
+// The plan's two cuts, made on the first ask (lock-free once made).
+void settledCuts(int64_t& streamAbove, int64_t& ownCacheAbove) {
+  streamAbove = settledStreamAbove.load(std::memory_order_relaxed);
+  ownCacheAbove = settledOwnCacheAbove.load(std::memory_order_relaxed);
+  if (streamAbove != 0) return;
+  PlanState& s = state();  // no plan yet
+  std::lock_guard<std::mutex> lock(s.mutex);
+  makePlanLocked(s);
+  streamAbove = s.plan.streamAbove;
+  ownCacheAbove = s.plan.ownCacheAbove;
+}
+
+}  // namespace
+
 bool takesBlockKernels(int64_t count, int64_t bytes) {
   if (bytes >= kLargeBlockBytes) return true;
   if (bytes < kBeyondCacheMinBlockBytes) return false;
-  int64_t streamAbove = settledStreamAbove.load(std::memory_order_relaxed);
-  if (streamAbove == 0) {  // no plan yet
-    PlanState& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    makePlanLocked(s);
-    streamAbove = s.plan.streamAbove;
-  }
+  int64_t streamAbove = 0, ownCacheAbove = 0;
+  settledCuts(streamAbove, ownCacheAbove);
   return count * bytes >= streamAbove;
+}
+
+bool outgrowsOwnCache(int64_t totalBytes) {
+  int64_t streamAbove = 0, ownCacheAbove = 0;
+  settledCuts(streamAbove, ownCacheAbove);
+  return totalBytes >= ownCacheAbove;
+}
+
+bool outgrowsSharedCache(int64_t totalBytes) {
+  int64_t streamAbove = 0, ownCacheAbove = 0;
+  settledCuts(streamAbove, ownCacheAbove);
+  return totalBytes >= streamAbove;
 }
 
 void copyLargeBlocks(bool pack, char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,

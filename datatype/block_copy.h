@@ -117,6 +117,11 @@ void resetBlockCopyPlanForTesting(int64_t streamAbove = 0, int64_t ownCacheAbove
 // kLargeBlockBytes always, from kBeyondCacheMinBlockBytes when the call moves
 // streamAbove bytes or more (the plan is made on the first ask).
 bool takesBlockKernels(int64_t count, int64_t bytes);
+// Whether a call moving `totalBytes` outgrows the core's own cache (the
+// plan's ownCacheAbove; the plan is made on the first ask).
+bool outgrowsOwnCache(int64_t totalBytes);
+// Whether it moves at least half the last-level cache (streamAbove).
+bool outgrowsSharedCache(int64_t totalBytes);
 
 // Copies `count` blocks of `bytes` (takesBlockKernels) between the packed
 // buffer and typed + i*stride (or typed + displs[i]).

@@ -6,13 +6,15 @@
 // from 256 bytes in calls beyond the cache, the kernel measured fastest on
 // this machine (block_copy.h); small runs unpacked at
 // 4 KiB-multiple strides the scatter measured fastest (same_set_scatter.h);
-// others call memcpy.
+// 64-byte runs packed beyond the core's cache the gather measured fastest
+// (block64_gather.h); others call memcpy.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "datatype/block_copy.h"
+#include "datatype/block64_gather.h"
 #include "datatype/same_set_scatter.h"
 
 namespace ibdt::datatype {
@@ -62,7 +64,9 @@ inline void copyFixed(char* packed, uintptr_t typed, int64_t count, int64_t stri
 template <bool kPack>
 inline void copyRuns(char* packed, uintptr_t typed, int64_t count, int64_t bytes, int64_t stride,
                      const int64_t* displs) {
-  if constexpr (!kPack) {
+  if constexpr (kPack) {
+    if (displs == nullptr && isBlock64Gather(count, bytes)) return gatherBlocks64(packed, typed, count, stride);
+  } else {
     if (displs == nullptr && isSameSetScatter(count, bytes, stride)) {
       return scatterSameSet(packed, typed, count, bytes, stride);
     }

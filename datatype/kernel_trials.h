@@ -13,15 +13,16 @@ namespace ibdt::datatype {
 // cache the callers time a trial kernel's second copy of the same bytes;
 // beyond it, one chunk of a call's blocks (datatype/block_copy.cc).
 // Kernel 0 is the incumbent: another replaces it only when its fastest trial
-// per byte is below kLeaveIncumbentBelow of kernel 0's. `kernels` (at most
-// kKernels) limits the trials to kernels 0 .. kernels-1.
+// per byte is below `leaveIncumbentBelow` of kernel 0's (default
+// kLeaveIncumbentBelow). `kernels` (at most kKernels) limits the trials to
+// kernels 0 .. kernels-1.
 template <int kKernels>
 class KernelTrials {
  public:
   static constexpr double kLeaveIncumbentBelow = 0.85;
 
-  explicit KernelTrials(int perKernel = 1, int kernels = kKernels)
-      : kernels_(std::clamp(kernels, 1, kKernels)), total_(kernels_ * perKernel) {
+  explicit KernelTrials(int perKernel = 1, int kernels = kKernels, double leaveIncumbentBelow = kLeaveIncumbentBelow)
+      : kernels_(std::clamp(kernels, 1, kKernels)), total_(kernels_ * perKernel), leaveIncumbentBelow_(leaveIncumbentBelow) {
     std::fill(std::begin(best_), std::end(best_), 1e300);
   }
 
@@ -44,7 +45,7 @@ class KernelTrials {
     if (++recorded_ != total_) return -1;
     int winner = 0;
     for (int k = 1; k < kernels_; ++k) {
-      if (best_[k] < best_[winner] * (winner == 0 ? kLeaveIncumbentBelow : 0.97)) winner = k;
+      if (best_[k] < best_[winner] * (winner == 0 ? leaveIncumbentBelow_ : 0.97)) winner = k;
     }
     return winner;
   }
@@ -52,6 +53,7 @@ class KernelTrials {
  private:
   int kernels_;
   int total_;
+  double leaveIncumbentBelow_;
   bool warmedUp_ = false;
   int handedOut_ = 0, recorded_ = 0;
   double best_[kKernels] = {};

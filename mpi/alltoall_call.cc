@@ -2,10 +2,12 @@
 // agreement (see the header).
 #include "mpi/alltoall_call.h"
 
+#include <climits>
 #include <vector>
 
 #include "collectives/alltoall_select.h"
 #include "mpi/comm_state.h"
+#include "mpi/direct_write_call.h"
 #include "mpi/staging.h"
 #include "mpi/type_convert.h"
 
@@ -58,8 +60,8 @@ Status runStaged(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Stag
 }
 
 // When building a plan communicates (hierarchical splits the communicator;
-// kAuto across nodes agrees on the algorithm; direct-write exchanges keys),
-// every rank must build together: one vote per call, the minimum decides.
+// kAuto across nodes agrees on the algorithm), every rank must build
+// together: one vote per call, the minimum decides.
 enum Vote : int { kCannot = 0, kNewPlan = 1, kSamePlan = 2 };
 
 // The key tag of plans every rank built together (their tags come from the
@@ -94,26 +96,28 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
   return true;
 }
 
-// Whether ibdt's own choice for these blocks, were every rank to build the
-// plan together, is direct-write (large blocks on one node; its init
-// exchanges keys, docs/alltoall-selection.md): what the native persistent
-// plan runs, where a pinned plan (built by one rank alone) runs pairwise.
-// The call then takes the vote. Decided from the block's MPI size, the
-// same on every rank of a correct program, whatever types convert here;
-// remembered for the last block size asked.
-bool prefersDirectWrite(CommState& state, const AlltoallArgs& args) {
-  if (state.alltoall.algorithm != collectives::AlltoallAlgorithm::kAuto || args.sendbuf == MPI_IN_PLACE) return false;
+// The block's MPI size when ibdt's own choice for such blocks, were every
+// rank to build the plan together, is direct-write (large blocks on one
+// node; its init exchanges keys, docs/alltoall-selection.md): what the
+// native persistent plan runs, where a pinned plan (built by one rank
+// alone) runs pairwise. Else 0. Decided from the block's MPI size, the same
+// on every rank of a correct program, whatever types convert here;
+// remembered for the last block size asked. Blocks beyond MPI's int
+// counts stay pinned (their staging through PMPI_Pack could not count them).
+int64_t directWriteBlockBytes(CommState& state, const AlltoallArgs& args) {
+  if (state.alltoall.algorithm != collectives::AlltoallAlgorithm::kAuto || args.sendbuf == MPI_IN_PLACE) return 0;
   int typeSize = 0;
-  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS) return false;
+  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS) return 0;
   const int64_t blockBytes = static_cast<int64_t>(typeSize) * args.recvcount;
   CommState::DirectWriteChoice& choice = state.directWriteChoice;
   if (choice.blockBytes != blockBytes) {
     const auto model = collectives::AlltoallCostModel::fromTuning(state.context->tuning());
     const auto picked = collectives::selectAlltoall(model, state.comm->size(), blockBytes, true,
                                                     state.comm->nodeCount(), false);
-    choice = {blockBytes, picked.algorithm == collectives::AlltoallAlgorithm::kDirectWrite};
+    choice = {blockBytes, picked.algorithm == collectives::AlltoallAlgorithm::kDirectWrite &&
+                              blockBytes * state.comm->size() <= INT_MAX};
   }
-  return choice.chosen;
+  return choice.chosen ? blockBytes : 0;
 }
 
 }  // namespace
@@ -126,11 +130,15 @@ Status runPlan(collectives::Plan& plan) {
 bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status& status, std::string& why) {
   // MPI_IN_PLACE ignores sendcount and sendtype (often MPI_DATATYPE_NULL):
   // the blocks leave from recvbuf as recvcount x recvtype.
-  // Only calls on pinned plans are remembered: a call with the previous
-  // call's arguments takes the same path (no vote).
+  // A call with the previous call's arguments takes the same path, with no
+  // conversion, lookup or vote.
   const uint64_t typesFreed = convertedTypesFreed();
   if (const AlltoallCache::Last* last = state.alltoallPlans.repeated(args, typesFreed); last != nullptr) {
     status = runPlan(*last->plan);
+    return true;
+  }
+  if (DirectWritePlan* plan = state.directWritePlans.repeated(args, typesFreed); plan != nullptr) {
+    status = rerunDirectWrite(*plan, comm);
     return true;
   }
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
@@ -144,13 +152,14 @@ bool runOnIbdt(CommState& state, const AlltoallArgs& args, MPI_Comm comm, Status
     }
     return true;
   }
-  // Direct-write only if every rank can take it; else (a type staged on
-  // some rank: every rank learns it from the vote) the pinned path below.
-  const bool voted = prefersDirectWrite(state, args);
-  if (voted && runVoted(state, args, comm, send, recv, status)) return true;
+  // Direct-write plans per block size, no vote: every rank takes them
+  // whatever its types (a side ibdt cannot write in place is staged).
+  if (const int64_t blockBytes = directWriteBlockBytes(state, args); blockBytes > 0) {
+    status = runDirectWrite(state, args, comm, blockBytes, send, recv, typesFreed);
+    return true;
+  }
   if (send.isOk() && recv.isOk()) {
     status = runCached(state, args, *send, *recv, typesFreed);
-    if (voted) state.alltoallPlans.forget();  // the next such call votes again, as the ranks staging it do
     return true;
   }
   Result<StagedAlltoallv> call = stageAlltoall(args, state.comm->size());

@@ -17,11 +17,11 @@
 // signature (signatureType), so that rank still takes part; only a call
 // with a signature ibdt has no basic type for goes to MPI, and that fails
 // on every rank alike. The hierarchical algorithm, whose plans split
-// the communicator at init (collective), keeps one collective vote per call,
-// and so do blocks for which ibdt's own choice is direct-write (large
-// blocks on one node, as the native persistent plan runs them; its init
-// exchanges keys): where some rank stages a side, every rank learns it
-// from the vote and runs the pinned plan instead.
+// the communicator at init (collective), keeps one collective vote per call.
+// Blocks for which ibdt's own choice is direct-write (large blocks on one
+// node, as the native persistent plan runs them; its init exchanges keys)
+// run on plans built by every rank together once per block size and moved
+// to each call's buffers locally (mpi/direct_write_call.h): no vote.
 #pragma once
 
 #include <mpi.h>

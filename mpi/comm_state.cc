@@ -102,6 +102,7 @@ uint32_t bridgeWaitSpins() { return leastWaitSpins() == UINT32_MAX ? Backoff::kS
 
 CommState::~CommState() {
   alltoallPlans.clear();  // their persistent requests belong to the Context
+  directWritePlans.clear();
   ialltoallPlans.clear();  // (a run still in flight holds its own)
   ialltoallvPlans.clear();
   stagedIalltoallPlans.clear();

@@ -17,6 +17,7 @@
 #include "ibdt/status.h"
 #include "mpi/alltoall_call.h"
 #include "mpi/alltoallv_call.h"
+#include "mpi/direct_write_call.h"
 #include "mpi/mpi_store.h"
 #include "mpi/nonblocking.h"
 #include "mpi/tagged_plans.h"
@@ -30,6 +31,8 @@ struct CommState {
   collectives::AlltoallOptions alltoall;
   collectives::AlltoallvOptions alltoallv;
   AlltoallCache alltoallPlans{8};  // destroyed before the Context they run on
+  // The blocking alltoall's direct-write plans, per block size (mpi/direct_write_call.h).
+  DirectWritePlans directWritePlans{4};
   // MPI_Ialltoall's plans: every reserved tag of two argument sets (mpi/nonblocking.h).
   AlltoallCache ialltoallPlans{2 * kNonblockingTags};
   // The non-blocking alltoallv's and the staged MPI_Ialltoall's plans (mpi/tagged_plans.h).
@@ -45,7 +48,7 @@ struct CommState {
   // collectives), sent with the pair checks to recognise stale ones.
   int64_t alltoallvCalls = 0;
   // Whether the blocking alltoall's blocks of the last size asked take a
-  // direct-write plan built by every rank together (mpi/alltoall_call.cc).
+  // direct-write plan (mpi/alltoall_call.cc, mpi/direct_write_call.h).
   struct DirectWriteChoice {
     int64_t blockBytes = -1;
     bool chosen = false;

@@ -168,6 +168,13 @@ Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool in
                     inPlaceRule);
 }
 
+Result<std::unique_ptr<StagedSide>> stageAlltoallBlocks(const void* base, int count, MPI_Datatype type, int p) {
+  std::vector<int64_t> counts(static_cast<size_t>(p), count), displs;
+  for (int64_t j = 0; j < p; ++j) displs.push_back(j * count);
+  IBDT_ASSIGN_OR_RETURN(Datatype bytes, byteSignature(type));
+  return StagedSide::create(base, type, std::move(counts), std::move(displs), std::move(bytes));
+}
+
 Result<StagedAlltoallv> stageAlltoall(const AlltoallArgs& args, int p) {
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const int64_t sendcount = inPlace ? args.recvcount : args.sendcount, recvcount = args.recvcount;

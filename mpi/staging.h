@@ -75,4 +75,8 @@ Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool in
 // The same for an alltoall: block j of `count` elements at element j * count.
 Result<StagedAlltoallv> stageAlltoall(const AlltoallArgs& args, int p);
 
+// One side of an alltoall (p blocks of `count` x `type`, block j at element
+// j * count) staged as packed bytes whatever its type (mpi/direct_write_call.h).
+Result<std::unique_ptr<StagedSide>> stageAlltoallBlocks(const void* base, int count, MPI_Datatype type, int p);
+
 }  // namespace ibdt::mpi

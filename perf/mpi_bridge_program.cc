@@ -16,7 +16,7 @@
 //   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
 //    "MPI_Alltoall self", "bytes": b, "mpi": [...], "ibdt": [...]}
 // (seconds per pack, or per call of the slowest rank), or {"error": ...}.
-// Usage: ibdt-mpi-bridge-<mpi> --pack [--quick] [--reps N] [--warmup N]
+// Usage: ibdt-mpi-bridge-<mpi> --pack [--quick] [--case TEXT] [--reps N] [--warmup N]
 //        ibdt-mpi-bridge-<mpi> --alltoall [--bytes 8,4096] [--reps N] [--warmup N]
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)
@@ -80,8 +80,10 @@ std::string checkPack(const MpiCase& c, const std::vector<char>& typed, int pack
   return byMpi == byIbdt ? "" : "packed bytes differ";
 }
 
-bool runPack(bool quick, int reps, int warmup) {
+// `only`: the cases whose name contains it (empty: all).
+bool runPack(bool quick, const std::string& only, int reps, int warmup) {
   for (const PackCase& pc : packCases(quick)) {
+    if (pc.name.find(only) == std::string::npos) continue;
     MpiCase c = buildMpiCase(pc);
     int packSize = 0, typeSize = 0;
     PMPI_Pack_size(c.count, c.type, MPI_COMM_SELF, &packSize);
@@ -259,9 +261,11 @@ std::string bridgeTookAll(bool pack) {
 int main(int argc, char** argv) {
   const World world = initWorld(&argc, &argv);
   bool pack = false, alltoall = false, quick = false;
+  std::string only;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--pack")) pack = true;
+    else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--alltoall")) alltoall = true;
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else rest.push_back(argv[i]);
@@ -271,10 +275,10 @@ int main(int argc, char** argv) {
   if (pack == alltoall ||
       !parseBaselineOptions(static_cast<int>(rest.size()), rest.data(), "--bytes", valid, alltoallBytes(quick), options)) {
     return usageError(world, std::string("usage: ") + argv[0] +
-                                 " --pack [--quick] | --alltoall [--bytes 8,4096 (multiples of 8)] [--reps N] [--warmup N]");
+                                 " --pack [--quick] [--case TEXT] | --alltoall [--bytes 8,4096 (multiples of 8)] [--reps N] [--warmup N]");
   }
   if (world.rank == 0) printLibraryLine();
-  bool ok = pack ? runPack(quick, options.reps, options.warmup) : runAlltoall(world, options);
+  bool ok = pack ? runPack(quick, only, options.reps, options.warmup) : runAlltoall(world, options);
   if (ok && world.rank == 0) {
     if (std::string wrong = bridgeTookAll(pack); !wrong.empty()) {
       printLine({{"error", wrong}});

@@ -212,6 +212,12 @@ class Plan {
   // round still ran), or kTimeout at `deadline` (the run stays active).
   Status wait(Deadline deadline = Deadline::never());
   bool active() const;
+  // Moves an inactive plan to other send and receive buffers with the same
+  // layout (every block at the same offset from its buffer), locally: no
+  // rank is told or waits, yet the peers' next runs reach the new buffers.
+  // Only direct-write plans can (their "ready" message carries the receive
+  // buffer's key every run); kUnsupported for the others; kState while active.
+  Status rebind(const void* sendbuf, void* recvbuf);
   // "pairwise", ...
   std::string_view algorithm() const;
   // Largest scratch the algorithm itself held at once, in bytes, over the

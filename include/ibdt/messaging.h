@@ -54,6 +54,7 @@
 // it sees it fail.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -274,6 +275,21 @@ class Context {
                              Deadline deadline = Deadline::never());
   Result<Request> putInit(const void* buf, int64_t bytes, int target, int tag, uint32_t communicator = 0,
                           Deadline deadline = Deadline::never());
+  // A target buffer's key as it travels (address, length, rkey).
+  static constexpr size_t kOneSidedKeyBytes = 24;
+  using OneSidedKey = std::array<uint8_t, kOneSidedKeyBytes>;
+  // Moves an inactive put or exposure to `buf`, of the same length,
+  // registering it (the pin-down cache: a buffer used before costs a
+  // lookup), without any message: a put's origin changes alone. Returns an
+  // exposure's key, which its origin must then get (retargetPut) before its
+  // next put, e.g. in a message the caller sends anyway (the direct-write
+  // alltoall's "ready"); the same buffer again only returns the key.
+  // kState while the request runs.
+  Result<OneSidedKey> rebindOneSided(Request& request, const void* buf);
+  // Points an inactive put at the target buffer `key` (rebindOneSided's
+  // result on the target): kInvalidArgument when its length is not the
+  // put's, or the key is malformed.
+  Status retargetPut(Request& put, std::span<const uint8_t> key);
 
   // Runs a persistent request once more: kState while its last run is still
   // active. A peer already failed: that error, and the request stays inactive.

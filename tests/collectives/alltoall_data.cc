@@ -131,6 +131,15 @@ std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline d
   return startWaitCheck(plan, buffers, deadline);
 }
 
+std::string runRebound(Plan& plan, AlltoallBuffers (&sets)[2], int rank, int run, Deadline deadline) {
+  AlltoallBuffers& send = sets[(run + rank) % 2];
+  AlltoallBuffers& recv = sets[(run / 2 + rank / 2) % 2];
+  for (AlltoallBuffers& set : sets) set.refill(run);
+  recv.clearReceive();
+  if (Status moved = plan.rebind(send.sendbuf(), recv.recvbuf()); !moved.isOk()) return moved.toString();
+  return startWaitCheck(plan, recv, deadline);
+}
+
 std::string runInPlaceChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline) {
   buffers.refill(run);
   buffers.loadInPlace();

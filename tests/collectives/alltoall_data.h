@@ -94,6 +94,11 @@ class AlltoallBuffers {
 // checks every byte. "" on success, else what failed (status or first
 // wrong byte).
 std::string runChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);
+// The same for a plan moved (Plan::rebind) before the run to buffers of
+// two sets chosen on `rank`'s own schedule: its send buffer changes every
+// run, its receive buffer every two (shifted by rank / 2), so ranks move
+// at different runs without telling each other.
+std::string runRebound(Plan& plan, AlltoallBuffers (&sets)[2], int rank, int run, Deadline deadline);
 // The same for a plan built in place (kInPlace) over buffers.recvbuf():
 // the run's send blocks are loaded into the receive buffer first.
 std::string runInPlaceChecked(Plan& plan, AlltoallBuffers& buffers, int run, Deadline deadline);

@@ -84,6 +84,28 @@ TEST(DirectWriteThreadsBlocking, BlockingCallsReRegisterNothingAndMatch) {
   });
 }
 
+// Plan::rebind: each rank moves its send and receive buffers between two
+// sets on its own schedule, telling nobody (no barrier, no agreement); the
+// peers' writes follow the key in its next ready. Every byte checked.
+TEST(DirectWriteThreadsRebind, EachRankMovesItsBuffersAlone) {
+  for (int64_t bytes : {int64_t{0}, int64_t{13}, int64_t{70000}}) {
+    runRanks(4, {}, [&](RankEnv& env) {
+      auto comm = world(env);
+      ASSERT_NE(comm, nullptr);
+      const Side side = testing::byteSide(bytes);
+      AlltoallBuffers sets[2] = {AlltoallBuffers(side, side, 4, env.rank), AlltoallBuffers(side, side, 4, env.rank)};
+      auto plan = alltoallInit(*comm, sets[0].sendbuf(), side.count, side.type, sets[0].recvbuf(), side.count,
+                               side.type, directWrite());
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      ASSERT_EQ(plan->algorithm(), "direct-write");
+      for (int run = 0; run < 8; ++run) {
+        ASSERT_EQ(testing::runRebound(*plan, sets, env.rank, run, soon()), "")
+            << "rank " << env.rank << " run " << run << " of " << bytes << " B";
+      }
+    });
+  }
+}
+
 // Strided blocks cannot be written as one run of bytes: every rank runs
 // pairwise, and the data is still right.
 TEST(DirectWriteThreadsFallback, DerivedTypesRunPairwise) {
@@ -106,6 +128,8 @@ TEST(DirectWriteThreadsFallback, OneRankWithDerivedTypesMovesEveryRankToPairwise
                              dense.type, directWrite());
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     EXPECT_EQ(plan->algorithm(), "pairwise");
+    // Only direct-write plans move to other buffers (Plan::rebind).
+    EXPECT_EQ(plan->rebind(buffers.sendbuf(), buffers.recvbuf()).code(), Code::kUnsupported);
     ASSERT_TRUE(plan->start().isOk());
     ASSERT_TRUE(plan->wait(soon()).isOk());
     EXPECT_EQ(buffers.check(), "");
@@ -276,6 +300,8 @@ TEST(DirectWriteAlltoallvFallback, DerivedTypesRunPairwise) {
                               buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), dense.type, options);
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
     EXPECT_EQ(plan->algorithm(), "pairwise");
+    // Only direct-write plans move to other buffers (Plan::rebind).
+    EXPECT_EQ(plan->rebind(buffers.sendbuf(), buffers.recvbuf()).code(), Code::kUnsupported);
     ASSERT_TRUE(plan->start().isOk());
     ASSERT_TRUE(plan->wait(soon()).isOk());
     EXPECT_EQ(buffers.check(), "");

@@ -107,6 +107,26 @@ TEST_F(AlltoallMp, DirectWritePersistentWithChangingData) {
   }
 }
 
+// Plan::rebind between processes: each rank moves its send and receive
+// buffers between two sets on its own schedule, telling nobody; the peers
+// write where its next ready's key says (on verbs: a new registration's rkey).
+TEST_F(AlltoallMp, DirectWriteRebindEachRankAlone) {
+  const Side side = testing::byteSide(80000);
+  const int me = comm_->rank();
+  AlltoallBuffers sets[2] = {AlltoallBuffers(side, side, comm_->size(), me),
+                             AlltoallBuffers(side, side, comm_->size(), me)};
+  AlltoallOptions options;
+  options.algorithm = AlltoallAlgorithm::kDirectWrite;
+  auto plan = alltoallInit(*comm_, sets[0].sendbuf(), side.count, side.type, sets[0].recvbuf(), side.count, side.type,
+                           options);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  ASSERT_EQ(plan->algorithm(), "direct-write");
+  for (int run = 0; run < 6; ++run) {
+    ASSERT_EQ(testing::runRebound(*plan, sets, me, run, mpDeadline()), "") << "rank " << me << " run " << run;
+  }
+  ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());  // no peer still writes before the buffers go
+}
+
 TEST_F(AlltoallMp, MismatchedSignatureFailsWithoutHanging) {
   const int me = comm_->rank();
   for (int64_t ints : {4, 100000}) {  // eager and rendezvous

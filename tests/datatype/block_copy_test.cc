@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "datatype/block_copy.h"
+#include "datatype/block64_gather.h"
 #include "datatype/same_set_scatter.h"
 #include "ibdt/datatype.h"
 #include "reference.h"
@@ -71,12 +72,15 @@ Case makeCase(std::mt19937_64& rng, int shape, int64_t blocks = 0) {
   return c;
 }
 
-void checkPackUnpack(const Case& c, std::mt19937_64& rng) {
+// `packedAlign`: the packed buffer's misalignment and the cut between the
+// two packs are multiples of it (16-byte aligned when it is).
+void checkPackUnpack(const Case& c, std::mt19937_64& rng, int64_t packedAlign = 1) {
   const std::vector<int64_t> offsets = testing::refByteOffsets(c.ref, c.count);
   const int64_t size = static_cast<int64_t>(offsets.size());
   int64_t hi = 0;
   for (int64_t o : offsets) hi = std::max(hi, o + 1);
-  const int64_t typedMisalign = static_cast<int64_t>(rng() % 64), packedMisalign = static_cast<int64_t>(rng() % 64);
+  const int64_t typedMisalign = static_cast<int64_t>(rng() % 64);
+  const int64_t packedMisalign = static_cast<int64_t>(rng() % 64) / packedAlign * packedAlign;
   std::vector<uint8_t> typed(static_cast<size_t>(hi + 2 * kGuardBytes), kGuard);
   uint8_t* base = typed.data() + typedMisalign;
   for (int64_t o : offsets) base[o] = static_cast<uint8_t>(rng());
@@ -86,7 +90,7 @@ void checkPackUnpack(const Case& c, std::mt19937_64& rng) {
 
   std::vector<uint8_t> packed(static_cast<size_t>(size + 2 * kGuardBytes), kGuard);
   uint8_t* out = packed.data() + packedMisalign;
-  const int64_t cut = size == 0 ? 0 : static_cast<int64_t>(rng() % static_cast<uint64_t>(size));
+  const int64_t cut = size == 0 ? 0 : static_cast<int64_t>(rng() % static_cast<uint64_t>(size)) / packedAlign * packedAlign;
   ASSERT_TRUE(seg->pack(base, 0, cut, out).isOk());
   ASSERT_TRUE(seg->pack(base, cut, size, out + cut).isOk());
   for (int64_t i = 0; i < size; ++i) ASSERT_EQ(out[i], base[offsets[static_cast<size_t>(i)]]) << "packed byte " << i;
@@ -369,6 +373,58 @@ INSTANTIATE_TEST_SUITE_P(Kernels, SameSetScatter, ::testing::Values(-1, 0, 1),
                          [](const ::testing::TestParamInfo<int>& param) {
                            return param.param < 0 ? std::string("trials")
                                                   : std::string(scatterKernelName(static_cast<ScatterKernel>(param.param)));
+                         });
+
+// 64-byte blocks packed in calls beyond the core's cache (block64_gather.h;
+// the cuts moved to 4 and 16 KiB so that small calls take both regimes): block counts
+// around the unrolling, the prefetch distance and the trial chunks, strides
+// from dense to pages, 63- and 65-byte blocks beside (the ordinary loops).
+Case makeGatherCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  constexpr int64_t kCounts[] = {1, 3, 4, 5, 19, 20, 21, 31, 32, 33, 64, 65, 97, 300};
+  const int64_t blockBytes = pick(0, 5) == 0 ? kGatherBlockBytes + pick(-1, 1) : kGatherBlockBytes;
+  const int64_t blocks = kCounts[pick(0, std::size(kCounts) - 1)];
+  const int64_t stride = blockBytes + (pick(0, 3) == 0 ? pick(0, 5000) : pick(0, 2) * 64);
+  Case c;
+  c.count = pick(1, 2);
+  c.type = Datatype::hvector(blocks, blockBytes, stride, Datatype::of<uint8_t>()).value();
+  c.ref = testing::refHvector(blocks, blockBytes, stride, testing::refBasic(BasicKind::kUint8));
+  EXPECT_TRUE(c.type.commit().isOk());
+  return c;
+}
+
+class Block64Gather : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { resetBlockCopyPlanForTesting(16384, 4096); }
+  void TearDown() override {
+    setBlock64GatherForTesting(-1);
+    resetBlockCopyPlanForTesting();
+  }
+};
+
+// Each gather loop forced (and -1: the trials, then their choice) against
+// the reference interpreter, every packed byte and guard (misaligned
+// packed buffers included: streamed stores take the plain loop there).
+TEST_P(Block64Gather, MatchesTheReference) {
+  const int kernel = GetParam();
+  if (kernel >= 0 && !gatherKernelAvailable(static_cast<GatherKernel>(kernel))) GTEST_SKIP();
+  setBlock64GatherForTesting(kernel);
+  std::mt19937_64 rng(31 + static_cast<uint64_t>(kernel + 1));
+  for (int k = 0; k < 120; ++k) {
+    SCOPED_TRACE(::testing::Message() << "case " << k);
+    checkPackUnpack(makeGatherCase(rng), rng, k % 2 == 0 ? kGatherBlockBytes : 1);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  if (kernel < 0) {
+    EXPECT_GE(block64GatherDecision(false), 0) << "calls of 32 blocks and more decide, within the shared cache";
+    EXPECT_GE(block64GatherDecision(true), 0) << "and beyond it";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Block64Gather, ::testing::Values(-1, 0, 1, 2),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return param.param < 0 ? std::string("trials")
+                                                  : std::string(gatherKernelName(static_cast<GatherKernel>(param.param)));
                          });
 
 }  // namespace

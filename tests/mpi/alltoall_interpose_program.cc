@@ -123,9 +123,9 @@ void reusedTypeHandles(MPI_Comm comm) {
 // the others allocate new ones each call, over more distinct sizes than the
 // bridge caches plans (8), so one rank starts a cached plan while another
 // builds or has evicted it. No call agrees collectively (mpi/alltoall_call.h),
-// except for blocks large enough that ibdt's choice is direct-write
-// (`smallest` 16384 ints): those vote, and build together when one rank's
-// plan is missing.
+// except on the first call of each block size large enough that ibdt's
+// choice is direct-write (`smallest` 16384 ints: 11 sizes, more than the 4
+// direct-write plans kept, so they are evicted and built again together).
 void disagreeingCaches(MPI_Comm comm, int smallest, int calls) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -154,10 +154,10 @@ void disagreeingCaches(MPI_Comm comm, int smallest, int calls) {
 // rank 0's types (neither converts there, and rank 0 must still take part
 // in ibdt's exchange, not hand its call to MPI); 2: MPI_IN_PLACE with the
 // backwards type on rank 0. `n` ints per pair, twice on the same buffers:
-// with 20000 (ibdt's choice direct-write, whose plan every rank builds
-// together after a vote) the ranks that convert both types learn from the
-// vote that another rank stages, and run the pinned plan as it does, on
-// the repeated call too.
+// with 20000 (ibdt's choice direct-write) the rank that cannot lay out its
+// type stages it through PMPI_Pack into a dense buffer the plan writes
+// from or into, while the others run the same plan on their own buffers,
+// on the repeated call too.
 void negativeExtent(MPI_Comm comm, int how, int n) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
@@ -371,6 +371,7 @@ int main(int argc, char** argv) {
     inPlace(MPI_COMM_WORLD);
     disagreeingCaches(MPI_COMM_WORLD, 1, 30);
     disagreeingCaches(MPI_COMM_WORLD, 16384, 6);
+    interpose_test::directWriteAlltoall(MPI_COMM_WORLD);
     reusedTypeHandles(MPI_COMM_WORLD);
     for (int how = 0; how < 3; ++how)
       for (int n : {2, 20000}) negativeExtent(MPI_COMM_WORLD, how, n);

@@ -33,6 +33,9 @@ inline void check(bool ok, const std::string& what) {
 // The int that rank `from` sends as element `i` of its block for rank `to`.
 inline int value(int from, int to, int i) { return from * 1000003 + to * 7919 + i; }
 
+// tests/mpi/interpose_direct_write.cc: blocking calls on direct-write
+// blocks, buffers and layouts changing on some ranks only.
+void directWriteAlltoall(MPI_Comm comm);
 // tests/mpi/interpose_requests.cc: the non-blocking and persistent forms.
 // `testanyLoop`: the third run completes through an MPI_Testany loop (else
 // MPI_Waitall). MPICH 4.0's own persistent alltoall, not preloaded, leaves

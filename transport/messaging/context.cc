@@ -217,6 +217,18 @@ Result<Request> Context::putInit(const void* buf, int64_t bytes, int target, int
   return Request(std::move(op), true);
 }
 
+Result<Context::OneSidedKey> Context::rebindOneSided(Request& request, const void* buf) {
+  if (!request.valid() || !request.op_->oneSided) return makeError(Code::kInvalidArgument, "rebindOneSided: not a put or exposure");
+  if (!request.op_->done) return makeError(Code::kState, "rebindOneSided: the request is running");
+  return impl_->oneSided().rebind(*request.op_, buf);
+}
+
+Status Context::retargetPut(Request& put, std::span<const uint8_t> key) {
+  if (!put.valid() || !put.op_->oneSided || !put.op_->isSend) return makeError(Code::kInvalidArgument, "retargetPut: not a put");
+  if (!put.op_->done) return makeError(Code::kState, "retargetPut: the put is running");
+  return impl_->oneSided().retarget(*put.op_, key);
+}
+
 Status Context::start(Request& request) {
   if (!request.valid()) return makeError(Code::kInvalidArgument, "start: empty request");
   if (!request.persistent_) return makeError(Code::kInvalidArgument, "start: not a persistent request");

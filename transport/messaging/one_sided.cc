@@ -24,6 +24,12 @@ Status checkRange(const void* buf, int64_t bytes, int peer, int size, std::strin
   return Status::ok();
 }
 
+// The key of a target's buffer (none registered for 0 bytes: an empty key).
+fabric::RemoteKey keyOf(const OneSidedChannel& channel) {
+  if (!channel.region) return {};
+  return {reinterpret_cast<uint64_t>(channel.local), static_cast<uint64_t>(channel.bytes), channel.region.rkey()};
+}
+
 }  // namespace
 
 OneSided::~OneSided() {
@@ -51,15 +57,41 @@ Result<std::shared_ptr<OneSidedChannel>> OneSided::newChannel(const void* buf, i
   return channel;
 }
 
+static_assert(Context::kOneSidedKeyBytes == fabric::RemoteKey::kWireSize, "the public key size is the fabric's");
+
+Result<Context::OneSidedKey> OneSided::rebind(Operation& op, const void* buf) {
+  OneSidedChannel& channel = *op.oneSided;
+  if (buf != channel.local) {
+    if (buf == nullptr && channel.bytes > 0) return makeError(Code::kInvalidArgument, "rebindOneSided: null buffer");
+    memory::RegionRef region;
+    if (channel.bytes > 0) {
+      const uint32_t access = op.isSend ? fabric::kLocalWrite : fabric::kLocalWrite | fabric::kRemoteWrite;
+      IBDT_ASSIGN_OR_RETURN(region, host_.acquireRegion(buf, static_cast<size_t>(channel.bytes), access));
+    }
+    channel.region = std::move(region);
+    channel.local = static_cast<const std::byte*>(buf);
+  }
+  Context::OneSidedKey wire{};
+  keyOf(channel).serialize(wire);
+  return wire;
+}
+
+Status OneSided::retarget(Operation& op, std::span<const uint8_t> wire) {
+  OneSidedChannel& channel = *op.oneSided;
+  IBDT_ASSIGN_OR_RETURN(fabric::RemoteKey key, fabric::RemoteKey::parse(wire));
+  if (key.length != static_cast<uint64_t>(channel.bytes)) {
+    return makeError(Code::kInvalidArgument, "retargetPut: ", channel.bytes, " bytes for rank ", channel.peer,
+                     ", whose exposed buffer has ", key.length);
+  }
+  channel.remote = key;
+  return Status::ok();
+}
+
 Result<std::shared_ptr<Operation>> OneSided::expose(void* buf, int64_t bytes, int origin, int tag,
                                                     uint32_t communicator, Deadline deadline) {
   IBDT_RETURN_IF_ERROR(checkRange(buf, bytes, origin, context_.size(), "exposeInit"));
   IBDT_ASSIGN_OR_RETURN(auto channel, newChannel(buf, bytes, origin, fabric::kLocalWrite | fabric::kRemoteWrite));
-  fabric::RemoteKey key;
-  if (channel->region) {
-    key = {reinterpret_cast<uint64_t>(buf), static_cast<uint64_t>(bytes), channel->region.rkey()};
-  }
-  key.serialize(channel->keyWire);
+  keyOf(*channel).serialize(channel->keyWire);
   IBDT_ASSIGN_OR_RETURN(channel->keySend,
                         context_.prepareSend(channel->keyWire.data(), static_cast<int64_t>(channel->keyWire.size()),
                                              byteType(), origin, tag, communicator));

@@ -12,7 +12,7 @@
 //
 // The origin must not start a put before the target's buffer may be
 // overwritten (the target started its exposure): the caller orders that
-// (the direct-write alltoall sends a zero-byte "ready" first).
+// (the direct-write alltoall sends a "ready" first, carrying its key).
 #pragma once
 
 #include <array>
@@ -81,6 +81,11 @@ class OneSided {
   // result is a persistent put (start() goes through start below).
   Result<std::shared_ptr<Operation>> put(const void* buf, int64_t bytes, int target, int tag, uint32_t communicator,
                                          Deadline deadline);
+  // Moves an inactive channel's local buffer to `buf` (same length); an
+  // exposure's key, serialized (Context::rebindOneSided).
+  Result<Context::OneSidedKey> rebind(Operation& op, const void* buf);
+  // Points an inactive put at the target buffer of `wire` (Context::retargetPut).
+  Status retarget(Operation& op, std::span<const uint8_t> wire);
   // Starts a run of a put readied by ContextImpl::rearm.
   Status start(const std::shared_ptr<Operation>& op);
   // A WRITE of channel `id` completed (its error, if it failed).
