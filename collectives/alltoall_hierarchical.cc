@@ -14,8 +14,7 @@
 //
 // A leader's buffers: G holds, for each node n it handles, the node-block
 // [local source][its partners on n] it sends n, contiguous; E holds the
-// node-block [source on n][local destination] n sends it, in n's order
-// (node-major; one-sided hops lay them out member-major, below).
+// node-block [source on n][local destination] n sends it, in n's order.
 //
 // Stages (collectives/staged_plan.h; every receive is posted at start):
 //   0       every rank packs its send blocks, one chunk per leader, in the
@@ -41,13 +40,11 @@
 // stage 0, before any stage unpacks into it, so in place needs no memory
 // beyond the staging every run has (docs/alltoall-hierarchical.md).
 // Node-local hops go through the messaging layer (collectives do not reach
-// below it), as messages or, where a chunk would take the rendezvous, as
-// one-sided writes (the agreement's vote): the leader exposes each member's
-// run of G and each member its row buffer at init, so a run writes a chunk
-// straight into G and a row straight into the member's buffer, one write
-// and a notification each. G is then [source][node] and E [destination]
-// [node] (member-major), the exchange's messages typed over their runs,
-// and the node's own blocks are moved from G to E before the scatter.
+// below it). Where a chunk would take the rendezvous (the agreement's
+// vote) the plan is the relay instead (alltoall_hierarchical_relay.cc):
+// one-sided writes, a block for the own node straight into its receive
+// buffer, one for another node into a leader's G and from there, one
+// write per remote destination, into that destination's receive buffer.
 // Messages carry packed bytes; the ranks' type signatures are
 // compared once at init (alltoall_hierarchical_agreement.cc), where the
 // other algorithms compare them per message.
@@ -69,14 +66,18 @@ Result<std::unique_ptr<PlanImpl>> MergedBuilder::build() {
   Checked checked;
   checked.mul(comm_.size(), block_);  // a rank's staging holds at most p blocks each way
   if (checked.overflow) return makeError(Code::kOverflow, name_, ": staging buffer size overflows");
-  plan_ = std::make_unique<StagedPlan>(comm_, name_, static_cast<size_t>(windows_) + 3);
+  plan_ = std::make_unique<StagedPlan>(comm_, name_, oneSided_ ? kRelayStages : static_cast<size_t>(windows_) + 3);
   const bool leader = layout_.myLocal < layout_.leaders[static_cast<size_t>(layout_.myNode)];
   std::unique_ptr<Communicator> leaders;
   if (bruck_) {  // collective over comm: every rank takes part
     IBDT_ASSIGN_OR_RETURN(leaders, comm_.split(leader ? 0 : kUndefinedColour, layout_.myNode));
   }
-  if (leader) IBDT_RETURN_IF_ERROR(buildLeader(std::move(leaders)));
-  IBDT_RETURN_IF_ERROR(buildMember());
+  if (oneSided_) {
+    IBDT_RETURN_IF_ERROR(buildRelay());
+  } else {
+    if (leader) IBDT_RETURN_IF_ERROR(buildLeader(std::move(leaders)));
+    IBDT_RETURN_IF_ERROR(buildMember());
+  }
   for (const PendingPut& put : puts_) {  // every rank's keys are out: none waits on another's putInit
     IBDT_RETURN_IF_ERROR(plan_->addPut(put.stage, put.buf, put.bytes, put.peer, put.tag));
   }

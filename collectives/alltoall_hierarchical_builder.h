@@ -27,11 +27,11 @@ struct BlockCopy {
 // A leader's node-block with node `node`, in G (out) and E (in).
 struct NodeBlock {
   int node = 0;
-  int64_t outOffset = 0;          // node-major: where it starts in G (blocks)
+  int64_t outOffset = 0;          // where it starts in G (blocks)
   std::vector<int64_t> outAt;     // per local source: where its part starts in G (blocks)
   std::vector<int64_t> outCount;  // per local source: its part's blocks
   int64_t outBlocks = 0, inBlocks = 0;
-  std::byte* in = nullptr;       // node-major: in E, or G's own block (direct, own node); member-major: E
+  std::byte* in = nullptr;       // in E, or G's own block (direct, own node)
   std::vector<int64_t> inIndex;  // [source on node][local destination]: block index from `in`, or -1
 };
 
@@ -60,7 +60,8 @@ class MergedBuilder {
         throttle_(options.throttle),
         gatherTag_(comm.takePlanTag()),
         exchangeTag_(comm.takePlanTag()),
-        scatterTag_(comm.takePlanTag()) {}
+        scatterTag_(comm.takePlanTag()),
+        readyTag_(oneSided_ ? comm.takePlanTag() : 0) {}
 
   Result<std::unique_ptr<PlanImpl>> build();
 
@@ -97,9 +98,12 @@ class MergedBuilder {
   Status buildMember();
   static Status run(const std::vector<BlockCopy>& copies, const datatype::Segment& segment, int64_t bytes, bool pack);
 
+  // --- one-sided: the relay (alltoall_hierarchical_relay.cc) ---
+  static constexpr size_t kRelayStages = 4;  // readies, writes into G and on the node, relays, unpack
+  Status buildRelay();
+
   // --- leaders (alltoall_hierarchical_leader.cc) ---
   Status buildLeader(std::unique_ptr<Communicator> leaders);
-  void placeMemberMajor();
   Status buildDirectExchange();
   Status buildBruckExchange(std::unique_ptr<Communicator> leaders);
   // A message over G and E: one run is plain bytes from where it starts.
@@ -116,16 +120,16 @@ class MergedBuilder {
   std::string name_;
   int64_t block_;
   bool bruck_;
-  bool oneSided_;  // node-local hops by writes (docs/alltoall-hierarchical.md, "One-sided node phases")
+  bool oneSided_;  // the relay: every hop a write (docs/alltoall-hierarchical.md, "The relay")
   int windows_;
   int64_t throttle_;
-  int32_t gatherTag_, exchangeTag_, scatterTag_;
+  int32_t gatherTag_, exchangeTag_, scatterTag_;  // the relay: into G, G to the destination, on the node
+  int32_t readyTag_;                              // the relay's readies
   std::optional<datatype::Segment> sendSegment_, recvSegment_;
   std::unique_ptr<StagedPlan> plan_;
   std::byte *gather_ = nullptr, *exchanged_ = nullptr;
   std::vector<NodeBlock> nodeBlocks_;  // leaders only: per handled node, ascending
   std::vector<BlockCopy> packs_, unpacks_, ownUnpacks_;
-  std::vector<std::pair<const std::byte*, std::byte*>> ownNodeMoves_;  // member-major: G -> E, on the node
   std::vector<PendingPut> puts_;
 };
 

@@ -1,5 +1,5 @@
-// The hierarchical alltoall's part on a leader: G and E laid out per node
-// pair (node-major for messages, member-major for one-sided hops), the
+// The hierarchical alltoall's part on a leader (two-sided): G and E laid
+// out per node pair (node-major), the
 // gather's receives, the exchange between leaders (direct by windows, or
 // the leaders' Bruck as a sub-plan) and the scatter's sends; see
 // collectives/alltoall_hierarchical.cc.
@@ -33,24 +33,18 @@ Status MergedBuilder::buildLeader(std::unique_ptr<Communicator> leaders) {
     in += nb.inBlocks;
     nodeBlocks_.push_back(std::move(nb));
   }
-  // Node-major (two-sided): a node-block is one run of G and of E. Member-major
-  // (one-sided): a member's chunk is one run of G, [source][node], and its
-  // row one run of E, [destination][node], so each is one write.
-  auto aliased = [&](const NodeBlock& nb) { return nb.node == node && !bruck_ && !oneSided_; };  // E's block is G's
+  // Node-major: a node-block is one run of G and of E.
+  auto aliased = [&](const NodeBlock& nb) { return nb.node == node && !bruck_; };  // E's block is G's
   for (const NodeBlock& nb : nodeBlocks_) in -= aliased(nb) ? nb.inBlocks : 0;
   Checked checked;
   const int64_t bytes = checked.mul(checked.add(out, in), block_);
   if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
   gather_ = plan_->scratch(static_cast<size_t>(bytes));  // G, then E: one base for every type over them
   exchanged_ = gather_ + out * block_;
-  if (oneSided_) {
-    placeMemberMajor();
-  } else {
-    std::byte* exchanged = exchanged_;
-    for (NodeBlock& nb : nodeBlocks_) {
-      nb.in = aliased(nb) ? gather_ + nb.outOffset * block_ : exchanged;
-      if (!aliased(nb)) exchanged += nb.inBlocks * block_;
-    }
+  std::byte* exchanged = exchanged_;
+  for (NodeBlock& nb : nodeBlocks_) {
+    nb.in = aliased(nb) ? gather_ + nb.outOffset * block_ : exchanged;
+    if (!aliased(nb)) exchanged += nb.inBlocks * block_;
   }
   for (size_t s = 0; s < m; ++s) {
     if (static_cast<int>(s) == j) continue;
@@ -59,70 +53,24 @@ Status MergedBuilder::buildLeader(std::unique_ptr<Communicator> leaders) {
       chunk.add(nb.outAt[s] * block_, nb.outCount[s] * block_);
       for (int source : partnersOn(nb.node, locals()[s])) row.add(inSlot(nb, source, s) - gather_, block_);
     }
-    if (oneSided_) {  // one run each (member-major), or none
-      const int64_t chunkBytes = chunk.single() ? chunk.lengths[0] : 0, rowBytes = row.single() ? row.lengths[0] : 0;
-      std::byte* chunkAt = gather_ + (chunk.single() ? chunk.offsets[0] : 0);
-      std::byte* rowAt = gather_ + (row.single() ? row.offsets[0] : 0);
-      IBDT_RETURN_IF_ERROR(plan_->addExposure(0, chunkAt, chunkBytes, locals()[s], gatherTag_));
-      puts_.push_back({scatterStage(), rowAt, rowBytes, locals()[s], scatterTag_});
-      continue;
-    }
     IBDT_ASSIGN_OR_RETURN(Message gathered, chunk.message());
     IBDT_ASSIGN_OR_RETURN(Message scattered, row.message());
     IBDT_RETURN_IF_ERROR(plan_->addRecv(0, gather_, gathered.count, gathered.type, locals()[s], gatherTag_));
     IBDT_RETURN_IF_ERROR(
         plan_->addSend(scatterStage(), gather_, scattered.count, scattered.type, locals()[s], scatterTag_));
   }
-  // Members write the next run's chunks into G once they have this run's
-  // rows: the scatter waits until the exchange no longer reads G.
-  if (oneSided_) plan_->waitForSends(scatterStage());
   return bruck_ ? buildBruckExchange(std::move(leaders)) : buildDirectExchange();
-}
-
-// Member-major G and E (one-sided), and the blocks that stay on the node
-// moved from G to E before the scatter (node-major aliases them instead).
-void MergedBuilder::placeMemberMajor() {
-  const size_t m = locals().size();
-  std::vector<int64_t> chunkAt(m), rowAt(m);
-  for (size_t s = 0, g = 0, e = 0; s < m; ++s) {
-    chunkAt[s] = static_cast<int64_t>(g);
-    rowAt[s] = static_cast<int64_t>(e);
-    for (const NodeBlock& nb : nodeBlocks_) {
-      g += static_cast<size_t>(nb.outCount[s]);
-      e += partnersOn(nb.node, locals()[s]).size();
-    }
-  }
-  for (NodeBlock& nb : nodeBlocks_) {
-    nb.in = exchanged_;
-    for (size_t s = 0; s < m; ++s) {
-      nb.outAt[s] = chunkAt[s];
-      chunkAt[s] += nb.outCount[s];
-    }
-    for (size_t k = 0; k < nb.inIndex.size(); ++k) {  // [source][destination d]: next block of d's row
-      if (nb.inIndex[k] >= 0) nb.inIndex[k] = rowAt[k % m]++;
-    }
-    if (nb.node != layout_.myNode) continue;
-    for (size_t s = 0; s < m; ++s) {
-      const std::vector<int> partners = partnersOn(nb.node, locals()[s]);
-      for (size_t q = 0; q < partners.size(); ++q) {
-        const auto d = static_cast<size_t>(std::find(locals().begin(), locals().end(), partners[q]) - locals().begin());
-        ownNodeMoves_.emplace_back(gather_ + (nb.outAt[s] + static_cast<int64_t>(q)) * block_,
-                                   inSlot(nb, locals()[s], d));
-      }
-    }
-  }
 }
 
 // One message per node-block with each partner leader, in windows by distance.
 Status MergedBuilder::buildDirectExchange() {
   const int node = layout_.myNode, nodes = layout_.nodes();
   for (const NodeBlock& nb : nodeBlocks_) {
-    if (nb.node == node) continue;  // stays: aliased, or moved from G to E
+    if (nb.node == node) continue;  // stays: E's block is G's
     const int partner = layout_.leaderRank(nb.node, layout_.handler(nb.node, node));
     const size_t sendStage = windowStage((nb.node - node + nodes) % nodes);
     const size_t recvStage = windowStage((node - nb.node + nodes) % nodes);
-    // The wire order [source][destination]: one run of each in node-major
-    // G and E, one run per source in member-major G, per block in its E.
+    // The wire order [source][destination]: one run of G and of E.
     Runs out, in;
     for (size_t s = 0; s < locals().size(); ++s) out.add(nb.outAt[s] * block_, nb.outCount[s] * block_);
     for (size_t k = 0; k < nb.inIndex.size(); ++k) {

@@ -3,7 +3,6 @@
 // their unpacking (last stage); see collectives/alltoall_hierarchical.cc.
 #include <algorithm>
 
-#include "base/copy_bytes.h"
 #include "collectives/alltoall_hierarchical_builder.h"
 
 namespace ibdt::collectives::hierarchical {
@@ -81,13 +80,8 @@ Status MergedBuilder::buildMember() {
     const int leader = layout_.leaderRank(node, static_cast<int>(j));
     const std::byte* chunk = part.sendsInPlace ? args_.sendBlock(part.indices.front()) : sendStage;
     std::byte* row = part.receivesInPlace ? args_.recvBlock(part.indices.front()) : recvStage;
-    if (oneSided_) {  // the chunk written into the leader's G, the row written here by the leader
-      puts_.push_back({0, chunk, blocks * block_, leader, gatherTag_});
-      IBDT_RETURN_IF_ERROR(plan_->addExposure(scatterStage(), row, blocks * block_, leader, scatterTag_));
-    } else {
-      IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
-      IBDT_RETURN_IF_ERROR(plan_->addRecv(scatterStage(), row, blocks * block_, byte(), leader, scatterTag_));
-    }
+    IBDT_RETURN_IF_ERROR(plan_->addSend(0, chunk, blocks * block_, byte(), leader, gatherTag_));
+    IBDT_RETURN_IF_ERROR(plan_->addRecv(scatterStage(), row, blocks * block_, byte(), leader, scatterTag_));
     if (!part.sendsInPlace) sendStage += blocks * block_;
     if (!part.receivesInPlace) recvStage += blocks * block_;
   }
@@ -97,10 +91,7 @@ Status MergedBuilder::buildMember() {
   auto unpack = [segment = *recvSegment_, bytes = block_](const std::vector<BlockCopy>& copies) {
     return run(copies, segment, bytes, /*pack=*/false);
   };
-  plan_->setBefore(scatterStage(), [unpack, own = ownUnpacks_, moves = ownNodeMoves_, bytes = block_] {
-    for (const auto& [from, to] : moves) copyBytes(to, from, static_cast<size_t>(bytes));
-    return unpack(own);
-  });
+  plan_->setBefore(scatterStage(), [unpack, own = ownUnpacks_] { return unpack(own); });
   plan_->setBefore(scatterStage() + 1, [unpack, rows = unpacks_] { return unpack(rows); });
   return Status::ok();
 }
