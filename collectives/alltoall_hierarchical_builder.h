@@ -100,6 +100,16 @@ class MergedBuilder {
 
   // --- one-sided: the relay (alltoall_hierarchical_relay.cc) ---
   static constexpr size_t kRelayStages = 4;  // readies, writes into G and on the node, relays, unpack
+  struct RelaySlots {
+    struct Slot {
+      int leader;  // local index of the leader whose G holds it
+      int d;       // the remote destination
+      int64_t at;  // its first block in that G
+    };
+    std::vector<Slot> slots;      // by remote node, then destination
+    std::vector<int64_t> blocks;  // per leader of this node: its G's blocks
+  };
+  RelaySlots relaySlots() const;
   Status buildRelay();
 
   // --- leaders (alltoall_hierarchical_leader.cc) ---

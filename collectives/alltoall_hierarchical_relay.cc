@@ -19,9 +19,30 @@
 // run of the receive buffer).
 #include <set>
 
+#include "base/checked_math.h"
 #include "collectives/alltoall_hierarchical_builder.h"
 
 namespace ibdt::collectives::hierarchical {
+
+// G of every leader of this node: per remote node n (ascending) and rank d
+// on n, a run of the blocks d gets from its partners on this node, in rank
+// order, kept by the leader that handles n.
+MergedBuilder::RelaySlots MergedBuilder::relaySlots() const {
+  const int node = layout_.myNode;
+  RelaySlots out;
+  out.blocks.assign(static_cast<size_t>(layout_.leaders[static_cast<size_t>(node)]), 0);
+  for (int n = 0; n < layout_.nodes(); ++n) {
+    if (n == node) continue;
+    const int j = layout_.handler(node, n);
+    for (int d : layout_.ranks[static_cast<size_t>(n)]) {
+      const auto sources = static_cast<int64_t>(partnersOn(node, d).size());
+      if (sources == 0) continue;
+      out.slots.push_back({j, d, out.blocks[static_cast<size_t>(j)]});
+      out.blocks[static_cast<size_t>(j)] += sources;
+    }
+  }
+  return out;
+}
 
 Status MergedBuilder::buildRelay() {
   if (block_ == 0) return Status::ok();  // nothing to move
@@ -30,31 +51,18 @@ Status MergedBuilder::buildRelay() {
   const auto oneBlock = [&](const datatype::Datatype& type, int64_t stride, int rank) {
     return denseRun(type, stride, {index(rank)});
   };
-  // Where a leader `leader` of this node keeps G[n][d][source]: the runs
-  // in (n, d) order, a run holding the partners of d on this node.
-  struct Slot {
-    int leader;
-    int n, d;
-    int64_t at;  // block index in that leader's G
-  };
-  std::vector<Slot> slots;
-  std::vector<int64_t> gBlocks(static_cast<size_t>(layout_.leaders[static_cast<size_t>(node)]), 0);
-  for (int n = 0; n < layout_.nodes(); ++n) {
-    if (n == node) continue;
-    const int j = layout_.handler(node, n);
-    for (int d : layout_.ranks[static_cast<size_t>(n)]) {
-      const auto sources = static_cast<int64_t>(partnersOn(node, d).size());
-      if (sources == 0) continue;
-      slots.push_back({j, n, d, gBlocks[static_cast<size_t>(j)]});
-      gBlocks[static_cast<size_t>(j)] += sources;
-    }
-  }
+  const RelaySlots g = relaySlots();
   const bool leader = layout_.myLocal < layout_.leaders[static_cast<size_t>(node)];
-  if (leader) gather_ = plan_->scratch(static_cast<size_t>(gBlocks[static_cast<size_t>(layout_.myLocal)] * block_));
+  Checked checked;  // G holds up to m (p - m) blocks, the staging up to 2p: more than build()'s p
+  if (leader) {
+    const int64_t bytes = checked.mul(g.blocks[static_cast<size_t>(layout_.myLocal)], block_);
+    if (checked.overflow) return makeError(Code::kOverflow, name_, ": leader buffer size overflows");
+    gather_ = plan_->scratch(static_cast<size_t>(bytes));
+  }
 
   // Staging: one block per outgoing block not written from the user's send
-  // buffer, per incoming one not landing in the receive buffer; the own block
-  // goes through one staged block (pack, then unpack in stage 3).
+  // buffer, per incoming one not landing in the receive buffer, and the own
+  // block where it is not one contiguous block of the receive buffer.
   int64_t staged = 0;
   std::set<int> targets, writers;           // whom this rank writes into, who writes into it
   for (int d = 0; d < comm_.size(); ++d) {  // not a leader's own blocks for the nodes it relays to: packed into G
@@ -78,7 +86,9 @@ Status MergedBuilder::buildRelay() {
   // The own block: in place it stays where it is; else packed straight into
   // a contiguous receive block, or through one staged block.
   const bool ownDirect = oneBlock(args_.recvtype, args_.recvStride, me);
-  std::byte* stage = plan_->scratch(static_cast<size_t>((staged + (args_.inPlace || ownDirect ? 0 : 1)) * block_));
+  const int64_t stagedBytes = checked.mul(staged + (args_.inPlace || ownDirect ? 0 : 1), block_);
+  if (checked.overflow) return makeError(Code::kOverflow, name_, ": staging buffer size overflows");
+  std::byte* stage = plan_->scratch(static_cast<size_t>(stagedBytes));
   auto take = [&](int64_t blocks) {
     std::byte* at = stage;
     stage += blocks * block_;
@@ -92,7 +102,7 @@ Status MergedBuilder::buildRelay() {
 
   // Exposures first (every rank's keys go out before any addPut waits).
   if (leader) {  // G's slots, one block per member's block
-    for (const Slot& slot : slots) {
+    for (const RelaySlots::Slot& slot : g.slots) {
       if (slot.leader != layout_.myLocal) continue;
       const std::vector<int> sources = partnersOn(node, slot.d);
       for (size_t q = 0; q < sources.size(); ++q) {
@@ -142,7 +152,7 @@ Status MergedBuilder::buildRelay() {
     packs_.push_back({const_cast<std::byte*>(args_.sendBlock(index(d))), at});
     return static_cast<const std::byte*>(at);
   };
-  for (const Slot& slot : slots) {
+  for (const RelaySlots::Slot& slot : g.slots) {
     const int leaderRank = layout_.leaderRank(node, slot.leader);
     if (leaderRank == me) continue;  // packed into G above
     const std::vector<int> sources = partnersOn(node, slot.d);
