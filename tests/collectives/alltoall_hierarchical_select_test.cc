@@ -1,5 +1,6 @@
 // kAuto choosing the hierarchical alltoall (docs/alltoall-hierarchical.md,
-// "Automatic choice"): its volume (the leader's messages), the built-in
+// "Automatic choice"): its volume (the leader's messages; the relay's
+// where the plan is the relay, and the price that follows), the built-in
 // model's choice on several nodes only, a tuning file's samples deciding on
 // the nodes they were timed on, and with thread ranks on simulated nodes
 // (p in 1..8, two and three nodes in blocks) every rank running the same
