@@ -3,15 +3,15 @@
 #include <optional>
 #include <string>
 
+#include "base/checked_math.h"
 #include "base/config.h"
-#include "base/parse_integer.h"
 #include "base/log.h"
+#include "base/parse_integer.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_bruck.h"
 #include "collectives/alltoall_direct_write.h"
 #include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
-#include "base/checked_math.h"
 #include "collectives/alltoall_select.h"
 
 namespace ibdt::collectives {
@@ -24,8 +24,8 @@ Result<int64_t> blockStride(int size, int64_t count, const datatype::Datatype& t
   checked.mul(stride, size - 1);
   checked.mul(count, type.size());
   if (checked.overflow) {
-    return makeError(Code::kOverflow, "alltoall: ", which, " blocks of ", count, " elements of extent ",
-                     type.extent(), " for ", size, " ranks overflow 64-bit offsets");
+    return makeError(Code::kOverflow, "alltoall: ", which, " blocks of ", count, " elements of extent ", type.extent(),
+                     " for ", size, " ranks overflow 64-bit offsets");
   }
   return stride;
 }
@@ -63,20 +63,21 @@ Result<AlltoallArgs> checkArgs(const Communicator& comm, const void* sendbuf, in
   IBDT_ASSIGN_OR_RETURN(datatype::Signature send, datatype::signature(sendtype, sendcount));
   IBDT_ASSIGN_OR_RETURN(datatype::Signature recv, datatype::signature(recvtype, recvcount));
   if (send != recv) {
-    return makeError(Code::kInvalidArgument, "alltoall: rank ", comm.rank(), "'s send signature (", sendcount,
-                     " x a ", sendtype.size(), "-byte type, ", send.elements,
+    return makeError(Code::kInvalidArgument, "alltoall: rank ", comm.rank(), "'s send signature (", sendcount, " x a ",
+                     sendtype.size(), "-byte type, ", send.elements,
                      " basic elements) differs from its receive signature (", recvcount, " x a ", recvtype.size(),
                      "-byte type, ", recv.elements, " basic elements); every pair must match exactly");
   }
   args.bytes = sendcount * sendtype.size();
   args.inPlace = inPlace;
   if (args.bytes > 0 && sendbuf == recvbuf && !inPlace) {
-    return makeError(Code::kInvalidArgument, "alltoall: sendbuf is recvbuf; pass collectives::kInPlace as sendbuf "
-                                             "to exchange in place");
+    return makeError(Code::kInvalidArgument,
+                     "alltoall: sendbuf is recvbuf; pass collectives::kInPlace as sendbuf "
+                     "to exchange in place");
   }
   if (args.bytes > 0 && (sendbuf == nullptr || recvbuf == nullptr)) {
-    return makeError(Code::kInvalidArgument, "alltoall: ", sendbuf == nullptr ? "sendbuf" : "recvbuf",
-                     " is null but ", args.bytes, " bytes per pair move");
+    return makeError(Code::kInvalidArgument, "alltoall: ", sendbuf == nullptr ? "sendbuf" : "recvbuf", " is null but ",
+                     args.bytes, " bytes per pair move");
   }
   return args;
 }
@@ -94,9 +95,9 @@ Result<AlltoallArgs> checkAlltoallArgs(const Communicator& comm, const void* sen
 
 namespace {
 // Indexed by AlltoallAlgorithm.
-constexpr std::string_view kAlgorithmNames[] = {"auto",           "pairwise",    "bruck-basic", "bruck-modified",
-                                                 "bruck-zero-copy", "bruck-radix", "hierarchical",
-                                                 "direct-write"};
+constexpr std::string_view kAlgorithmNames[] = {"auto",           "pairwise",        "bruck-basic",
+                                                "bruck-modified", "bruck-zero-copy", "bruck-radix",
+                                                "hierarchical",   "direct-write"};
 }  // namespace
 
 // Indexed by LeaderExchange.
@@ -142,17 +143,16 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   AlltoallOptions options;
   IBDT_ASSIGN_OR_RETURN(options.throttle, config::getInt("IBDT_ALLTOALL_THROTTLE", 0, int64_t{1} << 30));
   IBDT_ASSIGN_OR_RETURN(options.radix, config::getInt("IBDT_ALLTOALL_RADIX", 2, int64_t{1} << 30));
-  IBDT_ASSIGN_OR_RETURN(int algorithm,
-                        config::getChoice("IBDT_ALLTOALL_ALGORITHM", {kAlgorithmNames[0], kAlgorithmNames[1],
-                                                                      kAlgorithmNames[2], kAlgorithmNames[3],
-                                                                      kAlgorithmNames[4], kAlgorithmNames[5],
-                                                                      kAlgorithmNames[6], kAlgorithmNames[7]}));
+  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALL_ALGORITHM",
+                                                         {kAlgorithmNames[0], kAlgorithmNames[1], kAlgorithmNames[2],
+                                                          kAlgorithmNames[3], kAlgorithmNames[4], kAlgorithmNames[5],
+                                                          kAlgorithmNames[6], kAlgorithmNames[7]}));
   options.algorithm = static_cast<AlltoallAlgorithm>(algorithm);
   IBDT_ASSIGN_OR_RETURN(int64_t leaders, config::getInt("IBDT_ALLTOALL_LEADERS", 1, 1024));
   options.leaders = static_cast<int>(leaders);
-  IBDT_ASSIGN_OR_RETURN(int exchange, config::getChoice("IBDT_ALLTOALL_LEADER_EXCHANGE",
-                                                        {kLeaderExchangeNames[0], kLeaderExchangeNames[1],
-                                                         kLeaderExchangeNames[2]}));
+  IBDT_ASSIGN_OR_RETURN(int exchange,
+                        config::getChoice("IBDT_ALLTOALL_LEADER_EXCHANGE",
+                                          {kLeaderExchangeNames[0], kLeaderExchangeNames[1], kLeaderExchangeNames[2]}));
   options.leaderExchange = static_cast<LeaderExchange>(exchange);
   return options;
 }
@@ -182,22 +182,24 @@ int64_t bytesOfFailedCall(int64_t recvcount, const datatype::Datatype& recvtype)
 // plan runs once, so each candidate's measured init is priced too.
 Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArgs>& checked, int64_t failedBytes,
                                     AlltoallOptions options, bool collectiveInit, bool perCall) {
-  const AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
+  AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
+  // The hierarchical plan's form follows the messaging layer's single copy (its agreement's vote).
+  model.setRelayed([&comm](int64_t chunk) { return comm.context().exchangeSingleCopy(comm.contextId(), chunk); });
   const int64_t bytes = checked.isOk() ? checked->bytes : failedBytes;
   // In place is refused by direct-write (a peer's write would land on a block not yet sent).
   const bool inPlace = checked.isOk() && checked->inPlace;
   AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit, comm.nodeCount(), perCall, inPlace);
   // A failed rank keeps a collective init's vote (direct-write, hierarchical): it joins that init and fails it.
-  const bool collectiveChoice = choice.algorithm == AlltoallAlgorithm::kDirectWrite ||
-                                choice.algorithm == AlltoallAlgorithm::kHierarchical;
+  const bool collectiveChoice =
+      choice.algorithm == AlltoallAlgorithm::kDirectWrite || choice.algorithm == AlltoallAlgorithm::kHierarchical;
   if (!checked.isOk() && !collectiveChoice) choice = AlltoallChoice{};
   if (comm.nodeCount() > 1) {
     int64_t code = choice.code();
     IBDT_RETURN_IF_ERROR(allreduce(comm, &code, &code, 1, ReduceOp::kMin));
     choice = AlltoallChoice::fromCode(code);
   }
-  IBDT_LOG(kDebug, "alltoall auto: p = ", comm.size(), ", ", bytes, " B per block: ",
-           alltoallAlgorithmName(choice.algorithm), " (radix ", choice.radix, ", model ",
+  IBDT_LOG(kDebug, "alltoall auto: p = ", comm.size(), ", ", bytes,
+           " B per block: ", alltoallAlgorithmName(choice.algorithm), " (radix ", choice.radix, ", model ",
            model.fromFile() ? "from the tuning file" : "built in", ", predicted ", choice.predictedNs / 1e3, " us)");
   options.algorithm = choice.algorithm;
   options.radix = choice.radix;
@@ -235,17 +237,28 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
     return makeError(Code::kInvalidArgument, "alltoall: radix ", options.radix, " (must be >= 2)");
   }
   IBDT_ASSIGN_OR_RETURN(AlltoallArgs args, std::move(checked));
-  Result<std::unique_ptr<PlanImpl>> impl = makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ",
-                                                     static_cast<int>(options.algorithm));
+  Result<std::unique_ptr<PlanImpl>> impl =
+      makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ", static_cast<int>(options.algorithm));
   switch (options.algorithm) {
     case AlltoallAlgorithm::kAuto:  // resolved above
-    case AlltoallAlgorithm::kPairwise: impl = makePairwiseAlltoall(comm, args, options.throttle); break;
-    case AlltoallAlgorithm::kBruckBasic: impl = makeBasicBruckAlltoall(comm, args); break;
-    case AlltoallAlgorithm::kBruckModified: impl = makeModifiedBruckAlltoall(comm, args, 2); break;
-    case AlltoallAlgorithm::kBruckZeroCopy: impl = makeZeroCopyBruckAlltoall(comm, args); break;
-    case AlltoallAlgorithm::kBruckRadix: impl = makeModifiedBruckAlltoall(comm, args, options.radix); break;
+    case AlltoallAlgorithm::kPairwise:
+      impl = makePairwiseAlltoall(comm, args, options.throttle);
+      break;
+    case AlltoallAlgorithm::kBruckBasic:
+      impl = makeBasicBruckAlltoall(comm, args);
+      break;
+    case AlltoallAlgorithm::kBruckModified:
+      impl = makeModifiedBruckAlltoall(comm, args, 2);
+      break;
+    case AlltoallAlgorithm::kBruckZeroCopy:
+      impl = makeZeroCopyBruckAlltoall(comm, args);
+      break;
+    case AlltoallAlgorithm::kBruckRadix:
+      impl = makeModifiedBruckAlltoall(comm, args, options.radix);
+      break;
     case AlltoallAlgorithm::kHierarchical:
-    case AlltoallAlgorithm::kDirectWrite: break;  // above
+    case AlltoallAlgorithm::kDirectWrite:
+      break;  // above
   }
   if (!impl.isOk()) return std::move(impl).takeStatus();
   return Plan(std::move(impl).value());
@@ -283,8 +296,8 @@ Result<Plan> alltoallInit(Communicator& comm, const void* sendbuf, int64_t sendc
 Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype,
                 void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype, const AlltoallOptions& options,
                 Deadline deadline) {
-  IBDT_ASSIGN_OR_RETURN(Plan plan, buildAlltoall(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                                 options, true));
+  IBDT_ASSIGN_OR_RETURN(Plan plan,
+                        buildAlltoall(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, options, true));
   IBDT_RETURN_IF_ERROR(plan.start());
   return plan.wait(deadline);
 }

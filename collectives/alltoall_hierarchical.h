@@ -43,7 +43,7 @@ Result<std::unique_ptr<PlanImpl>> makeNodeMergedAlltoall(Communicator& comm, con
 struct HierarchicalAgreement {
   RankGroups groups;
   LeaderExchange exchange = LeaderExchange::kDirect;  // resolved: direct or Bruck
-  bool oneSided = false;  // node-local gather and scatter by writes (direct exchange only)
+  bool oneSided = false;  // the relay: one-sided writes, no leader exchange (not with a forced Bruck)
 };
 // The allgather that checks every rank's arguments against the others'
 // (kInvalidArgument naming the rank and what differs, on every rank) and

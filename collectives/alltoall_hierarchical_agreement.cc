@@ -32,11 +32,11 @@ bool severalLeadersOnANode(const Communicator& comm, int leaders) {
                      [&](const auto& node) { return std::min(leaders, node.second) > 1; });
 }
 
-// Whether the node-local hops go one-sided: where a member's chunk (its
+// Whether the plan is the one-sided relay: where a member's chunk (its
 // ~groupSize / L blocks through one leader) would take the messaging
 // layer's rendezvous, whose handshake legs a write and its notification
 // replace; below, an eager message is one leg and cheaper than a write
-// (docs/alltoall-hierarchical.md, "One-sided node phases").
+// (docs/alltoall-hierarchical.md, "The relay").
 bool oneSidedVote(Communicator& comm, int64_t bytes, int64_t groupSize, int leaders) {
   if (leaders < 1) return false;
   Checked checked;
@@ -113,8 +113,8 @@ Result<HierarchicalAgreement> agreeOnHierarchical(Communicator& comm, const Resu
   if (agreed.exchange == LeaderExchange::kAuto) {  // rank 0's model decides (the nodes' tuning files may differ)
     agreed.exchange = several ? LeaderExchange::kDirect : static_cast<LeaderExchange>(all[9]);
   }
-  // Rank 0's vote, as for the exchange: the ranks' thresholds may differ. The
-  // one-sided layout needs the direct exchange (Bruck's node-blocks are runs).
+  // Rank 0's vote, as for the exchange: the ranks' thresholds may differ. A
+  // forced Bruck exchange keeps the messages (the relay has no exchange).
   agreed.oneSided = all[10] != 0 && agreed.exchange == LeaderExchange::kDirect;
   return agreed;
 }

@@ -17,6 +17,7 @@ namespace ibdt::collectives::hierarchical {
 struct NodeLayout {
   std::vector<std::vector<int>> ranks;  // ranks[n]: communicator ranks on node n, in rank order
   std::vector<int> leaders;             // leaders[n]: how many leaders node n has
+  std::vector<int> nodeOf;              // nodeOf[r]: the node of communicator rank r
   int myNode = 0, myLocal = 0;
 
   NodeLayout(const Communicator& comm, int leadersPerNode) {
@@ -32,6 +33,7 @@ struct NodeLayout {
         myLocal = static_cast<int>(node.size());
       }
       node.push_back(r);
+      nodeOf.push_back(dense[comm.node(r).nodeId]);
     }
     for (const auto& node : ranks) leaders.push_back(std::min(leadersPerNode, static_cast<int>(node.size())));
   }

@@ -5,6 +5,7 @@
 #include "collectives/alltoall_schedule.h"
 
 #include <algorithm>
+#include <set>
 
 namespace ibdt::collectives {
 
@@ -25,7 +26,8 @@ AlltoallSchedule pairwise(const ScheduleShape& s) {
   AlltoallSchedule schedule;
   schedule.window = s.throttle;
   for (int r = 1; r < s.ranks; ++r) {
-    schedule.rounds.push_back({{{wrap(s.rank + r, s.ranks), s.blockBytes}}, {{wrap(s.rank - r, s.ranks), s.blockBytes}}});
+    schedule.rounds.push_back(
+        {{{wrap(s.rank + r, s.ranks), s.blockBytes}}, {{wrap(s.rank - r, s.ranks), s.blockBytes}}});
   }
   return schedule;
 }
@@ -137,6 +139,51 @@ AlltoallSchedule hierarchical(const ScheduleShape& s) {
   return schedule;
 }
 
+// The relay (alltoall_hierarchical_relay.cc): readies from every target of
+// a write to its origin (round 0); each block for another node written into
+// the G of the leader that handles that node, each block for the own node
+// to its destination (1); each leader's run per remote destination (2).
+AlltoallSchedule relay(const ScheduleShape& s) {
+  const Nodes nodes{s.ranks, s.ranksPerNode, s.leaders};
+  const int node = s.rank / s.ranksPerNode, local = s.rank % s.ranksPerNode;
+  const int64_t block = s.blockBytes;
+  AlltoallSchedule schedule;
+  schedule.rounds.resize(4);
+  if (block == 0) return schedule;
+  std::set<int> targets, writers;
+  ScheduleRound &writes = schedule.rounds[1], &relays = schedule.rounds[2];
+  for (int other = 0; other < nodes.size(node); ++other) {  // the own node: one block each way
+    if (other == local) continue;
+    const int peer = nodes.leaderRank(node, other);
+    writes.sends.push_back({peer, block});
+    relays.recvs.push_back({peer, block});
+    targets.insert(peer);
+    writers.insert(peer);
+  }
+  for (int n = 0; n < nodes.count(); ++n) {
+    if (n == node) continue;
+    const int via = n % nodes.leaders(node), from = nodes.leaderRank(n, node % nodes.leaders(n));
+    relays.recvs.push_back({from, nodes.size(n) * block});  // the blocks of every source on n
+    writers.insert(from);
+    for (int d = 0; d < nodes.size(n); ++d) {
+      const int destination = nodes.leaderRank(n, d);
+      if (via != local) {
+        writes.sends.push_back({nodes.leaderRank(node, via), block});
+        targets.insert(nodes.leaderRank(node, via));
+        continue;
+      }
+      for (int other = 0; other < nodes.size(node); ++other) {
+        if (other != local) writes.recvs.push_back({nodes.leaderRank(node, other), block});
+      }
+      relays.sends.push_back({destination, nodes.size(node) * block});
+      targets.insert(destination);
+    }
+  }
+  for (int writer : writers) schedule.rounds[0].sends.push_back({writer, 0});
+  for (int target : targets) schedule.rounds[0].recvs.push_back({target, 0});
+  return schedule;
+}
+
 Status checkShape(AlltoallAlgorithm algorithm, const ScheduleShape& s) {
   if (s.ranks < 1 || s.rank < 0 || s.rank >= s.ranks) {
     return makeError(Code::kInvalidArgument, "alltoall schedule: rank ", s.rank, " of ", s.ranks, " ranks");
@@ -158,14 +205,21 @@ Status checkShape(AlltoallAlgorithm algorithm, const ScheduleShape& s) {
 Result<AlltoallSchedule> alltoallSchedule(AlltoallAlgorithm algorithm, const ScheduleShape& shape) {
   IBDT_RETURN_IF_ERROR(checkShape(algorithm, shape));
   switch (algorithm) {
-    case AlltoallAlgorithm::kPairwise: return pairwise(shape);
-    case AlltoallAlgorithm::kBruckBasic: return bruckBasic(shape);
+    case AlltoallAlgorithm::kPairwise:
+      return pairwise(shape);
+    case AlltoallAlgorithm::kBruckBasic:
+      return bruckBasic(shape);
     case AlltoallAlgorithm::kBruckModified:
-    case AlltoallAlgorithm::kBruckZeroCopy: return bruckModified(shape, 2);
-    case AlltoallAlgorithm::kBruckRadix: return bruckModified(shape, shape.radix);
-    case AlltoallAlgorithm::kHierarchical: return hierarchical(shape);
-    case AlltoallAlgorithm::kDirectWrite: return directWrite(shape);
-    default: break;
+    case AlltoallAlgorithm::kBruckZeroCopy:
+      return bruckModified(shape, 2);
+    case AlltoallAlgorithm::kBruckRadix:
+      return bruckModified(shape, shape.radix);
+    case AlltoallAlgorithm::kHierarchical:
+      return shape.relay ? relay(shape) : hierarchical(shape);
+    case AlltoallAlgorithm::kDirectWrite:
+      return directWrite(shape);
+    default:
+      break;
   }
   return makeError(Code::kInvalidArgument, "alltoall schedule: \"", alltoallAlgorithmName(algorithm),
                    "\" is not an algorithm with a schedule");

@@ -21,8 +21,8 @@ namespace ibdt::collectives {
 std::vector<int> bruckBlocks(int size, int64_t radix, int64_t weight, int64_t digit);
 
 struct ScheduledMessage {
-  int peer = 0;        // communicator rank
-  int64_t bytes = 0;   // packed bytes (0: an empty message, still sent)
+  int peer = 0;       // communicator rank
+  int64_t bytes = 0;  // packed bytes (0: an empty message, still sent)
   bool operator==(const ScheduledMessage&) const = default;
 };
 
@@ -45,10 +45,11 @@ struct ScheduleShape {
   int ranks = 1;
   int rank = 0;
   int64_t blockBytes = 0;
-  int64_t radix = 2;      // kBruckRadix
-  int64_t throttle = 0;   // kPairwise: rounds in flight; kHierarchical: node pairs per leader (0: unlimited)
-  int ranksPerNode = 1;   // kHierarchical: rank r is on node r / ranksPerNode
-  int leaders = 1;        // kHierarchical: leaders per node
+  int64_t radix = 2;     // kBruckRadix
+  int64_t throttle = 0;  // kPairwise: rounds in flight; kHierarchical: node pairs per leader (0: unlimited)
+  int ranksPerNode = 1;  // kHierarchical: rank r is on node r / ranksPerNode
+  int leaders = 1;       // kHierarchical: leaders per node
+  bool relay = false;    // kHierarchical: its one-sided form, the relay (where a chunk takes the rendezvous)
 };
 
 // The hierarchical alltoall's direct leader exchange (the plan and its

@@ -1,12 +1,13 @@
 // kAuto's choice by the α-β cost model (alltoall_select.h).
 #include "collectives/alltoall_select.h"
 
-#include "base/log.h"
-#include "collectives/alltoall_schedule.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "base/checked_math.h"
+#include "base/log.h"
+#include "collectives/alltoall_schedule.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -40,7 +41,17 @@ constexpr messaging::CollectiveCost kBuiltIn[] = {
 };
 }  // namespace
 
-AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes) {
+AlltoallVolume AlltoallCostModel::volumeOf(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                           int nodes) const {
+  Checked checked;
+  const int64_t chunk = checked.mul(blockBytes, std::max(p, 1));  // the agreement's estimate, one leader
+  const bool relay =
+      algorithm == AlltoallAlgorithm::kHierarchical && blockBytes > 0 && (checked.overflow || relays(chunk));
+  return alltoallVolume(algorithm, radix, p, blockBytes, nodes, relay);
+}
+
+AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes,
+                              bool relay) {
   // Rank 0's sends: every rank of these schedules sends as many (the
   // schedule test checks it), and this is what the plans post; in the
   // hierarchical alltoall rank 0 is a leader, whose work the others wait for.
@@ -51,16 +62,17 @@ AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p,
   const int nodeCount = std::clamp(nodes, 1, shape.ranks);
   shape.ranksPerNode = (shape.ranks + nodeCount - 1) / nodeCount;
   shape.throttle = AlltoallOptions{}.throttle;
+  shape.relay = relay;
   Result<AlltoallSchedule> schedule = alltoallSchedule(algorithm, shape);
   if (!schedule.isOk()) return {};
   const ScheduleTotals totals = scheduleTotals(*schedule);
   const auto rounds = static_cast<int64_t>(schedule->rounds.size());
   const int64_t window = schedule->window > 0 ? schedule->window : std::max<int64_t>(rounds, 1);
   const auto steps = static_cast<double>((rounds + window - 1) / window);
-  const double crossing = algorithm == AlltoallAlgorithm::kHierarchical
-                              ? leaderExchangeWindows((shape.ranks + shape.ranksPerNode - 1) / shape.ranksPerNode,
-                                                      shape.throttle)
-                              : steps;
+  const double crossing =
+      algorithm != AlltoallAlgorithm::kHierarchical ? steps
+      : relay                                       ? 2  // the readies, then the relays
+              : leaderExchangeWindows((shape.ranks + shape.ranksPerNode - 1) / shape.ranksPerNode, shape.throttle);
   return {static_cast<double>(totals.sentMessages), static_cast<double>(totals.sentBytes), steps, crossing};
 }
 
@@ -150,7 +162,7 @@ double AlltoallCostModel::predictInitNs(AlltoallAlgorithm algorithm, int64_t rad
   if (samplesApply(algorithm, radix, nodes)) {
     if (auto ns = sampledNs(initSamples_[slot(algorithm)], p, blockBytes)) return *ns;
   }
-  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes, nodes);
+  const AlltoallVolume volume = volumeOf(algorithm, radix, p, blockBytes, nodes);
   return std::max(0.0, initCosts_[slot(algorithm)].ns(volume.messages, volume.bytes));
 }
 
@@ -212,7 +224,7 @@ bool AlltoallCostModel::simulatedAt(int p, int64_t blockBytes, int nodes) const 
 double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
                                     int nodes) const {
   if (!has(algorithm)) return std::numeric_limits<double>::infinity();
-  const AlltoallVolume volume = alltoallVolume(algorithm, radix, p, blockBytes, nodes);
+  const AlltoallVolume volume = volumeOf(algorithm, radix, p, blockBytes, nodes);
   const double network = nodes > 1 ? networkRoundNs_ * volume.networkRounds : 0;
   if (samplesApply(algorithm, radix, nodes)) {
     if (auto ns = sampledNs(samples_[slot(algorithm)], p, blockBytes)) return *ns + network;
@@ -230,8 +242,8 @@ AlltoallChoice AlltoallChoice::fromCode(int64_t code) {
   return {static_cast<AlltoallAlgorithm>(code / 4096), code % 4096, 0};
 }
 
-AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit,
-                              int nodes, bool perCall, bool inPlace) {
+AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blockBytes, bool collectiveInit, int nodes,
+                              bool perCall, bool inPlace) {
   auto price = [&](AlltoallAlgorithm algorithm, int64_t radix) {
     const double run = model.predictNs(algorithm, radix, p, blockBytes, nodes);
     return perCall ? run + model.predictInitNs(algorithm, radix, p, blockBytes, nodes) : run;
@@ -250,7 +262,7 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   };
   const double toBeat = measured ? pairwise.predictedNs * (1 - kSampledMargin)
                         : simulated && !ruled(AlltoallAlgorithm::kPairwise, 2) ? std::numeric_limits<double>::infinity()
-                                                                                : pairwise.predictedNs;
+                                                                               : pairwise.predictedNs;
   best.predictedNs = std::numeric_limits<double>::infinity();
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
     if (measured && !model.sampled(algorithm, radix, p, blockBytes, nodes)) return;

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,8 +73,16 @@ inline constexpr double kBuiltInNetworkRoundNs = 7000;
 // Bruck forms with radix 2 share one volume; `radix` only matters for
 // kBruckRadix, `nodes` for kHierarchical: its leader's messages (the
 // critical path) with the p ranks in blocks of ceil(p / nodes) per node,
-// one leader per node, exchanging directly.
-AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1);
+// one leader per node, exchanging directly, or, `relay`, its one-sided form
+// (the plan where a chunk takes the rendezvous: a leader writes fewer bytes
+// in more messages, and readies and relays cross between nodes, 2 rounds).
+AlltoallVolume alltoallVolume(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1,
+                              bool relay = false);
+
+// The messaging layer's default single-copy threshold (Options::
+// exchangeZeroCopyMin, IBDT_MSG_EXCHANGE_ZERO_COPY): from this chunk size
+// the hierarchical plan is the relay, where the model has no Context.
+inline constexpr int64_t kBuiltInSingleCopyFrom = 64 * 1024;
 
 // The tuning file's name of an algorithm's fit, e.g. "alltoall/bruck-modified".
 std::string alltoallFitName(AlltoallAlgorithm algorithm);
@@ -83,8 +92,8 @@ std::string alltoallFitName(AlltoallAlgorithm algorithm);
 // rank builds the plan together (see selectAlltoall), and so is the
 // hierarchical alltoall's, which is a candidate on several nodes only.
 inline constexpr std::array<AlltoallAlgorithm, 7> kPricedAlltoalls = {
-    AlltoallAlgorithm::kPairwise,   AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
-    AlltoallAlgorithm::kBruckBasic, AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite,
+    AlltoallAlgorithm::kPairwise,    AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
+    AlltoallAlgorithm::kBruckBasic,  AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite,
     AlltoallAlgorithm::kHierarchical};
 inline constexpr const auto& kModelledAlltoalls = kPricedAlltoalls;
 
@@ -139,6 +148,14 @@ class AlltoallCostModel {
   void setInit(AlltoallAlgorithm algorithm, const messaging::CollectiveCost& cost);
   double networkRoundNs() const { return networkRoundNs_; }
   void setNetworkRoundNs(double ns) { networkRoundNs_ = ns; }
+  // Whether the hierarchical plan whose members' chunks are `chunkBytes`
+  // (blockBytes * p, one leader) is the relay: the agreement's vote, i.e.
+  // the Context's Context::exchangeSingleCopy, which kAuto passes in; by
+  // default from kBuiltInSingleCopyFrom.
+  bool relays(int64_t chunkBytes) const {
+    return relayed_ ? relayed_(chunkBytes) : chunkBytes >= kBuiltInSingleCopyFrom;
+  }
+  void setRelayed(std::function<bool(int64_t)> relayed) { relayed_ = std::move(relayed); }
 
  private:
   static size_t slot(AlltoallAlgorithm algorithm);
@@ -151,6 +168,8 @@ class AlltoallCostModel {
   std::vector<AlltoallRule> rules_;
   bool fromFile_ = false;
   double networkRoundNs_ = kBuiltInNetworkRoundNs;
+  std::function<bool(int64_t)> relayed_;
+  AlltoallVolume volumeOf(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes) const;
 };
 
 struct AlltoallChoice {

@@ -54,7 +54,9 @@ Result<Timed> timeOne(messaging::Bootstrap& bootstrap, collectives::Communicator
   options.algorithm = algorithm;
   options.radix = collectives::kTunedRadix;
   const auto byte = datatype::Datatype::basic(datatype::BasicKind::kByte);
-  auto build = [&] { return collectives::alltoallInit(comm, send.data(), bytes, byte, recv.data(), bytes, byte, options); };
+  auto build = [&] {
+    return collectives::alltoallInit(comm, send.data(), bytes, byte, recv.data(), bytes, byte, options);
+  };
   Timed timed;
   IBDT_ASSIGN_OR_RETURN(timed.initSeconds, slowestMedian(bootstrap, comm, reps, [&]() -> Result<double> {
                           const auto start = std::chrono::steady_clock::now();
@@ -116,8 +118,11 @@ Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOption
     if (!status.isOk()) break;
     if (bootstrap.rank != 0) continue;
     for (size_t a = 0; a < fastest.size(); ++a) {
-      const collectives::AlltoallVolume volume = collectives::alltoallVolume(
-          collectives::kModelledAlltoalls[a], collectives::kTunedRadix, bootstrap.size, bytes, collectives::kTunedNodes);
+      // The hierarchical plan timed was the relay where its chunk took the single copy (its agreement's vote).
+      const bool relay = context->exchangeSingleCopy(comm->contextId(), bytes * bootstrap.size);
+      const collectives::AlltoallVolume volume =
+          collectives::alltoallVolume(collectives::kModelledAlltoalls[a], collectives::kTunedRadix, bootstrap.size,
+                                      bytes, collectives::kTunedNodes, relay);
       AlltoallSamples& samples = measured.algorithms[a];
       samples.samples.push_back({volume.bytes, volume.messages, fastest[a].runSeconds * 1e9});
       samples.initSamples.push_back({volume.bytes, volume.messages, fastest[a].initSeconds * 1e9});

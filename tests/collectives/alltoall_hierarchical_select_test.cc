@@ -1,5 +1,6 @@
 // kAuto choosing the hierarchical alltoall (docs/alltoall-hierarchical.md,
-// "Automatic choice"): its volume (the leader's messages), the built-in
+// "Automatic choice"): its volume (the leader's messages; the relay's
+// where the plan is the relay, and the price that follows), the built-in
 // model's choice on several nodes only, a tuning file's samples deciding on
 // the nodes they were timed on, and with thread ranks on simulated nodes
 // (p in 1..8, two and three nodes in blocks) every rank running the same
@@ -48,6 +49,38 @@ TEST(HierarchicalSelection, VolumeIsTheLeaders) {
   const AlltoallVolume pairwise = alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 64, 8, 4);
   EXPECT_EQ(pairwise.networkRounds, pairwise.rounds);
   EXPECT_EQ(pairwise.bytes, alltoallVolume(AlltoallAlgorithm::kPairwise, 2, 64, 8).bytes);
+}
+
+// The relay (the plan where a member's chunk, 8 x 64 KiB at p = 8, takes
+// the single copy): rank 0 writes 3 blocks to its node and one run of 4
+// blocks to each of the 4 ranks of node 1 (19 blocks where the two-sided
+// leader sends 3 rows of 8 and a node-block of 16: 40), after 4 readies (3
+// on its node, 1 from node 1's leader); readies and relays cross nodes.
+// The model prices the relay from the single-copy size on (the Context's,
+// which kAuto passes in), so its price falls there, and follows the
+// predicate it is given.
+TEST(HierarchicalSelection, TheRelayIsPricedWhereThePlanIsTheRelay) {
+  constexpr int64_t kBlock = 65536;
+  const AlltoallVolume relay = alltoallVolume(kHierarchical, 2, 8, kBlock, 2, /*relay=*/true);
+  EXPECT_EQ(relay.messages, 4 + 3 + 4);
+  EXPECT_EQ(relay.bytes, (3 + 4 * 4) * kBlock);
+  EXPECT_EQ(relay.rounds, 4);
+  EXPECT_EQ(relay.networkRounds, 2);
+  EXPECT_EQ(alltoallVolume(kHierarchical, 2, 8, kBlock, 2).bytes, (3 * 8 + 16) * kBlock);
+  AlltoallCostModel model = AlltoallCostModel::builtIn();
+  const messaging::CollectiveCost& cost = *model.cost(kHierarchical);
+  const double network = 2 * model.networkRoundNs();
+  EXPECT_DOUBLE_EQ(model.predictNs(kHierarchical, 2, 8, kBlock, 2), cost.ns(relay.messages, relay.bytes) + network);
+  // Below the built-in threshold (chunk 8 x 4 KiB = 32 KiB): two-sided.
+  const AlltoallVolume small = alltoallVolume(kHierarchical, 2, 8, 4096, 2);
+  EXPECT_DOUBLE_EQ(model.predictNs(kHierarchical, 2, 8, 4096, 2),
+                   cost.ns(small.messages, small.bytes) + model.networkRoundNs());
+  model.setRelayed([](int64_t) { return false; });  // a Context that never takes the single copy
+  const AlltoallVolume twoSided = alltoallVolume(kHierarchical, 2, 8, kBlock, 2);
+  EXPECT_DOUBLE_EQ(model.predictNs(kHierarchical, 2, 8, kBlock, 2),
+                   cost.ns(twoSided.messages, twoSided.bytes) + model.networkRoundNs());
+  EXPECT_LT(AlltoallCostModel::builtIn().predictNs(kHierarchical, 2, 8, kBlock, 2),
+            model.predictNs(kHierarchical, 2, 8, kBlock, 2));
 }
 
 // The built-in model: on 4 nodes of 4 ranks, small blocks go hierarchical
@@ -122,8 +155,7 @@ TEST(HierarchicalSelection, SamplesDecideOnTheNodesTheyWereTimedOn) {
 class HierarchicalAutoThreads : public ::testing::Test {
  protected:
   std::string write(const std::string& name, const Tuning& tuning) {
-    const std::string path =
-        ::testing::TempDir() + "ibdt-hier-auto-" + name + "-" + std::to_string(getpid()) + ".json";
+    const std::string path = ::testing::TempDir() + "ibdt-hier-auto-" + name + "-" + std::to_string(getpid()) + ".json";
     EXPECT_TRUE(messaging::writeTuningFile(path, tuning).isOk());
     paths_.push_back(path);
     return path;
@@ -158,8 +190,8 @@ void autoOnNodes(int p, int nodes, const std::function<std::string(int)>& fileOf
                               : alltoallInit(**comm, buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
                                              recv.count, recv.type);
           ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-          EXPECT_EQ(plan->algorithm(), expected) << "rank " << env.rank << " of " << p << " on " << nodes
-                                                 << " nodes" << (inPlace ? ", in place" : "");
+          EXPECT_EQ(plan->algorithm(), expected)
+              << "rank " << env.rank << " of " << p << " on " << nodes << " nodes" << (inPlace ? ", in place" : "");
           for (int run = 0; run < 2; ++run) {
             const std::string wrong = inPlace ? testing::runInPlaceChecked(*plan, buffers, run, soon())
                                               : testing::runChecked(*plan, buffers, run, soon());
@@ -178,7 +210,8 @@ TEST_F(HierarchicalAutoThreads, EveryRankRunsTheFilesChoiceOnEveryShape) {
   for (int nodes : {2, 3}) {
     for (int p : {1, 2, 3, 4, 5, 7, 8}) {
       const bool hierarchical = p > std::min(p, nodes) && std::min(p, nodes) > 1;
-      autoOnNodes(p, nodes, [&](int) { return favouring; }, hierarchical ? "hierarchical" : "pairwise");
+      autoOnNodes(
+          p, nodes, [&](int) { return favouring; }, hierarchical ? "hierarchical" : "pairwise");
     }
   }
 }
@@ -190,9 +223,12 @@ TEST_F(HierarchicalAutoThreads, RanksWhoseFilesDisagreeRunOneAlgorithm) {
   const std::string hierarchical = write("hierarchical", tuningFavouring(kHierarchical));
   const std::string pairwise = write("pairwise", tuningFavouring(AlltoallAlgorithm::kPairwise));
   const std::string zeroCopy = write("zero-copy", tuningFavouring(AlltoallAlgorithm::kBruckZeroCopy));
-  autoOnNodes(6, 2, [&](int rank) { return rank == 4 ? pairwise : hierarchical; }, "pairwise");
-  autoOnNodes(6, 2, [&](int rank) { return rank == 0 ? zeroCopy : hierarchical; }, "bruck-zero-copy");
-  autoOnNodes(6, 2, [&](int) { return hierarchical; }, "hierarchical");
+  autoOnNodes(
+      6, 2, [&](int rank) { return rank == 4 ? pairwise : hierarchical; }, "pairwise");
+  autoOnNodes(
+      6, 2, [&](int rank) { return rank == 0 ? zeroCopy : hierarchical; }, "bruck-zero-copy");
+  autoOnNodes(
+      6, 2, [&](int) { return hierarchical; }, "hierarchical");
 }
 
 }  // namespace

@@ -7,10 +7,11 @@
 // 1000 and 80000 bytes and strided send and receive types, in place (13
 // and 80000 bytes, strided) and not; persistent plans restarted with changing data; contiguous
 // blocks on nodes in blocks staged nowhere; bad or mismatched arguments on one rank fail init on
-// every rank. Each shape runs twice: node-local hops two-sided below the
-// messaging layer's rendezvous size (as built) and one-sided from 1 byte
-// up (exchangeZeroCopyMin = 1); one-sided plans restarted with no barrier
-// between runs (a leader's G and a member's row reused at once).
+// every rank. Each shape runs twice: two-sided below the messaging layer's
+// rendezvous size (as built) and the one-sided relay from 1 byte up
+// (exchangeZeroCopyMin = 1); relay plans restarted with no barrier between
+// runs (a leader's G and the receive buffers reused at once), and at p = 8
+// on 2 and 3 nodes with the default threshold, derived types and in place.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -216,39 +217,46 @@ TEST(HierarchicalThreadsPlan, RestartedWithChangingData) {
   });
 }
 
-// One-sided node hops, restarted with no barrier between runs: a member
-// writes its next chunk into the leader's G as soon as it has this run's
-// rows, and a leader writes a row into a member's buffer (the user's, for
-// dense runs) as soon as that member's next chunk landed; every run must
-// still deliver its own data. Strided types pack into the write source.
-TEST(HierarchicalThreadsPlan, OneSidedRestartedWithoutBarrier) {
-  constexpr int kRanks = 7;
+// The relay restarted with no barrier between runs: a rank writes into a
+// leader's G and into its destinations' receive buffers (the user's) as
+// soon as each target's ready for the run arrived, so a fast rank's next
+// run meets targets still finishing this one; every run must still deliver
+// its own data. 7 ranks on 3 nodes, 8 on 2 and on 3 (3, 3, 2).
+void restartWithoutBarrier(int ranks, Layout layout) {
   constexpr int64_t kBlock = 100;
-  runRanks(kRanks, hopsBy(true), [&](RankEnv& env) {
-    auto comm = Communicator::create(env.context, nodeMap(kRanks, Layout::kThreeBlocks));
+  runRanks(ranks, hopsBy(true), [&](RankEnv& env) {
+    auto comm = Communicator::create(env.context, nodeMap(ranks, layout));
     ASSERT_TRUE(comm.isOk());
-    std::vector<uint8_t> send(kRanks * kBlock), recv(kRanks * kBlock);
+    std::vector<uint8_t> send(static_cast<size_t>(ranks) * kBlock), recv(static_cast<size_t>(ranks) * kBlock);
     const Datatype byte = Datatype::basic(datatype::BasicKind::kByte);
     for (const AlltoallOptions& options : {hierarchical(1, LeaderExchange::kDirect, 1), hierarchical(2)}) {
       auto plan = alltoallInit(**comm, send.data(), kBlock, byte, recv.data(), kBlock, byte, options);
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       for (int run = 0; run < 20; ++run) {
-        fillRun(send, run, env.rank, kRanks, kBlock);
+        fillRun(send, run, env.rank, ranks, kBlock);
         std::fill(recv.begin(), recv.end(), uint8_t{0});
         ASSERT_TRUE(plan->start().isOk());
         ASSERT_TRUE(plan->wait(soon()).isOk());
-        ASSERT_EQ(wrongInRun(recv, run, env.rank, kRanks, kBlock), "") << "leaders " << options.leaders;
+        ASSERT_EQ(wrongInRun(recv, run, env.rank, ranks, kBlock), "") << "leaders " << options.leaders;
       }
       env.barrier();  // the next plan's init
     }
   });
 }
 
-// Which path a plan took shows in a leader's buffers: two-sided, the
-// blocks that stay on the node are G's and E's at once (node-major); one-
-// sided, G is [source][node] and E [destination][node], so they are not.
-// p = 4 on 2 nodes of 2, 1000-byte blocks: G 8 blocks, E 4 or 8.
-TEST(HierarchicalThreadsPlan, OneSidedFromTheRendezvousSize) {
+TEST(HierarchicalThreadsPlan, OneSidedRestartedWithoutBarrier) {
+  for (auto [ranks, layout] :
+       {std::pair{7, Layout::kThreeBlocks}, std::pair{8, Layout::kTwoBlocks}, std::pair{8, Layout::kThreeBlocks}}) {
+    restartWithoutBarrier(ranks, layout);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Which path a plan took shows in a leader's buffers: two-sided, G and E
+// (the blocks that stay on the node are G's and E's at once: 8 + 4 blocks);
+// the relay, only G, [remote destination][source]: 2 x 2 blocks. p = 4 on 2
+// nodes of 2, 1000-byte blocks; a member stages nothing either way.
+TEST(HierarchicalThreadsPlan, TheRelayFromTheRendezvousSize) {
   constexpr int kRanks = 4;
   constexpr int64_t kBytes = 1000;
   for (bool oneSided : {false, true}) {
@@ -261,10 +269,62 @@ TEST(HierarchicalThreadsPlan, OneSidedFromTheRendezvousSize) {
                                dense.type, hierarchical(1, LeaderExchange::kDirect));
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       const bool leader = (*comm)->node(env.rank).localRank == 0;
-      EXPECT_EQ(plan->peakExtraBytes(), leader ? (oneSided ? 16 : 12) * kBytes : 0) << "rank " << env.rank;
+      EXPECT_EQ(plan->peakExtraBytes(), leader ? (oneSided ? 4 : 12) * kBytes : 0) << "rank " << env.rank;
       for (int run = 0; run < 3; ++run) {
         ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << ", run " << run;
         env.barrier();
+      }
+    });
+  }
+}
+
+// The relay at the benchmark's shape and beyond, with the messaging
+// layer's default threshold (8200-byte blocks: a chunk of p blocks, 64.1
+// KiB, takes the single copy): p = 8 on 2 nodes of 4 and on 3 nodes of 3, 3, 2, with
+// 1 and 2 leaders; contiguous (a leader's only buffer is G: 16 blocks on 2
+// nodes with 1 leader), strided to dense and dense to strided (derived
+// types staged and unpacked), in place contiguous and strided; each plan
+// started 4 times with new data, every byte checked.
+TEST(HierarchicalThreadsPlan, TheRelayAtEightRanks) {
+  constexpr int kRanks = 8;
+  constexpr int64_t kBytes = 8200;
+  for (Layout layout : {Layout::kTwoBlocks, Layout::kThreeBlocks}) {
+    runRanks(kRanks, {}, [&](RankEnv& env) {
+      auto comm = Communicator::create(env.context, nodeMap(kRanks, layout));
+      ASSERT_TRUE(comm.isOk()) << comm.status().toString();
+      const Side dense = testing::byteSide(kBytes);
+      const Side strided = testing::vectorSide(kBytes / 48 + 1);  // 48 bytes each: 8208, a chunk past 64 KiB too
+      const Side stridedDense = testing::denseSide(strided.type, strided.count);
+      struct Sides {
+        const Side &send, &recv;
+        bool inPlace;
+      };
+      const Sides sides[] = {{dense, dense, false},
+                             {strided, stridedDense, false},
+                             {stridedDense, strided, false},
+                             {dense, dense, true},
+                             {strided, strided, true}};
+      for (int leaders : {1, 2}) {
+        for (const Sides& c : sides) {
+          AlltoallBuffers buffers(c.inPlace ? c.recv : c.send, c.recv, kRanks, env.rank);
+          auto plan = c.inPlace
+                          ? alltoallInit(**comm, kInPlace, 0, Datatype(), buffers.recvbuf(), c.recv.count, c.recv.type,
+                                         hierarchical(leaders, LeaderExchange::kDirect))
+                          : alltoallInit(**comm, buffers.sendbuf(), c.send.count, c.send.type, buffers.recvbuf(),
+                                         c.recv.count, c.recv.type, hierarchical(leaders, LeaderExchange::kDirect));
+          ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+          const bool leader = (*comm)->node(env.rank).localRank < leaders;
+          if (layout == Layout::kTwoBlocks && leaders == 1 && &c.send == &dense && !c.inPlace) {
+            EXPECT_EQ(plan->peakExtraBytes(), leader ? 16 * kBytes : 0) << "rank " << env.rank;
+          }
+          for (int run = 0; run < 4; ++run) {
+            const std::string wrong = c.inPlace ? testing::runInPlaceChecked(*plan, buffers, run, soon())
+                                                : testing::runChecked(*plan, buffers, run, soon());
+            ASSERT_EQ(wrong, "") << "rank " << env.rank << ", run " << run << ", leaders " << leaders
+                                 << (c.inPlace ? ", in place" : "") << ", " << c.send.bytes() << " bytes";
+            env.barrier();  // nobody refills its buffers while a peer's run still runs
+          }
+        }
       }
     });
   }

@@ -5,7 +5,8 @@
 // alltoallSchedule()'s for the same shape: p = 4..8, blocks of 0, 1, 13 and
 // 4096 bytes; hierarchical on one node and on nodes of 2 and 3 ranks (a
 // partial last node), 1 and 2 leaders, all node pairs at once and one at a
-// time, its node-local hops two-sided and one-sided.
+// time, its node-local hops two-sided, and its one-sided form (the relay)
+// against the relay's schedule.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -106,11 +107,12 @@ std::vector<NodeInfo> nodeMap(int size, int perNode) {
 
 // Builds the plan with a trace sink, runs it twice (checking every byte)
 // and compares what each run posted with the schedule.
-void traceAndCompare(Communicator& comm, RankEnv& env, const Case& c, int64_t bytes) {
+void traceAndCompare(Communicator& comm, RankEnv& env, const Case& c, int64_t bytes, bool relay = false) {
   const AlltoallOptions& o = c.options;
   ScheduleShape shape{comm.size(), comm.rank(), bytes,
                       o.radix,     o.throttle,  c.ranksPerNode == 0 ? comm.size() : c.ranksPerNode,
                       o.leaders};
+  shape.relay = relay && o.algorithm == AlltoallAlgorithm::kHierarchical;
   auto schedule = alltoallSchedule(o.algorithm, shape);
   ASSERT_TRUE(schedule.isOk()) << schedule.status().toString();
   const Rounds expected = roundsOf(*schedule);
@@ -158,10 +160,10 @@ TEST_P(ScheduleTrace, EveryRankPostsItsScheduleRoundByRound) {
   });
 }
 
-// The hierarchical alltoall's node-local hops by one-sided writes (every
-// nonempty chunk: exchangeZeroCopyMin = 1): a write per message, each
-// traced as the message it replaces, so the schedule is the same.
-TEST_P(ScheduleTrace, HierarchicalOneSidedPostsTheSameSchedule) {
+// The hierarchical alltoall's one-sided form, the relay (every nonempty
+// chunk: exchangeZeroCopyMin = 1): its readies, writes and exposures, each
+// traced as a message, are the relay's schedule round by round.
+TEST_P(ScheduleTrace, HierarchicalRelayPostsItsSchedule) {
   const int p = GetParam();
   messaging::Options oneSided;
   oneSided.exchangeZeroCopyMin = 1;
@@ -174,7 +176,7 @@ TEST_P(ScheduleTrace, HierarchicalOneSidedPostsTheSameSchedule) {
       for (const Case& c : cases()) {
         if (c.ranksPerNode != perNode) continue;
         for (int64_t bytes : {1, 13, 4096}) {
-          traceAndCompare(**comm, env, c, bytes);
+          traceAndCompare(**comm, env, c, bytes, /*relay=*/true);
           if (::testing::Test::HasFatalFailure()) return;
         }
       }
