@@ -196,6 +196,7 @@ struct Counters {
   uint64_t creditsGranted = 0;     // IBDT_MSG_EAGER_POOL: pool buffers granted to peers beyond their share
   uint64_t creditsTakenBack = 0;   // IBDT_MSG_EAGER_POOL: buffers of peers kept back in the pool
   uint64_t creditsGivenBack = 0;   // IBDT_MSG_EAGER_POOL: credits we gave back to peers that asked
+  uint64_t creditMessages = 0;     // credit-only messages sent (credits no other message could carry)
 };
 
 struct Operation;

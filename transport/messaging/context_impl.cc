@@ -79,6 +79,7 @@ Status ContextImpl::progressUntilDone(const Operation& op, Deadline deadline, st
 
 Status ContextImpl::progress() {
   if (closed_) return Status::ok();
+  credits_.beginProgress();
   credits_.releaseWithheld(*this);
   credits_.repostConsumed(*this, /*dueOnly=*/false);
   if (connections_.listening()) IBDT_RETURN_IF_ERROR(connections_.poll(events_));

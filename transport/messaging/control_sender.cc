@@ -36,9 +36,11 @@ Status ControlSender::giveBackIfAsked(Peer& peer) {
 }
 
 Status ControlSender::sendCreditIfOwed(Peer& peer) {
-  if (!parts_.credits.due(peer.rank())) return Status::ok();
+  if (!parts_.credits.creditMessageDue(peer.rank())) return Status::ok();
   if (!peer.sendFits(parts_.limits.sendQueueDepth)) return Status::ok();
-  return sendReserved(peer, wire::Kind::kCredit).status();
+  Result<bool> sent = sendReserved(peer, wire::Kind::kCredit);
+  if (sent.isOk() && *sent) parts_.credits.creditMessageSent();
+  return sent.status();
 }
 
 Result<bool> ControlSender::sendReserved(Peer& peer, wire::Kind kind) {

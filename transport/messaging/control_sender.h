@@ -8,7 +8,9 @@
 // A peer has eagerCredits receive buffers for us plus kReserveSlots that
 // only credit-only messages use. Every message but those consumes a credit;
 // the receiver reports reposted buffers in the next header it sends us, or
-// in a credit-only message once half of them are owed. Since a credit-only
+// in a credit-only message once half of them are owed (those owed since
+// the current progress call began wait for the next call, unless they are
+// all the peer has: CreditFlow::creditMessageDue). Since a credit-only
 // message is sent at most once per eagerCredits/2 credit-consuming arrivals,
 // and those need credits from the previous one, at most two are in flight
 // (under IBDT_MSG_EAGER_POOL the batch is half the credits the peer knows

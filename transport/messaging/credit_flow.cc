@@ -31,6 +31,16 @@ wire::Header CreditFlow::header(int rank, wire::Kind kind, bool backlogged) cons
   return header;
 }
 
+bool CreditFlow::creditMessageDue(int rank) const {
+  if (!due(rank)) return false;
+  if (pool_.enabled()) return true;  // its credit messages carry grants: they go at once
+  const PeerCredits& credits = peer(rank);
+  const uint32_t owed = returnsOwed(rank);
+  const uint32_t fresh = credits.freshEpoch == progressEpoch_ ? std::min(credits.fresh, owed) : 0;
+  if (owed - fresh >= creditBatch(rank)) return true;
+  return owed >= eagerCredits_;
+}
+
 void CreditFlow::sent(int rank, bool spendsCredit) {
   PeerCredits& credits = peer(rank);
   if (rank != self_) {
@@ -129,10 +139,14 @@ bool CreditFlow::repost(Host& host, const ConsumedSlot& consumed) {
   }
   if (host.peerFailed(rank)) return false;  // nothing is owed to a failed sender
   if (countsCredit) {
-    if (rank == self_)
+    if (rank == self_) {
       ++credits.credits;
-    else
+    } else {
       ++credits.owed;
+      if (credits.freshEpoch != progressEpoch_) credits.fresh = 0;
+      credits.freshEpoch = progressEpoch_;
+      ++credits.fresh;
+    }
   }
   if (decision.grant > 0) grant(host, rank, decision.grant);
   return true;

@@ -106,6 +106,17 @@ class CreditFlow {
   // `rank` is owed enough credits to be told in a message of its own (a
   // kReclaim only rides on messages that go anyway: it never makes one due).
   bool due(int rank) const { return rank != self_ && returnsOwed(rank) >= creditBatch(rank); }
+  // Due, and worth a message now. Credits owed since this progress call
+  // began wait for the next one unless they are all `rank` can have: the
+  // caller is likely acting on the message that freed them (replying, in a
+  // ping-pong), and the reply carries them. At 2 or 3 credits per peer (the
+  // eager budget's floor at many ranks) the batch is one credit, and sending
+  // it at once doubled a ping-pong's messages. Under the pool a credit
+  // message carries grants too, and goes at once.
+  bool creditMessageDue(int rank) const;
+  void creditMessageSent() { ++counters_.creditMessages; }
+  // A progress call begins: credits owed before it are no longer fresh.
+  void beginProgress() { ++progressEpoch_; }
 
   // Receiving: a message from `rank` in receive buffer `buffer` (its work
   // request id) was handled. Two identities: the credit is `rank`'s, the
@@ -128,6 +139,8 @@ class CreditFlow {
     uint32_t unposted = 0;  // our buffers consumed, not yet reposted
     bool stalled = false;        // pool: messages waited for credits since the last left
     bool giveBackAsked = false;  // pool: it sent kReclaim
+    uint32_t fresh = 0;          // of `owed`, reposted during progress call `freshEpoch`
+    uint64_t freshEpoch = 0;
   };
   // A receive buffer whose message was handled. Reposting is deferred to the
   // start of the next progress(): a repost ends by waking the peer (a fence
@@ -153,6 +166,7 @@ class CreditFlow {
   const PeerCredits& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
 
   uint32_t eagerCredits_ = 0;
+  uint64_t progressEpoch_ = 1;
   Counters& counters_;
   EagerPool pool_;
   int self_ = 0;
