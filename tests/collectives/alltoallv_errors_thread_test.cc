@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <tuple>
 
 #include "collectives/alltoallv_data.h"
 #include "ibdt/collectives.h"
@@ -170,6 +171,64 @@ TEST(AlltoallvErrors, DeadRankFailsEverySurvivor) {
     for (auto& thread : survivors) thread.join();
   }
 }
+
+// A rank crashes in the middle of a run (after `calls` of its own test()
+// calls: wherever that leaves it) of a persistent in-place or direct plan:
+// every survivor's run ends with an error that is not the deadline, or
+// completes with every byte right (it had finished with the dead rank).
+class DeadRankMidRun : public ::testing::TestWithParam<std::tuple<bool, int>> {};
+
+TEST_P(DeadRankMidRun, EverySurvivorFailsOrFinishesRight) {
+  const auto [inPlace, calls] = GetParam();
+  constexpr int kRanks = 4, kDead = 2;
+  messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  const auto counts = testing::countMatrix(Spread::kRandom, kRanks, 31, 6000);
+  AlltoallvOptions options;
+  options.inplaceBytes = 512;  // many phases, so a crash falls between them
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto comm = Communicator::create(*ranks.contexts[static_cast<size_t>(rank)]);
+      ASSERT_TRUE(comm.isOk());
+      const Datatype item = Datatype::of<int32_t>();
+      const Side ints = testing::denseSide(item, 1);
+      InPlaceBuffer inPlaceBuffer(counts, 4, rank, 31);
+      AlltoallvBuffers buffers(counts, ints, ints, rank, 31);
+      auto plan = inPlace ? alltoallvInit(**comm, kInPlace, inPlaceBuffer.sendcounts(), inPlaceBuffer.sdispls(),
+                                          Datatype(), inPlaceBuffer.buffer(), inPlaceBuffer.recvcounts(),
+                                          inPlaceBuffer.rdispls(), item, options)
+                          : alltoallvInit(**comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), item,
+                                          buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), item, options);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      ASSERT_TRUE(plan->start().isOk());
+      if (rank == kDead) {
+        for (int call = 0; call < calls; ++call) (void)plan->test();
+        // A crash: its links fail (as a dead process's shm liveness or a
+        // verbs QP error report it) once its endpoints are gone.
+        messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+        plan = makeError(Code::kState, "dead");
+        comm->reset();
+        ranks.contexts[static_cast<size_t>(rank)].reset();
+        return;
+      }
+      Status status = plan->wait(Deadline::after(std::chrono::seconds(60)));
+      EXPECT_NE(status.code(), Code::kTimeout) << "rank " << rank << ": " << status.toString();
+      if (status.isOk()) {
+        EXPECT_EQ(inPlace ? inPlaceBuffer.check() : buffers.check(), "") << "rank " << rank;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+std::string midRunName(const ::testing::TestParamInfo<std::tuple<bool, int>>& param) {
+  return std::string(std::get<0>(param.param) ? "InPlace" : "Direct") + "After" +
+         std::to_string(std::get<1>(param.param)) + "Calls";
+}
+
+INSTANTIATE_TEST_SUITE_P(Crashes, DeadRankMidRun, ::testing::Combine(::testing::Bool(), ::testing::Values(0, 2, 8, 32)),
+                         midRunName);
 
 // Zero-copy Bruck learns every block's size at init: rank 0 expecting one
 // element more from rank 1 fails every rank's init (rank 0 naming rank 1),
