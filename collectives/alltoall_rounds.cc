@@ -59,14 +59,14 @@ void RoundsPlan::postRound() {
   for (Exchange& exchange : rounds_[round_].exchanges) {
     Status recv = ctx_.start(exchange.recv);
     exchange.recvPending = recv.isOk();
-    note(std::move(recv), strCat("receive from rank ", exchange.from));
+    note(std::move(recv), "receive from", exchange.from);
     tracer_.record(static_cast<int>(round_), false, exchange.from, exchange.recvBytes);
     exchange.poisoned = !outcome_.isOk();
     Status send = ctx_.start(exchange.poisoned ? exchange.poison : exchange.send);
     tracer_.record(static_cast<int>(round_), true, exchange.to,
                    exchange.poisoned ? poison_.bytes() : exchange.sendBytes);
     exchange.sendPending = send.isOk();
-    note(std::move(send), strCat("send to rank ", exchange.to));
+    note(std::move(send), "send to", exchange.to);
   }
 }
 
@@ -79,14 +79,14 @@ Result<bool> RoundsPlan::collect(Exchange& exchange) {
     IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, exchange.recv, exchange.recvPending, status, &info));
     if (!done) return false;
     if (status.isOk()) status = receivedAll(info, exchange.recvBytes, exchange.from);
-    note(std::move(status), strCat("receive from rank ", exchange.from));
+    note(std::move(status), "receive from", exchange.from);
   }
   if (exchange.sendPending) {
     Status status;
     IBDT_ASSIGN_OR_RETURN(bool sent, collectRequest(ctx_, exchange.poisoned ? exchange.poison : exchange.send,
                                                     exchange.sendPending, status));
     if (!sent) return false;
-    note(std::move(status), strCat("send to rank ", exchange.to));
+    note(std::move(status), "send to", exchange.to);
   }
   return true;
 }
@@ -142,9 +142,10 @@ void RoundsPlan::runCopies(const std::vector<LocalCopy>& copies, const char* wha
   }
 }
 
-void RoundsPlan::note(Status status, const std::string& what) {
+void RoundsPlan::note(Status status, const char* what, int peer) {
   if (status.isOk() || !outcome_.isOk()) return;
-  outcome_ = makeError(status.code(), "alltoall (", name_, ") rank ", rank_, ", round ", round_, ", ", what, ": ",
+  const std::string whom = peer < 0 ? std::string() : strCat(" rank ", peer);
+  outcome_ = makeError(status.code(), "alltoall (", name_, ") rank ", rank_, ", round ", round_, ", ", what, whom, ": ",
                        status.message());
 }
 

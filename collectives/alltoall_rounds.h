@@ -84,7 +84,9 @@ class RoundsPlan final : public PlanImpl {
   void postRound();
   Result<bool> collect(Exchange& exchange);
   void runCopies(const std::vector<LocalCopy>& copies, const char* what);
-  void note(Status status, const std::string& what);
+  // The first error of a run, naming the peer; a success costs nothing (no
+  // string is built per message).
+  void note(Status status, const char* what, int peer = -1);
 
   messaging::Context& ctx_;
   const Communicator& comm_;

@@ -155,9 +155,9 @@ ShmEndpoint::Step ShmEndpoint::executeSend(const Work& work, std::span<const iov
 }
 
 Status ShmEndpoint::postSendPacked(const PackedSend& send) {
-  auto notNow = [&](std::string_view why) {
-    return Status(Code::kAgain, strCat("shm endpoint ", id_, ": no in-place send: ", why));
-  };
+  // Not an error: the caller sends through a slot instead, often (a send
+  // queue that is not idle), so no message is formatted.
+  auto notNow = [](const char* why) { return Status(Code::kAgain, why); };
   if (state_ != EndpointState::kConnected || !pending_.empty() || sendInUse_ >= sendDepth_) {
     return notNow("the send queue is not idle");
   }
