@@ -89,7 +89,7 @@ Status ContextImpl::postRecv(const std::shared_ptr<Operation>& op) {
   if (source != kAnySource && peer(source).failed()) {
     return Status(peer(source).failure()).withContext(strCat("irecv from rank ", source));
   }
-  std::unique_ptr<Unexpected> owned(matching_.takeUnexpected(op->spec));
+  Matching::Taken owned = matching_.takeUnexpected(op->spec);
   if (!owned) {
     matching_.post(op);
     return Status::ok();

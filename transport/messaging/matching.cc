@@ -13,10 +13,36 @@ Matching::~Matching() {
   }
 }
 
-Unexpected* Matching::takeUnexpected(const MatchSpec& spec) {
+Matching::Taken Matching::takeUnexpected(const MatchSpec& spec) {
   Unexpected* arrived = unexpected_.takeFirst([&](const Unexpected& u) { return spec.accepts(u.envelope); });
   if (arrived != nullptr) release(*arrived);  // its bytes go to the receive (or away with it)
-  return arrived;
+  return Taken(arrived, Recycler{this});
+}
+
+Unexpected* Matching::fresh() {
+  if (spares_.empty()) return new Unexpected;
+  Unexpected* reused = spares_.back().release();
+  spares_.pop_back();
+  return reused;
+}
+
+void Matching::recycle(Unexpected* unexpected) {
+  if (unexpected == nullptr) return;
+  if (spares_.size() >= kSpares) {
+    delete unexpected;
+    return;
+  }
+  std::vector<uint8_t> payload = std::move(unexpected->payload);
+  payload.clear();
+  if (payload.capacity() > kSparePayloadBytes) payload = {};
+  unexpected->envelope = {};
+  unexpected->peer = 0;
+  unexpected->wireEnvelope = {};
+  unexpected->kind = wire::Kind::kEager;
+  unexpected->payload = std::move(payload);
+  unexpected->rts = {};
+  unexpected->heldBytes = 0;
+  spares_.emplace_back(unexpected);
 }
 
 void Matching::post(std::shared_ptr<Operation> op) {
@@ -42,7 +68,7 @@ Result<Unexpected*> Matching::match(int rank, const wire::Envelope& envelope, st
     *op = std::move(found->postedSelf);
     return nullptr;
   }
-  auto* unexpected = new Unexpected;
+  Unexpected* unexpected = fresh();
   unexpected->envelope = key;
   unexpected->peer = rank;
   unexpected->wireEnvelope = envelope;
@@ -61,7 +87,7 @@ void Matching::hold(Unexpected& unexpected, size_t bytes) {
 void Matching::discard(Unexpected* unexpected) {
   if (unexpected == nullptr || !unexpected_.remove(unexpected)) return;
   release(*unexpected);
-  delete unexpected;
+  recycle(unexpected);
 }
 
 bool Matching::receivePostedFrom(int rank) const {

@@ -23,9 +23,17 @@ class Matching {
   Matching(const Matching&) = delete;
   Matching& operator=(const Matching&) = delete;
 
+  // Entries handed out go back through recycle(): the next unexpected
+  // message reuses one (and a small payload's capacity), so a stream of
+  // small unexpected messages allocates nothing.
+  struct Recycler {
+    Matching* matching;
+    void operator()(Unexpected* unexpected) const { matching->recycle(unexpected); }
+  };
+  using Taken = std::unique_ptr<Unexpected, Recycler>;
   // A receive being posted: the first unexpected message it accepts, its
-  // held bytes given back (the caller owns it), or null.
-  Unexpected* takeUnexpected(const MatchSpec& spec);
+  // held bytes given back, or null.
+  Taken takeUnexpected(const MatchSpec& spec);
   // Posts the receive: it owns itself until matched, cancelled or failed.
   void post(std::shared_ptr<Operation> op);
   // Takes `op` off the posted list; returns its owner, null if it was not posted.
@@ -47,6 +55,10 @@ class Matching {
   uint64_t heldBytes() const { return heldBytes_; }
 
  private:
+  static constexpr size_t kSpares = 32;               // entries kept for reuse
+  static constexpr size_t kSparePayloadBytes = 512;  // payload capacity kept with one
+  Unexpected* fresh();
+  void recycle(Unexpected* unexpected);
   void release(Unexpected& unexpected) {
     heldBytes_ -= unexpected.heldBytes;
     unexpected.heldBytes = 0;
@@ -57,6 +69,7 @@ class Matching {
   MatchList<Operation> posted_;
   MatchList<Unexpected> unexpected_;
   uint64_t heldBytes_ = 0;
+  std::vector<std::unique_ptr<Unexpected>> spares_;
 };
 
 template <typename Select>
