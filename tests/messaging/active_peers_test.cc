@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "support/checked_ping_pong.h"
 #include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
@@ -72,20 +73,7 @@ TEST(ActivePeers, ProgressDoesNotVisitIdleConnectedPeers) {
     env.barrier();
     if (env.rank > 1) return;
     uint64_t before = env.context.counters().peersVisited;
-    int other = 1 - env.rank;
-    for (int64_t trip = 0; trip < kRoundTrips; ++trip) {
-      int64_t value = trip * 7 + env.rank;
-      int64_t echoed = -1;
-      if (env.rank == 0) {
-        ASSERT_TRUE(env.context.send(&value, 1, type, other, 4).isOk());
-        ASSERT_TRUE(env.context.recv(&echoed, 1, type, other, 4).isOk());
-        ASSERT_EQ(echoed, trip * 7 + 1);
-      } else {
-        ASSERT_TRUE(env.context.recv(&echoed, 1, type, other, 4).isOk());
-        ASSERT_EQ(echoed, trip * 7);
-        ASSERT_TRUE(env.context.send(&value, 1, type, other, 4).isOk());
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(checkedPingPong(env, kRoundTrips, 4));
     // Each round trip marks the partner when sending and when reposting the
     // buffer its message used; a walk of all peers would be 16 per progress.
     uint64_t visited = env.context.counters().peersVisited - before;

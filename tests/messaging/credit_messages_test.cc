@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/checked_ping_pong.h"
 #include "support/thread_ranks.h"
 
 namespace ibdt::messaging::testing {
@@ -29,22 +30,8 @@ class CreditMessages : public ::testing::TestWithParam<uint32_t> {
 TEST_P(CreditMessages, APingPongsRepliesCarryTheCredits) {
   constexpr int64_t kRoundTrips = 200;
   runRanks(2, options(), [](RankEnv& env) {
-    Datatype type = Datatype::of<int64_t>();
-    const int other = 1 - env.rank;
     const uint64_t before = env.context.counters().creditMessages;
-    for (int64_t trip = 0; trip < kRoundTrips; ++trip) {
-      int64_t value = trip * 7 + env.rank;
-      int64_t echoed = -1;
-      if (env.rank == 0) {
-        ASSERT_TRUE(env.context.send(&value, 1, type, other, 4).isOk());
-        ASSERT_TRUE(env.context.recv(&echoed, 1, type, other, 4).isOk());
-        ASSERT_EQ(echoed, trip * 7 + 1);
-      } else {
-        ASSERT_TRUE(env.context.recv(&echoed, 1, type, other, 4).isOk());
-        ASSERT_EQ(echoed, trip * 7);
-        ASSERT_TRUE(env.context.send(&value, 1, type, other, 4).isOk());
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(checkedPingPong(env, kRoundTrips, 4));
     // Sending each credit at once, as before, was one credit-only message
     // per message received: kRoundTrips on each side.
     EXPECT_LE(env.context.counters().creditMessages - before, uint64_t{kRoundTrips} / 10);
