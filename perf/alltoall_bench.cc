@@ -14,6 +14,8 @@
 // Träff's statistics over the repetitions (docs/alltoall-bruck.md,
 // "Benchmark statistics"): Tukey's filter, median and its 95 % CI, plan
 // creation time, context switches; --compare-auto notes auto / best forced.
+// The algorithms of one mode and layout are timed together, their
+// repetitions interleaved, so a phase of the machine falls on all alike.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -169,36 +172,64 @@ Result<double> timePlanCreation(messaging::Bootstrap& bootstrap, Communicator& c
   return summarize(std::move(slowest)).median;
 }
 
-// One row of ibdt: `setup.bytes` per pair, checked once, then timed.
-Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const AlltoallOptions& alltoall,
-                      const std::string& row, bool vector, bool blocking, const Setup& setup, Report& report) {
+// A row of ibdt: an algorithm's options and the row's name.
+struct IbdtRow {
+  AlltoallOptions alltoall;
+  std::string name;
+};
+
+// What one row collects at one size while the rows are timed together.
+struct RowRun {
+  const IbdtRow* row;
+  AlltoallBuffer send, recv;
+  collectives::Plan plan;
+  double planSeconds = 0;
+  std::vector<double> mine;
+  double switches = 0, preemptions = 0;
+};
+
+// Rows timed together hold their buffers at once: at most this much.
+constexpr int64_t kTogetherBytes = int64_t{256} << 20;
+
+// The rows at `bytes` per pair, each checked once, then timed with their
+// repetitions interleaved (row A's, row B's, ..., the first row rotating):
+// a phase of the machine falls on every row alike, so the rows' ratios
+// (--compare-auto's auto / best forced) compare like with like.
+Status measureTogether(messaging::Bootstrap& bootstrap, Communicator& comm, std::span<const IbdtRow> rows,
+                       bool vector, bool blocking, int64_t bytes, const Setup& setup, Report& report) {
   const int size = comm.size(), rank = comm.rank();
-  for (int64_t bytes : setup.bytes) {
-    IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
-    AlltoallBuffer send, recv(static_cast<size_t>(bytes * size), 0);
-    fillAlltoallSend(send, vector, bytes, size, rank);
-    IBDT_ASSIGN_OR_RETURN(collectives::Plan plan,
-                          collectives::alltoallInit(comm, send.data(), layout.sendCount, layout.sendType, recv.data(),
-                                                    layout.recvCount, layout.recvType, alltoall));
-    auto once = [&]() -> Status {
-      if (blocking) {
-        return collectives::alltoall(comm, send.data(), layout.sendCount, layout.sendType, recv.data(),
-                                     layout.recvCount, layout.recvType, alltoall);
-      }
-      IBDT_RETURN_IF_ERROR(plan.start());
-      return plan.wait();
-    };
-    Status checked = once();
-    std::string wrong = checked.isOk() ? checkAlltoallReceive(recv, bytes, size, rank) : checked.toString();
+  IBDT_ASSIGN_OR_RETURN(Layout layout, layoutOf(vector, bytes));
+  std::vector<std::unique_ptr<RowRun>> runs;
+  for (const IbdtRow& row : rows) {
+    auto run = std::make_unique<RowRun>();
+    run->row = &row;
+    run->recv.assign(static_cast<size_t>(bytes * size), 0);
+    fillAlltoallSend(run->send, vector, bytes, size, rank);
+    IBDT_ASSIGN_OR_RETURN(run->plan, collectives::alltoallInit(comm, run->send.data(), layout.sendCount,
+                                                               layout.sendType, run->recv.data(), layout.recvCount,
+                                                               layout.recvType, row.alltoall));
+    runs.push_back(std::move(run));
+  }
+  auto once = [&](RowRun& run) -> Status {
+    if (blocking) {
+      return collectives::alltoall(comm, run.send.data(), layout.sendCount, layout.sendType, run.recv.data(),
+                                   layout.recvCount, layout.recvType, run.row->alltoall);
+    }
+    IBDT_RETURN_IF_ERROR(run.plan.start());
+    return run.plan.wait();
+  };
+  for (auto& run : runs) {
+    Status checked = once(*run);
+    std::string wrong = checked.isOk() ? checkAlltoallReceive(run->recv, bytes, size, rank) : checked.toString();
     IBDT_ASSIGN_OR_RETURN(std::string anyWrong, agreeAcrossRanks(bootstrap, wrong));
-    if (!anyWrong.empty()) return makeError(Code::kInternal, row, ": ", anyWrong);
-    IBDT_ASSIGN_OR_RETURN(double planSeconds,
-                          timePlanCreation(bootstrap, comm, alltoall, layout, send, recv, setup.quick ? 3 : 20));
-    const int calls = alltoallCallsPerRep(bytes), reps = alltoallRepsFor(bytes, setup.reps);
-    std::vector<double> mine;
-    Status failed;
-    double switches = 0, preemptions = 0;
-    for (int rep = 0; rep < setup.warmup + reps; ++rep) {
+    if (!anyWrong.empty()) return makeError(Code::kInternal, run->row->name, ": ", anyWrong);
+    IBDT_ASSIGN_OR_RETURN(run->planSeconds, timePlanCreation(bootstrap, comm, run->row->alltoall, layout, run->send,
+                                                             run->recv, setup.quick ? 3 : 20));
+  }
+  const int calls = alltoallCallsPerRep(bytes), reps = alltoallRepsFor(bytes, setup.reps);
+  for (int rep = 0; rep < setup.warmup + reps; ++rep) {
+    for (size_t k = 0; k < runs.size(); ++k) {
+      RowRun& run = *runs[(k + static_cast<size_t>(rep)) % runs.size()];
       // Start together through ibdt's own barrier, as the baseline does
       // through MPI_Barrier. Not the bootstrap's sockets: they release the
       // ranks microseconds apart, and a rank woken from a socket read is
@@ -206,22 +237,40 @@ Status measureIbdtRow(messaging::Bootstrap& bootstrap, Communicator& comm, const
       IBDT_RETURN_IF_ERROR(collectives::barrier(comm, Deadline::after(std::chrono::seconds(60))));
       const auto before = contextSwitches();
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls && failed.isOk(); ++i) failed = once();
+      Status failed;
+      for (int i = 0; i < calls && failed.isOk(); ++i) failed = once(run);
       IBDT_RETURN_IF_ERROR(failed);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (rep >= setup.warmup) mine.push_back(seconds / calls);
-      if (rep >= setup.warmup) {
-        const auto after = contextSwitches();
-        switches += static_cast<double>(after.first - before.first);
-        preemptions += static_cast<double>(after.second - before.second);
-      }
+      if (rep < setup.warmup) continue;
+      run.mine.push_back(seconds / calls);
+      const auto after = contextSwitches();
+      run.switches += static_cast<double>(after.first - before.first);
+      run.preemptions += static_cast<double>(after.second - before.second);
     }
-    IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowestAcrossRanks(bootstrap, mine));
-    const double timedCalls = double(reps) * calls;
+  }
+  const double timedCalls = double(reps) * calls;
+  for (auto& run : runs) {
+    IBDT_ASSIGN_OR_RETURN(std::vector<double> times, slowestAcrossRanks(bootstrap, run->mine));
     IBDT_ASSIGN_OR_RETURN(std::vector<double> mostSwitches,
-                          slowestAcrossRanks(bootstrap, {switches / timedCalls, preemptions / timedCalls}));
-    RowExtras extras{std::string(plan.algorithm()), mostSwitches[0], mostSwitches[1], planSeconds};
-    if (rank == 0) addRow(report, size, bytes, row, robustSummarize(times), (size - 1) * bytes, extras);
+                          slowestAcrossRanks(bootstrap, {run->switches / timedCalls, run->preemptions / timedCalls}));
+    RowExtras extras{std::string(run->plan.algorithm()), mostSwitches[0], mostSwitches[1], run->planSeconds};
+    if (rank == 0) addRow(report, size, bytes, run->row->name, robustSummarize(times), (size - 1) * bytes, extras);
+  }
+  return Status::ok();
+}
+
+// The rows at every `setup.bytes`, timed together as far as their buffers
+// fit in kTogetherBytes.
+Status measureIbdtRows(messaging::Bootstrap& bootstrap, Communicator& comm, const std::vector<IbdtRow>& rows,
+                       bool vector, bool blocking, const Setup& setup, Report& report) {
+  for (int64_t bytes : setup.bytes) {
+    const int64_t perRow = std::max<int64_t>(1, 2 * bytes * comm.size());
+    const size_t together = static_cast<size_t>(std::max<int64_t>(1, kTogetherBytes / perRow));
+    for (size_t first = 0; first < rows.size(); first += together) {
+      const size_t count = std::min(together, rows.size() - first);
+      IBDT_RETURN_IF_ERROR(measureTogether(bootstrap, comm, std::span(rows).subspan(first, count), vector, blocking,
+                                           bytes, setup, report));
+    }
   }
   return Status::ok();
 }
@@ -244,15 +293,18 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
   if (algorithms.empty()) algorithms = options.nodes > 1 ? std::vector<std::string>{"auto", "hierarchical"}
                                                          : std::vector<std::string>{"auto"};
   const std::vector<std::string> modes = options.modes.empty() ? std::vector<std::string>{"persistent"} : options.modes;
-  for (const std::string& algorithm : algorithms) {
-    IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, algorithmOptions(algorithm, defaults));
-    for (const std::string& mode : modes) {
-      for (bool vector : {false, true}) {
-        if (!wanted(options, rowName("ibdt", vector))) continue;
-        const bool blocking = mode == "blocking";
-        IBDT_RETURN_IF_ERROR(measureIbdtRow(bootstrap, *comm, alltoall, ibdtRow(algorithm, blocking, vector), vector,
-                                            blocking, setup, report));
+  // The algorithms of one mode and layout are timed together, their
+  // repetitions interleaved (measureIbdtRows).
+  for (const std::string& mode : modes) {
+    for (bool vector : {false, true}) {
+      if (!wanted(options, rowName("ibdt", vector))) continue;
+      const bool blocking = mode == "blocking";
+      std::vector<IbdtRow> rows;
+      for (const std::string& algorithm : algorithms) {
+        IBDT_ASSIGN_OR_RETURN(AlltoallOptions alltoall, algorithmOptions(algorithm, defaults));
+        rows.push_back({alltoall, ibdtRow(algorithm, blocking, vector)});
       }
+      IBDT_RETURN_IF_ERROR(measureIbdtRows(bootstrap, *comm, rows, vector, blocking, setup, report));
     }
   }
   return context->close(Deadline::after(std::chrono::seconds(60)));
