@@ -19,12 +19,12 @@
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
 #include "transport/fabric/shm/registration_table.h"
-#include "transport/fabric/shm/shared_region.h"
+#include "base/shared_region.h"
 
 namespace ibdt::fabric::testing {
 namespace {
 
-using shm::SharedRegion;
+using ibdt::SharedRegion;
 
 // The shm endpoint address as a peer receives it (transport/fabric/shm/endpoint.cc).
 struct EndpointAddress {

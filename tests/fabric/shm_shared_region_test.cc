@@ -12,12 +12,12 @@
 #include <gtest/gtest.h>
 
 #include "fabric_harness.h"
-#include "transport/fabric/shm/shared_region.h"
+#include "base/shared_region.h"
 
 namespace ibdt::fabric::testing {
 namespace {
 
-using shm::SharedRegion;
+using ibdt::SharedRegion;
 
 struct Advert {
   int fd;

@@ -16,7 +16,7 @@
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
 #include "transport/fabric/shm/registration_table.h"
-#include "transport/fabric/shm/shared_region.h"
+#include "base/shared_region.h"
 
 namespace ibdt::fabric::shm {
 

@@ -26,7 +26,7 @@
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
 #include "transport/fabric/shm/remote_copy.h"
-#include "transport/fabric/shm/shared_region.h"
+#include "base/shared_region.h"
 
 namespace ibdt::fabric::shm {
 

@@ -18,7 +18,7 @@
 #include "ibdt/fabric.h"
 #include "transport/fabric/shm/layout.h"
 #include "transport/fabric/shm/peer.h"
-#include "transport/fabric/shm/shared_region.h"
+#include "base/shared_region.h"
 
 namespace ibdt::fabric::shm {
 

@@ -1,4 +1,5 @@
-// transport/fabric/shm/shared_region.h — a shared-memory region backed by a memfd
+// base/shared_region.h — a shared-memory region backed by a memfd (the shm
+// provider's segments, and the node-local all-to-all's mailbox)
 //
 // memfd segments have no name in /dev/shm, so nothing is left behind even
 // when a job is killed: the memory goes away with the last process that maps
@@ -15,7 +16,7 @@
 
 #include "ibdt/status.h"
 
-namespace ibdt::fabric::shm {
+namespace ibdt {
 
 class SharedRegion {
  public:
@@ -52,4 +53,4 @@ class SharedRegion {
   uint64_t inode_ = 0;
 };
 
-}  // namespace ibdt::fabric::shm
+}  // namespace ibdt

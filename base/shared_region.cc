@@ -1,4 +1,4 @@
-#include "transport/fabric/shm/shared_region.h"
+#include "base/shared_region.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-namespace ibdt::fabric::shm {
+namespace ibdt {
 namespace {
 
 // Segments up to this size are faulted in when mapped: pool chunks hold eager
@@ -135,4 +135,4 @@ Result<SharedRegion> SharedRegion::mapDescriptor(int local, uint64_t inode, cons
   return segment;
 }
 
-}  // namespace ibdt::fabric::shm
+}  // namespace ibdt
