@@ -13,6 +13,7 @@
 #include "collectives/alltoall_hierarchical.h"
 #include "collectives/alltoall_pairwise.h"
 #include "collectives/alltoall_select.h"
+#include "collectives/alltoall_shared_memory.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -97,7 +98,7 @@ namespace {
 // Indexed by AlltoallAlgorithm.
 constexpr std::string_view kAlgorithmNames[] = {"auto",           "pairwise",        "bruck-basic",
                                                 "bruck-modified", "bruck-zero-copy", "bruck-radix",
-                                                "hierarchical",   "direct-write"};
+                                                "hierarchical",   "direct-write",    "shared-memory"};
 }  // namespace
 
 // Indexed by LeaderExchange.
@@ -119,7 +120,7 @@ Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name) {
   }
   return makeError(Code::kInvalidArgument, "alltoall: unknown algorithm \"", name,
                    "\" (auto, pairwise, bruck-basic, bruck-modified, bruck-zero-copy, bruck-radix, hierarchical, "
-                   "direct-write)");
+                   "direct-write, shared-memory)");
 }
 
 Result<AlltoallOptions> withAlltoallAlgorithm(AlltoallOptions options, std::string_view name) {
@@ -146,7 +147,7 @@ Result<AlltoallOptions> alltoallOptionsFromEnvironment() {
   IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALL_ALGORITHM",
                                                          {kAlgorithmNames[0], kAlgorithmNames[1], kAlgorithmNames[2],
                                                           kAlgorithmNames[3], kAlgorithmNames[4], kAlgorithmNames[5],
-                                                          kAlgorithmNames[6], kAlgorithmNames[7]}));
+                                                          kAlgorithmNames[6], kAlgorithmNames[7], kAlgorithmNames[8]}));
   options.algorithm = static_cast<AlltoallAlgorithm>(algorithm);
   IBDT_ASSIGN_OR_RETURN(int64_t leaders, config::getInt("IBDT_ALLTOALL_LEADERS", 1, 1024));
   options.leaders = static_cast<int>(leaders);
@@ -190,8 +191,9 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
   const bool inPlace = checked.isOk() && checked->inPlace;
   AlltoallChoice choice = selectAlltoall(model, comm.size(), bytes, collectiveInit, comm.nodeCount(), perCall, inPlace);
   // A failed rank keeps a collective init's vote (direct-write, hierarchical): it joins that init and fails it.
-  const bool collectiveChoice =
-      choice.algorithm == AlltoallAlgorithm::kDirectWrite || choice.algorithm == AlltoallAlgorithm::kHierarchical;
+  const bool collectiveChoice = choice.algorithm == AlltoallAlgorithm::kDirectWrite ||
+                                choice.algorithm == AlltoallAlgorithm::kHierarchical ||
+                                choice.algorithm == AlltoallAlgorithm::kSharedMemory;
   if (!checked.isOk() && !collectiveChoice) choice = AlltoallChoice{};
   if (comm.nodeCount() > 1) {
     int64_t code = choice.code();
@@ -211,6 +213,7 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
 bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& options) {
   return options.algorithm == AlltoallAlgorithm::kHierarchical ||
          options.algorithm == AlltoallAlgorithm::kDirectWrite ||
+         options.algorithm == AlltoallAlgorithm::kSharedMemory ||
          (options.algorithm == AlltoallAlgorithm::kAuto && comm.nodeCount() > 1);
 }
 
@@ -229,6 +232,11 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
     // Collective init too (keys are exchanged): every rank takes part.
     IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoall(comm, checked, options.throttle));
     return Plan(std::move(direct));
+  }
+  if (options.algorithm == AlltoallAlgorithm::kSharedMemory) {
+    // Collective init (the segment is created and mapped): every rank takes part.
+    IBDT_ASSIGN_OR_RETURN(auto shared, makeSharedMemoryAlltoall(comm, checked));
+    return Plan(std::move(shared));
   }
   if (options.throttle < 0) {
     return makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle, " (0: unlimited, else >= 1)");
@@ -258,6 +266,7 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
       break;
     case AlltoallAlgorithm::kHierarchical:
     case AlltoallAlgorithm::kDirectWrite:
+    case AlltoallAlgorithm::kSharedMemory:
       break;  // above
   }
   if (!impl.isOk()) return std::move(impl).takeStatus();

@@ -217,6 +217,7 @@ Result<AlltoallSchedule> alltoallSchedule(AlltoallAlgorithm algorithm, const Sch
     case AlltoallAlgorithm::kHierarchical:
       return shape.relay ? relay(shape) : hierarchical(shape);
     case AlltoallAlgorithm::kDirectWrite:
+    case AlltoallAlgorithm::kSharedMemory:  // its copies: p - 1 blocks out and in, in one step
       return directWrite(shape);
     default:
       break;

@@ -8,6 +8,7 @@
 #include "base/checked_math.h"
 #include "base/log.h"
 #include "collectives/alltoall_schedule.h"
+#include "collectives/alltoall_shared_memory.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -38,6 +39,13 @@ constexpr messaging::CollectiveCost kBuiltIn[] = {
     // (a block is packed, spread by a typed receive, gathered by a typed send
     // and unpacked). Not fitted: no p = 2 timing has several ranks per node.
     {1500, 1000, 0.50},
+    // shared-memory: a pack into the segment, a flag, p - 1 flag reads and
+    // copies out, no message (docs/alltoall-shared-memory.md). At p = 2 on
+    // that VM: 0.40 us at 8 B (pairwise 0.83), 17 us at 256 KiB
+    // (direct-write 24), 145 us at 1 MiB (direct-write 134: two copies
+    // through a buffer beyond the caches against the kernel's one). Per
+    // byte as direct-write plus a little, so that it gives way from ~350 KiB.
+    {300, 150, 0.25},
 };
 }  // namespace
 
@@ -146,6 +154,7 @@ namespace {
 // kTunedNodes nodes only; every other algorithm has one schedule per p.
 bool samplesApply(AlltoallAlgorithm algorithm, int64_t radix, int nodes) {
   if (algorithm == AlltoallAlgorithm::kHierarchical) return nodes == kTunedNodes;
+  if (algorithm == AlltoallAlgorithm::kSharedMemory) return nodes <= 1;  // timed on one node (its only use)
   return algorithm != AlltoallAlgorithm::kBruckRadix || radix == kTunedRadix;
 }
 }  // namespace
@@ -230,7 +239,30 @@ double AlltoallCostModel::predictNs(AlltoallAlgorithm algorithm, int64_t radix, 
     if (auto ns = sampledNs(samples_[slot(algorithm)], p, blockBytes)) return *ns + network;
   }
   if (auto ns = simulatedNs(algorithm, radix, p, blockBytes, nodes)) return *ns;
-  return std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes)) + network;
+  const double fit = std::max(0.0, costs_[slot(algorithm)].ns(volume.messages, volume.bytes));
+  // Any radix anchors on kTunedRadix's samples (one fit serves every radix).
+  if (samplesApply(algorithm, kTunedRadix, nodes)) {
+    if (auto ns = anchoredNs(algorithm, radix, p, blockBytes, nodes, fit)) return *ns + network;
+  }
+  return fit + network;
+}
+
+std::optional<double> AlltoallCostModel::anchoredNs(AlltoallAlgorithm algorithm, int64_t radix, int p,
+                                                    int64_t blockBytes, int nodes, double fitNs) const {
+  const std::vector<messaging::CollectiveSample>& samples = samples_[slot(algorithm)];
+  int64_t anchor = 0;
+  for (const messaging::CollectiveSample& sample : samples) {
+    if (sample.ranks < p && sample.ranks > anchor) anchor = sample.ranks;
+  }
+  if (anchor < 2) return std::nullopt;
+  const std::optional<double> measured = sampledNs(samples, static_cast<int>(anchor), blockBytes);
+  if (!measured) return std::nullopt;  // the block size is outside what was timed there
+  // bruck-radix was timed at kTunedRadix: the anchor is that radix's time and volume.
+  const int64_t timedRadix = algorithm == AlltoallAlgorithm::kBruckRadix ? kTunedRadix : radix;
+  const AlltoallVolume there = volumeOf(algorithm, timedRadix, static_cast<int>(anchor), blockBytes, nodes);
+  const double fitThere = costs_[slot(algorithm)].ns(there.messages, there.bytes);
+  if (fitThere <= 0 || fitNs <= 0) return std::nullopt;
+  return *measured * fitNs / fitThere;
 }
 
 std::string AlltoallChoice::name() const {
@@ -266,7 +298,8 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   best.predictedNs = std::numeric_limits<double>::infinity();
   auto consider = [&](AlltoallAlgorithm algorithm, int64_t radix) {
     if (measured && !model.sampled(algorithm, radix, p, blockBytes, nodes)) return;
-    if (simulated && !ruled(algorithm, radix)) return;
+    // The simulator's rules model the network; within a node the shared-memory fit is all there is.
+    if (simulated && !ruled(algorithm, radix) && algorithm != AlltoallAlgorithm::kSharedMemory) return;
     const double ns = price(algorithm, radix);
     if (ns < toBeat && ns < best.predictedNs) best = {algorithm, radix, ns};
   };
@@ -277,6 +310,11 @@ AlltoallChoice selectAlltoall(const AlltoallCostModel& model, int p, int64_t blo
   for (AlltoallAlgorithm algorithm : kPricedAlltoalls) {
     if (algorithm == AlltoallAlgorithm::kDirectWrite) {
       if (!inPlace && collectiveCandidate(algorithm)) consider(algorithm, 2);
+    } else if (algorithm == AlltoallAlgorithm::kSharedMemory) {
+      const int64_t segment = sharedMemoryAlltoallBytes(p, blockBytes);
+      if (nodes <= 1 && segment > 0 && segment <= kAutoSharedMemoryMaxBytes && collectiveCandidate(algorithm)) {
+        consider(algorithm, 2);
+      }
     } else if (algorithm == AlltoallAlgorithm::kHierarchical) {
       // Several nodes and several ranks on some node: else it only adds hops.
       if (nodes > 1 && p > nodes && collectiveCandidate(algorithm)) consider(algorithm, 2);

@@ -90,11 +90,15 @@ std::string alltoallFitName(AlltoallAlgorithm algorithm);
 // The algorithms the model prices and ibdt-tune times, in tie-break order.
 // Direct-write's init is collective (the keys): a candidate only where every
 // rank builds the plan together (see selectAlltoall), and so is the
-// hierarchical alltoall's, which is a candidate on several nodes only.
-inline constexpr std::array<AlltoallAlgorithm, 7> kPricedAlltoalls = {
-    AlltoallAlgorithm::kPairwise,    AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
-    AlltoallAlgorithm::kBruckBasic,  AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite,
-    AlltoallAlgorithm::kHierarchical};
+// hierarchical alltoall's, which is a candidate on several nodes only; the
+// shared-memory alltoall's too (the segment), a candidate on one node only.
+inline constexpr std::array<AlltoallAlgorithm, 8> kPricedAlltoalls = {
+    AlltoallAlgorithm::kPairwise,     AlltoallAlgorithm::kBruckModified, AlltoallAlgorithm::kBruckZeroCopy,
+    AlltoallAlgorithm::kBruckBasic,   AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite,
+    AlltoallAlgorithm::kHierarchical, AlltoallAlgorithm::kSharedMemory};
+// kAuto leaves the shared-memory alltoall out where its segment (shared by
+// the node's ranks) would exceed this.
+inline constexpr int64_t kAutoSharedMemoryMaxBytes = int64_t{64} << 20;
 inline constexpr const auto& kModelledAlltoalls = kPricedAlltoalls;
 
 // The tuning file's name of an algorithm's plan-creation fit (init and
@@ -121,8 +125,10 @@ class AlltoallCostModel {
   // samples where they cover (p, blockBytes) (sampledNs; the hierarchical
   // alltoall's on kTunedNodes nodes only), else by its rule's predictions
   // where they cover it (the simulated platform's network included), else by
-  // its fit. `nodes` > 1: every round between nodes also pays
-  // networkRoundNs(), except when a rule priced it.
+  // its fit. Beyond the largest rank count its samples cover at this block
+  // size, the fit is anchored there: the sample times the fit's growth from
+  // that rank count (anchoredNs). `nodes` > 1: every round between nodes
+  // also pays networkRoundNs(), except when a rule priced it.
   double predictNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
   // Whether predictNs comes from the samples at (p, blockBytes, nodes).
   bool sampled(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes, int nodes = 1) const;
@@ -159,6 +165,15 @@ class AlltoallCostModel {
 
  private:
   static size_t slot(AlltoallAlgorithm algorithm);
+  // The sample at the largest timed rank count below p, scaled by the fit's
+  // ratio between p and there: a fit of timings at 2..8 ranks misplaces its
+  // level at 8 by up to a half (on a machine whose ranks outnumber its cores
+  // the growth with p is not the model's), and beyond 8 that error would
+  // decide the choice; the anchor keeps the level measured and takes only
+  // the shape from the fit (docs/alltoall-selection.md). bruck-radix of any
+  // radix anchors on kTunedRadix's time and volume there.
+  std::optional<double> anchoredNs(AlltoallAlgorithm algorithm, int64_t radix, int p, int64_t blockBytes,
+                                   int nodes, double fitNs) const;
   std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> costs_{};
   std::array<bool, kPricedAlltoalls.size()> present_{};
   std::array<messaging::CollectiveCost, kPricedAlltoalls.size()> initCosts_{};

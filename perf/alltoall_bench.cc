@@ -3,7 +3,7 @@
 // bytes and a strided vector send type received contiguous
 // (perf/alltoall_cases.h). ibdt runs each --algorithm (default auto, the
 // cost model's choice, docs/alltoall-selection.md; pairwise, bruck-basic, bruck-modified,
-// bruck-zero-copy, bruck-radix-<r>, direct-write) in each --mode: persistent (one plan per
+// bruck-zero-copy, bruck-radix-<r>, direct-write, shared-memory) in each --mode: persistent (one plan per
 // case, start + wait per call) and blocking (alltoall(): init + start + wait
 // per call); one row per algorithm and mode. Beside it, in the same run: Open MPI's
 // MPI_Alltoall under mpirun (perf/mpi_alltoall_baseline.cc), MPICH's at 2
@@ -60,8 +60,10 @@ struct BenchOptions {
 const std::vector<std::string> kForcedAlgorithms = {"pairwise",        "bruck-basic",   "bruck-modified",
                                                     "bruck-zero-copy", "bruck-radix-3", "bruck-radix-4",
                                                     "bruck-radix-8",   "direct-write"};
-// ... and with --nodes K > 1 the node-aware one (its leader exchange auto).
+// ... and with --nodes K > 1 the node-aware one (its leader exchange auto),
+// on one node the shared-memory one.
 const std::string kNodeAwareForced = "hierarchical";
+const std::string kOneNodeForced = "shared-memory";
 
 // An --algorithm value: a name of withAlltoallAlgorithm, or hierarchical-direct/-bruck.
 Result<AlltoallOptions> algorithmOptions(const std::string& name, AlltoallOptions options) {
@@ -288,7 +290,7 @@ Status runIbdtRank(messaging::Bootstrap& bootstrap, const BenchOptions& options,
   if (options.compareAuto) {
     algorithms = {"auto"};
     algorithms.insert(algorithms.end(), kForcedAlgorithms.begin(), kForcedAlgorithms.end());
-    if (options.nodes > 1) algorithms.push_back(kNodeAwareForced);
+    algorithms.push_back(options.nodes > 1 ? kNodeAwareForced : kOneNodeForced);
   }
   if (algorithms.empty()) algorithms = options.nodes > 1 ? std::vector<std::string>{"auto", "hierarchical"}
                                                          : std::vector<std::string>{"auto"};
@@ -369,6 +371,7 @@ void noteAutoAgainstForced(Report& report) {
     std::string bestName;
     std::vector<std::string> forcedRows = kForcedAlgorithms;
     forcedRows.push_back(kNodeAwareForced);  // present with --nodes K > 1
+    forcedRows.push_back(kOneNodeForced);    // present without
     for (const std::string& forced : forcedRows) {
       for (const nlohmann::json& row : report.rows()) {
         if (row["row"] != "ibdt " + forced + " " + layout || row["ranks"] != autoRow["ranks"] ||
@@ -481,7 +484,7 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
   sub->add_option("--algorithm", options->algorithms,
                   "ibdt algorithms, repeatable (default auto): auto, pairwise, bruck-basic, bruck-modified, "
                   "bruck-zero-copy, bruck-radix-<r>, hierarchical (its leader exchange auto), "
-                  "hierarchical-direct, hierarchical-bruck, direct-write")
+                  "hierarchical-direct, hierarchical-bruck, direct-write, shared-memory")
       ->check([](const std::string& text) {
         auto parsed = algorithmOptions(text, AlltoallOptions{});
         return parsed.isOk() ? std::string() : parsed.status().toString();
@@ -490,7 +493,7 @@ void addAlltoallBenchmark(CLI::App& app, const CommonOptions& common) {
       ->check(CLI::IsMember({"persistent", "blocking"}));
   sub->add_flag("--compare-auto", options->compareAuto,
                "run auto and every forced algorithm (pairwise, bruck-basic/modified/zero-copy, bruck-radix-3/4/8, "
-               "direct-write; with --nodes, hierarchical), "
+               "direct-write; with --nodes, hierarchical, else shared-memory), "
                "persistent, and note auto's median over the best forced one's");
   sub->add_option("--nodes", options->nodes,
                   "simulate K nodes (ranks in blocks); without --algorithm, runs auto and hierarchical")

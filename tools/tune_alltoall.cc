@@ -97,13 +97,17 @@ Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOption
   // map; the other algorithms do not look at it (one host either way).
   IBDT_ASSIGN_OR_RETURN(auto comm, collectives::Communicator::create(
                                        *context, perf::simulatedNodes(bootstrap.size, collectives::kTunedNodes)));
+  // The shared-memory alltoall runs among one node's ranks only: timed on the same ranks as one node.
+  IBDT_ASSIGN_OR_RETURN(auto oneNode, collectives::Communicator::create(*context, {},
+                                                                        comm->contextId() + collectives::Communicator::kMaxSplitIds));
   Status status;
   for (int64_t bytes : kBlockBytes) {
     std::vector<Timed> fastest(collectives::kModelledAlltoalls.size());
     for (int pass = 0; pass < kPasses && status.isOk(); ++pass) {
       for (size_t a = 0; a < fastest.size() && status.isOk(); ++a) {
         const AlltoallAlgorithm algorithm = collectives::kModelledAlltoalls[a];
-        auto timed = timeOne(bootstrap, *comm, algorithm, bytes, options.reps);
+        auto timed = timeOne(bootstrap, algorithm == AlltoallAlgorithm::kSharedMemory ? *oneNode : *comm, algorithm,
+                             bytes, options.reps);
         if (!timed.isOk()) {
           status = timed.status();
           status.withContext(

@@ -249,9 +249,14 @@ enum class AlltoallAlgorithm : uint8_t {
   // (else every rank runs pairwise), not in place. kAuto picks it for
   // large blocks in a collective init (see alltoallInitIsCollective).
   kDirectWrite,
+  // The ranks of one node through one shared-memory segment: each packs its
+  // send buffer into its row, each copies its column out
+  // (docs/alltoall-shared-memory.md). Collective init; one node only.
+  kSharedMemory,
 };
 // "auto", "pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy",
-// "bruck-radix", "hierarchical", "direct-write" (IBDT_ALLTOALL_ALGORITHM's values).
+// "bruck-radix", "hierarchical", "direct-write", "shared-memory"
+// (IBDT_ALLTOALL_ALGORITHM's values).
 std::string_view alltoallAlgorithmName(AlltoallAlgorithm algorithm);
 Result<AlltoallAlgorithm> parseAlltoallAlgorithm(std::string_view name);
 

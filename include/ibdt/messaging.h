@@ -316,6 +316,10 @@ class Context {
 
   // Polls completions and advances every protocol once.
   Status progress();
+  // Ok, or why rank `rank` failed (dead, its link broken), as far as
+  // progress() has learnt: for waits outside the messaging layer (a
+  // collective polling shared memory) that must not outlast a dead peer.
+  Status peerStatus(int rank) const;
 
   // Ends this rank's part in the job's traffic (see the file comment):
   // waits until the sends are complete and every connected peer closed

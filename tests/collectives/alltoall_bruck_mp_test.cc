@@ -1,5 +1,5 @@
-// The Bruck alltoall family among real processes (ibdt-run, 4 ranks) over
-// the default provider, one case per algorithm: contiguous bytes from eager
+// The Bruck alltoall family and the shared-memory alltoall among real
+// processes (ibdt-run, 4 ranks) over the default provider, one case per algorithm: contiguous bytes from eager
 // to rendezvous sizes, a strided send type received dense, a persistent plan
 // started repeatedly with new data, and a mismatched signature that fails
 // every rank. Every byte of every receive buffer is checked.
@@ -82,7 +82,9 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, BruckMp,
                          ::testing::Values(Forced{AlltoallAlgorithm::kBruckBasic, 4, "bruck-basic"},
                                            Forced{AlltoallAlgorithm::kBruckModified, 4, "bruck-modified"},
                                            Forced{AlltoallAlgorithm::kBruckZeroCopy, 4, "bruck-zero-copy"},
-                                           Forced{AlltoallAlgorithm::kBruckRadix, 3, "bruck-radix-3"}),
+                                           Forced{AlltoallAlgorithm::kBruckRadix, 3, "bruck-radix-3"},
+                                           // processes mapping one segment (rank 0's memfd)
+                                           Forced{AlltoallAlgorithm::kSharedMemory, 4, "shared-memory"}),
                          [](const auto& param) {
                            std::string name = param.param.name;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -1,4 +1,5 @@
-// The Bruck alltoall family (docs/alltoall-bruck.md) with ranks as threads
+// The Bruck alltoall family (docs/alltoall-bruck.md) and the shared-memory
+// alltoall (docs/alltoall-shared-memory.md) with ranks as threads
 // over the loopback fabric: every algorithm x p in {1,2,3,4,5,7,8} x block
 // sizes {0,1,4,13,64,1000,80000} bytes x contiguous and derived types (send
 // and receive types differ, signatures equal), every byte of every receive
@@ -30,13 +31,16 @@ struct Algorithm {
   int64_t radix;
   const char* name;
 };
-const Algorithm kBruckAlgorithms[] = {
+const Algorithm kAlgorithms[] = {
     {AlltoallAlgorithm::kBruckBasic, 4, "bruck-basic"},
     {AlltoallAlgorithm::kBruckModified, 4, "bruck-modified"},
     {AlltoallAlgorithm::kBruckZeroCopy, 4, "bruck-zero-copy"},
     {AlltoallAlgorithm::kBruckRadix, 3, "bruck-radix-3"},
     {AlltoallAlgorithm::kBruckRadix, 4, "bruck-radix-4"},
     {AlltoallAlgorithm::kBruckRadix, 8, "bruck-radix-8"},  // r >= p for most p: one round of p - 1 messages
+    // Not a Bruck form, but the same matrix applies: every rank packs its
+    // blocks into a shared segment and copies its column out.
+    {AlltoallAlgorithm::kSharedMemory, 4, "shared-memory"},
 };
 
 AlltoallOptions optionsOf(const Algorithm& algorithm) {
@@ -130,7 +134,7 @@ TEST_P(BruckMatrix, EveryBlockSizeContiguousAndDerived) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BruckMatrix,
-                         ::testing::Combine(::testing::ValuesIn(kBruckAlgorithms),
+                         ::testing::Combine(::testing::ValuesIn(kAlgorithms),
                                             ::testing::Values(1, 2, 3, 4, 5, 7, 8)),
                          [](const auto& param) {
                            std::string name = std::get<0>(param.param).name;
@@ -142,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(All, BruckMatrix,
 // arrives later and in intermediate slots reused between rounds: at 13 ranks
 // fewer than ⌊13/2⌋ = 6 intermediate blocks (the paper allocates 13).
 TEST(BruckZeroCopyThreads, FewerThanHalfPIntermediateBlocksAtThirteenRanks) {
-  const Algorithm zeroCopy = kBruckAlgorithms[2];
+  const Algorithm zeroCopy = kAlgorithms[2];
   runRanks(13, {}, [&](RankEnv& env) {
     auto comm = world(env);
     ASSERT_NE(comm, nullptr);
@@ -198,7 +202,7 @@ TEST(AlltoallInPlace, SendbufEqualToRecvbufIsRefused) {
 // A persistent plan of int32 vectors (received dense) started six times,
 // each run with new send data, driven by test() on odd runs.
 TEST(BruckThreadsPlan, PersistentRunsWithChangingData) {
-  for (const Algorithm& algorithm : kBruckAlgorithms) {
+  for (const Algorithm& algorithm : kAlgorithms) {
     SCOPED_TRACE(algorithm.name);
     runRanks(5, {}, [&](RankEnv& env) {
       auto comm = world(env);
@@ -229,7 +233,7 @@ TEST(BruckThreadsPlan, PersistentRunsWithChangingData) {
 }
 
 TEST(BruckThreadsPlan, TimedOutWaitResumes) {
-  for (const Algorithm& algorithm : kBruckAlgorithms) {
+  for (const Algorithm& algorithm : kAlgorithms) {
     runRanks(2, {}, [&](RankEnv& env) {
       auto comm = world(env);
       ASSERT_NE(comm, nullptr);
@@ -249,7 +253,7 @@ TEST(BruckThreadsPlan, TimedOutWaitResumes) {
 // ones next to rank 0 on the signature, the others on the poison that
 // follows), none may hang, and at least one names the signature.
 TEST(BruckThreadsErrors, MismatchedSignatureFailsEveryRank) {
-  for (const Algorithm& algorithm : kBruckAlgorithms) {
+  for (const Algorithm& algorithm : kAlgorithms) {
     for (int64_t ints : {0, 4, 20000}) {  // empty blocks, eager, rendezvous-sized rounds
       SCOPED_TRACE(std::string(algorithm.name) + " " + std::to_string(ints) + " ints");
       std::atomic<int> namedSignature{0};

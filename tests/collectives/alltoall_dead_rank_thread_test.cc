@@ -5,7 +5,9 @@
 // run whose every byte was checked. The Bruck family forwards blocks through other
 // ranks, so most survivors never talk to the dead rank: they fail through
 // the poison their upstream peers send (docs/alltoall-bruck.md); the
-// hierarchical algorithm loses a node member or a leader.
+// hierarchical algorithm loses a node member or a leader; the shared-memory
+// algorithm's survivors wait for a flag the dead rank never raises and learn
+// of its death from the messaging layer (Context::peerStatus).
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -130,8 +132,8 @@ TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) {
 
 std::vector<DeadRankCase> deadRankCases() {
   std::vector<DeadRankCase> cases;
-  const char* const flat[] = {"pairwise", "bruck-basic", "bruck-modified", "bruck-zero-copy", "bruck-radix",
-                              "direct-write"};
+  const char* const flat[] = {"pairwise",    "bruck-basic",  "bruck-modified", "bruck-zero-copy",
+                              "bruck-radix", "direct-write", "shared-memory"};
   for (int p : {5, 8}) {
     for (int64_t bytes : {int64_t{13}, int64_t{80000}}) {  // eager and rendezvous
       for (const char* algorithm : flat) {

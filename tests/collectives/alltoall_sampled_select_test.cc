@@ -67,10 +67,22 @@ TEST(AlltoallSamples, SamplesDecideWhereTimedAndTheFitBeyond) {
   }
   // p = 2: no Bruck form (pairwise's single exchange plus copies), samples or not.
   EXPECT_EQ(selectAlltoall(model, 2, 4096).algorithm, AlltoallAlgorithm::kPairwise);
-  // Beyond the timed sizes and ranks: the fits, which favour pairwise.
-  for (auto [p, block] : {std::pair{4, int64_t{8}}, std::pair{4, int64_t{65536}}, std::pair{8, int64_t{4096}}}) {
+  // Beyond the timed sizes: the fits, which favour pairwise.
+  for (auto [p, block] : {std::pair{4, int64_t{8}}, std::pair{4, int64_t{65536}}}) {
     EXPECT_FALSE(model.sampled(AlltoallAlgorithm::kPairwise, 2, p, block));
     EXPECT_EQ(selectAlltoall(model, p, block).algorithm, AlltoallAlgorithm::kPairwise) << p << ", " << block;
+  }
+  // Beyond the timed ranks at a timed size: each sample at p = 4 grown by its
+  // own fit's ratio (AlltoallCostModel::anchoredNs). Zero-copy Bruck measured
+  // half of pairwise at 4 ranks; its fit grows 1.5x to 8 ranks (3 messages
+  // against 2), pairwise's 2.1x: Bruck stays, where the bare fits said pairwise.
+  {
+    EXPECT_FALSE(model.sampled(AlltoallAlgorithm::kPairwise, 2, 8, 4096));
+    const AlltoallChoice choice = selectAlltoall(model, 8, 4096);
+    EXPECT_EQ(choice.algorithm, AlltoallAlgorithm::kBruckZeroCopy);
+    const messaging::CollectiveCost zc{1000, 100000.0, 0.5};  // tuningFavouring's fit for every algorithm but pairwise
+    const double at8 = zc.ns(3, 3 * 4 * 4096), at4 = zc.ns(2, 2 * 2 * 4096);
+    EXPECT_NEAR(choice.predictedNs, 5.0 * 4096 * at8 / at4, 1e-6 * at8);
   }
   // bruck-radix was timed at kTunedRadix: its samples do not price radix 4.
   EXPECT_TRUE(model.sampled(AlltoallAlgorithm::kBruckRadix, kTunedRadix, 4, 4096));

@@ -4,6 +4,7 @@
 // collective fits (format_version 2) parsed strictly and followed by every
 // rank of a Context that loads the file, with every received byte checked.
 #include "collectives/alltoall_select.h"
+#include "collectives/alltoall_shared_memory.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -62,7 +63,8 @@ TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
       // At p = 2 every Bruck form is pairwise's exchange plus copies.
       if (p == 2) {
         EXPECT_TRUE(first.algorithm == AlltoallAlgorithm::kPairwise ||
-                    first.algorithm == AlltoallAlgorithm::kDirectWrite);
+                    first.algorithm == AlltoallAlgorithm::kDirectWrite ||
+                    first.algorithm == AlltoallAlgorithm::kSharedMemory);
       }
       if (p <= 2) {
         EXPECT_EQ(selectAlltoall(builtIn, p, bytes, false).algorithm, AlltoallAlgorithm::kPairwise);
@@ -91,16 +93,22 @@ TEST(AlltoallSelection, DeterministicAndFollowsTheModel) {
 
 // Direct-write (docs/alltoall-direct-writes.md): a candidate only in a
 // collective init; the built-in model picks it for large blocks (from
-// ~16-23 KiB), never for small ones; a file without its fit leaves it out.
+// ~16-23 KiB) when the ranks are on different nodes (p nodes here: no
+// shared segment, no hierarchy), never for small ones; on one node from
+// ~350 KiB (below, the shared-memory alltoall); a file without its fit
+// leaves it out.
 TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
   const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
   for (int p : {2, 3, 4, 8, 64, 1024}) {
     for (int64_t bytes : {int64_t{65536}, int64_t{1} << 20}) {
-      EXPECT_EQ(selectAlltoall(builtIn, p, bytes).algorithm, AlltoallAlgorithm::kDirectWrite) << p << ", " << bytes;
-      EXPECT_NE(selectAlltoall(builtIn, p, bytes, false).algorithm, AlltoallAlgorithm::kDirectWrite);
+      EXPECT_EQ(selectAlltoall(builtIn, p, bytes, true, p).algorithm, AlltoallAlgorithm::kDirectWrite)
+          << p << ", " << bytes;
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes, false, p).algorithm, AlltoallAlgorithm::kDirectWrite);
     }
+    EXPECT_EQ(selectAlltoall(builtIn, p, int64_t{1} << 20).algorithm, AlltoallAlgorithm::kDirectWrite) << p;
     for (int64_t bytes : {1, 64, 4096}) {
-      EXPECT_NE(selectAlltoall(builtIn, p, bytes).algorithm, AlltoallAlgorithm::kDirectWrite) << p << ", " << bytes;
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes, true, p).algorithm, AlltoallAlgorithm::kDirectWrite)
+          << p << ", " << bytes;
     }
   }
   Tuning tuning = tuningFavouring(AlltoallAlgorithm::kPairwise);
@@ -114,6 +122,38 @@ TEST(AlltoallSelection, DirectWriteForLargeBlocksInCollectiveInits) {
     return fit.name == alltoallFitName(AlltoallAlgorithm::kDirectWrite);
   });
   EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 1 << 20).algorithm, AlltoallAlgorithm::kPairwise);
+}
+
+// The shared-memory alltoall (docs/alltoall-shared-memory.md): on one node,
+// in a collective init, the built-in model picks it for small and mid-size
+// blocks; never across nodes, never under a pinned tag (a local init), never
+// per call without a measured init, never when its segment would exceed
+// kAutoSharedMemoryMaxBytes; a file that timed it prices it by its samples.
+TEST(AlltoallSelection, SharedMemoryOnOneNodeInCollectiveInits) {
+  const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  for (int p : {2, 3, 8, 64}) {
+    for (int64_t bytes : {int64_t{1}, int64_t{64}, int64_t{4096}, int64_t{65536}}) {
+      if (sharedMemoryAlltoallBytes(p, bytes) > kAutoSharedMemoryMaxBytes) {
+        EXPECT_NE(selectAlltoall(builtIn, p, bytes).algorithm, AlltoallAlgorithm::kSharedMemory) << p << ", " << bytes;
+        continue;
+      }
+      EXPECT_EQ(selectAlltoall(builtIn, p, bytes).algorithm, AlltoallAlgorithm::kSharedMemory) << p << ", " << bytes;
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes, false).algorithm, AlltoallAlgorithm::kSharedMemory);
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes, true, 2).algorithm, AlltoallAlgorithm::kSharedMemory);
+      EXPECT_NE(selectAlltoall(builtIn, p, bytes, true, 1, /*perCall=*/true).algorithm,
+                AlltoallAlgorithm::kSharedMemory);
+    }
+  }
+  EXPECT_NE(selectAlltoall(builtIn, 1024, 65536).algorithm, AlltoallAlgorithm::kSharedMemory);  // 128 GiB
+  // In place too (its row is packed before the buffer is overwritten).
+  EXPECT_EQ(selectAlltoall(builtIn, 8, 64, true, 1, false, true).algorithm, AlltoallAlgorithm::kSharedMemory);
+  // Samples in a file price it where they were timed (p = 4 here: measured slower than pairwise).
+  Tuning tuning = tuningFavouring(AlltoallAlgorithm::kPairwise);
+  for (messaging::CollectiveFit& fit : tuning.collectives) {
+    if (fit.name == alltoallFitName(AlltoallAlgorithm::kPairwise)) fit.samples = {{4, 64, 1000}};
+    if (fit.name == alltoallFitName(AlltoallAlgorithm::kSharedMemory)) fit.samples = {{4, 64, 2000}};
+  }
+  EXPECT_EQ(selectAlltoall(AlltoallCostModel::fromTuning(&tuning), 4, 64).algorithm, AlltoallAlgorithm::kPairwise);
 }
 
 // The blocking call builds a plan per call, so its choice prices each

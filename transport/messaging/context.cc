@@ -247,6 +247,10 @@ Status Context::start(Request& request) {
 Status Context::progress() { return impl_->progress(); }
 Status Context::close(Deadline deadline) { return impl_->close(deadline); }
 bool Context::closed() const { return impl_->closed(); }
+Status Context::peerStatus(int rank) const {
+  if (rank < 0 || rank >= impl_->size()) return makeError(Code::kInvalidArgument, "peerStatus: no rank ", rank);
+  return impl_->peerStatus(rank);
+}
 uint32_t Context::waitSpins() const { return impl_->spins(); }
 
 Result<bool> Context::test(Request& request, RecvInfo* info) {

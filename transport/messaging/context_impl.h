@@ -95,6 +95,8 @@ class ContextImpl : private Arrivals::Host,
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool closed() const { return closed_; }
+  // Ok, or the failure of rank `rank` (Context::peerStatus).
+  Status peerStatus(int rank) const { return peer(rank).failed() ? peer(rank).failure() : Status::ok(); }
   uint32_t spins() const { return spins_; }    // Backoff budget of this Context's waits
   uint64_t events() const { return events_; }  // completions handled so far (drives backoff)
   double packBelow() const { return selector_.packBelow(); }
