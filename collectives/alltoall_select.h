@@ -97,8 +97,9 @@ inline constexpr std::array<AlltoallAlgorithm, 8> kPricedAlltoalls = {
     AlltoallAlgorithm::kBruckBasic,   AlltoallAlgorithm::kBruckRadix,    AlltoallAlgorithm::kDirectWrite,
     AlltoallAlgorithm::kHierarchical, AlltoallAlgorithm::kSharedMemory};
 // kAuto leaves the shared-memory alltoall out where its segment (shared by
-// the node's ranks) would exceed this.
-inline constexpr int64_t kAutoSharedMemoryMaxBytes = int64_t{64} << 20;
+// the node's ranks: twice all their send blocks) would exceed this; 32
+// ranks of 64 KiB blocks (128 MiB) still take it.
+inline constexpr int64_t kAutoSharedMemoryMaxBytes = int64_t{256} << 20;
 inline constexpr const auto& kModelledAlltoalls = kPricedAlltoalls;
 
 // The tuning file's name of an algorithm's plan-creation fit (init and

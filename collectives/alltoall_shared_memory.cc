@@ -2,7 +2,9 @@
 // header and docs/alltoall-shared-memory.md).
 //
 // Layout: p flag lines (rank r's run counter in line r), then two phases of
-// p rows; row r of a phase holds rank r's p packed send blocks in order.
+// p rows; row r of a phase holds rank r's packed send blocks in order (its
+// block for itself goes straight from its send to its receive buffer: the
+// slot stays unused).
 // Run k (k = 1, 2, ...) uses phase k mod 2: rank r packs into its row, then
 // stores k in its flag (release); a rank copies block r of row i once flag i
 // reads k or more (acquire; a faster rank may already be in run k + 1,
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "base/backoff.h"
@@ -48,12 +51,13 @@ int64_t hostKey() {
 class SharedMemoryAlltoall final : public PlanImpl {
  public:
   SharedMemoryAlltoall(Communicator& comm, const AlltoallArgs& args, datatype::Segment send,
-                       datatype::Segment recv, SharedRegion segment)
+                       datatype::Segment recv, std::optional<datatype::TypedCopy> own, SharedRegion segment)
       : comm_(comm),
         ctx_(comm.context()),
         args_(args),
         send_(std::move(send)),
         recv_(std::move(recv)),
+        own_(std::move(own)),
         segment_(std::move(segment)),
         p_(comm.size()),
         rank_(comm.rank()),
@@ -94,12 +98,15 @@ class SharedMemoryAlltoall final : public PlanImpl {
   AlltoallArgs args_;
   datatype::Segment send_;  // p * sendcount x sendtype (in place: the receive side)
   datatype::Segment recv_;  // p * recvcount x recvtype
+  // Our own block, send to receive buffer directly (not through the row:
+  // two copies less); none in place, where it already lies where it belongs.
+  std::optional<datatype::TypedCopy> own_;
   SharedRegion segment_;
   const int p_, rank_;
   const int64_t row_;
   const bool sendDense_, recvDense_;  // blocks back to back, each one dense run: copied with memcpy
   uint64_t run_ = 0;  // the current or last run's number (the flags' value)
-  int taken_ = 0;     // blocks of this run copied out; the next source is (rank_ + 1 + taken_) mod p
+  int taken_ = 0;     // peers' blocks of this run copied out; the next source is (rank_ + 1 + taken_) mod p
   bool active_ = false;
   Status outcome_;
   Status broken_;  // a run failed: the ranks no longer agree on the run number
@@ -112,13 +119,21 @@ Status SharedMemoryAlltoall::start() {
   outcome_ = Status::ok();
   std::byte* mine = row(run_, rank_);
   const std::byte* from = args_.inPlace ? args_.recvbuf : args_.sendbuf;
-  const int64_t total = p_ * args_.bytes;
-  if (sendDense_) {
-    if (total > 0) std::memcpy(mine, from, static_cast<size_t>(total));
-  } else {
-    IBDT_RETURN_IF_ERROR(send_.pack(from, 0, total, mine));
+  // The blocks for the peers: before ours and after it.
+  const int64_t b = args_.bytes, ownAt = rank_ * b, total = p_ * b;
+  for (auto [first, last] : {std::pair{int64_t{0}, ownAt}, std::pair{ownAt + b, total}}) {
+    if (first == last) continue;
+    if (sendDense_) {
+      std::memcpy(mine + first, from + first, static_cast<size_t>(last - first));
+    } else {
+      IBDT_RETURN_IF_ERROR(send_.pack(from, first, last, mine + first));
+    }
   }
   flag(rank_).store(run_, std::memory_order_release);
+  if (own_.has_value() && own_->size() > 0) {
+    Status copied = own_->run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, own_->size());
+    if (!copied.isOk()) fail(std::move(copied.withContext("own block")));
+  }
   active_ = true;
   return Status::ok();
 }
@@ -143,14 +158,14 @@ void SharedMemoryAlltoall::fail(Status status) {
 Result<PollResult> SharedMemoryAlltoall::poll() {
   PollResult result;
   if (!active_) return result;
-  while (taken_ < p_ && outcome_.isOk()) {
-    const int source = (rank_ + 1 + taken_) % p_;  // our own block last: our row is ready at once
+  while (taken_ < p_ - 1 && outcome_.isOk()) {
+    const int source = (rank_ + 1 + taken_) % p_;
     if (!arrived(source)) break;
     take(source);
     ++taken_;
     result.progressed = true;
   }
-  if (taken_ == p_ || !outcome_.isOk()) {
+  if (taken_ == p_ - 1 || !outcome_.isOk()) {
     active_ = false;
     result.done = true;
   }
@@ -161,7 +176,7 @@ Result<PollResult> SharedMemoryAlltoall::poll() {
 // meanwhile: other traffic moves, and a dead rank is noticed (its link
 // fails) instead of waited for until the deadline.
 Status SharedMemoryAlltoall::block(Deadline deadline) {
-  if (!active_ || taken_ == p_) return Status::ok();
+  if (!active_ || taken_ == p_ - 1) return Status::ok();
   const int source = (rank_ + 1 + taken_) % p_;
   Backoff backoff(ctx_.waitSpins());
   while (!arrived(source)) {
@@ -260,8 +275,14 @@ Result<std::unique_ptr<PlanImpl>> makeSharedMemoryAlltoall(Communicator& comm, c
                                                                           p * (args.inPlace ? args.recvcount
                                                                                             : args.sendcount)));
   IBDT_ASSIGN_OR_RETURN(datatype::Segment recv, datatype::Segment::create(args.recvtype, p * args.recvcount));
-  return std::unique_ptr<PlanImpl>(
-      std::make_unique<SharedMemoryAlltoall>(comm, args, std::move(send), std::move(recv), std::move(segment)));
+  std::optional<datatype::TypedCopy> ownCopy;
+  if (!args.inPlace) {
+    IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy, datatype::TypedCopy::create(args.sendtype, args.sendcount,
+                                                                                 args.recvtype, args.recvcount));
+    ownCopy.emplace(std::move(copy));
+  }
+  return std::unique_ptr<PlanImpl>(std::make_unique<SharedMemoryAlltoall>(
+      comm, args, std::move(send), std::move(recv), std::move(ownCopy), std::move(segment)));
 }
 
 }  // namespace ibdt::collectives

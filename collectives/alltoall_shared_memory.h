@@ -1,9 +1,9 @@
 // collectives/alltoall_shared_memory.h — the all-to-all of the ranks of one
 // node through one shared-memory segment (docs/alltoall-shared-memory.md).
 //
-// Every rank packs its whole send buffer into its own row of the segment
-// and raises its flag; each rank then copies its column out of the others'
-// rows as their flags rise. No message, no credit, no matching: a run is
+// Every rank packs its blocks for the others into its own row of the
+// segment and raises its flag; each rank then copies its column out of the
+// others' rows as their flags rise. No message, no credit, no matching: a run is
 // two copies of the data and p flag reads, and where ranks outnumber cores
 // a rank needs the core about once per run, not once per round.
 #pragma once
