@@ -97,10 +97,11 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
 }
 
 // The block's MPI size when ibdt's own choice for such blocks, were every
-// rank to build the plan together, is direct-write (large blocks on one
-// node; its init exchanges keys, docs/alltoall-selection.md): what the
-// native persistent plan runs, where a pinned plan (built by one rank
-// alone) runs pairwise. Else 0. Decided from the block's MPI size, the same
+// rank to build the plan together, is direct-write (large blocks; its init
+// exchanges keys, docs/alltoall-selection.md) or the shared-memory alltoall
+// (one node; its init maps a segment, docs/alltoall-shared-memory.md): what
+// the native persistent plan runs, where a pinned plan (built by one rank
+// alone) runs pairwise or Bruck. Else 0. Decided from the block's MPI size, the same
 // on every rank of a correct program, whatever types convert here;
 // remembered for the last block size asked. Blocks beyond MPI's int
 // counts stay pinned (their staging through PMPI_Pack could not count them).
@@ -114,8 +115,9 @@ int64_t directWriteBlockBytes(CommState& state, const AlltoallArgs& args) {
     const auto model = collectives::AlltoallCostModel::fromTuning(state.context->tuning());
     const auto picked = collectives::selectAlltoall(model, state.comm->size(), blockBytes, true,
                                                     state.comm->nodeCount(), false);
-    choice = {blockBytes, picked.algorithm == collectives::AlltoallAlgorithm::kDirectWrite &&
-                              blockBytes * state.comm->size() <= INT_MAX};
+    const bool collectiveInit = picked.algorithm == collectives::AlltoallAlgorithm::kDirectWrite ||
+                                picked.algorithm == collectives::AlltoallAlgorithm::kSharedMemory;
+    choice = {blockBytes, collectiveInit && blockBytes * state.comm->size() <= INT_MAX, picked.algorithm};
   }
   return choice.chosen ? blockBytes : 0;
 }

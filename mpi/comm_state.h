@@ -52,6 +52,9 @@ struct CommState {
   struct DirectWriteChoice {
     int64_t blockBytes = -1;
     bool chosen = false;
+    // direct-write or shared-memory: both collective inits whose plans move
+    // to other buffers alone (Plan::rebind).
+    collectives::AlltoallAlgorithm algorithm = collectives::AlltoallAlgorithm::kDirectWrite;
   };
   DirectWriteChoice directWriteChoice;
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall(v) calls taken (not in-place alltoallv): their tags (mpi/nonblocking.h)

@@ -1,5 +1,5 @@
-// The blocking MPI_Alltoall on direct-write plans kept per block size, with
-// no agreement per call (see the header).
+// The blocking MPI_Alltoall on direct-write or shared-memory plans kept per
+// block size, with no agreement per call (see the header).
 #include "mpi/direct_write_call.h"
 
 #include <algorithm>
@@ -102,15 +102,15 @@ Status runDirectWrite(CommState& state, const AlltoallArgs& args, MPI_Comm comm,
   if (plan == nullptr) {
     // Every rank is here together: the first call of this block size.
     collectives::AlltoallOptions options = state.alltoall;
-    options.algorithm = collectives::AlltoallAlgorithm::kDirectWrite;
+    options.algorithm = state.directWriteChoice.algorithm;  // direct-write or shared-memory
     const Datatype byte = Datatype::of<std::byte>();
     ++plans.built;
     auto built = collectives::alltoallInit(*state.comm, sendbuf, blockBytes, byte, recvbuf, blockBytes, byte, options);
     // Every rank keeps the plan, or none does (a later call would build alone).
     int ok = built.isOk() ? 1 : 0, all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
-    if (!built.isOk()) return Status(built.status()).withContext("mpi: building the direct-write alltoall");
-    if (all == 0) return makeError(Code::kInvalidArgument, "mpi: the direct-write alltoall failed on another rank");
+    if (!built.isOk()) return Status(built.status()).withContext("mpi: building the per-size alltoall plan");
+    if (all == 0) return makeError(Code::kInvalidArgument, "mpi: the per-size alltoall plan failed on another rank");
     plan = &plans.insert(blockBytes, std::move(*built));
     IBDT_LOG(kDebug, "mpi: MPI_Alltoall of ", blockBytes, "-byte blocks: ", plan->plan.algorithm(),
              " plan built by every rank, kept for later calls");

@@ -1,6 +1,8 @@
 // mpi/direct_write_call.h — the blocking MPI_Alltoall whose blocks ibdt
-// would write directly (direct-write: large blocks on one node), with no
-// agreement between the ranks per call.
+// would write directly (direct-write: large blocks) or move through one
+// shared segment (shared-memory: one node), with no agreement between the
+// ranks per call. Both inits are collective and both plans move to other
+// buffers alone; the names below say direct-write for both.
 //
 // Direct-write's init is collective (it exchanges the receive buffers'
 // keys), so a plan one rank builds alone cannot be one; before, every such
