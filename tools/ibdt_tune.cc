@@ -36,7 +36,7 @@ struct TuneOptions {
   int rounds = 5;
   // The largest rank count of `ibdt-bench alltoall` (2, 4, 8): its choices
   // come from timings, not from the fit (docs/alltoall-selection.md).
-  int alltoallRanks = 8;  // 0: no collective timings (a format_version 1 file)
+  int alltoallRanks = 16;  // 0: no collective timings (a format_version 1 file)
 };
 
 Result<messaging::Tuning> fit(const tune::Measured& measured, const std::string& provider) {
@@ -119,15 +119,17 @@ void printCollectiveFit(const messaging::Tuning& tuning, const std::string& name
 
 // The alltoall fits, their samples, and what kAuto chooses with them.
 void printAlltoalls(const messaging::Tuning& tuning, const tune::AlltoallMeasured& measured) {
-  std::printf("\n%-30s %10s %15s %12s   measured / fitted (us), p = %d..%d\n", "alltoall algorithm", "fixed ns",
-              "per message ns", "per byte ns", measured.minRanks, measured.maxRanks);
+  std::string counts;
+  for (int p : tune::alltoallRankCounts(measured.maxRanks)) counts += (counts.empty() ? "" : ",") + std::to_string(p);
+  std::printf("\n%-30s %10s %15s %12s   measured / fitted (us), p = %s\n", "alltoall algorithm", "fixed ns",
+              "per message ns", "per byte ns", counts.c_str());
   for (const tune::AlltoallSamples& algorithm : measured.algorithms) {
     printCollectiveFit(tuning, algorithm.fitName, algorithm.samples);
     printCollectiveFit(tuning, algorithm.initFitName, algorithm.initSamples);
   }
   const auto model = collectives::AlltoallCostModel::fromTuning(&tuning);
   for (bool perCall : {false, true}) {
-    std::printf("\nalltoall auto, %s (up to %d ranks: the timings between the sizes timed, else the fit; beyond: the fit):\n",
+    std::printf("\nalltoall auto, %s (up to %d ranks: the timings between the sizes timed, else the fit; beyond: the fit anchored at the last timing):\n",
                 perCall ? "blocking (run + init)" : "persistent", measured.maxRanks);
     // One node, then kTunedNodes nodes (where the hierarchical alltoall competes).
     for (int nodes : {1, collectives::kTunedNodes}) {
@@ -202,16 +204,17 @@ int main(int argc, char** argv) {
                  "round and the median ratio kept (docs/tuning.md, \"Rounds\")")
       ->check(CLI::Range(1, 100));
   app.add_option("--alltoall-ranks", options.alltoallRanks,
-                 "time the alltoall algorithms at 2..N forked ranks for kAuto's selection (0: not; N >= 3, "
-                 "since one rank count cannot separate a call's fixed cost from its cost per message)")
-      ->check(CLI::Range(0, 16))
+                 "time the alltoall algorithms for kAuto's selection at 2..8 forked ranks, then 16, 32, 64 "
+                 "up to N, and N (0: not; N >= 3, since one rank count cannot separate a call's fixed cost "
+                 "from its cost per message)")
+      ->check(CLI::Range(0, 64))
       ->check(CLI::Validator(
           [](const std::string& value) -> std::string {
             return value == "1" || value == "2" ? "at least 3 ranks: two rank counts separate a call's fixed cost from "
                                                   "its cost per message (0 skips the alltoall timings)"
                                                 : "";
           },
-          "0 or 3..16"));
+          "0 or 3..64"));
   CLI11_PARSE(app, argc, argv);
   return run(options);
 }

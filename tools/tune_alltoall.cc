@@ -141,6 +141,14 @@ Status measureRanks(messaging::Bootstrap& bootstrap, const AlltoallMeasureOption
 
 }  // namespace
 
+std::vector<int> alltoallRankCounts(int maxRanks) {
+  std::vector<int> counts;
+  for (int p = 2; p <= std::min(maxRanks, 8); ++p) counts.push_back(p);
+  for (int p = 16; p < maxRanks; p *= 2) counts.push_back(p);
+  if (maxRanks > 8) counts.push_back(maxRanks);
+  return counts;
+}
+
 Result<AlltoallMeasured> measureAlltoalls(const AlltoallMeasureOptions& options) {
   AlltoallMeasured measured;
   measured.maxRanks = options.maxRanks;
@@ -149,7 +157,7 @@ Result<AlltoallMeasured> measureAlltoalls(const AlltoallMeasureOptions& options)
     measured.algorithms.push_back(
         {collectives::alltoallFitName(algorithm), collectives::alltoallInitFitName(algorithm), {}, {}, {}, {}});
   }
-  for (int p = measured.minRanks; p <= options.maxRanks; ++p) {
+  for (int p : alltoallRankCounts(options.maxRanks)) {
     const std::string jobTag = "ibdt-tune-a2a-" + std::to_string(getpid()) + "-" + std::to_string(p);
     const bool ok = perf::runForkedRanks("ibdt-tune alltoall", p, [&](messaging::Bootstrap& bootstrap) {
       return measureRanks(bootstrap, options, jobTag, measured);

@@ -33,7 +33,7 @@ struct AlltoallMeasured {
 
 struct AlltoallMeasureOptions {
   std::string provider = "shm";
-  int maxRanks = 8;
+  int maxRanks = 16;
   int reps = 15;
   // The tuning file the timed ranks' Contexts load: the point-to-point fits
   // just written, so that the alltoalls are timed under the message paths
@@ -41,7 +41,12 @@ struct AlltoallMeasureOptions {
   std::string tuneFile = "off";
 };
 
-// Forks 2..maxRanks ranks in turn (every rank count a job of its own).
+// The rank counts timed for `maxRanks`: every count up to 8 (where the
+// per-message and fixed terms separate), then 16, 32, 64 and maxRanks itself:
+// beyond 8 a rank count costs seconds, and the model anchors its fits to the
+// largest count timed (AlltoallCostModel::anchoredNs).
+std::vector<int> alltoallRankCounts(int maxRanks);
+// Forks each of alltoallRankCounts(maxRanks) ranks in turn (every rank count a job of its own).
 Result<AlltoallMeasured> measureAlltoalls(const AlltoallMeasureOptions& options);
 
 // The fits (fixed, per message, per byte) of the runs and of the inits into
