@@ -3,6 +3,7 @@
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/alltoallv_args.h"
 #include "collectives/alltoallv_select.h"
+#include "collectives/alltoallv_shared_memory.h"
 
 namespace ibdt::collectives {
 
@@ -16,9 +17,11 @@ Result<AlltoallvOptions> alltoallvOptionsFromEnvironment() {
   }
   options.inplaceBytes = static_cast<int64_t>(bytes);
   IBDT_ASSIGN_OR_RETURN(options.inplaceBuffers, config::getInt("IBDT_ALLTOALLV_INPLACE_BUFFERS", 0, 1 << 20));
-  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", {"auto", "pairwise", "bruck-zero-copy", "direct-write"}));
+  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", {"auto", "pairwise", "bruck-zero-copy", "direct-write",
+                                                                                  "shared-memory"}));
   constexpr AlltoallvAlgorithm kByChoice[] = {AlltoallvAlgorithm::kAuto, AlltoallvAlgorithm::kPairwise,
-                                             AlltoallvAlgorithm::kBruckZeroCopy, AlltoallvAlgorithm::kDirectWrite};
+                                             AlltoallvAlgorithm::kBruckZeroCopy, AlltoallvAlgorithm::kDirectWrite,
+                                             AlltoallvAlgorithm::kSharedMemory};
   options.algorithm = kByChoice[algorithm];
   return options;
 }
@@ -37,6 +40,7 @@ Result<std::unique_ptr<PlanImpl>> buildNamed(Communicator& comm, Result<Alltoall
   if (options.algorithm == AlltoallvAlgorithm::kDirectWrite) {
     return makeDirectWriteAlltoallv(comm, std::move(checked), options.throttle);
   }
+  if (options.algorithm == AlltoallvAlgorithm::kSharedMemory) return makeSharedMemoryAlltoallv(comm, checked);
   const bool inPlace = checked.isOk() && checked->inPlace;
   if (options.algorithm == AlltoallvAlgorithm::kBruckZeroCopy && !inPlace) {
     return makeZeroCopyBruckAlltoallv(comm, std::move(checked));
@@ -55,15 +59,19 @@ Result<std::unique_ptr<PlanImpl>> buildNamed(Communicator& comm, Result<Alltoall
 }
 
 // alltoallvInit and the blocking call. kAuto is collective (the agreement
-// of alltoallv_select.h) only where every rank builds the plan together and
-// keeps it: not `perCall` (measured: the allreduce costs more than it saves
-// for one run, docs/alltoallv.md) nor under a pinned tag, and not in place.
+// of alltoallv_select.h, or in place on one node the shared-memory init's
+// allgather) only where every rank builds the plan together and keeps it:
+// not `perCall` (measured: the allreduce costs more than it saves for one
+// run, docs/alltoallv.md) nor under a pinned tag.
 Result<Plan> buildAlltoallv(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
                             std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
                             std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
                             const datatype::Datatype& recvtype, const AlltoallvOptions& options, bool perCall) {
   const bool automatic = options.algorithm == AlltoallvAlgorithm::kAuto && sendbuf != kInPlace;
   const bool agree = automatic && !perCall && !comm.planTagPinned();
+  // In place on one node: shared-memory when every rank's share fits.
+  const bool sharedInPlace = options.algorithm == AlltoallvAlgorithm::kAuto && sendbuf == kInPlace && !perCall &&
+                             !comm.planTagPinned() && comm.nodeCount() == 1 && comm.size() > 1;
   Status bad;
   if (options.throttle < 0) {
     bad = makeError(Code::kInvalidArgument, "alltoallv: throttle ", options.throttle, " (0: unlimited, else >= 1)");
@@ -71,13 +79,18 @@ Result<Plan> buildAlltoallv(Communicator& comm, const void* sendbuf, std::span<c
     bad = makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
                     " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
   }
-  if (!bad.isOk() && !agree) return bad;
+  if (!bad.isOk() && !agree && !sharedInPlace) return bad;
   Result<AlltoallvArgs> checked =
       bad.isOk() ? checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                       recvtype)
                  : Result<AlltoallvArgs>(bad);
   Result<std::unique_ptr<PlanImpl>> impl = agree ? makeAutoAlltoallv(comm, std::move(checked), options.throttle)
-                                                 : buildNamed(comm, std::move(checked), options);
+                                                 : Result<std::unique_ptr<PlanImpl>>(std::unique_ptr<PlanImpl>());
+  if (!agree && sharedInPlace) {
+    // Every rank returns the same verdict: a plan, an error, or declined.
+    impl = makeSharedMemoryAlltoallv(comm, checked, options.inplaceBytes);
+  }
+  if (impl.isOk() && *impl == nullptr) impl = buildNamed(comm, std::move(checked), options);
   if (!impl.isOk()) return std::move(impl).takeStatus();
   comm.countAlgorithm("alltoallv", planName(impl), options.algorithm == AlltoallvAlgorithm::kAuto);
   return Plan(std::move(impl).value());

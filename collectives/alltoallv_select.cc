@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "collectives/alltoall_direct_write.h"
 #include "collectives/alltoallv_algorithms.h"
+#include "collectives/alltoallv_shared_memory.h"
 
 namespace ibdt::collectives {
 namespace {
@@ -41,6 +42,18 @@ void contribute(const AlltoallvArgs& args, int rank, int64_t (&values)[kSlots]) 
 
 }  // namespace
 
+std::string_view alltoallvAlgorithmName(AlltoallvAlgorithm algorithm) {
+  switch (algorithm) {
+    case AlltoallvAlgorithm::kAuto: return "auto";
+    case AlltoallvAlgorithm::kPairwise: return "pairwise";
+    case AlltoallvAlgorithm::kInPlaceLimited: return "in-place";
+    case AlltoallvAlgorithm::kBruckZeroCopy: return "bruck-zero-copy";
+    case AlltoallvAlgorithm::kDirectWrite: return "direct-write";
+    case AlltoallvAlgorithm::kSharedMemory: return "shared-memory";
+  }
+  return "?";
+}
+
 Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvArgs* args) {
   int64_t values[kSlots] = {1, std::numeric_limits<int64_t>::min(), 0, 0, -1, -1, 1};  // refused
   if (args != nullptr) contribute(*args, comm.rank(), values);
@@ -69,6 +82,10 @@ AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const All
   };
   if (agreed.kind && p > 2) consider(AlltoallvAlgorithm::kBruckZeroCopy, AlltoallAlgorithm::kBruckZeroCopy, agreed.maxBlockBytes);
   if (agreed.dense) consider(AlltoallvAlgorithm::kDirectWrite, AlltoallAlgorithm::kDirectWrite, meanBlock);
+  // Its segment: two rows of every rank's outgoing bytes, at most p times the busiest rank's.
+  if (nodes <= 1 && agreed.maxRankBytes <= kAutoSharedMemoryMaxBytes / (2 * p)) {
+    consider(AlltoallvAlgorithm::kSharedMemory, AlltoallAlgorithm::kSharedMemory, meanBlock);
+  }
   return best;
 }
 
@@ -84,14 +101,13 @@ Result<std::unique_ptr<PlanImpl>> makeAutoAlltoallv(Communicator& comm, Result<A
   const AlltoallvChoice choice = selectAlltoallv(model, comm.size(), agreed, comm.nodeCount());
   IBDT_LOG(kDebug, "alltoallv auto: p = ", comm.size(), ", blocks ", agreed.minBlockBytes, "..",
            agreed.maxBlockBytes, " B, busiest rank ", agreed.maxRankBytes, " B: ",
-           choice.algorithm == AlltoallvAlgorithm::kBruckZeroCopy ? "bruck-zero-copy"
-           : choice.algorithm == AlltoallvAlgorithm::kDirectWrite ? "direct-write"
-                                                                  : "pairwise",
+           alltoallvAlgorithmName(choice.algorithm),
            " (model ", model.fromFile() ? "from the tuning file" : "built in", ", predicted ",
            choice.predictedNs / 1e3, " us)");
   switch (choice.algorithm) {
     case AlltoallvAlgorithm::kBruckZeroCopy: return buildZeroCopyBruckAlltoallv(comm, *checked, *agreed.kind);
     case AlltoallvAlgorithm::kDirectWrite: return buildDirectWriteAlltoallv(comm, *checked);
+    case AlltoallvAlgorithm::kSharedMemory: return makeSharedMemoryAlltoallv(comm, checked);
     default: return makeDirectAlltoallv(comm, std::move(checked).value(), throttle);
   }
 }

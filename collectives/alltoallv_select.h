@@ -41,12 +41,16 @@ struct AlltoallvChoice {
   double predictedNs = 0;
 };
 
+// The name Plan::algorithm() reports for a plan of `algorithm`.
+std::string_view alltoallvAlgorithmName(AlltoallvAlgorithm algorithm);
+
 // The cheapest of pairwise (priced at the busiest rank's mean block),
 // zero-copy Bruck (at the largest block: every block it forwards may be
-// that large, so only problems that are not too irregular choose it) and
-// direct-write (at the mean block), those allowed by `agreed`. Pairwise for
-// p = 1 or when no block has a byte, never Bruck at p = 2 (as alltoall). A
-// pure function: the same on every rank.
+// that large, so only problems that are not too irregular choose it),
+// direct-write and, on one node, shared-memory (both at the mean block),
+// those allowed by `agreed`. Pairwise for p = 1 or when no block has a
+// byte, never Bruck at p = 2 (as alltoall). A pure function: the same on
+// every rank.
 AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const AlltoallvAgreement& agreed,
                                 int nodes = 1);
 

@@ -48,7 +48,7 @@ struct Setup {
   bool quick = false;
 };
 
-constexpr int kInPlacePercents[] = {1, 10, 100};
+constexpr int kInPlacePercents[] = {1, 10, 100, 0};  // 0: auto, default budget
 
 void addRow(Report& report, int ranks, const std::string& dist, int64_t mean, const std::string& row,
             const Summary& seconds, double extraBytes) {
@@ -133,7 +133,8 @@ Status runIbdtCase(messaging::Bootstrap& bootstrap, Communicator& comm, const Se
   using collectives::AlltoallvAlgorithm;
   const std::pair<AlltoallvAlgorithm, std::string> forced[] = {{AlltoallvAlgorithm::kPairwise, "pairwise"},
                                                                {AlltoallvAlgorithm::kBruckZeroCopy, "bruck-zero-copy"},
-                                                               {AlltoallvAlgorithm::kDirectWrite, "direct-write"}};
+                                                               {AlltoallvAlgorithm::kDirectWrite, "direct-write"},
+                                                               {AlltoallvAlgorithm::kSharedMemory, "shared-memory"}};
   for (const auto& [algorithm, name] : forced) {
     collectives::AlltoallvOptions options;
     options.algorithm = algorithm;
@@ -163,16 +164,26 @@ Status runIbdtCase(messaging::Bootstrap& bootstrap, Communicator& comm, const Se
                                                  checkRecv, [] { return int64_t{0}; }));
     record("ibdt alltoallv init+run", b, false);
   }
+  // In place: the limited-memory algorithm at a fraction of the data, then
+  // auto with the default budget (one node: the shared segment where every
+  // rank's share fits, docs/alltoall-shared-memory.md).
   std::vector<uint8_t> single(static_cast<size_t>(std::max(layout.sendTotal, layout.recvTotal) + 1), 0);
   for (int percent : kInPlacePercents) {
     collectives::AlltoallvOptions options;
-    options.inplaceBytes = std::max<int64_t>(1, layout.recvTotal * percent / 100);
+    if (percent > 0) {
+      options.algorithm = AlltoallvAlgorithm::kInPlaceLimited;
+      options.inplaceBytes = std::max<int64_t>(1, layout.recvTotal * percent / 100);
+    }
     IBDT_ASSIGN_OR_RETURN(Plan inPlace, collectives::alltoallvInit(comm, collectives::kInPlace, layout.sendcounts,
                                                                    layout.sdispls, Datatype(), single.data(),
                                                                    layout.recvcounts, layout.rdispls, byte, options));
     std::fill(single.begin(), single.end(), 0);
     fillAlltoallvSend(single, layout, rank);
-    const std::string row = "ibdt in-place " + std::to_string(percent) + "%";
+    const std::string row = percent > 0 ? "ibdt in-place " + std::to_string(percent) + "%" : "ibdt in-place";
+    if (percent == 0 && rank == 0) {
+      report.note("auto in place " + dist + " " + std::to_string(mean) + " B at " + std::to_string(size),
+                  std::string(inPlace.algorithm()));
+    }
     IBDT_ASSIGN_OR_RETURN(Measured i, measureRow(bootstrap, comm, setup, mean, row, [&] { return runPlan(inPlace); },
                                                  [&] { return checkAlltoallvReceive(single, layout, rank); },
                                                  [&] { return inPlace.peakExtraBytes(); }));

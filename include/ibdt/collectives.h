@@ -356,15 +356,32 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
 // blocks (docs/alltoall-direct-writes.md); init is collective, dense types
 // only (else every rank runs pairwise), not in place; pairs are checked by
 // length only, a mismatch fails every rank's init.
+// kSharedMemory: the ranks of one node through one shared segment
+// (docs/alltoall-shared-memory.md): each rank packs its outgoing blocks into
+// its row, the others copy theirs out; no message. Init is collective (the
+// pairs' bytes and signatures are checked there: a mismatch fails every
+// rank's init, naming the pair); any types; in place too, where the extra
+// memory is the rank's share of the segment (a line and twice its
+// outgoing bytes) instead of inplaceBytes.
 // kAuto (docs/alltoallv.md, "Automatic choice"): alltoallvInit, not in place
 // and with no plan tag pinned, is collective: one allreduce of the smallest
 // and largest block, the largest bytes a rank moves, whether the types
 // consist of one basic kind and whether they are dense, then the alltoall
-// cost model picks pairwise, bruck-zero-copy or direct-write, the same on
-// every rank. The blocking alltoallv() (a plan per call, where that
-// allreduce would cost more than it saves) and a build under a pinned tag
-// run pairwise; in place runs the in-place algorithm.
-enum class AlltoallvAlgorithm : uint8_t { kAuto, kPairwise, kInPlaceLimited, kBruckZeroCopy, kDirectWrite };
+// cost model picks pairwise, bruck-zero-copy, direct-write or (on one node)
+// shared-memory, the same on every rank. In place, alltoallvInit on one node
+// with no tag pinned runs shared-memory when every rank's share fits its
+// inplaceBytes (one allgather decides), else the in-place algorithm. The
+// blocking alltoallv() (a plan per call, where that agreement would cost
+// more than it saves) and a build under a pinned tag run pairwise, or the
+// in-place algorithm in place.
+enum class AlltoallvAlgorithm : uint8_t {
+  kAuto,
+  kPairwise,
+  kInPlaceLimited,
+  kBruckZeroCopy,
+  kDirectWrite,
+  kSharedMemory
+};
 
 struct AlltoallvOptions {
   // kAuto: see above; in place when sendbuf is kInPlace.
@@ -377,7 +394,8 @@ struct AlltoallvOptions {
   int64_t inplaceBuffers = 0;
 };
 // Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README):
-// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise, bruck-zero-copy or direct-write.
+// IBDT_ALLTOALLV_ALGORITHM is auto, pairwise, bruck-zero-copy, direct-write
+// or shared-memory.
 Result<AlltoallvOptions> alltoallvOptionsFromEnvironment();
 
 // MPI_Alltoallv_init. The buffers, the count and displacement arrays' values

@@ -4,7 +4,8 @@
 //   (regular and irregular) at p in {1, 2, 3, 4, 5, 8}, bytes and strided ->
 //   dense types; every byte checked over two runs of the plan, and every
 //   rank's chosen algorithm equal (allgathered) and the model's for the
-//   agreed problem, also when the ranks' own counts differ wildly;
+//   agreed problem (on one node the shared segment; the message algorithms
+//   on two simulated nodes), also when the ranks' own counts differ wildly;
 // - alltoall picks direct-write for large blocks, every byte checked;
 // - per-call (blocking) and pinned-tag builds stay local (pairwise);
 // - the choices are counted per communicator and printed (IBDT_STATS).
@@ -18,6 +19,7 @@
 #include "collectives/alltoallv_data.h"
 #include "collectives/alltoallv_select.h"
 #include "collectives/world.h"
+#include "perf/simulated_nodes.h"
 #include "ibdt/collectives.h"
 #include "support/scoped_env.h"
 #include "support/thread_ranks.h"
@@ -39,7 +41,7 @@ using testing::world;
 
 // The alltoallv algorithms' names, as a number every rank can allgather.
 int64_t algorithmCode(std::string_view name) {
-  constexpr std::string_view kNames[] = {"pairwise", "bruck-zero-copy", "direct-write"};
+  constexpr std::string_view kNames[] = {"pairwise", "bruck-zero-copy", "direct-write", "shared-memory"};
   for (size_t i = 0; i < std::size(kNames); ++i) {
     if (name == kNames[i]) return static_cast<int64_t>(i);
   }
@@ -69,12 +71,8 @@ AlltoallvAgreement expectedAgreement(const CountMatrix& counts, int64_t elementB
   return agreed;
 }
 
-std::string_view expectedName(const AlltoallvAgreement& agreed, int p) {
-  switch (selectAlltoallv(AlltoallCostModel::builtIn(), p, agreed).algorithm) {
-    case AlltoallvAlgorithm::kBruckZeroCopy: return "bruck-zero-copy";
-    case AlltoallvAlgorithm::kDirectWrite: return "direct-write";
-    default: return "pairwise";
-  }
+std::string_view expectedName(const AlltoallvAgreement& agreed, int p, int nodes = 1) {
+  return alltoallvAlgorithmName(selectAlltoallv(AlltoallCostModel::builtIn(), p, agreed, nodes).algorithm);
 }
 
 // One persistent auto alltoallv of `counts`, run twice: every byte right,
@@ -101,9 +99,9 @@ void runAutoAlltoallv(Communicator& comm, const CountMatrix& counts, const Side&
 
 class AutoAlltoallvThreads : public ::testing::TestWithParam<int> {};
 
-// Every spread, regular (all equal) and irregular, at a small scale (Bruck
-// territory at p = 8) and a large one (pairwise / direct-write territory),
-// bytes (dense, one kind) and strided int32 -> dense (one kind, not dense).
+// Every spread, regular (all equal) and irregular, at a small scale and a
+// large one, bytes (dense, one kind) and strided int32 -> dense (one kind,
+// not dense); one node, so the built-in model picks the shared segment.
 TEST_P(AutoAlltoallvThreads, EverySpreadExactAndTheSameChoiceOnEveryRank) {
   const int size = GetParam();
   runRanks(size, {}, [&](RankEnv& env) {
@@ -116,7 +114,7 @@ TEST_P(AutoAlltoallvThreads, EverySpreadExactAndTheSameChoiceOnEveryRank) {
       for (int64_t scale : {int64_t{8}, int64_t{30000}}) {
         // Large blocks (pairwise / direct-write territory) up to 2 threads:
         // at 3, 5 and 8 threads they took 30 to over 120 s under ASan on
-        // 2 cores; p >= 3 keeps the small scale, where Bruck is chosen.
+        // 2 cores; p >= 3 keeps the small scale.
         if (scale > 8 && size > 2) continue;
         const uint64_t seed = static_cast<uint64_t>(size * 31 + scale) + static_cast<uint64_t>(spread);
         const std::string where = std::string(testing::spreadName(spread)) + " scale " + std::to_string(scale);
@@ -139,21 +137,29 @@ TEST_P(AutoAlltoallvThreads, EverySpreadExactAndTheSameChoiceOnEveryRank) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AutoAlltoallvThreads, ::testing::Values(1, 2, 3, 4, 5, 8));
 
-// The built-in model's three answers at 8 ranks, each checked byte by byte:
-// small regular blocks -> zero-copy Bruck; large ones -> direct-write; a
-// strided type with large blocks -> pairwise (direct-write needs dense blocks).
+// The built-in model's answers at 8 ranks, each checked byte by byte: on
+// one node the shared segment, small blocks and strided alike; on two
+// simulated nodes large dense blocks -> direct-write, a strided type with
+// large blocks -> pairwise (direct-write needs dense blocks), small ones ->
+// pairwise.
 TEST(AutoAlltoallv, PicksEachAlgorithmWhereTheModelSaysItWins) {
   runRanks(8, {}, [&](RankEnv& env) {
     auto comm = world(env);
     ASSERT_NE(comm, nullptr);
     const Side bytes = testing::byteSide(1);
-    runAutoAlltoallv(*comm, testing::countMatrix(Spread::kAllEqual, 8, 1, 16), bytes, bytes, 1, "bruck-zero-copy",
-                     "16 B");
-    runAutoAlltoallv(*comm, testing::countMatrix(Spread::kAllEqual, 8, 2, 65536), bytes, bytes, 2, "direct-write",
-                     "64 KiB");
     const Side strided = testing::vectorSide(1);
-    runAutoAlltoallv(*comm, testing::countMatrix(Spread::kAllEqual, 8, 3, 1000), strided,
-                     testing::denseSide(strided.type, 1), 3, "pairwise", "48 KB strided");
+    runAutoAlltoallv(*comm, testing::countMatrix(Spread::kAllEqual, 8, 1, 16), bytes, bytes, 1, "shared-memory",
+                     "16 B, one node");
+    runAutoAlltoallv(*comm, testing::countMatrix(Spread::kRandom, 8, 4, 1000), strided,
+                     testing::denseSide(strided.type, 1), 4, "shared-memory", "random strided, one node");
+    auto twoNodes = Communicator::create(env.context, perf::simulatedNodes(8, 2));
+    ASSERT_TRUE(twoNodes.isOk()) << twoNodes.status().toString();
+    runAutoAlltoallv(**twoNodes, testing::countMatrix(Spread::kAllEqual, 8, 5, 16), bytes, bytes, 5, "pairwise",
+                     "16 B, two nodes");
+    runAutoAlltoallv(**twoNodes, testing::countMatrix(Spread::kAllEqual, 8, 2, 65536), bytes, bytes, 2,
+                     "direct-write", "64 KiB, two nodes");
+    runAutoAlltoallv(**twoNodes, testing::countMatrix(Spread::kAllEqual, 8, 3, 1000), strided,
+                     testing::denseSide(strided.type, 1), 3, "pairwise", "48 KB strided, two nodes");
   });
 }
 

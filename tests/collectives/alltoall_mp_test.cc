@@ -2,7 +2,7 @@
 // default provider: contiguous, strided and random derived send types,
 // throttles 1, 8 and unlimited, eager to rendezvous sizes, a persistent plan
 // started repeatedly, a signature mismatch that must fail, not hang, and
-// alltoallv (direct and in place).
+// alltoallv (pairwise, the shared segment, in place both ways).
 // Every byte of every receive buffer is checked, gaps and guards included.
 #include <gtest/gtest.h>
 
@@ -149,23 +149,43 @@ TEST_F(AlltoallMp, MismatchedSignatureFailsWithoutHanging) {
   }
 }
 
-// alltoallv, direct (strided -> dense) and in place with 1 % auxiliary
-// memory, over random counts with zeros; a persistent plan run twice.
-TEST_F(AlltoallMp, AlltoallvDirectAndInPlace) {
+// alltoallv, pairwise and through the shared segment (strided -> dense)
+// and in place with 1 % auxiliary memory, over random counts with zeros;
+// persistent plans run twice, in place through the segment (auto, the
+// default budget) too.
+TEST_F(AlltoallMp, AlltoallvDirectSharedAndInPlace) {
   const int size = comm_->size(), me = comm_->rank();
   const auto counts = testing::countMatrix(testing::Spread::kRandom, size, 51, 3000);
   const Side strided = testing::vectorSide(1), dense = testing::denseSide(strided.type, 1);
-  testing::AlltoallvBuffers buffers(counts, strided, dense, me, 51);
-  auto direct = alltoallvInit(*comm_, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), strided.type,
-                              buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), dense.type);
-  ASSERT_TRUE(direct.isOk()) << direct.status().toString();
+  for (AlltoallvAlgorithm algorithm : {AlltoallvAlgorithm::kPairwise, AlltoallvAlgorithm::kSharedMemory}) {
+    testing::AlltoallvBuffers buffers(counts, strided, dense, me, 51);
+    AlltoallvOptions forced;
+    forced.algorithm = algorithm;
+    auto plan = alltoallvInit(*comm_, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), strided.type,
+                              buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), dense.type, forced);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    for (int run = 0; run < 2; ++run) {
+      buffers.clearReceive();
+      ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
+      ASSERT_TRUE(plan->start().isOk());
+      Status status = plan->wait(mpDeadline());
+      ASSERT_TRUE(status.isOk()) << plan->algorithm() << ": " << status.toString();
+      EXPECT_EQ(buffers.check(), "") << plan->algorithm() << " run " << run;
+    }
+  }
+  testing::InPlaceBuffer viaSegment(counts, 8, me, 52);
+  auto inPlace = alltoallvInit(*comm_, kInPlace, viaSegment.sendcounts(), viaSegment.sdispls(), Datatype(),
+                               viaSegment.buffer(), viaSegment.recvcounts(), viaSegment.rdispls(),
+                               Datatype::of<double>());
+  ASSERT_TRUE(inPlace.isOk()) << inPlace.status().toString();
+  EXPECT_EQ(inPlace->algorithm(), "shared-memory");
   for (int run = 0; run < 2; ++run) {
-    buffers.clearReceive();
+    viaSegment.refill();
     ASSERT_TRUE(mpStore().barrier(mpDeadline()).isOk());
-    ASSERT_TRUE(direct->start().isOk());
-    Status status = direct->wait(mpDeadline());
+    ASSERT_TRUE(inPlace->start().isOk());
+    Status status = inPlace->wait(mpDeadline());
     ASSERT_TRUE(status.isOk()) << status.toString();
-    EXPECT_EQ(buffers.check(), "") << "run " << run;
+    EXPECT_EQ(viaSegment.check(), "") << "run " << run;
   }
   testing::InPlaceBuffer single(counts, 8, me, 51);
   AlltoallvOptions options;

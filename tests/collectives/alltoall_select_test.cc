@@ -239,9 +239,13 @@ TEST(AlltoallSelection, LeaderExchangeBruckForSmallNodeBlocksOnManyNodes) {
 
 // alltoallv (docs/alltoallv.md, "Automatic choice"): pairwise priced at the
 // busiest rank's mean block, zero-copy Bruck at the largest block (so a
-// very irregular problem does not choose it), direct-write at the mean.
+// very irregular problem does not choose it), direct-write and (one node)
+// shared-memory at the mean.
 TEST(AlltoallvSelection, TheAgreementDecides) {
   const AlltoallCostModel builtIn = AlltoallCostModel::builtIn();
+  constexpr int kTwoNodes = 2;  // the message algorithms; one node's shared segment last
+  AlltoallCostModel noSegment = builtIn;  // a tuning in which the segment never wins
+  noSegment.set(AlltoallAlgorithm::kSharedMemory, {1e12, 1e12, 1e6});
   auto regular = [](int p, int64_t block) {
     AlltoallvAgreement agreed;
     agreed.minBlockBytes = agreed.maxBlockBytes = block;
@@ -250,26 +254,37 @@ TEST(AlltoallvSelection, TheAgreementDecides) {
     agreed.dense = true;
     return agreed;
   };
-  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 16)).algorithm, AlltoallvAlgorithm::kBruckZeroCopy);
-  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 65536)).algorithm, AlltoallvAlgorithm::kDirectWrite);
-  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 65536)).algorithm, AlltoallvAlgorithm::kDirectWrite);
+  EXPECT_EQ(selectAlltoallv(noSegment, 8, regular(8, 16)).algorithm, AlltoallvAlgorithm::kBruckZeroCopy);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 65536), kTwoNodes).algorithm, AlltoallvAlgorithm::kDirectWrite);
+  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 65536), kTwoNodes).algorithm, AlltoallvAlgorithm::kDirectWrite);
   // Not too irregular: one 20 KB block among 100-byte ones keeps pairwise.
   AlltoallvAgreement skewed = regular(8, 100);
   skewed.maxBlockBytes = 20000;
   skewed.minBlockBytes = 0;
   skewed.maxRankBytes = 20600;
-  EXPECT_EQ(selectAlltoallv(builtIn, 8, skewed).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, skewed, kTwoNodes).algorithm, AlltoallvAlgorithm::kPairwise);
   // Without one kind on every rank no Bruck; without dense types no direct-write.
   AlltoallvAgreement mixed = regular(8, 16);
   mixed.kind.reset();
-  EXPECT_EQ(selectAlltoallv(builtIn, 8, mixed).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, mixed, kTwoNodes).algorithm, AlltoallvAlgorithm::kPairwise);
   AlltoallvAgreement strided = regular(8, 65536);
   strided.dense = false;
-  EXPECT_EQ(selectAlltoallv(builtIn, 8, strided).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, strided, kTwoNodes).algorithm, AlltoallvAlgorithm::kPairwise);
   // Nothing to move, one rank, or Bruck at p = 2: pairwise.
-  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 0)).algorithm, AlltoallvAlgorithm::kPairwise);
-  EXPECT_EQ(selectAlltoallv(builtIn, 1, regular(1, 0)).algorithm, AlltoallvAlgorithm::kPairwise);
-  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 1)).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 0), kTwoNodes).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 1, regular(1, 0), kTwoNodes).algorithm, AlltoallvAlgorithm::kPairwise);
+  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 1), kTwoNodes).algorithm, AlltoallvAlgorithm::kPairwise);
+  // On one node the built-in model prices the shared segment below every
+  // message algorithm, for any types and irregularity; not where its
+  // segment would pass the auto cap, nor with nothing to move.
+  for (const AlltoallvAgreement& agreed : {regular(8, 16), regular(8, 65536), skewed, mixed, strided}) {
+    EXPECT_EQ(selectAlltoallv(builtIn, 8, agreed, 1).algorithm, AlltoallvAlgorithm::kSharedMemory);
+  }
+  EXPECT_EQ(selectAlltoallv(builtIn, 2, regular(2, 1), 1).algorithm, AlltoallvAlgorithm::kSharedMemory);
+  AlltoallvAgreement huge = strided;
+  huge.maxRankBytes = kAutoSharedMemoryMaxBytes / 8;
+  EXPECT_NE(selectAlltoallv(builtIn, 8, huge, 1).algorithm, AlltoallvAlgorithm::kSharedMemory);
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 0), 1).algorithm, AlltoallvAlgorithm::kPairwise);
 }
 
 TEST(AlltoallSelectionFile, RoundTripsAndRefusesBadCollectiveFits) {

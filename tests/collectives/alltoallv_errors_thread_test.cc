@@ -4,6 +4,7 @@
 // within the deadline, none hangs.
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <thread>
 #include <tuple>
 
@@ -95,6 +96,14 @@ TEST(AlltoallvErrors, BadArgumentsAreRefusedAtInit) {
   });
 }
 
+// The counts of 4 ranks as `rank` sees them: rank 0 alone believes that
+// rank 1 sends it one element more.
+CountMatrix rank0ExpectsOneMoreFromRank1(int rank, Spread spread, uint64_t seed, int64_t scale) {
+  CountMatrix counts = testing::countMatrix(spread, 4, seed, scale);
+  if (rank == 0) counts[1][0] += 1;
+  return counts;
+}
+
 // Rank 0 expects one element more from rank 1 than rank 1 sends: both fail
 // naming the other; the other pairs still exchange (direct) and nobody
 // waits until the deadline.
@@ -103,15 +112,16 @@ TEST(AlltoallvErrors, MismatchedPairFailsOnBothRanksNamingThePeer) {
     runRanks(4, {}, [&](RankEnv& env) {
       auto comm = Communicator::create(env.context);
       ASSERT_TRUE(comm.isOk());
-      auto counts = testing::countMatrix(Spread::kAllEqual, 4, 3, 300);
-      if (env.rank == 0) counts[1][0] += 1;  // only rank 0 believes it
+      const CountMatrix counts = rank0ExpectsOneMoreFromRank1(env.rank, Spread::kAllEqual, 3, 300);
       const Datatype item = Datatype::of<int32_t>();
       Status status;
       std::string wrong;
       if (inPlace) {
         InPlaceBuffer buffer(counts, 4, env.rank, 3);
+        AlltoallvOptions limited;  // the shared segment's init refuses the pair instead (test below)
+        limited.algorithm = AlltoallvAlgorithm::kInPlaceLimited;
         auto plan = alltoallvInit(**comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(),
-                                  buffer.buffer(), buffer.recvcounts(), buffer.rdispls(), item);
+                                  buffer.buffer(), buffer.recvcounts(), buffer.rdispls(), item, limited);
         ASSERT_TRUE(plan.isOk()) << plan.status().toString();
         ASSERT_TRUE(plan->start().isOk());
         status = plan->wait(soon());
@@ -135,6 +145,74 @@ TEST(AlltoallvErrors, MismatchedPairFailsOnBothRanksNamingThePeer) {
       }
     });
   }
+}
+
+// The shared segment checks every pair at init: rank 0 expecting one
+// element more from rank 1 fails every rank's init, ranks 0 and 1 naming
+// the pair, before any data moves; in place (auto) too.
+TEST(AlltoallvErrors, SharedMemoryRefusesAMismatchedPairOnEveryRank) {
+  for (bool inPlace : {false, true}) {
+    runRanks(4, {}, [&](RankEnv& env) {
+      auto comm = Communicator::create(env.context);
+      ASSERT_TRUE(comm.isOk());
+      const CountMatrix counts = rank0ExpectsOneMoreFromRank1(env.rank, Spread::kRandom, 23, 50);
+      const Datatype item = Datatype::of<int32_t>();
+      const Side ints = testing::denseSide(item, 1);
+      AlltoallvBuffers buffers(counts, ints, ints, env.rank, 23);
+      InPlaceBuffer buffer(counts, 4, env.rank, 23);
+      AlltoallvOptions shared;
+      shared.algorithm = AlltoallvAlgorithm::kSharedMemory;
+      auto plan = inPlace ? alltoallvInit(**comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(),
+                                          buffer.buffer(), buffer.recvcounts(), buffer.rdispls(), item)
+                          : alltoallvInit(**comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), item,
+                                          buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), item, shared);
+      const char* words = env.rank == 0 ? "rank 1 sends rank 0" : env.rank == 1 ? "rank 1 sends rank 0"
+                                                                                : "rank 1's block for rank 0";
+      expectError(plan, Code::kInvalidArgument, words);
+      EXPECT_EQ(buffers.check({0, 1, 2, 3}), "");  // nothing was written
+    });
+  }
+}
+
+// A rank dies after the shared segment's init, before it packs a run:
+// every survivor's run ends with an error naming it, not the deadline.
+TEST(AlltoallvErrors, SharedMemoryDeadRankFailsEverySurvivor) {
+  constexpr int kRanks = 4, kDead = 2;
+  messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  const auto counts = testing::countMatrix(Spread::kRandom, kRanks, 41, 300);
+  std::barrier built(kRanks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto comm = Communicator::create(*ranks.contexts[static_cast<size_t>(rank)]);
+      ASSERT_TRUE(comm.isOk());
+      const Datatype item = Datatype::of<int32_t>();
+      const Side ints = testing::denseSide(item, 1);
+      AlltoallvBuffers buffers(counts, ints, ints, rank, 41);
+      AlltoallvOptions shared;
+      shared.algorithm = AlltoallvAlgorithm::kSharedMemory;
+      auto plan = alltoallvInit(**comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), item,
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), item, shared);
+      built.arrive_and_wait();
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      if (rank == kDead) {
+        messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+        plan = makeError(Code::kState, "dead");
+        comm->reset();
+        ranks.contexts[static_cast<size_t>(rank)].reset();
+        return;
+      }
+      ASSERT_TRUE(plan->start().isOk());
+      Status status = plan->wait(Deadline::after(std::chrono::seconds(60)));
+      ASSERT_FALSE(status.isOk()) << "rank " << rank;
+      EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+      EXPECT_NE(status.toString().find("rank 2"), std::string::npos) << status.toString();
+      // The plan stays failed: the ranks no longer agree on the run.
+      EXPECT_FALSE(plan->start().isOk());
+    });
+  }
+  for (auto& thread : threads) thread.join();
 }
 
 // Rank 3's Context is gone before the exchange: every survivor's alltoallv

@@ -45,6 +45,7 @@ int64_t outgoingBytes(const InPlaceBuffer& buffer) {
 void runChecked(RankEnv& env, Communicator& comm, InPlaceBuffer& buffer, int64_t auxBytes, int runs,
                 const std::string& where, const std::function<void(int64_t peak)>& checkPeak = {}) {
   AlltoallvOptions options;
+  options.algorithm = AlltoallvAlgorithm::kInPlaceLimited;  // not the shared segment, which auto takes where it fits
   options.inplaceBytes = auxBytes;
   const Datatype item = Datatype::of<int32_t>();
   auto plan = alltoallvInit(comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),

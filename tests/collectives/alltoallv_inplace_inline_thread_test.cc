@@ -56,6 +56,7 @@ CountMatrix matrix(int size, Count count) {
 
 Result<Plan> inPlacePlan(Communicator& comm, InPlaceBuffer& buffer, int64_t auxBytes) {
   AlltoallvOptions options;
+  options.algorithm = AlltoallvAlgorithm::kInPlaceLimited;  // not the shared segment, which auto takes where it fits
   options.inplaceBytes = auxBytes;
   return alltoallvInit(comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
                        buffer.recvcounts(), buffer.rdispls(), Datatype::of<int32_t>(), options);

@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <thread>
 
 #include "collectives/alltoallv_data.h"
 #include "collectives/inplace_plan_runs.h"
+#include "collectives/plan_checks.h"
 #include "collectives/world.h"
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
@@ -83,6 +85,19 @@ void forEachProblem(RankEnv& env, int size, uint64_t salt,
   }
 }
 
+// Starts the persistent `plan` twice, every byte checked after each run.
+void runTwiceChecked(RankEnv& env, Plan& plan, AlltoallvBuffers& buffers, const std::string& where) {
+  for (int run = 0; run < 2; ++run) {
+    buffers.clearReceive();
+    env.barrier();
+    ASSERT_TRUE(plan.start().isOk());
+    Status status = plan.wait(soon());
+    ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
+    EXPECT_EQ(buffers.check(), "") << where << " run " << run;
+    env.barrier();
+  }
+}
+
 TEST_P(AlltoallvThreads, DirectEverySpreadAndType) {
   const int size = GetParam();
   runRanks(size, {}, [&](RankEnv& env) {
@@ -118,16 +133,72 @@ TEST_P(AlltoallvThreads, BruckZeroCopyEverySpreadAndType) {
       int64_t largest = 0;
       for (const auto& row : counts) largest = std::max(largest, *std::max_element(row.begin(), row.end()));
       EXPECT_LE(plan->peakExtraBytes(), (size / 2 + 1) * largest * send.bytes()) << where;
-      for (int run = 0; run < 2; ++run) {
-        buffers.clearReceive();
-        env.barrier();
-        ASSERT_TRUE(plan->start().isOk());
-        Status status = plan->wait(soon());
-        ASSERT_TRUE(status.isOk()) << where << " run " << run << ": " << status.toString();
-        EXPECT_EQ(buffers.check(), "") << where << " run " << run;
-        env.barrier();
-      }
+      runTwiceChecked(env, *plan, buffers, where);
     });
+  });
+}
+
+// The shared segment over the same problems (forced), as a persistent plan
+// started twice; its extra memory is the rank's share: a line and two rows
+// of its outgoing bytes.
+TEST_P(AlltoallvThreads, SharedMemoryEverySpreadAndType) {
+  const int size = GetParam();
+  runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    forEachProblem(env, size, 5000, [&](const std::string& where, const CountMatrix& counts, const Side& send,
+                                        const Side& recv, AlltoallvBuffers& buffers, uint64_t) {
+      AlltoallvOptions options;
+      options.algorithm = AlltoallvAlgorithm::kSharedMemory;
+      auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), send.type,
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), recv.type, options);
+      ASSERT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
+      EXPECT_EQ(plan->algorithm(), "shared-memory");
+      int64_t outgoing = 0;
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer != env.rank) outgoing += counts[static_cast<size_t>(env.rank)][static_cast<size_t>(peer)];
+      }
+      EXPECT_LE(plan->peakExtraBytes(), 64 + 2 * (outgoing * send.bytes() + 63)) << where;
+      runTwiceChecked(env, *plan, buffers, where);
+    });
+  });
+}
+
+// In place, auto takes the segment when every rank's share fits its
+// auxiliary memory and the limited-memory algorithm when one does not.
+TEST_P(AlltoallvThreads, InPlaceThroughTheSegmentWhereItFits) {
+  const int size = GetParam();
+  runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    for (Spread spread : testing::kSpreads) {
+      const uint64_t seed = 6000 + static_cast<uint64_t>(size) * 13 + static_cast<uint64_t>(spread);
+      const CountMatrix counts = testing::countMatrix(spread, size, seed, 700);
+      int64_t largestRow = 0;
+      for (const auto& row : counts) largestRow = std::max(largestRow, 4 * std::accumulate(row.begin(), row.end(), int64_t{0}));
+      const int64_t enough = 64 + 2 * (largestRow + 63);
+      for (int64_t budget : {enough, enough / 4}) {
+        InPlaceBuffer buffer(counts, 4, env.rank, seed);
+        AlltoallvOptions options;
+        options.inplaceBytes = std::max<int64_t>(4, budget);
+        auto plan = alltoallvInit(*comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), Datatype(), buffer.buffer(),
+                                  buffer.recvcounts(), buffer.rdispls(), Datatype::of<int32_t>(), options);
+        const std::string where = std::string(testing::spreadName(spread)) + " budget " + std::to_string(budget);
+        ASSERT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
+        const bool segment = size > 1 && budget == enough;
+        EXPECT_EQ(plan->algorithm(), segment ? "shared-memory" : "in-place") << where;
+        for (int run = 0; run < 2; ++run) {
+          buffer.refill();
+          env.barrier();
+          ASSERT_TRUE(plan->start().isOk());
+          Status status = plan->wait(soon());
+          ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
+          EXPECT_EQ(buffer.check(), "") << where << " run " << run;
+          env.barrier();
+        }
+        EXPECT_LE(plan->peakExtraBytes(), options.inplaceBytes + inPlaceBookkeepingBound(size)) << where;
+      }
+    }
   });
 }
 
@@ -147,6 +218,7 @@ TEST_P(AlltoallvThreads, InPlaceEverySpreadAndAuxiliarySize) {
         // Every rank must pick the same a: from the largest receive total.
         const int64_t largest = testing::largestIncoming(counts, 4);
         AlltoallvOptions options;
+        options.algorithm = AlltoallvAlgorithm::kInPlaceLimited;  // not the segment, which auto takes where it fits
         options.inplaceBytes = std::max<int64_t>(4, largest * percent / 100);
         options.inplaceBuffers = percent == 10 ? 3 : 0;
         int64_t peak = 0;
@@ -192,22 +264,37 @@ TEST(AlltoallvPlans, StartedRepeatedly) {
     const CountMatrix counts = testing::countMatrix(Spread::kRandom, 3, 5, 400);
     const Side bytes = testing::byteSide(1);
     AlltoallvBuffers buffers(counts, bytes, bytes, env.rank, 5);
-    InPlaceBuffer single(counts, 1, env.rank, 5);
-    AlltoallvOptions small;
-    small.inplaceBytes = 64;
+    AlltoallvBuffers viaSegment(counts, bytes, bytes, env.rank, 6);
+    InPlaceBuffer single(counts, 1, env.rank, 5), singleViaSegment(counts, 1, env.rank, 7);
+    AlltoallvOptions small, pairwise, shared;
+    small.inplaceBytes = 64;  // too little for the segment: auto runs the in-place algorithm
+    pairwise.algorithm = AlltoallvAlgorithm::kPairwise;
+    shared.algorithm = AlltoallvAlgorithm::kSharedMemory;
     auto direct = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), bytes.type,
-                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), bytes.type);
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), bytes.type, pairwise);
     auto inPlace = alltoallvInit(*comm, kInPlace, single.sendcounts(), single.sdispls(), Datatype(), single.buffer(),
                                  single.recvcounts(), single.rdispls(), bytes.type, small);
-    ASSERT_TRUE(direct.isOk()) << direct.status().toString();
-    ASSERT_TRUE(inPlace.isOk()) << inPlace.status().toString();
+    auto segment = alltoallvInit(*comm, viaSegment.sendbuf(), viaSegment.sendcounts(), viaSegment.sdispls(),
+                                 bytes.type, viaSegment.recvbuf(), viaSegment.recvcounts(), viaSegment.rdispls(),
+                                 bytes.type, shared);
+    // In place with the default 1 MiB: auto takes the segment (one node).
+    auto inPlaceSegment = alltoallvInit(*comm, kInPlace, singleViaSegment.sendcounts(), singleViaSegment.sdispls(),
+                                        Datatype(), singleViaSegment.buffer(), singleViaSegment.recvcounts(),
+                                        singleViaSegment.rdispls(), bytes.type);
+    for (auto* plan : {&direct, &inPlace, &segment, &inPlaceSegment}) {
+      ASSERT_TRUE(plan->isOk()) << plan->status().toString();
+    }
     EXPECT_EQ(direct->algorithm(), "pairwise");
     EXPECT_EQ(inPlace->algorithm(), "in-place");
+    EXPECT_EQ(segment->algorithm(), "shared-memory");
+    EXPECT_EQ(inPlaceSegment->algorithm(), "shared-memory");
     for (int run = 0; run < 3; ++run) {
       buffers.clearReceive();
+      viaSegment.clearReceive();
       single.refill();
+      singleViaSegment.refill();
       env.barrier();  // every buffer is ready before anyone's run writes into it
-      for (Plan* plan : {&*direct, &*inPlace}) {
+      for (Plan* plan : {&*direct, &*inPlace, &*segment, &*inPlaceSegment}) {
         ASSERT_TRUE(plan->start().isOk());
         if (run == 1) {
           bool done = false;
@@ -222,9 +309,28 @@ TEST(AlltoallvPlans, StartedRepeatedly) {
         ASSERT_TRUE(status.isOk()) << plan->algorithm() << " run " << run << ": " << status.toString();
       }
       EXPECT_EQ(buffers.check(), "") << "run " << run;
+      EXPECT_EQ(viaSegment.check(), "") << "run " << run;
       EXPECT_EQ(single.check(), "") << "run " << run;
+      EXPECT_EQ(singleViaSegment.check(), "") << "run " << run;
       env.barrier();
     }
+  });
+}
+
+// A shared-segment wait that gives up leaves the run resumable.
+TEST(AlltoallvPlans, SharedMemoryTimedOutWaitResumes) {
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = world(env.context);
+    ASSERT_NE(comm, nullptr);
+    const Side bytes = testing::byteSide(1);
+    AlltoallvBuffers buffers(testing::countMatrix(Spread::kRandom, 2, 8, 100), bytes, bytes, env.rank, 8);
+    AlltoallvOptions shared;
+    shared.algorithm = AlltoallvAlgorithm::kSharedMemory;
+    auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), bytes.type,
+                              buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), bytes.type, shared);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_NO_FATAL_FAILURE(testing::checkTimedOutWaitResumes(env, *plan, "receive from rank 1"));
+    EXPECT_EQ(buffers.check(), "");
   });
 }
 

@@ -39,7 +39,7 @@ function(expect_row row)
 endfunction()
 
 foreach(row "ibdt alltoall" "ibdt alltoallv" "ibdt alltoallv init+run" "ibdt in-place 1%" "ibdt in-place 10%"
-            "ibdt in-place 100%")
+            "ibdt in-place 100%" "ibdt in-place" "ibdt alltoallv shared-memory")
   expect_row("${row}")
 endforeach()
 if(EXPECT_OPENMPI)

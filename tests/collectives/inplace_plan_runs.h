@@ -31,8 +31,11 @@ inline int64_t inPlacePeakBound(const AlltoallvOptions& options, int size) {
 inline int64_t runInPlaceChecked(messaging::testing::RankEnv& env, Communicator& comm, InPlaceBuffer& buffer,
                                  const datatype::Datatype& type, const AlltoallvOptions& options, int runs,
                                  const std::string& where) {
+  // The limited-memory algorithm itself (auto takes the shared segment where it fits).
+  AlltoallvOptions limited = options;
+  limited.algorithm = AlltoallvAlgorithm::kInPlaceLimited;
   auto plan = alltoallvInit(comm, kInPlace, buffer.sendcounts(), buffer.sdispls(), datatype::Datatype(),
-                            buffer.buffer(), buffer.recvcounts(), buffer.rdispls(), type, options);
+                            buffer.buffer(), buffer.recvcounts(), buffer.rdispls(), type, limited);
   EXPECT_TRUE(plan.isOk()) << where << ": " << plan.status().toString();
   if (!plan.isOk()) return -1;
   for (int run = 0; run < runs; ++run) {

@@ -1,0 +1,74 @@
+// The shared-memory collectives' common steps (see the header).
+#include "collectives/shared_segment.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "base/backoff.h"
+
+namespace ibdt::collectives {
+
+int64_t sharedHostKey() {
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(file, id);
+  char host[256] = {};
+  (void)gethostname(host, sizeof host - 1);
+  return static_cast<int64_t>(std::hash<std::string>{}(id + "/" + host) >> 2);
+}
+
+Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what) {
+  SharedRegion segment;
+  int64_t where[] = {0, 0, 0, 0};  // created, pid, fd, inode
+  Status mapped;
+  if (comm.rank() == 0) {
+    auto created = SharedRegion::create(what, static_cast<size_t>(bytes));
+    if (created.isOk()) {
+      segment = std::move(*created);
+      where[0] = 1;
+      where[1] = getpid();
+      where[2] = segment.fd();
+      where[3] = static_cast<int64_t>(segment.inode());
+    } else {
+      mapped = created.status();
+    }
+  }
+  IBDT_RETURN_IF_ERROR(broadcast(comm, where, 4, 0));
+  if (comm.rank() != 0 && where[0] == 1) {
+    auto opened = SharedRegion::openPeer(static_cast<pid_t>(where[1]), static_cast<int>(where[2]),
+                                         static_cast<uint64_t>(where[3]));
+    if (opened.isOk()) segment = std::move(*opened);
+    else mapped = opened.status();
+  } else if (where[0] != 1 && mapped.isOk()) {
+    mapped = makeError(Code::kSystem, "rank 0 could not create the segment");
+  }
+  int64_t everyoneMapped = mapped.isOk() ? 1 : 0;
+  IBDT_RETURN_IF_ERROR(allreduce(comm, &everyoneMapped, &everyoneMapped, 1, ReduceOp::kMin));
+  if (!mapped.isOk()) return mapped.withContext(strCat(what, ": the segment"));
+  if (everyoneMapped == 0) return makeError(Code::kSystem, what, ": another rank could not map the segment");
+  return segment;
+}
+
+Status awaitSharedFlag(Communicator& comm, const SharedRegion& segment, int source, uint64_t run, Deadline deadline,
+                       std::string_view what, Status& peerFailed) {
+  messaging::Context& ctx = comm.context();
+  Backoff backoff(ctx.waitSpins());
+  while (sharedFlag(segment, source).load(std::memory_order_acquire) < run) {
+    IBDT_RETURN_IF_ERROR(ctx.progress());
+    if (Status peer = ctx.peerStatus(comm.contextRank(source)); !peer.isOk()) {
+      peerFailed = peer.withContext(strCat("rank ", source, " failed before it wrote run ", run));
+      return Status::ok();
+    }
+    if (deadline.expired()) {
+      return makeError(Code::kTimeout, what, " rank ", comm.rank(), ": run ", run,
+                       " did not complete in time (receive from rank ", source, ": its blocks are not packed)");
+    }
+    backoff.pause();
+  }
+  return Status::ok();
+}
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,51 @@
+// collectives/shared_segment.h — what the shared-memory collectives of one
+// node's ranks (alltoall_shared_memory.h, alltoallv_shared_memory.h) share:
+// the host check, the collective creation of the segment, the run flags
+// and the wait for a peer's flag.
+//
+// A segment starts with one flag line per rank: rank r's run counter, which
+// it raises (release) once its part of run k is in the segment; readers wait
+// until it reads k or more (acquire).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "base/shared_region.h"
+#include "ibdt/collectives.h"
+#include "ibdt/deadline.h"
+
+namespace ibdt::collectives {
+
+inline constexpr int64_t kSharedLine = 64;
+// More than this is not a node-local small-block exchange any more (and
+// would be mapped into every rank): refused with the size it needed.
+inline constexpr int64_t kMaxSharedSegmentBytes = int64_t{1} << 30;
+
+inline int64_t roundToSharedLine(int64_t bytes) { return (bytes + kSharedLine - 1) / kSharedLine * kSharedLine; }
+
+// The same on every process of one boot of one host (boot id and host
+// name): ranks that differ here cannot share memory, whatever the node map
+// says. Non-negative, so that it can travel negated in a kMin allreduce.
+int64_t sharedHostKey();
+
+// Collective: rank 0 creates a zero-filled segment of `bytes`, broadcasts
+// where it is, the others map it, and an allreduce confirms that everyone
+// did. Every rank returns the same verdict; `what` names the algorithm in
+// errors.
+Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what);
+
+inline std::atomic<uint64_t>& sharedFlag(const SharedRegion& segment, int rank) {
+  return *reinterpret_cast<std::atomic<uint64_t>*>(segment.data() + rank * kSharedLine);
+}
+
+// Waits until rank `source`'s flag reads `run` or more. The Context is
+// progressed meanwhile, so other traffic moves and a dead rank is noticed
+// (its link fails) instead of being waited for until the deadline: then
+// `peerFailed` holds why and the call returns ok (the run failed, the wait
+// did not). kTimeout when the deadline passes first.
+Status awaitSharedFlag(Communicator& comm, const SharedRegion& segment, int source, uint64_t run, Deadline deadline,
+                       std::string_view what, Status& peerFailed);
+
+}  // namespace ibdt::collectives
