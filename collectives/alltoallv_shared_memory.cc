@@ -18,6 +18,7 @@
 
 #include "base/checked_math.h"
 #include "collectives/alltoall_direct_write.h"
+#include "collectives/alltoallv_pair_view.h"
 #include "collectives/shared_runs_plan.h"
 
 namespace ibdt::collectives {
@@ -116,26 +117,16 @@ void SharedMemoryAlltoallv::take(int source) {
   if (!status.isOk()) fail(std::move(status));
 }
 
-// What a rank tells each peer at init about their pair, both directions.
-enum PairSlot : size_t { kSendAt, kSendBytes, kSendHash, kSendElements, kRecvBytes, kRecvHash, kRecvElements, kPairSlots };
-
-// Exchanges every pair's view (an alltoall of kPairSlots int64 per pair)
-// and returns the first mismatching pair (sender * p + receiver) this rank
-// is part of, or INT64_MAX; `recvAt` gets our block's place in each row.
+// Exchanges every pair's view (alltoallv_pair_view.h; an alltoall of
+// kPairSlots int64 per pair) and returns the first mismatching pair
+// (sender * p + receiver) this rank is part of, or INT64_MAX; `recvAt` gets
+// our block's place in each row.
 Result<int64_t> checkPairs(Communicator& comm, const AlltoallvArgs& args, const std::vector<int64_t>& sendAt,
                            std::vector<int64_t>& recvAt, Status& mismatch) {
   const int p = comm.size(), rank = comm.rank();
   std::vector<int64_t> mine(static_cast<size_t>(p) * kPairSlots), theirs(mine.size());
   for (int peer = 0; peer < p; ++peer) {
-    const auto at = static_cast<size_t>(peer);
-    int64_t* view = mine.data() + at * kPairSlots;
-    view[kSendAt] = sendAt[at];
-    view[kSendBytes] = args.sendcounts[at] * args.sendtype.size();
-    view[kSendHash] = static_cast<int64_t>(args.sendSignatures[at].hash);
-    view[kSendElements] = args.sendSignatures[at].elements;
-    view[kRecvBytes] = args.recvcounts[at] * args.recvtype.size();
-    view[kRecvHash] = static_cast<int64_t>(args.recvSignatures[at].hash);
-    view[kRecvElements] = args.recvSignatures[at].elements;
+    fillPairView(args, peer, sendAt[static_cast<size_t>(peer)], mine.data() + static_cast<size_t>(peer) * kPairSlots);
   }
   AlltoallOptions pairwise;
   pairwise.algorithm = AlltoallAlgorithm::kPairwise;
@@ -147,16 +138,12 @@ Result<int64_t> checkPairs(Communicator& comm, const AlltoallvArgs& args, const 
     const int64_t* ours = mine.data() + static_cast<size_t>(peer) * kPairSlots;
     const int64_t* view = theirs.data() + static_cast<size_t>(peer) * kPairSlots;
     recvAt[static_cast<size_t>(peer)] = view[kSendAt];
-    auto differ = [](const int64_t* send, const int64_t* recv) {
-      return send[kSendBytes] != recv[kRecvBytes] || send[kSendHash] != recv[kRecvHash] ||
-             send[kSendElements] != recv[kRecvElements];
-    };
     auto note = [&](int from, int to, const int64_t* send, const int64_t* recv) {
-      if (!differ(send, recv) || from * int64_t{p} + to >= first) return;
+      if (from * int64_t{p} + to >= first) return;
+      Status differs = pairMismatch(kWhat, from, to, send, recv);
+      if (differs.isOk()) return;
       first = from * int64_t{p} + to;
-      mismatch = makeError(Code::kInvalidArgument, kWhat, ": rank ", from, " sends rank ", to, " ", send[kSendBytes],
-                           " bytes (", send[kSendElements], " elements), rank ", to, " receives ", recv[kRecvBytes],
-                           " bytes (", recv[kRecvElements], " elements) of another signature or length");
+      mismatch = std::move(differs);
     };
     note(peer, rank, view, ours);
     note(rank, peer, ours, view);

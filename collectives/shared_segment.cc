@@ -57,6 +57,10 @@ Status awaitSharedFlag(Communicator& comm, const SharedRegion& segment, int sour
   messaging::Context& ctx = comm.context();
   Backoff backoff(ctx.waitSpins());
   while (sharedFlag(segment, source).load(std::memory_order_acquire) < run) {
+    if (backoff.spinning()) {  // a peer on another core raises it within the spins: no progress call yet
+      backoff.pause();
+      continue;
+    }
     IBDT_RETURN_IF_ERROR(ctx.progress());
     if (Status peer = ctx.peerStatus(comm.contextRank(source)); !peer.isOk()) {
       peerFailed = peer.withContext(strCat("rank ", source, " failed before it wrote run ", run));

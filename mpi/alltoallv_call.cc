@@ -10,6 +10,7 @@
 #include "collectives/checked_alltoallv.h"
 #include "collectives/inplace_elements.h"
 #include "mpi/alltoall_call.h"
+#include "mpi/alltoallv_mailbox_call.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
 #include "mpi/type_convert.h"
@@ -108,6 +109,8 @@ bool inPlaceDirect(const Datatype& type) {
 bool runAlltoallvOnIbdt(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, Status& status,
                         std::string& why) {
   ++state.alltoallvCalls;  // every call, whatever it runs
+  // One node: the mailbox, unless this call's blocks do not fit (alike on every rank).
+  if (runThroughMailbox(state, args, comm, status)) return true;
   return runUnvoted(state, args, comm, status, why);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "collectives/alltoallv_mailbox.h"
 #include "collectives/checked_alltoallv.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
@@ -57,6 +58,13 @@ struct CommState {
     collectives::AlltoallAlgorithm algorithm = collectives::AlltoallAlgorithm::kDirectWrite;
   };
   DirectWriteChoice directWriteChoice;
+  // The blocking alltoallv's mailbox (mpi/alltoallv_mailbox_call.h): made
+  // by the first call (or not: mailboxTried), and the call last prepared
+  // for it with the arguments it was prepared for.
+  bool mailboxTried = false;
+  std::unique_ptr<collectives::AlltoallvMailbox> mailbox;
+  std::unique_ptr<collectives::MailboxCall> mailboxCall;
+  AlltoallvCache::Key mailboxKey;
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall(v) calls taken (not in-place alltoallv): their tags (mpi/nonblocking.h)
   ~CommState();  // closes the Context (its peers are freeing the communicator too)
 };

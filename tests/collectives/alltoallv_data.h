@@ -82,6 +82,8 @@ class InPlaceBuffer {
   // are undefined afterwards, as in MPI).
   std::string check(const std::vector<int>& skip = {}) const;
   void refill();
+  // Every byte, guards included (to see that nothing was written).
+  const std::vector<uint8_t>& raw() const { return buffer_; }
 
  private:
   template <typename Visit>

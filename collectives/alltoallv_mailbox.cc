@@ -1,0 +1,165 @@
+// The alltoallv mailbox (see the header).
+//
+// Layout: p flag lines (shared_segment.h), then two phases of p rows; a row
+// is a header (the verdict word, then kPairSlots int64 per peer, rounded to
+// a line) and `capacity` bytes of data: the rank's outgoing blocks back to
+// back in peer order, its own included (so that in place nothing is
+// overwritten before it was packed, and out of place one code path).
+// Run k uses phase k mod 2; every rank waits for every flag before it reads
+// any header, so, as for the shared-memory alltoall, two phases suffice.
+#include "collectives/alltoallv_mailbox.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/checked_math.h"
+#include "collectives/alltoall_direct_write.h"
+#include "collectives/alltoallv_pair_view.h"
+
+namespace ibdt::collectives {
+namespace {
+
+constexpr std::string_view kWhat = "alltoallv (mailbox)";
+
+// The header's first word.
+enum Verdict : int64_t { kRefused = -1, kDoesNotFit = 0, kFits = 1 };
+
+int64_t headerBytes(int p) { return roundToSharedLine(8 + int64_t{p} * kPairSlots * 8); }
+
+}  // namespace
+
+MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
+  MailboxCall call;
+  if (!checked.isOk()) {
+    call.refusal_ = std::move(checked).takeStatus();
+    return call;
+  }
+  call.args_ = std::move(checked).value();
+  const AlltoallvArgs& args = call.args_;
+  const int p = static_cast<int>(args.sendcounts.size());
+  call.views_.resize(static_cast<size_t>(p) * kPairSlots);
+  for (int peer = 0; peer < p; ++peer) {
+    fillPairView(args, peer, call.rowBytes_, call.views_.data() + static_cast<size_t>(peer) * kPairSlots);
+    // Totals were checked against overflow (checkAlltoallvArgs).
+    call.rowBytes_ += args.sendcounts[static_cast<size_t>(peer)] * args.sendtype.size();
+  }
+  call.sendDense_ = denseBlocks(args.sendtype);
+  call.recvDense_ = denseBlocks(args.recvtype);
+  auto segmentOf = [](const datatype::Datatype& type, const std::vector<int64_t>& counts,
+                      std::optional<datatype::Segment>& out) -> Status {
+    const int64_t most = std::max<int64_t>(1, *std::max_element(counts.begin(), counts.end()));
+    IBDT_ASSIGN_OR_RETURN(datatype::Segment segment, datatype::Segment::create(type, most));
+    out.emplace(std::move(segment));
+    return Status::ok();
+  };
+  Status status;
+  if (!call.sendDense_) status = segmentOf(args.sendtype, args.sendcounts, call.send_);
+  if (status.isOk() && !call.recvDense_) status = segmentOf(args.recvtype, args.recvcounts, call.recv_);
+  if (!status.isOk()) call.refusal_ = std::move(status);
+  return call;
+}
+
+Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator& comm, int64_t shareBytes) {
+  const int p = comm.size();
+  const int64_t header = headerBytes(p);
+  // share = a flag line + two rows; the whole segment within the shared-memory cap.
+  int64_t capacity = std::max<int64_t>(0, (shareBytes - kSharedLine) / 2 - header);
+  capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / 2 - header);
+  capacity = capacity / kSharedLine * kSharedLine;
+  int64_t votes[] = {comm.nodeCount() == 1 ? 1 : 0, sharedHostKey(), -sharedHostKey()};
+  IBDT_RETURN_IF_ERROR(allreduce(comm, votes, votes, 3, ReduceOp::kMin));
+  if (votes[0] == 0 || votes[1] != -votes[2]) {
+    return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
+  }
+  if (capacity <= 0) return std::unique_ptr<AlltoallvMailbox>();
+  const int64_t bytes = p * kSharedLine + 2 * p * (header + capacity);
+  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat));
+  return std::unique_ptr<AlltoallvMailbox>(new AlltoallvMailbox(comm, std::move(segment), header, capacity));
+}
+
+std::byte* AlltoallvMailbox::row(uint64_t run, int rank) const {
+  const int p = comm_.size();
+  const auto phase = static_cast<int64_t>(run & 1);
+  return reinterpret_cast<std::byte*>(segment_.data()) + p * kSharedLine +
+         (phase * p + rank) * (header_ + capacity_);
+}
+
+Status AlltoallvMailbox::awaitAll(Deadline deadline) {
+  for (int step = 1; step < comm_.size(); ++step) {
+    const int source = (comm_.rank() + step) % comm_.size();
+    Status peerFailed;
+    IBDT_RETURN_IF_ERROR(awaitSharedFlag(comm_, segment_, source, run_, deadline, kWhat, peerFailed));
+    IBDT_RETURN_IF_ERROR(peerFailed);
+  }
+  return Status::ok();
+}
+
+Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status& outcome) {
+  if (!broken_.isOk()) return broken_;
+  const int p = comm_.size(), rank = comm_.rank();
+  ++run_;
+  outcome = Status::ok();
+  std::byte* mine = row(run_, rank);
+  auto* header = reinterpret_cast<int64_t*>(mine);
+  const AlltoallvArgs& args = call.args_;
+  const bool fits = !call.refused() && call.rowBytes_ <= capacity_;
+  header[0] = call.refused() ? kRefused : fits ? kFits : kDoesNotFit;
+  if (!call.refused()) {
+    std::memcpy(header + 1, call.views_.data(), call.views_.size() * sizeof(int64_t));
+  }
+  for (int peer = 0; fits && peer < p; ++peer) {
+    const int64_t* view = call.views_.data() + static_cast<size_t>(peer) * kPairSlots;
+    if (view[kSendBytes] == 0) continue;
+    std::byte* slot = mine + header_ + view[kSendAt];
+    if (call.sendDense_) {
+      std::memcpy(slot, args.sendBlock(peer), static_cast<size_t>(view[kSendBytes]));
+    } else if (Status packed = call.send_->pack(args.sendBlock(peer), 0, view[kSendBytes], slot); !packed.isOk()) {
+      header[0] = kRefused;  // the peers learn it below; we report why
+      outcome = packed.withContext(kWhat);
+      break;
+    }
+  }
+  sharedFlag(segment_, rank).store(run_, std::memory_order_release);
+  if (Status waited = awaitAll(deadline); !waited.isOk()) {
+    broken_ = waited.withContext(strCat(kWhat, " rank ", rank, ", call ", run_));
+    return broken_;
+  }
+  // Every rank reads the same verdicts: the same decision everywhere.
+  int refusedBy = -1;
+  bool everyoneFits = true;
+  for (int r = 0; r < p; ++r) {
+    const int64_t verdict = *reinterpret_cast<const int64_t*>(row(run_, r));
+    if (verdict == kRefused && refusedBy < 0) refusedBy = r;
+    everyoneFits = everyoneFits && verdict == kFits;
+  }
+  if (refusedBy >= 0) {
+    if (call.refused()) outcome = Status(call.refusal_).withContext(kWhat);
+    else if (outcome.isOk()) outcome = makeError(Code::kInvalidArgument, kWhat, ": rank ", refusedBy, "'s arguments were refused");
+    return true;
+  }
+  if (!everyoneFits) return false;
+  for (int step = 0; step < p; ++step) {
+    const int source = (rank + step) % p;
+    const int64_t* theirs = reinterpret_cast<const int64_t*>(row(run_, source)) + 1;
+    const int64_t* theirView = theirs + static_cast<size_t>(rank) * kPairSlots;  // source -> us
+    const int64_t* ourView = call.views_.data() + static_cast<size_t>(source) * kPairSlots;
+    // Both directions of the pair, so that both of its ranks fail alike.
+    Status pair = pairMismatch(kWhat, source, rank, theirView, ourView);
+    if (pair.isOk()) pair = pairMismatch(kWhat, rank, source, ourView, theirView);
+    if (!pair.isOk()) {
+      if (outcome.isOk()) outcome = std::move(pair);
+      continue;
+    }
+    const int64_t bytes = ourView[kRecvBytes];
+    if (bytes == 0) continue;
+    const std::byte* block = row(run_, source) + header_ + theirView[kSendAt];
+    if (call.recvDense_) {
+      std::memcpy(args.recvBlock(source), block, static_cast<size_t>(bytes));
+    } else if (Status unpacked = call.recv_->unpack(args.recvBlock(source), 0, bytes, block); !unpacked.isOk()) {
+      if (outcome.isOk()) outcome = unpacked.withContext(kWhat);
+    }
+  }
+  return true;
+}
+
+}  // namespace ibdt::collectives

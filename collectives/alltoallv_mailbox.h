@@ -1,0 +1,82 @@
+// collectives/alltoallv_mailbox.h — alltoallv calls of one node's ranks
+// through a segment made once per communicator, with no agreement per call
+// (docs/alltoall-shared-memory.md, "The mailbox").
+//
+// For callers that build nothing collectively per call: the MPI bridge's
+// blocking MPI_Alltoallv, whose ranks may each pass other counts, types and
+// buffers from call to call. Each call is self-describing. A rank writes
+// into its row a header (whether its blocks fit the row, or its arguments
+// were refused, and per peer where its block lies and the bytes and
+// signature it sends and expects) and its packed blocks, then raises its
+// flag. Once every flag rose, every rank has read the same headers, so
+// every rank takes the same decision: copy out (a pair whose two sides
+// disagree fails on both of its ranks, naming the peer), fail alike (a rank
+// refused its arguments), or give the call back (some rank's blocks did not
+// fit: every caller then runs its usual path). Nothing was written into a
+// receive buffer before that decision, in place included.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "collectives/alltoallv_args.h"
+#include "collectives/shared_runs_plan.h"
+
+namespace ibdt::collectives {
+
+// One rank's side of one call, prepared for the mailbox: kept and run again
+// while the caller's arguments repeat (a rank-local decision).
+class MailboxCall {
+ public:
+  // `checked` failed: the call is refused (every rank learns it in the run).
+  static MailboxCall prepare(Result<AlltoallvArgs> checked);
+
+  bool refused() const { return !refusal_.isOk(); }
+  int64_t rowBytes() const { return rowBytes_; }
+
+ private:
+  friend class AlltoallvMailbox;
+  Status refusal_;
+  AlltoallvArgs args_;
+  std::vector<int64_t> views_;  // kPairSlots per peer (alltoallv_pair_view.h)
+  int64_t rowBytes_ = 0;        // every outgoing block, our own included
+  bool sendDense_ = false, recvDense_ = false;
+  std::optional<datatype::Segment> send_, recv_;  // the largest block's count: any block's prefix
+};
+
+class AlltoallvMailbox {
+ public:
+  // Collective over `comm` (one node): every rank's share of the segment,
+  // header included, is at most `shareBytes` (AlltoallvOptions::
+  // inplaceBytes in the bridge), so a call fits when each rank's outgoing
+  // bytes fit capacity(). Every rank returns the same verdict; null when a
+  // row could hold no data.
+  static Result<std::unique_ptr<AlltoallvMailbox>> create(Communicator& comm, int64_t shareBytes);
+
+  // Every rank calls it for the same call, in the order of its other
+  // collectives on the communicator. True: the call ran here (`outcome`
+  // holds this rank's result); false on every rank alike: some rank's blocks
+  // did not fit its row, run the call another way. An error: the mailbox is
+  // broken (a deadline passed while a peer had not written, or a peer died)
+  // and refuses later calls.
+  Result<bool> run(MailboxCall& call, Deadline deadline, Status& outcome);
+
+  int64_t capacity() const { return capacity_; }
+
+ private:
+  AlltoallvMailbox(Communicator& comm, SharedRegion segment, int64_t header, int64_t capacity)
+      : comm_(comm), segment_(std::move(segment)), header_(header), capacity_(capacity) {}
+  std::byte* row(uint64_t run, int rank) const;
+  Status awaitAll(Deadline deadline);
+
+  Communicator& comm_;
+  SharedRegion segment_;
+  const int64_t header_;    // a row's header: verdict and the pair views, rounded to a line
+  const int64_t capacity_;  // a row's data
+  uint64_t run_ = 0;
+  Status broken_;
+};
+
+}  // namespace ibdt::collectives
