@@ -62,8 +62,9 @@ MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
 Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator& comm, int64_t shareBytes) {
   const int p = comm.size();
   const int64_t header = headerBytes(p);
-  // share = a flag line + two rows; the whole segment within the shared-memory cap.
-  int64_t capacity = std::max<int64_t>(0, (shareBytes - kSharedLine) / 2 - header);
+  // Two rows' data within the share (the flag line and headers, O(p), are
+  // bookkeeping, as the in-place algorithm's); the segment within the cap.
+  int64_t capacity = shareBytes / 2;
   capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / 2 - header);
   capacity = capacity / kSharedLine * kSharedLine;
   int64_t votes[] = {comm.nodeCount() == 1 ? 1 : 0, sharedHostKey(), -sharedHostKey()};

@@ -48,11 +48,11 @@ class MailboxCall {
 
 class AlltoallvMailbox {
  public:
-  // Collective over `comm` (one node): every rank's share of the segment,
-  // header included, is at most `shareBytes` (AlltoallvOptions::
-  // inplaceBytes in the bridge), so a call fits when each rank's outgoing
-  // bytes fit capacity(). Every rank returns the same verdict; null when a
-  // row could hold no data.
+  // Collective over `comm` (one node): a row holds shareBytes / 2 of data
+  // (AlltoallvOptions::inplaceBytes in the bridge: two rows of data per
+  // rank, plus a flag line and two headers of 56 bytes per peer), so a call
+  // fits when each rank's outgoing bytes fit capacity(). Every rank returns
+  // the same verdict; null when a row could hold no data.
   static Result<std::unique_ptr<AlltoallvMailbox>> create(Communicator& comm, int64_t shareBytes);
 
   // Every rank calls it for the same call, in the order of its other

@@ -175,7 +175,7 @@ Result<std::unique_ptr<PlanImpl>> makeSharedMemoryAlltoallv(Communicator& comm, 
     }
   }
   const bool fits = !checked.isOk() || !checked->inPlace || !inPlaceBudget ||
-                    sharedMemoryAlltoallvShare(rowBytes) <= *inPlaceBudget;
+                    2 * roundToSharedLine(rowBytes) <= *inPlaceBudget;  // the flag line: bookkeeping
   const int64_t vote[kVoteSlots] = {checked.isOk() ? 1 : 0, sharedHostKey(), roundToSharedLine(rowBytes), fits ? 1 : 0};
   std::vector<int64_t> votes(static_cast<size_t>(p) * kVoteSlots);
   IBDT_RETURN_IF_ERROR(allgather(comm, vote, kVoteSlots, votes.data()));

@@ -27,7 +27,8 @@ namespace ibdt::collectives {
 // mismatch fails every rank's init, naming the pair); rank 0 then creates
 // the segment and the others map it. Every rank returns the same verdict.
 // `inPlaceBudget`: the auxiliary memory the caller allows in place; when
-// some rank's share of the segment would exceed its budget, every rank
+// some rank's two rows would exceed its budget (its flag line counts as
+// bookkeeping, as the in-place algorithm's O(p) does), every rank
 // returns null (declined, nothing was sent but the agreement) so that the
 // caller builds the limited-memory in-place algorithm instead.
 Result<std::unique_ptr<PlanImpl>> makeSharedMemoryAlltoallv(Communicator& comm, const Result<AlltoallvArgs>& checked,
