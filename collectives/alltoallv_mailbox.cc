@@ -1,15 +1,21 @@
 // The alltoallv mailbox (see the header).
 //
-// Layout: p flag lines (shared_segment.h), then two phases of p rows; a row
-// is a header (the verdict word, then kPairSlots int64 per peer, rounded to
-// a line) and `capacity` bytes of data: the rank's outgoing blocks back to
-// back in peer order, its own included (so that in place nothing is
-// overwritten before it was packed, and out of place one code path).
-// Run k uses phase k mod 2; every rank waits for every flag before it reads
-// any header, so, as for the shared-memory alltoall, two phases suffice.
+// Layout: p flag lines, then two phases of p rows; a row is a header
+// (kPairSlots int64 per peer, rounded to a line) and `capacity` bytes of
+// data: the rank's outgoing blocks back to back in peer order, its own
+// included (so that in place nothing is overwritten before it was packed,
+// and out of place one code path). Rank r's flag line holds its call
+// counter (shared_segment.h), then per phase its verdict and the
+// generation of the arguments its header describes: one line tells a
+// reader whether to copy at all and whether its cached check of the pair
+// still holds, so a repeated call reads a flag line and a block per peer.
+// Call k uses phase k mod 2; every rank waits for every flag before it
+// reads anything of that call, so, as for the shared-memory alltoall, two
+// phases suffice.
 #include "collectives/alltoallv_mailbox.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "base/checked_math.h"
@@ -21,15 +27,20 @@ namespace {
 
 constexpr std::string_view kWhat = "alltoallv (mailbox)";
 
-// The header's first word.
 enum Verdict : int64_t { kRefused = -1, kDoesNotFit = 0, kFits = 1 };
+// The flag line's words after the counter: [kVerdictWord + phase], [kGenerationWord + phase].
+constexpr int kVerdictWord = 1, kGenerationWord = 3;
 
-int64_t headerBytes(int p) { return roundToSharedLine(8 + int64_t{p} * kPairSlots * 8); }
+int64_t headerBytes(int p) { return roundToSharedLine(int64_t{p} * kPairSlots * 8); }
+
+// Distinct for every prepared call of the process.
+std::atomic<int64_t> nextGeneration{1};
 
 }  // namespace
 
 MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
   MailboxCall call;
+  call.generation_ = nextGeneration.fetch_add(1, std::memory_order_relaxed);
   if (!checked.isOk()) {
     call.refusal_ = std::move(checked).takeStatus();
     return call;
@@ -95,18 +106,23 @@ Status AlltoallvMailbox::awaitAll(Deadline deadline) {
   return Status::ok();
 }
 
+int64_t* AlltoallvMailbox::flagLine(int rank) const {
+  return reinterpret_cast<int64_t*>(segment_.data() + int64_t{rank} * kSharedLine);
+}
+
 Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status& outcome) {
   if (!broken_.isOk()) return broken_;
   const int p = comm_.size(), rank = comm_.rank();
   ++run_;
+  const auto phase = static_cast<int>(run_ & 1);
   outcome = Status::ok();
   std::byte* mine = row(run_, rank);
-  auto* header = reinterpret_cast<int64_t*>(mine);
   const AlltoallvArgs& args = call.args_;
   const bool fits = !call.refused() && call.rowBytes_ <= capacity_;
-  header[0] = call.refused() ? kRefused : fits ? kFits : kDoesNotFit;
-  if (!call.refused()) {
-    std::memcpy(header + 1, call.views_.data(), call.views_.size() * sizeof(int64_t));
+  int64_t verdict = call.refused() ? kRefused : fits ? kFits : kDoesNotFit;
+  if (!call.refused() && written_[phase] != call.generation_) {  // this phase's header describes another call
+    std::memcpy(mine, call.views_.data(), call.views_.size() * sizeof(int64_t));
+    written_[phase] = call.generation_;
   }
   for (int peer = 0; fits && peer < p; ++peer) {
     const int64_t* view = call.views_.data() + static_cast<size_t>(peer) * kPairSlots;
@@ -115,11 +131,14 @@ Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status&
     if (call.sendDense_) {
       std::memcpy(slot, args.sendBlock(peer), static_cast<size_t>(view[kSendBytes]));
     } else if (Status packed = call.send_->pack(args.sendBlock(peer), 0, view[kSendBytes], slot); !packed.isOk()) {
-      header[0] = kRefused;  // the peers learn it below; we report why
+      verdict = kRefused;  // the peers learn it below; we report why
       outcome = packed.withContext(kWhat);
       break;
     }
   }
+  int64_t* line = flagLine(rank);
+  line[kVerdictWord + phase] = verdict;
+  line[kGenerationWord + phase] = call.generation_;
   sharedFlag(segment_, rank).store(run_, std::memory_order_release);
   if (Status waited = awaitAll(deadline); !waited.isOk()) {
     broken_ = waited.withContext(strCat(kWhat, " rank ", rank, ", call ", run_));
@@ -129,34 +148,43 @@ Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status&
   int refusedBy = -1;
   bool everyoneFits = true;
   for (int r = 0; r < p; ++r) {
-    const int64_t verdict = *reinterpret_cast<const int64_t*>(row(run_, r));
-    if (verdict == kRefused && refusedBy < 0) refusedBy = r;
-    everyoneFits = everyoneFits && verdict == kFits;
+    const int64_t theirs = flagLine(r)[kVerdictWord + phase];
+    if (theirs == kRefused && refusedBy < 0) refusedBy = r;
+    everyoneFits = everyoneFits && theirs == kFits;
   }
   if (refusedBy >= 0) {
-    if (call.refused()) outcome = Status(call.refusal_).withContext(kWhat);
-    else if (outcome.isOk()) outcome = makeError(Code::kInvalidArgument, kWhat, ": rank ", refusedBy, "'s arguments were refused");
+    if (call.refused()) {
+      outcome = Status(call.refusal_).withContext(kWhat);
+    } else if (outcome.isOk()) {
+      outcome = makeError(Code::kInvalidArgument, kWhat, ": rank ", refusedBy, "'s arguments were refused");
+    }
     return true;
   }
   if (!everyoneFits) return false;
   for (int step = 0; step < p; ++step) {
     const int source = (rank + step) % p;
-    const int64_t* theirs = reinterpret_cast<const int64_t*>(row(run_, source)) + 1;
-    const int64_t* theirView = theirs + static_cast<size_t>(rank) * kPairSlots;  // source -> us
-    const int64_t* ourView = call.views_.data() + static_cast<size_t>(source) * kPairSlots;
-    // Both directions of the pair, so that both of its ranks fail alike.
-    Status pair = pairMismatch(kWhat, source, rank, theirView, ourView);
-    if (pair.isOk()) pair = pairMismatch(kWhat, rank, source, ourView, theirView);
-    if (!pair.isOk()) {
-      if (outcome.isOk()) outcome = std::move(pair);
-      continue;
+    PairCache& pair = pairs_[static_cast<size_t>(source)];
+    const int64_t theirGeneration = flagLine(source)[kGenerationWord + phase];
+    if (pair.theirs != theirGeneration || pair.ours != call.generation_) {
+      // Both directions of the pair, so that both of its ranks fail alike.
+      const int64_t* theirView =
+          reinterpret_cast<const int64_t*>(row(run_, source)) + static_cast<size_t>(rank) * kPairSlots;
+      const int64_t* ourView = call.views_.data() + static_cast<size_t>(source) * kPairSlots;
+      Status differs = pairMismatch(kWhat, source, rank, theirView, ourView);
+      if (differs.isOk()) differs = pairMismatch(kWhat, rank, source, ourView, theirView);
+      pair = {};
+      if (!differs.isOk()) {
+        if (outcome.isOk()) outcome = std::move(differs);
+        continue;
+      }
+      pair = {theirGeneration, call.generation_, theirView[kSendAt], ourView[kRecvBytes]};
     }
-    const int64_t bytes = ourView[kRecvBytes];
-    if (bytes == 0) continue;
-    const std::byte* block = row(run_, source) + header_ + theirView[kSendAt];
+    if (pair.bytes == 0) continue;
+    const std::byte* block = row(run_, source) + header_ + pair.at;
     if (call.recvDense_) {
-      std::memcpy(args.recvBlock(source), block, static_cast<size_t>(bytes));
-    } else if (Status unpacked = call.recv_->unpack(args.recvBlock(source), 0, bytes, block); !unpacked.isOk()) {
+      std::memcpy(args.recvBlock(source), block, static_cast<size_t>(pair.bytes));
+    } else if (Status unpacked = call.recv_->unpack(args.recvBlock(source), 0, pair.bytes, block);
+               !unpacked.isOk()) {
       if (outcome.isOk()) outcome = unpacked.withContext(kWhat);
     }
   }

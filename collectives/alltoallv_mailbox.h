@@ -5,15 +5,18 @@
 // For callers that build nothing collectively per call: the MPI bridge's
 // blocking MPI_Alltoallv, whose ranks may each pass other counts, types and
 // buffers from call to call. Each call is self-describing. A rank writes
-// into its row a header (whether its blocks fit the row, or its arguments
-// were refused, and per peer where its block lies and the bytes and
-// signature it sends and expects) and its packed blocks, then raises its
-// flag. Once every flag rose, every rank has read the same headers, so
-// every rank takes the same decision: copy out (a pair whose two sides
-// disagree fails on both of its ranks, naming the peer), fail alike (a rank
-// refused its arguments), or give the call back (some rank's blocks did not
-// fit: every caller then runs its usual path). Nothing was written into a
-// receive buffer before that decision, in place included.
+// into its row a header (per peer where its block lies and the bytes and
+// signature it sends and expects) and its packed blocks, and beside its
+// flag a verdict (its blocks fit the row, do not fit, or its arguments were
+// refused), then raises its flag. Once every flag rose, every rank reads
+// the same verdicts and headers, so every rank takes the same decision:
+// copy out (a pair whose two sides disagree fails on both of its ranks,
+// naming the peer), fail alike (a rank refused its arguments), or give the
+// call back (some rank's blocks did not fit: every caller then runs its
+// usual path). Nothing was written into a receive buffer before that
+// decision, in place included. A pair checked once is not read again while
+// neither side's prepared call changes (its generation sits beside the
+// flag), so a repeated call reads a flag line and a block per peer.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,7 @@ class MailboxCall {
  private:
   friend class AlltoallvMailbox;
   Status refusal_;
+  int64_t generation_ = 0;  // distinct per prepared call: peers cache their check of it
   AlltoallvArgs args_;
   std::vector<int64_t> views_;  // kPairSlots per peer (alltoallv_pair_view.h)
   int64_t rowBytes_ = 0;        // every outgoing block, our own included
@@ -66,15 +70,29 @@ class AlltoallvMailbox {
   int64_t capacity() const { return capacity_; }
 
  private:
+  // A peer's block as last checked: valid while neither side's call changed.
+  struct PairCache {
+    int64_t theirs = 0, ours = 0;  // the generations checked (0: none)
+    int64_t at = 0;                // our block within its row's data
+    int64_t bytes = 0;             // its packed bytes
+  };
+
   AlltoallvMailbox(Communicator& comm, SharedRegion segment, int64_t header, int64_t capacity)
-      : comm_(comm), segment_(std::move(segment)), header_(header), capacity_(capacity) {}
+      : comm_(comm),
+        segment_(std::move(segment)),
+        header_(header),
+        capacity_(capacity),
+        pairs_(static_cast<size_t>(comm.size())) {}
   std::byte* row(uint64_t run, int rank) const;
+  int64_t* flagLine(int rank) const;
   Status awaitAll(Deadline deadline);
 
   Communicator& comm_;
   SharedRegion segment_;
-  const int64_t header_;    // a row's header: verdict and the pair views, rounded to a line
+  const int64_t header_;    // a row's header: the pair views, rounded to a line
   const int64_t capacity_;  // a row's data
+  std::vector<PairCache> pairs_;
+  int64_t written_[2] = {0, 0};  // the generation each phase's header of our row describes
   uint64_t run_ = 0;
   Status broken_;
 };

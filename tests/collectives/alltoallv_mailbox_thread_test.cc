@@ -171,11 +171,34 @@ TEST(Mailbox, RefusalsAndMismatchesEndTheCallNotTheMailbox) {
       EXPECT_TRUE(outcome.isOk()) << outcome.toString();
       EXPECT_EQ(skewed.check(), "");
     }
-    AlltoallvBuffers after(testing::countMatrix(Spread::kFewPeers, 4, 9, 50), ints, ints, env.rank, 9);
+    const CountMatrix fewer = testing::countMatrix(Spread::kFewPeers, 4, 9, 50);
+    AlltoallvBuffers after(fewer, ints, ints, env.rank, 9);
     MailboxCall good = prepared(*comm, after, ints, ints);
-    ran = (*mailbox)->run(good, soon(), outcome);
-    ASSERT_TRUE(ran.isOk() && *ran && outcome.isOk()) << outcome.toString();
-    EXPECT_EQ(after.check(), "");
+    for (int run = 0; run < 2; ++run) {  // the second run on the pairs checked in the first
+      after.clearReceive();
+      env.barrier();
+      ran = (*mailbox)->run(good, soon(), outcome);
+      ASSERT_TRUE(ran.isOk() && *ran && outcome.isOk()) << outcome.toString();
+      EXPECT_EQ(after.check(), "");
+    }
+    // Rank 1 alone changes its call (one element more for rank 0); the
+    // others repeat theirs, whose pairs with rank 1 they had checked: the
+    // pair is checked again and fails on both of its ranks.
+    CountMatrix more = fewer;
+    more[1][0] += 1;
+    AlltoallvBuffers changed(more, ints, ints, env.rank, 9);
+    MailboxCall other = prepared(*comm, changed, ints, ints);
+    after.clearReceive();
+    env.barrier();
+    ran = (*mailbox)->run(env.rank == 1 ? other : good, soon(), outcome);
+    ASSERT_TRUE(ran.isOk() && *ran) << ran.status().toString();
+    if (env.rank <= 1) {
+      ASSERT_FALSE(outcome.isOk());
+      EXPECT_NE(outcome.toString().find("rank 1 sends rank 0"), std::string::npos) << outcome.toString();
+    } else {
+      EXPECT_TRUE(outcome.isOk()) << outcome.toString();
+      EXPECT_EQ(after.check(), "");
+    }
   });
 }
 
