@@ -244,6 +244,9 @@ std::vector<nlohmann::json> runMpiRows(const MpiLibrary& library, const std::str
                       (launch.empty() ? ", run as a singleton (no launcher)" : ", run as `" + launch + "`") +
                       launchNote);
     }
+    if (line.contains("skipped")) {
+      report.note(key + ", " + line["skipped"].get<std::string>(), "skipped: " + line["why"].get<std::string>());
+    }
     if (line.contains("row")) rows.push_back(std::move(line));
   }
   return rows;

@@ -15,7 +15,9 @@
 //   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
 //   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
 //    "MPI_Alltoall self", "bytes": b, "mpi": [...], "ibdt": [...]}
-// (seconds per pack, or per call of the slowest rank), or {"error": ...}.
+// (seconds per pack, or per call of the slowest rank), {"skipped": "<row>, <b> B",
+// "why": ...} when the MPI library's own call delivered wrong data, or
+// {"error": ...}.
 // Usage: ibdt-mpi-bridge-<mpi> --pack [--quick] [--case TEXT] [--reps N] [--warmup N]
 //        ibdt-mpi-bridge-<mpi> --alltoall [--bytes 8,4096] [--reps N] [--warmup N]
 #include <mpi.h>
@@ -124,22 +126,30 @@ struct AlltoallCase {
   std::function<void()> mpi, ibdt;
 };
 
-// True when every rank received what its peers meant; else rank(s) print why.
-bool receivedRight(AlltoallCase& c, const char* who) {
+// True when every rank received what its peers meant; else rank(s) print
+// why: an error (the run fails), or with `skip` a skipped row.
+bool receivedRight(AlltoallCase& c, const char* who, bool skip = false) {
   const std::string wrong = checkAlltoallReceive(c.recv, c.bytes, c.commSize, c.commRank);
   int bad = wrong.empty() ? 0 : 1, anyBad = 0;
   PMPI_Allreduce(&bad, &anyBad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (!wrong.empty()) printLine({{"error", c.row + " (" + who + ") delivered wrong data: " + wrong}});
+  if (!wrong.empty()) {
+    const std::string why = c.row + " (" + who + ") delivered wrong data: " + wrong;
+    printLine(skip ? nlohmann::json{{"skipped", c.row + ", " + std::to_string(c.bytes) + " B"}, {"why", why}}
+                   : nlohmann::json{{"error", why}});
+  }
   return anyBad == 0;
 }
 
 // Checks both implementations, times them alternately, checks ibdt's last
-// result; rank 0 prints the row.
+// result; rank 0 prints the row. A case whose MPI call delivers wrong data
+// (Open MPI 4.1.4's Bruck with different send and receive types at 16
+// ranks, open-mpi/ompi#10488) is skipped with a note; ibdt's must be right.
 bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) {
   for (auto [call, who] : {std::pair{&c.mpi, "MPI"}, std::pair{&c.ibdt, "ibdt"}}) {
     std::fill(c.recv.begin(), c.recv.end(), 0);
     (*call)();
-    if (!receivedRight(c, who)) return false;
+    const bool mpi = call == &c.mpi;
+    if (!receivedRight(c, who, mpi)) return mpi;
   }
   const int calls = alltoallCallsPerRep(c.bytes);
   auto perCall = [&](const std::function<void()>& fn) {
