@@ -2,6 +2,7 @@
 #include "base/config.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/alltoallv_args.h"
+#include "collectives/alltoallv_mailbox_calls.h"
 #include "collectives/alltoallv_select.h"
 #include "collectives/alltoallv_shared_memory.h"
 
@@ -110,6 +111,16 @@ Status alltoallv(Communicator& comm, const void* sendbuf, std::span<const int64_
                  std::span<const int64_t> sdispls, const datatype::Datatype& sendtype, void* recvbuf,
                  std::span<const int64_t> recvcounts, std::span<const int64_t> rdispls,
                  const datatype::Datatype& recvtype, const AlltoallvOptions& options, Deadline deadline) {
+  // One node: the communicator's mailbox, unless this call's blocks do not
+  // fit (alike on every rank; alltoallv_mailbox_calls.h).
+  if (options.algorithm == AlltoallvAlgorithm::kAuto && !comm.planTagPinned() && comm.nodeCount() == 1 &&
+      comm.size() > 1 && options.inplaceBytes > 0) {
+    Status outcome;
+    IBDT_ASSIGN_OR_RETURN(bool ran, alltoallvThroughMailbox(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                                            recvcounts, rdispls, recvtype, options, deadline,
+                                                            outcome));
+    if (ran) return outcome;
+  }
   IBDT_ASSIGN_OR_RETURN(Plan plan, buildAlltoallv(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                                   rdispls, recvtype, options, true));
   IBDT_RETURN_IF_ERROR(plan.start());

@@ -70,7 +70,8 @@ MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
   return call;
 }
 
-Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator& comm, int64_t shareBytes) {
+Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator& comm, int64_t shareBytes,
+                                                                  Deadline deadline) {
   const int p = comm.size();
   const int64_t header = headerBytes(p);
   // Two rows' data within the share (the flag line and headers, O(p), are
@@ -78,14 +79,14 @@ Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator&
   int64_t capacity = shareBytes / 2;
   capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / 2 - header);
   capacity = capacity / kSharedLine * kSharedLine;
-  int64_t votes[] = {comm.nodeCount() == 1 ? 1 : 0, sharedHostKey(), -sharedHostKey()};
-  IBDT_RETURN_IF_ERROR(allreduce(comm, votes, votes, 3, ReduceOp::kMin));
-  if (votes[0] == 0 || votes[1] != -votes[2]) {
+  const int64_t host = sharedHostKey();
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> hosts, gatherFromEveryone(comm, std::span(&host, 1), deadline));
+  if (comm.nodeCount() != 1 || std::count(hosts.begin(), hosts.end(), host) != p) {
     return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
   }
   if (capacity <= 0) return std::unique_ptr<AlltoallvMailbox>();
   const int64_t bytes = p * kSharedLine + 2 * p * (header + capacity);
-  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat));
+  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat, deadline));
   return std::unique_ptr<AlltoallvMailbox>(new AlltoallvMailbox(comm, std::move(segment), header, capacity));
 }
 

@@ -57,7 +57,10 @@ class AlltoallvMailbox {
   // rank, plus a flag line and two headers of 56 bytes per peer), so a call
   // fits when each rank's outgoing bytes fit capacity(). Every rank returns
   // the same verdict; null when a row could hold no data.
-  static Result<std::unique_ptr<AlltoallvMailbox>> create(Communicator& comm, int64_t shareBytes);
+  // Its exchanges are pairwise alltoalls, so a dead rank fails every
+  // survivor's create (no survivor waits for it).
+  static Result<std::unique_ptr<AlltoallvMailbox>> create(Communicator& comm, int64_t shareBytes,
+                                                          Deadline deadline = Deadline::never());
 
   // Every rank calls it for the same call, in the order of its other
   // collectives on the communicator. True: the call ran here (`outcome`

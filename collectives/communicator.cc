@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "ibdt/collectives.h"
+#include "collectives/alltoallv_mailbox_calls.h"
 #include "ibdt/store.h"
 
 namespace ibdt::collectives {

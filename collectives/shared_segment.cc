@@ -3,11 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <string>
 
 #include "base/backoff.h"
+#include "collectives/alltoall_args.h"
+#include "collectives/alltoall_pairwise.h"
+#include "collectives/plan_impl.h"
 
 namespace ibdt::collectives {
 
@@ -20,7 +24,25 @@ int64_t sharedHostKey() {
   return static_cast<int64_t>(std::hash<std::string>{}(id + "/" + host) >> 2);
 }
 
-Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what) {
+Result<std::vector<int64_t>> gatherFromEveryone(Communicator& comm, std::span<const int64_t> mine,
+                                                Deadline deadline) {
+  const auto p = static_cast<size_t>(comm.size()), k = mine.size();
+  std::vector<int64_t> send(p * k), everyone(p * k);
+  for (size_t r = 0; r < p; ++r) std::copy(mine.begin(), mine.end(), send.begin() + static_cast<std::ptrdiff_t>(r * k));
+  // Built directly (not through alltoall()): an internal exchange, not
+  // counted among the communicator's alltoall plans.
+  const auto int64s = datatype::Datatype::of<int64_t>();
+  const auto count = static_cast<int64_t>(k);
+  IBDT_ASSIGN_OR_RETURN(AlltoallArgs args,
+                        checkAlltoallArgs(comm, send.data(), count, int64s, everyone.data(), count, int64s));
+  IBDT_ASSIGN_OR_RETURN(std::unique_ptr<PlanImpl> impl, makePairwiseAlltoall(comm, args, 0));
+  Plan plan(std::move(impl));
+  IBDT_RETURN_IF_ERROR(plan.start());
+  IBDT_RETURN_IF_ERROR(plan.wait(deadline));
+  return everyone;
+}
+
+Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what, Deadline deadline) {
   SharedRegion segment;
   int64_t where[] = {0, 0, 0, 0};  // created, pid, fd, inode
   Status mapped;
@@ -36,7 +58,8 @@ Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::st
       mapped = created.status();
     }
   }
-  IBDT_RETURN_IF_ERROR(broadcast(comm, where, 4, 0));
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, where, deadline));
+  std::copy(everyone.begin(), everyone.begin() + 4, where);  // rank 0's
   if (comm.rank() != 0 && where[0] == 1) {
     auto opened = SharedRegion::openPeer(static_cast<pid_t>(where[1]), static_cast<int>(where[2]),
                                          static_cast<uint64_t>(where[3]));
@@ -45,10 +68,12 @@ Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::st
   } else if (where[0] != 1 && mapped.isOk()) {
     mapped = makeError(Code::kSystem, "rank 0 could not create the segment");
   }
-  int64_t everyoneMapped = mapped.isOk() ? 1 : 0;
-  IBDT_RETURN_IF_ERROR(allreduce(comm, &everyoneMapped, &everyoneMapped, 1, ReduceOp::kMin));
+  const int64_t mine = mapped.isOk() ? 1 : 0;
+  IBDT_ASSIGN_OR_RETURN(everyone, gatherFromEveryone(comm, std::span(&mine, 1), deadline));
   if (!mapped.isOk()) return mapped.withContext(strCat(what, ": the segment"));
-  if (everyoneMapped == 0) return makeError(Code::kSystem, what, ": another rank could not map the segment");
+  if (std::count(everyone.begin(), everyone.end(), 0) > 0) {
+    return makeError(Code::kSystem, what, ": another rank could not map the segment");
+  }
   return segment;
 }
 

@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "base/shared_region.h"
 #include "ibdt/collectives.h"
@@ -30,11 +32,19 @@ inline int64_t roundToSharedLine(int64_t bytes) { return (bytes + kSharedLine - 
 // says. Non-negative, so that it can travel negated in a kMin allreduce.
 int64_t sharedHostKey();
 
-// Collective: rank 0 creates a zero-filled segment of `bytes`, broadcasts
-// where it is, the others map it, and an allreduce confirms that everyone
-// did. Every rank returns the same verdict; `what` names the algorithm in
-// errors.
-Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what);
+// Every rank's values (`mine.size()` each, rank r's at r * size), gathered
+// by a pairwise alltoall: a dead rank fails every survivor's exchange with
+// it, so every survivor returns an error, where a tree's survivors could
+// wait for a partner that gave up.
+Result<std::vector<int64_t>> gatherFromEveryone(Communicator& comm, std::span<const int64_t> mine,
+                                                Deadline deadline = Deadline::never());
+
+// Collective: rank 0 creates a zero-filled segment of `bytes`, says where
+// it is, the others map it, and every rank learns that everyone did
+// (gatherFromEveryone). Every rank returns the same verdict; `what` names
+// the algorithm in errors.
+Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what,
+                                      Deadline deadline = Deadline::never());
 
 inline std::atomic<uint64_t>& sharedFlag(const SharedRegion& segment, int rank) {
   return *reinterpret_cast<std::atomic<uint64_t>*>(segment.data() + rank * kSharedLine);

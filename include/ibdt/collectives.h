@@ -171,6 +171,11 @@ class Communicator {
   void countAlgorithm(std::string_view collective, std::string_view algorithm, bool chosenByAuto);
   ~Communicator();  // IBDT_STATS=1: prints algorithmCounts()
 
+  // Internal: what the blocking alltoallv keeps between calls on one node
+  // (collectives/alltoallv_mailbox_calls.h), made by its first call.
+  struct AlltoallvCalls;
+  std::unique_ptr<AlltoallvCalls>& alltoallvCalls() { return alltoallvCalls_; }
+
  private:
   struct IdFamily;  // the ids this rank's communicators split from one root use
   Communicator(messaging::Context& context, std::vector<int> contextRanks, std::vector<NodeInfo> nodes,
@@ -187,6 +192,7 @@ class Communicator {
   int32_t pinnedTag_ = -1;
   AlgorithmCounts counts_;
   bool printStats_ = false;  // IBDT_STATS, read at creation
+  std::unique_ptr<AlltoallvCalls> alltoallvCalls_;
 };
 
 class PlanImpl;  // collectives/plan_impl.h: one subclass per algorithm
@@ -371,9 +377,14 @@ Status alltoall(Communicator& comm, const void* sendbuf, int64_t sendcount, cons
 // shared-memory, the same on every rank. In place, alltoallvInit on one node
 // with no tag pinned runs shared-memory when every rank's share fits its
 // inplaceBytes (one allgather decides), else the in-place algorithm. The
-// blocking alltoallv() (a plan per call, where that agreement would cost
-// more than it saves) and a build under a pinned tag run pairwise, or the
-// in-place algorithm in place.
+// blocking alltoallv() on one node (no tag pinned) runs through the
+// communicator's mailbox (docs/alltoall-shared-memory.md, "The mailbox"):
+// no plan and no vote per call; the communicator's first blocking call
+// makes it (collective), with rows of that call's inplaceBytes / 2, and a
+// call whose blocks do not fit some rank's row runs as below. Elsewhere the
+// blocking call (a plan per call, where the agreement would cost more than
+// it saves) and a build under a pinned tag run pairwise, or the in-place
+// algorithm in place.
 enum class AlltoallvAlgorithm : uint8_t {
   kAuto,
   kPairwise,

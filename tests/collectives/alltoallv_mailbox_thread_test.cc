@@ -95,6 +95,45 @@ TEST_P(MailboxThreads, EveryCallItsOwnArgumentsEveryByteRight) {
 INSTANTIATE_TEST_SUITE_P(Ranks, MailboxThreads, ::testing::Values(2, 3, 4, 5, 8),
                          [](const auto& ranks) { return "np" + std::to_string(ranks.param); });
 
+// The blocking alltoallv() with auto on one node: the communicator's
+// mailbox, made by the first call; every spread and type pair, in place
+// too, each call its own problem; calls larger than a row run their plan
+// (alike on every rank), every byte checked either way.
+TEST_P(MailboxThreads, TheBlockingCallGoesThroughTheCommunicatorsMailbox) {
+  const int size = GetParam();
+  runRanks(size, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side bytes = testing::byteSide(1), strided = testing::vectorSide(1);
+    const Side dense = testing::denseSide(strided.type, 1);
+    AlltoallvOptions options;
+    options.inplaceBytes = 64 << 10;  // rows of 32 KiB: the large calls below do not fit
+    uint64_t seed = 300 * static_cast<uint64_t>(size);
+    for (Spread spread : testing::kSpreads) {
+      for (int64_t scale : {int64_t{40}, int64_t{20000}}) {
+        const std::string where = std::string(testing::spreadName(spread)) + " scale " + std::to_string(scale);
+        const CountMatrix counts = testing::countMatrix(spread, size, ++seed, scale);
+        AlltoallvBuffers plain(counts, bytes, bytes, env.rank, seed), typed(counts, strided, dense, env.rank, seed);
+        InPlaceBuffer single(counts, 4, env.rank, seed);
+        for (AlltoallvBuffers* buffers : {&plain, &typed}) {
+          const Side& send = buffers == &plain ? bytes : strided;
+          const Side& recv = buffers == &plain ? bytes : dense;
+          Status status = alltoallv(*comm, buffers->sendbuf(), buffers->sendcounts(), buffers->sdispls(), send.type,
+                                    buffers->recvbuf(), buffers->recvcounts(), buffers->rdispls(), recv.type,
+                                    options, soon());
+          ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
+          EXPECT_EQ(buffers->check(), "") << where;
+        }
+        Status status = alltoallv(*comm, kInPlace, single.sendcounts(), single.sdispls(), Datatype(), single.buffer(),
+                                  single.recvcounts(), single.rdispls(), Datatype::of<int32_t>(), options, soon());
+        ASSERT_TRUE(status.isOk()) << where << " in place: " << status.toString();
+        EXPECT_EQ(single.check(), "") << where << " in place";
+      }
+    }
+    EXPECT_EQ(comm->algorithmCounts().at("alltoallv").at("mailbox").plans, size > 1 ? 1u : 0u);
+  });
+}
+
 // Rank 2 alone sends more than its row holds: every rank gets the call
 // back, no buffer was written (in place included); the next call fits.
 TEST(Mailbox, ACallThatDoesNotFitOneRowComesBackOnEveryRank) {
