@@ -76,13 +76,17 @@ Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator&
   const int64_t header = headerBytes(p);
   // Two rows' data within the share (the flag line and headers, O(p), are
   // bookkeeping, as the in-place algorithm's); the segment within the cap.
-  int64_t capacity = shareBytes / 2;
+  int64_t capacity = std::max<int64_t>(0, shareBytes / 2);
   capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / 2 - header);
   capacity = capacity / kSharedLine * kSharedLine;
-  const int64_t host = sharedHostKey();
-  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> hosts, gatherFromEveryone(comm, std::span(&host, 1), deadline));
-  if (comm.nodeCount() != 1 || std::count(hosts.begin(), hosts.end(), host) != p) {
-    return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
+  // The ranks may pass different budgets: the smallest row serves all.
+  const int64_t mine[] = {sharedHostKey(), capacity};
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
+  for (int r = 0; r < p; ++r) {
+    if (everyone[static_cast<size_t>(r) * 2] != mine[0] || comm.nodeCount() != 1) {
+      return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
+    }
+    capacity = std::min(capacity, everyone[static_cast<size_t>(r) * 2 + 1]);
   }
   if (capacity <= 0) return std::unique_ptr<AlltoallvMailbox>();
   const int64_t bytes = p * kSharedLine + 2 * p * (header + capacity);

@@ -55,8 +55,9 @@ class AlltoallvMailbox {
   // Collective over `comm` (one node): a row holds shareBytes / 2 of data
   // (AlltoallvOptions::inplaceBytes in the bridge: two rows of data per
   // rank, plus a flag line and two headers of 56 bytes per peer), so a call
-  // fits when each rank's outgoing bytes fit capacity(). Every rank returns
-  // the same verdict; null when a row could hold no data.
+  // fits when each rank's outgoing bytes fit capacity(); ranks that pass
+  // different budgets get the smallest. Every rank returns the same
+  // verdict; null when a row could hold no data.
   // Its exchanges are pairwise alltoalls, so a dead rank fails every
   // survivor's create (no survivor waits for it).
   static Result<std::unique_ptr<AlltoallvMailbox>> create(Communicator& comm, int64_t shareBytes,

@@ -140,9 +140,11 @@ TEST(Mailbox, ACallThatDoesNotFitOneRowComesBackOnEveryRank) {
   runRanks(4, {}, [&](RankEnv& env) {
     auto comm = testing::world(env);
     ASSERT_NE(comm, nullptr);
-    auto mailbox = AlltoallvMailbox::create(*comm, 16384);
+    // Each rank passes another budget: the smallest row (8 KiB) serves all.
+    auto mailbox = AlltoallvMailbox::create(*comm, 16384 + 4096 * env.rank);
     ASSERT_TRUE(mailbox.isOk() && *mailbox != nullptr);
     const int64_t capacity = (*mailbox)->capacity();
+    EXPECT_EQ(capacity, 8192);
     CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 4, 3, 16);
     counts[2][1] = capacity;  // rank 2's row: capacity plus its other blocks
     for (bool inPlace : {false, true}) {
