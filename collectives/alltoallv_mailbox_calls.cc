@@ -16,17 +16,13 @@ std::vector<int64_t> copied(std::span<const int64_t> values) { return {values.be
 
 }  // namespace
 
-Result<bool> alltoallvThroughMailbox(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
-                                     std::span<const int64_t> sdispls, const datatype::Datatype& sendtype,
-                                     void* recvbuf, std::span<const int64_t> recvcounts,
-                                     std::span<const int64_t> rdispls, const datatype::Datatype& recvtype,
-                                     const AlltoallvOptions& options, Deadline deadline, Status& outcome) {
+AlltoallvMailbox* communicatorMailbox(Communicator& comm, int64_t shareBytes, Deadline deadline) {
   std::unique_ptr<Communicator::AlltoallvCalls>& calls = comm.alltoallvCalls();
   if (!calls) calls = std::make_unique<Communicator::AlltoallvCalls>();
   if (!calls->tried) {
     calls->tried = true;
     // Every rank gets the same verdict; without a mailbox every call runs its plan.
-    auto made = AlltoallvMailbox::create(comm, options.inplaceBytes, deadline);
+    auto made = AlltoallvMailbox::create(comm, shareBytes, deadline);
     if (made.isOk()) {
       calls->mailbox = std::move(*made);
       if (calls->mailbox) comm.countAlgorithm("alltoallv", "mailbox", true);
@@ -34,7 +30,17 @@ Result<bool> alltoallvThroughMailbox(Communicator& comm, const void* sendbuf, st
       IBDT_LOG(kDebug, "alltoallv: no mailbox: ", made.status().toString());
     }
   }
-  if (!calls->mailbox) return false;
+  return calls->mailbox.get();
+}
+
+Result<bool> alltoallvThroughMailbox(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,
+                                     std::span<const int64_t> sdispls, const datatype::Datatype& sendtype,
+                                     void* recvbuf, std::span<const int64_t> recvcounts,
+                                     std::span<const int64_t> rdispls, const datatype::Datatype& recvtype,
+                                     const AlltoallvOptions& options, Deadline deadline, Status& outcome) {
+  AlltoallvMailbox* mailbox = communicatorMailbox(comm, options.inplaceBytes, deadline);
+  if (mailbox == nullptr) return false;
+  std::unique_ptr<Communicator::AlltoallvCalls>& calls = comm.alltoallvCalls();
   const bool inPlace = sendbuf == kInPlace;
   const void* sendIdentity = inPlace ? nullptr : sendtype.impl();
   const bool repeats = calls->call && calls->sendbuf == sendbuf && calls->recvbuf == recvbuf &&
@@ -53,7 +59,7 @@ Result<bool> alltoallvThroughMailbox(Communicator& comm, const void* sendbuf, st
     calls->recvcounts = copied(recvcounts);
     calls->rdispls = copied(rdispls);
   }
-  return calls->mailbox->run(*calls->call, deadline, outcome);
+  return mailbox->run(*calls->call, deadline, outcome);
 }
 
 }  // namespace ibdt::collectives

@@ -33,6 +33,12 @@ struct Communicator::AlltoallvCalls {
   std::vector<int64_t> sendcounts, sdispls, recvcounts, rdispls;
 };
 
+// The communicator's mailbox: made by the first call (collective; rows of
+// `shareBytes` / 2, counted as an alltoallv "mailbox"), or null alike on
+// every rank when it could not be made. Shared by the blocking
+// alltoallv() and the MPI bridge's MPI_Alltoallv.
+AlltoallvMailbox* communicatorMailbox(Communicator& comm, int64_t shareBytes, Deadline deadline);
+
 // True: the call ran through the mailbox and `outcome` is its result. False
 // on every rank alike: run it another way. An error: the mailbox broke.
 Result<bool> alltoallvThroughMailbox(Communicator& comm, const void* sendbuf, std::span<const int64_t> sendcounts,

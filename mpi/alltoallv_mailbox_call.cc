@@ -1,8 +1,7 @@
 // MPI_Alltoallv through the communicator's mailbox (see the header).
 #include "mpi/alltoallv_mailbox_call.h"
 
-#include "base/log.h"
-#include "collectives/alltoallv_mailbox.h"
+#include "collectives/alltoallv_mailbox_calls.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
 #include "mpi/type_convert.h"
@@ -10,23 +9,15 @@
 namespace ibdt::mpi {
 namespace {
 
-// The first call makes the mailbox, or learns (alike on every rank) that
-// there is none.
+// The communicator's mailbox (collectives/alltoallv_mailbox_calls.h), made
+// by the first call, or null alike on every rank.
 collectives::AlltoallvMailbox* mailboxOf(CommState& state) {
-  if (state.mailboxTried) return state.mailbox.get();
-  state.mailboxTried = true;
   collectives::Communicator& comm = *state.comm;
   if (state.alltoallv.algorithm != collectives::AlltoallvAlgorithm::kAuto || comm.nodeCount() != 1 ||
       comm.size() < 2) {
     return nullptr;
   }
-  auto made = collectives::AlltoallvMailbox::create(comm, state.alltoallv.inplaceBytes);
-  if (made.isOk()) {
-    state.mailbox = std::move(*made);
-  } else {
-    IBDT_LOG(kDebug, "MPI_Alltoallv: no mailbox: ", made.status().toString());
-  }
-  return state.mailbox.get();
+  return collectives::communicatorMailbox(comm, state.alltoallv.inplaceBytes, Deadline::never());
 }
 
 collectives::MailboxCall prepare(CommState& state, const StagedAlltoallv& call) {

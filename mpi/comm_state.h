@@ -58,11 +58,8 @@ struct CommState {
     collectives::AlltoallAlgorithm algorithm = collectives::AlltoallAlgorithm::kDirectWrite;
   };
   DirectWriteChoice directWriteChoice;
-  // The blocking alltoallv's mailbox (mpi/alltoallv_mailbox_call.h): made
-  // by the first call (or not: mailboxTried), and the call last prepared
-  // for it with the arguments it was prepared for.
-  bool mailboxTried = false;
-  std::unique_ptr<collectives::AlltoallvMailbox> mailbox;
+  // The call last prepared for the communicator's mailbox
+  // (mpi/alltoallv_mailbox_call.h) and the arguments it was prepared for.
   std::unique_ptr<collectives::MailboxCall> mailboxCall;
   AlltoallvCache::Key mailboxKey;
   uint64_t nonblockingCalls = 0;  // MPI_Ialltoall(v) calls taken (not in-place alltoallv): their tags (mpi/nonblocking.h)
