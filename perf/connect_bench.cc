@@ -94,6 +94,7 @@ void run(const CommonOptions& common, const std::string& provider) {
 
 void addConnectBenchmark(CLI::App& app, const CommonOptions& common) {
   auto* command = app.add_subcommand("connect", "eager vs lazy connection: create(), first message, close()");
+  command->fallthrough();  // `ibdt-bench connect ... --json` as well as `ibdt-bench --json connect ...`
   static std::string provider = "auto";
   command->add_option("--provider", provider, "fabric provider (auto, shm, verbs)");
   static IdlePeersOptions idle;

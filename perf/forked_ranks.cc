@@ -104,37 +104,23 @@ messaging::Bootstrap starBootstrap(int rank, int size, std::vector<int> fds) {
   return bootstrap;
 }
 
-// Ranks that fit get a core each, as mpirun and srun bind them by default.
-// Unbound, two polling ranks are at times left on one core (after a socket
-// wake-up, say) where the one that spins holds the core the other needs: a
-// 2-rank 8-byte alltoall then took 355 us instead of 0.7. Oversubscribed
-// ranks stay unbound (they yield at once, IBDT_MSG_SPIN). The binding is
-// undone when the rank's body returns (rank 0 runs the MPI baselines next).
-class CoreBinding {
- public:
-  CoreBinding(int rank, int ranks) {
-    if (sched_getaffinity(0, sizeof saved_, &saved_) != 0 || CPU_COUNT(&saved_) < ranks) return;
-    for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (!CPU_ISSET(cpu, &saved_) || seen++ != rank) continue;
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      bound_ = sched_setaffinity(0, sizeof one, &one) == 0;
-      break;
-    }
-  }
-  ~CoreBinding() {
-    if (bound_) (void)sched_setaffinity(0, sizeof saved_, &saved_);
-  }
-  CoreBinding(const CoreBinding&) = delete;
-  CoreBinding& operator=(const CoreBinding&) = delete;
-
- private:
-  cpu_set_t saved_{};
-  bool bound_ = false;
-};
-
 }  // namespace
+
+CoreBinding::CoreBinding(int rank, int ranks) {
+  if (sched_getaffinity(0, sizeof saved_, &saved_) != 0 || CPU_COUNT(&saved_) < ranks) return;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &saved_) || seen++ != rank) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    bound_ = sched_setaffinity(0, sizeof one, &one) == 0;
+    break;
+  }
+}
+
+CoreBinding::~CoreBinding() {
+  if (bound_) (void)sched_setaffinity(0, sizeof saved_, &saved_);
+}
 
 bool ranksFitCores(int ranks) {
   cpu_set_t allowed;
