@@ -104,7 +104,7 @@ void CreditFlow::repostConsumed(Host& host, bool dueOnly) {
   for (const ConsumedSlot& consumed : consumed_) {
     const PeerCredits& credits = peer(consumed.rank);
     bool self = consumed.rank == self_;
-    if (dueOnly && (self || returnsOwed(consumed.rank) + credits.unposted < creditBatch(consumed.rank))) {
+    if (dueOnly && (self || returnsOwed(consumed.rank) + credits.unposted < earlyRepostAt(consumed.rank))) {
       *kept++ = consumed;
       continue;
     }

@@ -93,14 +93,17 @@ class CreditFlow {
   void gaveBack() { ++counters_.creditsGivenBack; }
 
   // Returned credits that are sent back on their own, without waiting for
-  // a message to carry them: half the peer's credits. Under the pool, half
+  // a message to carry them: half the peer's credits, and at least 2 from 3
+  // credits up: in a ping-pong one credit is always owed, reposted after
+  // the reply left and carried by the next (earlyRepostAt), and a batch of
+  // one sent it alone from the rank waiting for that next message. Under the pool, half
   // (rounded up) of those it knows of: grants not yet sent do not count,
   // and do not make a credit-only message due by themselves. So each
   // credit-only message returns at least half of what its receiver can
   // have spent, and at most two are in flight, as with constant credits
   // (docs/many-ranks.md, the shared eager pool, point 6); grants travel with them.
   uint32_t creditBatch(int rank) const {
-    if (!pool_.enabled()) return std::max<uint32_t>(1, eagerCredits_ / 2);
+    if (!pool_.enabled()) return eagerCredits_ <= 2 ? 1 : std::max<uint32_t>(2, eagerCredits_ / 2);
     return std::max<uint32_t>(1, (pool_.granted(rank) - peer(rank).owedGrants + 1) / 2);
   }
   // `rank` is owed enough credits to be told in a message of its own (a
@@ -160,6 +163,21 @@ class CreditFlow {
   // Posts `count` pool buffers to `rank` as new credits owed to it.
   void grant(Host& host, int rank, uint32_t count);
 
+  // Buffers of `rank` consumed or owed from which the ones just consumed are
+  // reposted in the progress call that received them rather than at the
+  // start of the next (where they are fresh: creditMessageDue). In a
+  // ping-pong the caller answers each message, and 2 are outstanding when
+  // it does (one reposted, owed to the reply; one just consumed): reposting
+  // the second first (its stores, a fence, the peer's doorbell line) came
+  // between the message and its reply. Hence at least 3, or all the peer can
+  // have (then it may be stalled: its credits go in this call). At 2
+  // credits per peer (the floor, from about 170 ranks by default) both are
+  // all the peer has: the buffer is reposted at once, as before, so that
+  // the reply carries it rather than a credit-only message.
+  uint32_t earlyRepostAt(int rank) const {
+    if (pool_.enabled() || eagerCredits_ <= 2) return creditBatch(rank);
+    return std::max<uint32_t>(creditBatch(rank), 3);
+  }
   // Credits owed for buffers `rank` consumed (owed less grants).
   uint32_t returnsOwed(int rank) const { return peer(rank).owed - peer(rank).owedGrants; }
   PeerCredits& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
