@@ -32,10 +32,13 @@ ShmCompletionQueue::~ShmCompletionQueue() {
 }
 
 void ShmCompletionQueue::attach(ShmEndpoint* endpoint) {
-  if (std::find(endpoints_.begin(), endpoints_.end(), endpoint) == endpoints_.end()) endpoints_.push_back(endpoint);
+  if (byId_.emplace(endpoint->id(), endpoint).second) endpoints_.push_back(endpoint);
 }
 
 void ShmCompletionQueue::detach(ShmEndpoint* endpoint) {
+  auto found = byId_.find(endpoint->id());
+  if (found == byId_.end() || found->second != endpoint) return;
+  byId_.erase(found);
   endpoints_.erase(std::remove(endpoints_.begin(), endpoints_.end(), endpoint), endpoints_.end());
 }
 
@@ -55,12 +58,7 @@ size_t ShmCompletionQueue::poll(std::span<Completion> out) {
     ready_.pop_front();
     if (out[i].opcode == Opcode::kRecv || out[i].opcode == Opcode::kRecvWriteWithImm) continue;
     // A send-queue slot of its endpoint is free again.
-    for (ShmEndpoint* endpoint : endpoints_) {
-      if (endpoint->id() == out[i].endpointId) {
-        endpoint->completionPolled(out[i]);
-        break;
-      }
-    }
+    if (auto found = byId_.find(out[i].endpointId); found != byId_.end()) found->second->completionPolled(out[i]);
   }
   return count;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "ibdt/fabric.h"
@@ -42,7 +43,10 @@ class ShmCompletionQueue final : public CompletionQueue {
   uint32_t doorbell_;
   uint32_t depth_;
   std::deque<Completion> ready_;
-  std::vector<ShmEndpoint*> endpoints_;
+  std::vector<ShmEndpoint*> endpoints_;  // swept for liveness
+  // By id: a send completion frees a slot of its endpoint, found without
+  // walking every connected peer's endpoint (many ranks per node).
+  std::unordered_map<uint32_t, ShmEndpoint*> byId_;
   std::chrono::steady_clock::time_point lastSweep_{};
 };
 
