@@ -17,7 +17,8 @@ using datatype::Datatype;
 
 // One side's placement for this call: on the program's buffer when its type
 // is one dense run of bytes per block (the plan writes and reads the blocks
-// in place), else on a staging buffer of its own.
+// in place), else on a staging buffer of its own (packed by ibdt when the
+// type converted, by PMPI_Pack when ibdt has no layout for it).
 Status placeSide(DirectWriteSide& side, const void* base, int count, MPI_Datatype type, const Result<Datatype>& converted,
                  int p) {
   side.stage.reset();
@@ -25,7 +26,7 @@ Status placeSide(DirectWriteSide& side, const void* base, int count, MPI_Datatyp
   side.count = count;
   side.type = type;
   if (converted.isOk() && collectives::denseBlocks(*converted)) return Status::ok();
-  IBDT_ASSIGN_OR_RETURN(side.stage, stageAlltoallBlocks(base, count, type, p));
+  IBDT_ASSIGN_OR_RETURN(side.stage, stageAlltoallBlocks(base, count, type, p, converted.isOk()));
   return Status::ok();
 }
 

@@ -83,6 +83,7 @@ Result<std::unique_ptr<StagedSide>> StagedSide::create(const void* base, MPI_Dat
     side->stagedDispls_.push_back(total);
     total += count;
   }
+  side->totalCount_ = total;
   side->counts_ = std::move(counts);
   side->displs_ = std::move(displs);
   side->buffer_.resize(static_cast<size_t>(total * side->elementBytes_));
@@ -90,6 +91,10 @@ Result<std::unique_ptr<StagedSide>> StagedSide::create(const void* base, MPI_Dat
 }
 
 Status StagedSide::pack(MPI_Comm comm) {
+  if (ibdtPacks_) {
+    IBDT_ASSIGN_OR_RETURN(const datatype::Segment* segment, segmentOf(type_, totalCount_));
+    return segment->pack(base_, 0, segment->size(), buffer_.data());
+  }
   for (size_t j = 0; j < counts_.size(); ++j) {
     if (counts_[j] == 0) continue;
     const int bytes = static_cast<int>(counts_[j] * elementBytes_);
@@ -103,6 +108,10 @@ Status StagedSide::pack(MPI_Comm comm) {
 }
 
 Status StagedSide::unpack(MPI_Comm comm) {
+  if (ibdtPacks_) {
+    IBDT_ASSIGN_OR_RETURN(const datatype::Segment* segment, segmentOf(type_, totalCount_));
+    return segment->unpack(base_, 0, segment->size(), buffer_.data());
+  }
   for (size_t j = 0; j < counts_.size(); ++j) {
     if (counts_[j] == 0) continue;
     const int bytes = static_cast<int>(counts_[j] * elementBytes_);
@@ -168,11 +177,15 @@ Result<StagedAlltoallv> stageAlltoallv(const AlltoallvArgs& args, int p, bool in
                     inPlaceRule);
 }
 
-Result<std::unique_ptr<StagedSide>> stageAlltoallBlocks(const void* base, int count, MPI_Datatype type, int p) {
+Result<std::unique_ptr<StagedSide>> stageAlltoallBlocks(const void* base, int count, MPI_Datatype type, int p,
+                                                        bool converted) {
   std::vector<int64_t> counts(static_cast<size_t>(p), count), displs;
   for (int64_t j = 0; j < p; ++j) displs.push_back(j * count);
   IBDT_ASSIGN_OR_RETURN(Datatype bytes, byteSignature(type));
-  return StagedSide::create(base, type, std::move(counts), std::move(displs), std::move(bytes));
+  IBDT_ASSIGN_OR_RETURN(std::unique_ptr<StagedSide> side,
+                        StagedSide::create(base, type, std::move(counts), std::move(displs), std::move(bytes)));
+  if (converted) side->packWithIbdt();
+  return side;
 }
 
 Result<StagedAlltoallv> stageAlltoall(const AlltoallArgs& args, int p) {
