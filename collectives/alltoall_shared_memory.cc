@@ -28,18 +28,39 @@ constexpr int64_t kLine = kSharedLine;
 
 int64_t rowBytes(int p, int64_t bytes) { return roundToSharedLine(p * bytes); }
 
+// How a rank packs its blocks into its row and unpacks what it receives:
+// each rank's own choice (no peer sees its types), so a plan may change it
+// alone (rebindTypes).
+struct Packing {
+  datatype::Segment send;  // p * sendcount x sendtype (in place: the receive side)
+  datatype::Segment recv;  // p * recvcount x recvtype
+  // Our own block, send to receive buffer directly (not through the row:
+  // two copies less); none in place, where it already lies where it belongs.
+  std::optional<datatype::TypedCopy> own;
+  bool sendDense, recvDense;  // blocks back to back, each one dense run: copied with memcpy
+
+  static Result<Packing> of(const AlltoallArgs& args, int p) {
+    const datatype::Datatype& sendtype = args.inPlace ? args.recvtype : args.sendtype;
+    const int64_t sendcount = args.inPlace ? args.recvcount : args.sendcount;
+    IBDT_ASSIGN_OR_RETURN(datatype::Segment send, datatype::Segment::create(sendtype, p * sendcount));
+    IBDT_ASSIGN_OR_RETURN(datatype::Segment recv, datatype::Segment::create(args.recvtype, p * args.recvcount));
+    std::optional<datatype::TypedCopy> own;
+    if (!args.inPlace) {
+      IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy, datatype::TypedCopy::create(args.sendtype, args.sendcount,
+                                                                                   args.recvtype, args.recvcount));
+      own.emplace(std::move(copy));
+    }
+    return Packing{std::move(send), std::move(recv), std::move(own), denseBlocks(sendtype), denseBlocks(args.recvtype)};
+  }
+};
+
 class SharedMemoryAlltoall final : public SharedRunsPlan {
  public:
-  SharedMemoryAlltoall(Communicator& comm, const AlltoallArgs& args, datatype::Segment send,
-                       datatype::Segment recv, std::optional<datatype::TypedCopy> own, SharedRegion segment)
+  SharedMemoryAlltoall(Communicator& comm, const AlltoallArgs& args, Packing packing, SharedRegion segment)
       : SharedRunsPlan(comm, std::move(segment), "alltoall (shared-memory)"),
         args_(args),
-        send_(std::move(send)),
-        recv_(std::move(recv)),
-        own_(std::move(own)),
-        row_(rowBytes(p_, args.bytes)),
-        sendDense_(denseBlocks(args.inPlace ? args.recvtype : args.sendtype)),
-        recvDense_(denseBlocks(args.recvtype)) {}
+        packing_(std::move(packing)),
+        row_(rowBytes(p_, args.bytes)) {}
 
   std::string_view algorithm() const override { return "shared-memory"; }
   Status rebind(const void* sendbuf, void* recvbuf) override {
@@ -47,6 +68,8 @@ class SharedMemoryAlltoall final : public SharedRunsPlan {
     args_.recvbuf = static_cast<std::byte*>(recvbuf);
     return Status::ok();
   }
+  Status rebindTypes(const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype, void* recvbuf,
+                     int64_t recvcount, const datatype::Datatype& recvtype) override;
   // This rank's share of the segment: its flag line and its two rows.
   int64_t peakExtraBytes() const override { return kLine + 2 * row_; }
 
@@ -60,14 +83,24 @@ class SharedMemoryAlltoall final : public SharedRunsPlan {
   void take(int source) override;
 
   AlltoallArgs args_;
-  datatype::Segment send_;  // p * sendcount x sendtype (in place: the receive side)
-  datatype::Segment recv_;  // p * recvcount x recvtype
-  // Our own block, send to receive buffer directly (not through the row:
-  // two copies less); none in place, where it already lies where it belongs.
-  std::optional<datatype::TypedCopy> own_;
+  Packing packing_;
   const int64_t row_;
-  const bool sendDense_, recvDense_;  // blocks back to back, each one dense run: copied with memcpy
 };
+
+Status SharedMemoryAlltoall::rebindTypes(const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype,
+                                         void* recvbuf, int64_t recvcount, const datatype::Datatype& recvtype) {
+  IBDT_ASSIGN_OR_RETURN(AlltoallArgs args,
+                        checkAlltoallArgs(comm_, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+  if (args.bytes != args_.bytes || args.inPlace != args_.inPlace) {
+    return makeError(Code::kInvalidArgument, "alltoall (shared-memory) rebind: blocks of ", args.bytes, " bytes",
+                     args.inPlace ? " in place" : "", " for a plan of ", args_.bytes, "-byte blocks",
+                     args_.inPlace ? " in place" : "");
+  }
+  IBDT_ASSIGN_OR_RETURN(Packing packing, Packing::of(args, p_));
+  args_ = std::move(args);
+  packing_ = std::move(packing);
+  return Status::ok();
+}
 
 Status SharedMemoryAlltoall::write() {
   std::byte* mine = row(run(), rank_);
@@ -76,29 +109,30 @@ Status SharedMemoryAlltoall::write() {
   const int64_t b = args_.bytes, ownAt = rank_ * b, total = p_ * b;
   for (auto [first, last] : {std::pair{int64_t{0}, ownAt}, std::pair{ownAt + b, total}}) {
     if (first == last) continue;
-    if (sendDense_) {
+    if (packing_.sendDense) {
       std::memcpy(mine + first, from + first, static_cast<size_t>(last - first));
     } else {
-      IBDT_RETURN_IF_ERROR(send_.pack(from, first, last, mine + first));
+      IBDT_RETURN_IF_ERROR(packing_.send.pack(from, first, last, mine + first));
     }
   }
   return Status::ok();
 }
 
 void SharedMemoryAlltoall::ownBlock() {
-  if (!own_.has_value() || own_->size() == 0) return;
-  Status copied = own_->run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, own_->size());
+  const std::optional<datatype::TypedCopy>& own = packing_.own;
+  if (!own.has_value() || own->size() == 0) return;
+  Status copied = own->run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, own->size());
   if (!copied.isOk()) fail(std::move(copied.withContext("own block")));
 }
 
 void SharedMemoryAlltoall::take(int source) {
   const std::byte* block = row(run(), source) + rank_ * args_.bytes;
   if (args_.bytes == 0) return;
-  if (recvDense_) {
+  if (packing_.recvDense) {
     std::memcpy(args_.recvBlock(source), block, static_cast<size_t>(args_.bytes));
     return;
   }
-  Status status = recv_.unpack(args_.recvbuf, source * args_.bytes, (source + 1) * args_.bytes, block);
+  Status status = packing_.recv.unpack(args_.recvbuf, source * args_.bytes, (source + 1) * args_.bytes, block);
   if (!status.isOk()) fail(std::move(status));
 }
 
@@ -148,19 +182,9 @@ Result<std::unique_ptr<PlanImpl>> makeSharedMemoryAlltoall(Communicator& comm, c
                   "; it needs one node's ranks (use hierarchical across nodes)");
   }
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, segmentBytes, "alltoall (shared-memory)"));
-  const AlltoallArgs& args = *checked;
-  IBDT_ASSIGN_OR_RETURN(datatype::Segment send, datatype::Segment::create(args.inPlace ? args.recvtype : args.sendtype,
-                                                                          p * (args.inPlace ? args.recvcount
-                                                                                            : args.sendcount)));
-  IBDT_ASSIGN_OR_RETURN(datatype::Segment recv, datatype::Segment::create(args.recvtype, p * args.recvcount));
-  std::optional<datatype::TypedCopy> ownCopy;
-  if (!args.inPlace) {
-    IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy, datatype::TypedCopy::create(args.sendtype, args.sendcount,
-                                                                                 args.recvtype, args.recvcount));
-    ownCopy.emplace(std::move(copy));
-  }
-  return std::unique_ptr<PlanImpl>(std::make_unique<SharedMemoryAlltoall>(
-      comm, args, std::move(send), std::move(recv), std::move(ownCopy), std::move(segment)));
+  IBDT_ASSIGN_OR_RETURN(Packing packing, Packing::of(*checked, p));
+  return std::unique_ptr<PlanImpl>(
+      std::make_unique<SharedMemoryAlltoall>(comm, *checked, std::move(packing), std::move(segment)));
 }
 
 }  // namespace ibdt::collectives

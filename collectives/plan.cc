@@ -78,6 +78,13 @@ Status Plan::rebind(const void* sendbuf, void* recvbuf) {
   return impl_->rebind(sendbuf, recvbuf);
 }
 
+Status Plan::rebind(const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype, void* recvbuf,
+                    int64_t recvcount, const datatype::Datatype& recvtype) {
+  if (impl_ == nullptr) return makeError(Code::kInvalidArgument, "collective rebind: empty plan");
+  if (impl_->active()) return makeError(Code::kState, impl_->algorithm(), " rebind: a run is active");
+  return impl_->rebindTypes(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+}
+
 bool Plan::active() const { return impl_ != nullptr && impl_->active(); }
 
 std::string_view Plan::algorithm() const { return impl_ != nullptr ? impl_->algorithm() : "none"; }

@@ -53,6 +53,14 @@ class PlanImpl {
     (void)recvbuf;
     return makeError(Code::kUnsupported, algorithm(), " plans cannot move to other buffers; build a new plan");
   }
+  // Moves the inactive alltoall plan to other buffers and types whose blocks
+  // hold as many packed bytes (Plan::rebind with types); kUnsupported where
+  // the peers would have to know.
+  virtual Status rebindTypes(const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype, void* recvbuf,
+                             int64_t recvcount, const datatype::Datatype& recvtype) {
+    (void)sendbuf, (void)sendcount, (void)sendtype, (void)recvbuf, (void)recvcount, (void)recvtype;
+    return makeError(Code::kUnsupported, algorithm(), " plans cannot change their types; build a new plan");
+  }
   // Scratch the algorithm allocated itself (see Plan::peakExtraBytes).
   virtual int64_t peakExtraBytes() const { return 0; }
 };

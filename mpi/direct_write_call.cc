@@ -15,22 +15,51 @@ namespace {
 
 using datatype::Datatype;
 
-// One side's placement for this call: on the program's buffer when its type
-// is one dense run of bytes per block (the plan writes and reads the blocks
-// in place), else on a staging buffer of its own (packed by ibdt when the
-// type converted, by PMPI_Pack when ibdt has no layout for it).
+// One side's placement for this call: on the program's buffer when the plan
+// packs its blocks itself (`typed`: shared-memory, a converted type) or its
+// type is one dense run of bytes per block (the plan writes and reads the
+// blocks in place), else on a staging buffer of its own (packed by ibdt when
+// the type converted, by PMPI_Pack when ibdt has no layout for it).
 Status placeSide(DirectWriteSide& side, const void* base, int count, MPI_Datatype type, const Result<Datatype>& converted,
-                 int p) {
+                 int p, bool typed) {
   side.stage.reset();
+  side.ibdtType.reset();
   side.base = base;
   side.count = count;
   side.type = type;
+  if (converted.isOk() && typed) {
+    side.ibdtType = *converted;
+    return Status::ok();
+  }
   if (converted.isOk() && collectives::denseBlocks(*converted)) return Status::ok();
   IBDT_ASSIGN_OR_RETURN(side.stage, stageAlltoallBlocks(base, count, type, p, converted.isOk()));
   return Status::ok();
 }
 
 const void* planBuffer(const DirectWriteSide& side) { return side.stage ? side.stage->data() : side.base; }
+
+// Whether a shared-memory plan can pack this rank's blocks with its own
+// types: both converted, with one signature (a program whose send and
+// receive types differ in signature but not in size, which MPI libraries
+// run, keeps the byte plan with its sides staged).
+bool packsBothTypes(const Result<Datatype>& send, int sendcount, const Result<Datatype>& recv, int recvcount) {
+  if (!send.isOk() || !recv.isOk()) return false;
+  auto sent = datatype::signature(*send, sendcount), received = datatype::signature(*recv, recvcount);
+  return sent.isOk() && received.isOk() && *sent == *received;
+}
+
+// Moves the plan to this call's sides: buffers, and for a shared-memory plan
+// the types it packs with (bytes for a dense or staged side: the previous
+// call may have left it other types).
+Status rebindSides(collectives::Plan& plan, const DirectWriteSide& send, const DirectWriteSide& recv,
+                   int64_t blockBytes, bool sharedMemory) {
+  const void* sendbuf = planBuffer(send);
+  void* recvbuf = const_cast<void*>(planBuffer(recv));
+  if (!sharedMemory) return plan.rebind(sendbuf, recvbuf);
+  const Datatype byte = Datatype::of<std::byte>();
+  return plan.rebind(sendbuf, send.ibdtType ? send.count : blockBytes, send.ibdtType.value_or(byte), recvbuf,
+                     recv.ibdtType ? recv.count : blockBytes, recv.ibdtType.value_or(byte));
+}
 
 // The first error of a run's steps.
 Status firstError(Status a, Status b, Status c) {
@@ -84,9 +113,11 @@ Status rerunDirectWrite(DirectWritePlan& plan, MPI_Comm comm) {
 Status runDirectWrite(CommState& state, const AlltoallArgs& args, MPI_Comm comm, int64_t blockBytes,
                       const Result<Datatype>& send, const Result<Datatype>& recv, uint64_t typesFreed) {
   const int p = state.comm->size();
+  const bool sharedMemory = state.directWriteChoice.algorithm == collectives::AlltoallAlgorithm::kSharedMemory;
+  const bool typed = sharedMemory && packsBothTypes(send, args.sendcount, recv, args.recvcount);
   DirectWriteSide sendSide, recvSide;
-  Status placed = placeSide(sendSide, args.sendbuf, args.sendcount, args.sendtype, send, p);
-  if (placed.isOk()) placed = placeSide(recvSide, args.recvbuf, args.recvcount, args.recvtype, recv, p);
+  Status placed = placeSide(sendSide, args.sendbuf, args.sendcount, args.sendtype, send, p, typed);
+  if (placed.isOk()) placed = placeSide(recvSide, args.recvbuf, args.recvcount, args.recvtype, recv, p, typed);
   // A side this rank cannot place (an invalid type: an erroneous program)
   // still takes part, since the peers run the plan whatever happens here:
   // with scratch blocks, nothing sent being the program's, nothing kept.
@@ -118,7 +149,7 @@ Status runDirectWrite(CommState& state, const AlltoallArgs& args, MPI_Comm comm,
   }
   plan->send = std::move(sendSide);
   plan->recv = std::move(recvSide);
-  IBDT_RETURN_IF_ERROR(plan->plan.rebind(sendbuf, recvbuf));
+  IBDT_RETURN_IF_ERROR(rebindSides(plan->plan, plan->send, plan->recv, blockBytes, sharedMemory));
   if (!placed.isOk()) {
     plans.forget();  // the next call places its sides again
     (void)rerunDirectWrite(*plan, comm);

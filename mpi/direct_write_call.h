@@ -15,10 +15,14 @@
 // may change alone it changes locally:
 // - its buffers: the plan moves to them (collectives::Plan::rebind; the
 //   peers write where this rank's next "ready" message says);
-// - its types: a side whose type is not one dense run of bytes per block
-//   (or does not convert, or has no ibdt signature) goes through a staging
-//   buffer of its own, packed by PMPI_Pack before the run and unpacked by
-//   PMPI_Unpack after (mpi/staging.h); the plan runs on the dense buffer.
+// - its types: a shared-memory plan packs each rank's blocks into the
+//   segment itself, so it takes the converted types (collectives::Plan::
+//   rebind with types); for a direct-write plan, whose peers write into
+//   this rank's blocks, a side whose type is not one dense run of bytes per
+//   block goes through a staging buffer of its own (mpi/staging.h), packed
+//   and unpacked by ibdt's engine, or by PMPI_Pack/PMPI_Unpack when the
+//   type does not convert or has no ibdt signature (then in both plans);
+//   the plan runs on the dense buffer.
 // The plans of a few block sizes are kept, evicted least recently used;
 // every rank sees the same sequence of block sizes, so they evict alike.
 #pragma once
@@ -28,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ibdt/collectives.h"
@@ -46,6 +51,8 @@ struct DirectWriteSide {
   int count = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
   std::unique_ptr<StagedSide> stage;  // null: the plan runs on `base`
+  // Set: a shared-memory plan packs (unpacks) `base` as count x this itself.
+  std::optional<datatype::Datatype> ibdtType;
   bool operator==(const DirectWriteSide&) const = delete;
 };
 

@@ -221,9 +221,17 @@ class Plan {
   // Moves an inactive plan to other send and receive buffers with the same
   // layout (every block at the same offset from its buffer), locally: no
   // rank is told or waits, yet the peers' next runs reach the new buffers.
-  // Only direct-write plans can (their "ready" message carries the receive
-  // buffer's key every run); kUnsupported for the others; kState while active.
+  // Direct-write plans can (their "ready" message carries the receive
+  // buffer's key every run) and shared-memory ones (no peer knows the
+  // buffers); kUnsupported for the others; kState while active.
   Status rebind(const void* sendbuf, void* recvbuf);
+  // The same with other counts and types, as alltoallInit takes them, whose
+  // blocks hold as many packed bytes as the plan's (the signature is the
+  // caller's to keep matching the peers', as in MPI): only shared-memory
+  // all-to-all plans, whose packing is each rank's own; kUnsupported for the
+  // others, kInvalidArgument for other block sizes or in place changing.
+  Status rebind(const void* sendbuf, int64_t sendcount, const datatype::Datatype& sendtype, void* recvbuf,
+                int64_t recvcount, const datatype::Datatype& recvtype);
   // "pairwise", ...
   std::string_view algorithm() const;
   // Largest scratch the algorithm itself held at once, in bytes, over the

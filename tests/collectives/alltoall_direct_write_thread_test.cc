@@ -112,6 +112,52 @@ TEST(DirectWriteThreadsRebind, EachRankMovesItsBuffersAlone) {
   }
 }
 
+// Plan::rebind with types: a shared-memory plan built for bytes takes each
+// rank's own types and buffers run by run (the MPI bridge's per-size plans
+// do, for the program's derived types), the ranks changing at different
+// runs, so in one run strided sends meet byte and strided receives; every
+// byte, gap and guard checked. Other block sizes and in place are refused,
+// as is a plan whose peers would have to know (direct-write), and the plan
+// still runs after a refusal.
+TEST(SharedMemoryThreadsRebindTypes, EachRankChangesItsTypesAlone) {
+  AlltoallOptions sharedMemory;
+  sharedMemory.algorithm = AlltoallAlgorithm::kSharedMemory;
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side strided = testing::vectorSide(20);
+    const Side dense = testing::denseSide(strided.type, 20);
+    const Side bytes = testing::byteSide(strided.bytes());
+    const Side layouts[3][2] = {{bytes, bytes}, {strided, dense}, {dense, strided}};
+    AlltoallBuffers first(bytes, bytes, 4, env.rank);
+    auto plan = alltoallInit(*comm, first.sendbuf(), bytes.count, bytes.type, first.recvbuf(), bytes.count, bytes.type,
+                             sharedMemory);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_EQ(plan->algorithm(), "shared-memory");
+    for (int run = 0; run < 9; ++run) {
+      const Side* sides = layouts[(run / (env.rank + 1) + env.rank) % 3];
+      AlltoallBuffers buffers(sides[0], sides[1], 4, env.rank);
+      if (run == 4) {  // refused, nothing changed: the run below still uses its own rebind
+        const Side more = testing::byteSide(strided.bytes() + 1);
+        AlltoallBuffers wrong(more, more, 4, env.rank);
+        EXPECT_EQ(plan->rebind(wrong.sendbuf(), more.count, more.type, wrong.recvbuf(), more.count, more.type).code(),
+                  Code::kInvalidArgument);
+        EXPECT_EQ(plan->rebind(kInPlace, 0, bytes.type, buffers.recvbuf(), bytes.count, bytes.type).code(),
+                  Code::kInvalidArgument);
+      }
+      ASSERT_TRUE(plan->rebind(buffers.sendbuf(), sides[0].count, sides[0].type, buffers.recvbuf(), sides[1].count,
+                               sides[1].type)
+                      .isOk());
+      ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << " run " << run;
+    }
+    auto written = alltoallInit(*comm, first.sendbuf(), bytes.count, bytes.type, first.recvbuf(), bytes.count,
+                                bytes.type, directWrite());
+    ASSERT_TRUE(written.isOk()) << written.status().toString();
+    EXPECT_EQ(written->rebind(first.sendbuf(), bytes.count, bytes.type, first.recvbuf(), bytes.count, bytes.type).code(),
+              Code::kUnsupported);
+  });
+}
+
 // Strided blocks cannot be written as one run of bytes: every rank runs
 // pairwise, and the data is still right.
 TEST(DirectWriteThreadsFallback, DerivedTypesRunPairwise) {
