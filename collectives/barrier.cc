@@ -7,11 +7,15 @@
 // Every receive is started at start() (each round has its own source, so
 // they cannot take each other's messages); the requests are persistent, so
 // a run allocates no operation. A failed receive (a dead peer) still lets
-// the later rounds go out: the ranks that wait on this one get their
-// message, and the error is the run's outcome.
+// the later rounds go out, so the ranks that wait on this one do not hang,
+// but as poisons (collectives/poison.h): an empty message there would tell
+// them every rank had entered, and they would leave a barrier that a dead
+// rank never reached. A receive that meets a poison fails (it expects
+// nothing) and poisons this rank's later rounds in turn.
 #include <vector>
 
 #include "collectives/plan_impl.h"
+#include "collectives/poison.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
@@ -35,6 +39,7 @@ class DisseminationBarrier final : public PlanImpl {
     for (Round& round : rounds_) {
       IBDT_ASSIGN_OR_RETURN(round.recv, ctx_.recvInit(nullptr, 0, byte, comm_.contextRank(round.from), tag_, contextId_));
       IBDT_ASSIGN_OR_RETURN(round.send, ctx_.sendInit(nullptr, 0, byte, comm_.contextRank(round.to), tag_, contextId_));
+      IBDT_ASSIGN_OR_RETURN(round.poison, poison_.sendInit(ctx_, comm_.contextRank(round.to), tag_, contextId_));
     }
     return Status::ok();
   }
@@ -68,7 +73,7 @@ class DisseminationBarrier final : public PlanImpl {
     if (arrived_ == rounds_.size()) {  // every round's send must have left too
       for (Round& round : rounds_) {
         Status status;
-        IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, round.send, round.sendPending, status));
+        IBDT_ASSIGN_OR_RETURN(bool done, collectRequest(ctx_, round.sent(), round.sendPending, status));
         if (!done) return result;
         note(std::move(status), "send to", round.to);
       }
@@ -94,7 +99,7 @@ class DisseminationBarrier final : public PlanImpl {
       }
     }
     if (pending == nullptr) return Status::ok();
-    Request& request = receive ? pending->recv : pending->send;
+    Request& request = receive ? pending->recv : pending->sent();
     const int peer = receive ? pending->from : pending->to;
     Status status;
     IBDT_ASSIGN_OR_RETURN(bool done, waitRequest(ctx_, request, deadline, status));
@@ -123,19 +128,28 @@ class DisseminationBarrier final : public PlanImpl {
  private:
   struct Round {
     int to, from;
-    Request send, recv;  // persistent
+    Request send, recv, poison;  // persistent
     bool sendPending = false, recvPending = false;
+    bool poisoned = false;  // this run sent the poison, not the empty message
+    Request& sent() { return poisoned ? poison : send; }
   };
 
   void send(Round& round) {
-    Status status = ctx_.start(round.send);
+    round.poisoned = !outcome_.isOk();
+    Status status = ctx_.start(round.sent());
     round.sendPending = status.isOk();
     note(std::move(status), "send to", round.to);
   }
 
-  // Keeps the run's first error, naming the peer.
+  // Keeps the run's first error, naming the peer; a receive truncated by a
+  // poison says that the peer's run had failed.
   void note(Status status, const char* what, int peer) {
     if (status.isOk() || !outcome_.isOk()) return;
+    if (status.code() == Code::kTruncated) {
+      outcome_ = makeError(Code::kPeerFailed, "barrier rank ", rank_, ", ", what, " rank ", peer,
+                           ": its barrier had failed in an earlier round (a rank of the communicator failed)");
+      return;
+    }
     outcome_ = makeError(status.code(), "barrier rank ", rank_, ", ", what, " rank ", peer, ": ", status.message());
   }
 
@@ -144,6 +158,7 @@ class DisseminationBarrier final : public PlanImpl {
   uint32_t contextId_;
   int32_t tag_;
   int rank_;
+  Poison poison_;  // what a failed run sends in later rounds (its address stays put: the plan is on the heap)
   std::vector<Round> rounds_;
   size_t arrived_ = 0;  // rounds whose message arrived, in order
   bool active_ = false;

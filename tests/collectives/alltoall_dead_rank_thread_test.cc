@@ -7,7 +7,8 @@
 // the poison their upstream peers send (docs/alltoall-bruck.md); the
 // hierarchical algorithm loses a node member or a leader; the shared-memory
 // algorithm's survivors wait for a flag the dead rank never raises and learn
-// of its death from the messaging layer (Context::peerStatus).
+// of its death from the messaging layer (Context::peerStatus). The small
+// collectives and the barrier likewise (DeadRankSmallCollective).
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -129,6 +130,72 @@ TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) {
   }
   for (auto& thread : threads) thread.join();
 }
+
+// The small collectives (the algorithms' own agreements) and the barrier
+// after a rank died, 8 ranks: Bruck's allgather and the binomial broadcast
+// reach most survivors only through other survivors, which stop at the
+// failure and send nothing more. Every survivor still ends with an error
+// (Plan::wait looks at every rank of the communicator once its wait for a
+// peer has lasted a while), never the deadline.
+enum class SmallCollective { kAllgather, kAllreduce, kBroadcastFromRank0, kBroadcastFromRank5, kBarrier };
+
+class DeadRankSmallCollective : public ::testing::TestWithParam<SmallCollective> {};
+
+TEST_P(DeadRankSmallCollective, EverySurvivorFailsWithoutWaitingForTheDeadline) {
+  constexpr int kRanks = 8, kDead = 3;
+  messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  std::barrier meet(kRanks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto comm = Communicator::create(*ranks.contexts[static_cast<size_t>(rank)]);
+      EXPECT_TRUE(comm.isOk()) << comm.status().toString();  // no early return before the barrier
+      int64_t mine[2] = {rank, 100 + rank}, all[2 * kRanks] = {};
+      if (comm.isOk()) {  // a healthy round first: every value checked
+        EXPECT_TRUE(allgather(**comm, mine, 2, all, messaging::testing::soon()).isOk());
+        for (int r = 0; r < kRanks; ++r) EXPECT_EQ(all[2 * r + 1], 100 + r) << "rank " << rank;
+      }
+      meet.arrive_and_wait();
+      if (rank == kDead) {
+        if (comm.isOk()) comm->reset();
+        messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+        ranks.contexts[static_cast<size_t>(rank)].reset();
+        meet.arrive_and_drop();
+        return;
+      }
+      meet.arrive_and_wait();  // the dead rank is gone
+      if (!comm.isOk()) return;
+      const Deadline deadline = Deadline::after(std::chrono::seconds(60));
+      Status status;
+      switch (GetParam()) {
+        case SmallCollective::kAllgather: status = allgather(**comm, mine, 2, all, deadline); break;
+        case SmallCollective::kAllreduce: status = allreduce(**comm, mine, all, 2, ReduceOp::kSum, deadline); break;
+        case SmallCollective::kBroadcastFromRank0: status = broadcast(**comm, mine, 2, 0, deadline); break;
+        case SmallCollective::kBroadcastFromRank5: status = broadcast(**comm, mine, 2, 5, deadline); break;
+        case SmallCollective::kBarrier: status = barrier(**comm, deadline); break;
+      }
+      // A broadcast's root and the ranks whose subtree lacks the dead rank
+      // may finish: they need nothing from it.
+      const bool broadcast = GetParam() == SmallCollective::kBroadcastFromRank0 ||
+                             GetParam() == SmallCollective::kBroadcastFromRank5;
+      if (!broadcast) {
+        EXPECT_FALSE(status.isOk()) << "rank " << rank << " finished without rank " << kDead;
+      } else if (status.isOk()) {  // it got the root's values
+        const int root = GetParam() == SmallCollective::kBroadcastFromRank0 ? 0 : 5;
+        EXPECT_EQ(mine[0], root) << "rank " << rank;
+        EXPECT_EQ(mine[1], 100 + root) << "rank " << rank;
+      }
+      EXPECT_NE(status.code(), Code::kTimeout) << "rank " << rank << ": " << status.toString();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(Operations, DeadRankSmallCollective,
+                         ::testing::Values(SmallCollective::kAllgather, SmallCollective::kAllreduce,
+                                           SmallCollective::kBroadcastFromRank0, SmallCollective::kBroadcastFromRank5,
+                                           SmallCollective::kBarrier));
 
 std::vector<DeadRankCase> deadRankCases() {
   std::vector<DeadRankCase> cases;
