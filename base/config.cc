@@ -122,7 +122,7 @@ Result<double> getDouble(std::string_view name) {
   return value;
 }
 
-Result<int> getChoice(std::string_view name, std::initializer_list<std::string_view> choices) {
+Result<int> getChoice(std::string_view name, std::span<const std::string_view> choices) {
   IBDT_ASSIGN_OR_RETURN(std::string text, getString(name));
   int index = 0;
   std::string accepted;

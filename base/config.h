@@ -40,7 +40,10 @@ Result<bool> getBool(std::string_view name);
 // Non-negative floating point number.
 Result<double> getDouble(std::string_view name);
 // One of `choices` (case-insensitive); returns its index.
-Result<int> getChoice(std::string_view name, std::initializer_list<std::string_view> choices);
+Result<int> getChoice(std::string_view name, std::span<const std::string_view> choices);
+inline Result<int> getChoice(std::string_view name, std::initializer_list<std::string_view> choices) {
+  return getChoice(name, std::span<const std::string_view>(choices.begin(), choices.size()));
+}
 
 // Pure parsers shared by the getters (exposed for tests and tools).
 Result<uint64_t> parseSize(std::string_view text);

@@ -18,11 +18,13 @@ Result<AlltoallvOptions> alltoallvOptionsFromEnvironment() {
   }
   options.inplaceBytes = static_cast<int64_t>(bytes);
   IBDT_ASSIGN_OR_RETURN(options.inplaceBuffers, config::getInt("IBDT_ALLTOALLV_INPLACE_BUFFERS", 0, 1 << 20));
-  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", {"auto", "pairwise", "bruck-zero-copy", "direct-write",
-                                                                                  "shared-memory"}));
+  // The names alltoallvAlgorithmName gives (in place is chosen by the call, not by name).
   constexpr AlltoallvAlgorithm kByChoice[] = {AlltoallvAlgorithm::kAuto, AlltoallvAlgorithm::kPairwise,
                                              AlltoallvAlgorithm::kBruckZeroCopy, AlltoallvAlgorithm::kDirectWrite,
                                              AlltoallvAlgorithm::kSharedMemory};
+  std::string_view names[std::size(kByChoice)];
+  for (size_t i = 0; i < std::size(kByChoice); ++i) names[i] = alltoallvAlgorithmName(kByChoice[i]);
+  IBDT_ASSIGN_OR_RETURN(int algorithm, config::getChoice("IBDT_ALLTOALLV_ALGORITHM", names));
   options.algorithm = kByChoice[algorithm];
   return options;
 }
