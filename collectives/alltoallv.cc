@@ -18,6 +18,12 @@ Result<AlltoallvOptions> alltoallvOptionsFromEnvironment() {
   }
   options.inplaceBytes = static_cast<int64_t>(bytes);
   IBDT_ASSIGN_OR_RETURN(options.inplaceBuffers, config::getInt("IBDT_ALLTOALLV_INPLACE_BUFFERS", 0, 1 << 20));
+  IBDT_ASSIGN_OR_RETURN(uint64_t scratch, config::getSize("IBDT_ALLTOALLV_SCRATCH_BYTES"));
+  if (scratch > (uint64_t{1} << 40)) {
+    return makeError(Code::kInvalidArgument, "IBDT_ALLTOALLV_SCRATCH_BYTES: ", scratch,
+                     " (extra memory per rank auto's alltoallv may hold: 0 (no bound) .. 1T bytes)");
+  }
+  options.scratchBytes = static_cast<int64_t>(scratch);
   // The names alltoallvAlgorithmName gives (in place is chosen by the call, not by name).
   constexpr AlltoallvAlgorithm kByChoice[] = {AlltoallvAlgorithm::kAuto, AlltoallvAlgorithm::kPairwise,
                                              AlltoallvAlgorithm::kBruckZeroCopy, AlltoallvAlgorithm::kDirectWrite,
@@ -78,6 +84,8 @@ Result<Plan> buildAlltoallv(Communicator& comm, const void* sendbuf, std::span<c
   Status bad;
   if (options.throttle < 0) {
     bad = makeError(Code::kInvalidArgument, "alltoallv: throttle ", options.throttle, " (0: unlimited, else >= 1)");
+  } else if (options.scratchBytes < 0) {
+    bad = makeError(Code::kInvalidArgument, "alltoallv: scratch bound ", options.scratchBytes, " bytes (0: none)");
   } else if (options.inplaceBytes <= 0 || options.inplaceBuffers < 0) {
     bad = makeError(Code::kInvalidArgument, "alltoallv: in-place auxiliary memory ", options.inplaceBytes,
                     " bytes in ", options.inplaceBuffers, " buffers (bytes >= 1 element, buffers >= 0)");
@@ -87,7 +95,7 @@ Result<Plan> buildAlltoallv(Communicator& comm, const void* sendbuf, std::span<c
       bad.isOk() ? checkAlltoallvArgs(comm, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                       recvtype)
                  : Result<AlltoallvArgs>(bad);
-  Result<std::unique_ptr<PlanImpl>> impl = agree ? makeAutoAlltoallv(comm, std::move(checked), options.throttle)
+  Result<std::unique_ptr<PlanImpl>> impl = agree ? makeAutoAlltoallv(comm, std::move(checked), options)
                                                  : Result<std::unique_ptr<PlanImpl>>(std::unique_ptr<PlanImpl>());
   if (!agree && sharedInPlace) {
     // Every rank returns the same verdict: a plan, an error, or declined.

@@ -9,12 +9,13 @@
 #include "collectives/alltoall_direct_write.h"
 #include "collectives/alltoallv_algorithms.h"
 #include "collectives/alltoallv_shared_memory.h"
+#include "collectives/shared_segment.h"
 
 namespace ibdt::collectives {
 namespace {
 
 // Slots of the allreduce (kMax): minima travel negated.
-enum Slot : size_t { kRefused, kNegMinBlock, kMaxBlock, kMaxRank, kKind, kNegKind, kNotDense, kSlots };
+enum Slot : size_t { kRefused, kNegMinBlock, kMaxBlock, kMaxRank, kKind, kNegKind, kNotDense, kNegScratch, kSlots };
 
 // This rank's contribution; kind -1: mixed kinds.
 void contribute(const AlltoallvArgs& args, int rank, int64_t (&values)[kSlots]) {
@@ -54,9 +55,11 @@ std::string_view alltoallvAlgorithmName(AlltoallvAlgorithm algorithm) {
   return "?";
 }
 
-Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvArgs* args) {
-  int64_t values[kSlots] = {1, std::numeric_limits<int64_t>::min(), 0, 0, -1, -1, 1};  // refused
+Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvArgs* args, int64_t scratchBytes) {
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::min();  // max's identity
+  int64_t values[kSlots] = {1, kNone, 0, 0, -1, -1, 1, kNone};  // refused
   if (args != nullptr) contribute(*args, comm.rank(), values);
+  values[kNegScratch] = scratchBytes > 0 ? -scratchBytes : kNone;  // the smallest bound wins
   IBDT_RETURN_IF_ERROR(allreduce(comm, values, values, kSlots, ReduceOp::kMax));
   AlltoallvAgreement agreed;
   agreed.refused = values[kRefused] != 0;
@@ -68,6 +71,7 @@ Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvA
     agreed.kind = static_cast<datatype::BasicKind>(values[kKind]);
   }
   agreed.dense = values[kNotDense] == 0;
+  agreed.scratchBound = values[kNegScratch] == kNone ? 0 : -values[kNegScratch];
   return agreed;
 }
 
@@ -80,19 +84,24 @@ AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const All
     const double ns = model.predictNs(priced, 2, p, blockBytes, nodes);
     if (ns < best.predictedNs) best = {algorithm, ns};
   };
-  if (agreed.kind && p > 2) consider(AlltoallvAlgorithm::kBruckZeroCopy, AlltoallAlgorithm::kBruckZeroCopy, agreed.maxBlockBytes);
+  // Within the scratch bound (0: none); the products are bounded by the 64-bit totals checked at init.
+  auto fits = [&](int64_t scratch) { return agreed.scratchBound == 0 || scratch <= agreed.scratchBound; };
+  if (agreed.kind && p > 2 && fits((p - 1) * agreed.maxBlockBytes)) {
+    consider(AlltoallvAlgorithm::kBruckZeroCopy, AlltoallAlgorithm::kBruckZeroCopy, agreed.maxBlockBytes);
+  }
   if (agreed.dense) consider(AlltoallvAlgorithm::kDirectWrite, AlltoallAlgorithm::kDirectWrite, meanBlock);
   // Its segment: two rows of every rank's outgoing bytes, at most p times the busiest rank's.
-  if (nodes <= 1 && agreed.maxRankBytes <= kAutoSharedMemoryMaxBytes / (2 * p)) {
+  if (nodes <= 1 && agreed.maxRankBytes <= kAutoSharedMemoryMaxBytes / (2 * p) &&
+      fits(kSharedLine + 2 * roundToSharedLine(agreed.maxRankBytes))) {
     consider(AlltoallvAlgorithm::kSharedMemory, AlltoallAlgorithm::kSharedMemory, meanBlock);
   }
   return best;
 }
 
 Result<std::unique_ptr<PlanImpl>> makeAutoAlltoallv(Communicator& comm, Result<AlltoallvArgs> checked,
-                                                    int64_t throttle) {
+                                                    const AlltoallvOptions& options) {
   IBDT_ASSIGN_OR_RETURN(const AlltoallvAgreement agreed,
-                        agreeOnAlltoallv(comm, checked.isOk() ? &*checked : nullptr));
+                        agreeOnAlltoallv(comm, checked.isOk() ? &*checked : nullptr, options.scratchBytes));
   IBDT_RETURN_IF_ERROR(checked.status());
   if (agreed.refused) {
     return makeError(Code::kInvalidArgument, "alltoallv: another rank's arguments were refused");
@@ -100,7 +109,8 @@ Result<std::unique_ptr<PlanImpl>> makeAutoAlltoallv(Communicator& comm, Result<A
   const AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
   const AlltoallvChoice choice = selectAlltoallv(model, comm.size(), agreed, comm.nodeCount());
   IBDT_LOG(kDebug, "alltoallv auto: p = ", comm.size(), ", blocks ", agreed.minBlockBytes, "..",
-           agreed.maxBlockBytes, " B, busiest rank ", agreed.maxRankBytes, " B: ",
+           agreed.maxBlockBytes, " B, busiest rank ", agreed.maxRankBytes, " B",
+           agreed.scratchBound > 0 ? strCat(", scratch at most ", agreed.scratchBound, " B") : std::string(), ": ",
            alltoallvAlgorithmName(choice.algorithm),
            " (model ", model.fromFile() ? "from the tuning file" : "built in", ", predicted ",
            choice.predictedNs / 1e3, " us)");
@@ -108,7 +118,7 @@ Result<std::unique_ptr<PlanImpl>> makeAutoAlltoallv(Communicator& comm, Result<A
     case AlltoallvAlgorithm::kBruckZeroCopy: return buildZeroCopyBruckAlltoallv(comm, *checked, *agreed.kind);
     case AlltoallvAlgorithm::kDirectWrite: return buildDirectWriteAlltoallv(comm, *checked);
     case AlltoallvAlgorithm::kSharedMemory: return makeSharedMemoryAlltoallv(comm, checked);
-    default: return makeDirectAlltoallv(comm, std::move(checked).value(), throttle);
+    default: return makeDirectAlltoallv(comm, std::move(checked).value(), options.throttle);
   }
 }
 

@@ -30,11 +30,13 @@ struct AlltoallvAgreement {
   // Every rank's send and receive types consist of this one basic kind.
   std::optional<datatype::BasicKind> kind;
   bool dense = false;  // every rank's types are dense blocks
+  // The smallest AlltoallvOptions::scratchBytes any rank set (0: none).
+  int64_t scratchBound = 0;
 };
 
 // Collective, one allreduce; `args` null: this rank's arguments failed (it
 // still takes part, so every rank learns it).
-Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvArgs* args);
+Result<AlltoallvAgreement> agreeOnAlltoallv(Communicator& comm, const AlltoallvArgs* args, int64_t scratchBytes = 0);
 
 struct AlltoallvChoice {
   AlltoallvAlgorithm algorithm = AlltoallvAlgorithm::kPairwise;
@@ -48,15 +50,17 @@ std::string_view alltoallvAlgorithmName(AlltoallvAlgorithm algorithm);
 // zero-copy Bruck (at the largest block: every block it forwards may be
 // that large, so only problems that are not too irregular choose it),
 // direct-write and, on one node, shared-memory (both at the mean block),
-// those allowed by `agreed`. Pairwise for p = 1 or when no block has a
-// byte, never Bruck at p = 2 (as alltoall). A pure function: the same on
-// every rank.
+// those allowed by `agreed` and within its scratch bound (Bruck's
+// intermediate blocks estimated as p - 1 of the largest, the segment's
+// share as twice the busiest rank's bytes). Pairwise for p = 1 or when no
+// block has a byte, never Bruck at p = 2 (as alltoall). A pure function:
+// the same on every rank.
 AlltoallvChoice selectAlltoallv(const AlltoallCostModel& model, int p, const AlltoallvAgreement& agreed,
                                 int nodes = 1);
 
 // kAuto's collective init: agree, choose, build the choice (a rank whose
 // arguments failed makes every rank fail).
 Result<std::unique_ptr<PlanImpl>> makeAutoAlltoallv(Communicator& comm, Result<AlltoallvArgs> checked,
-                                                    int64_t throttle);
+                                                    const AlltoallvOptions& options);
 
 }  // namespace ibdt::collectives

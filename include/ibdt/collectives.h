@@ -411,6 +411,12 @@ struct AlltoallvOptions {
   // b = inplaceBuffers buffers (0: max(1, p / 8)).
   int64_t inplaceBytes = int64_t{1} << 20;
   int64_t inplaceBuffers = 0;
+  // kAuto out of place: the most extra memory per rank the chosen algorithm
+  // may hold (0: no bound). The one-node shared segment holds twice the
+  // busiest rank's outgoing bytes, zero-copy Bruck up to p - 1 of the
+  // largest blocks; pairwise and direct-write hold bookkeeping only. The
+  // smallest bound any rank sets applies to all.
+  int64_t scratchBytes = 0;
 };
 // Options from IBDT_ALLTOALL_THROTTLE and IBDT_ALLTOALLV_* (see README):
 // IBDT_ALLTOALLV_ALGORITHM is auto, pairwise, bruck-zero-copy, direct-write

@@ -137,6 +137,43 @@ TEST_P(AutoAlltoallvThreads, EverySpreadExactAndTheSameChoiceOnEveryRank) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AutoAlltoallvThreads, ::testing::Values(1, 2, 3, 4, 5, 8));
 
+// AlltoallvOptions::scratchBytes: set on rank 0 alone, it keeps every rank
+// off the shared segment (whose share here is 64 + 2 x 120000 B) and the
+// plan's scratch within it; unset, the segment. Every byte checked.
+TEST(AutoAlltoallv, AScratchBoundOnOneRankKeepsEveryRankWithinIt) {
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side bytes = testing::byteSide(1);
+    for (int64_t bound : {int64_t{0}, int64_t{128} << 10}) {
+      AlltoallvOptions options;
+      if (env.rank == 0) options.scratchBytes = bound;
+      AlltoallvBuffers buffers(testing::countMatrix(Spread::kAllEqual, 4, 3, 40000), bytes, bytes, env.rank, 3);
+      auto plan = alltoallvInit(*comm, buffers.sendbuf(), buffers.sendcounts(), buffers.sdispls(), bytes.type,
+                                buffers.recvbuf(), buffers.recvcounts(), buffers.rdispls(), bytes.type, options);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      if (bound == 0) {
+        EXPECT_EQ(plan->algorithm(), "shared-memory");
+      } else {
+        EXPECT_NE(plan->algorithm(), "shared-memory") << "rank " << env.rank;
+      }
+      const int64_t mine = algorithmCode(plan->algorithm());
+      std::vector<int64_t> everyone(4);
+      ASSERT_TRUE(allgather(*comm, &mine, 1, everyone.data(), soon()).isOk());
+      EXPECT_EQ(std::count(everyone.begin(), everyone.end(), mine), 4) << "ranks chose differently";
+      for (int run = 0; run < 2; ++run) {
+        buffers.clearReceive();
+        ASSERT_TRUE(plan->start().isOk());
+        ASSERT_TRUE(plan->wait(soon()).isOk());
+        EXPECT_EQ(buffers.check(), "") << "bound " << bound << " run " << run;
+      }
+      if (bound > 0) {
+        EXPECT_LE(plan->peakExtraBytes(), bound) << plan->algorithm();
+      }
+    }
+  });
+}
+
 // The built-in model's answers at 8 ranks, each checked byte by byte: on
 // one node the shared segment, small blocks and strided alike; on two
 // simulated nodes large dense blocks -> direct-write, a strided type with

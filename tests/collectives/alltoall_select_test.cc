@@ -285,6 +285,21 @@ TEST(AlltoallvSelection, TheAgreementDecides) {
   huge.maxRankBytes = kAutoSharedMemoryMaxBytes / 8;
   EXPECT_NE(selectAlltoallv(builtIn, 8, huge, 1).algorithm, AlltoallvAlgorithm::kSharedMemory);
   EXPECT_EQ(selectAlltoallv(builtIn, 8, regular(8, 0), 1).algorithm, AlltoallvAlgorithm::kPairwise);
+  // A scratch bound (AlltoallvOptions::scratchBytes) leaves out the segment
+  // where its share (64 B + 2 x the busiest rank's bytes, rounded to lines)
+  // passes it, and Bruck where p - 1 of its largest blocks would.
+  AlltoallvAgreement bounded = regular(8, 65536);  // share 64 + 2 x 458752 B
+  bounded.scratchBound = 256 << 10;
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, bounded, 1).algorithm, AlltoallvAlgorithm::kDirectWrite);
+  bounded.scratchBound = 64 + 2 * 458752;
+  EXPECT_EQ(selectAlltoallv(builtIn, 8, bounded, 1).algorithm, AlltoallvAlgorithm::kSharedMemory);
+  bounded.scratchBound = 64 + 2 * 458752 - 1;
+  EXPECT_NE(selectAlltoallv(builtIn, 8, bounded, 1).algorithm, AlltoallvAlgorithm::kSharedMemory);
+  AlltoallvAgreement smallBlocks = regular(8, 16);
+  smallBlocks.scratchBound = 7 * 16 - 1;
+  EXPECT_NE(selectAlltoallv(noSegment, 8, smallBlocks).algorithm, AlltoallvAlgorithm::kBruckZeroCopy);
+  smallBlocks.scratchBound = 7 * 16;
+  EXPECT_EQ(selectAlltoallv(noSegment, 8, smallBlocks).algorithm, AlltoallvAlgorithm::kBruckZeroCopy);
 }
 
 TEST(AlltoallSelectionFile, RoundTripsAndRefusesBadCollectiveFits) {

@@ -367,10 +367,23 @@ TEST(AlltoallvOptions, KnobsAreReadAndBadValuesNameThem) {
     ASSERT_FALSE(options.isOk());
     EXPECT_NE(options.status().toString().find("IBDT_ALLTOALLV_ALGORITHM"), std::string::npos);
   }
+  {
+    test::ScopedEnv scratch("IBDT_ALLTOALLV_SCRATCH_BYTES", "256K");
+    auto options = alltoallvOptionsFromEnvironment();
+    ASSERT_TRUE(options.isOk()) << options.status().toString();
+    EXPECT_EQ(options->scratchBytes, 256 << 10);
+  }
+  {
+    test::ScopedEnv scratch("IBDT_ALLTOALLV_SCRATCH_BYTES", "2T");
+    auto options = alltoallvOptionsFromEnvironment();
+    ASSERT_FALSE(options.isOk());
+    EXPECT_NE(options.status().toString().find("IBDT_ALLTOALLV_SCRATCH_BYTES"), std::string::npos);
+  }
   auto defaults = alltoallvOptionsFromEnvironment();
   ASSERT_TRUE(defaults.isOk());
   EXPECT_EQ(defaults->inplaceBytes, AlltoallvOptions{}.inplaceBytes);  // the knobs' defaults are the struct's
   EXPECT_EQ(defaults->inplaceBuffers, AlltoallvOptions{}.inplaceBuffers);
+  EXPECT_EQ(defaults->scratchBytes, AlltoallvOptions{}.scratchBytes);
 }
 
 }  // namespace
