@@ -96,8 +96,8 @@ class CreditFlow {
   // a message to carry them: half the peer's credits, and at least 2 from 3
   // credits up: in a ping-pong one credit is always owed, reposted after
   // the reply left and carried by the next (earlyRepostAt), and a batch of
-  // one sent it alone from the rank waiting for that next message. Under the pool, half
-  // (rounded up) of those it knows of: grants not yet sent do not count,
+  // one sent it alone from the rank waiting for that next message. Under
+  // the pool, half (rounded up) of those it knows of: grants not yet sent do not count,
   // and do not make a credit-only message due by themselves. So each
   // credit-only message returns at least half of what its receiver can
   // have spent, and at most two are in flight, as with constant credits
@@ -169,8 +169,8 @@ class CreditFlow {
   // ping-pong the caller answers each message, and 2 are outstanding when
   // it does (one reposted, owed to the reply; one just consumed): reposting
   // the second first (its stores, a fence, the peer's doorbell line) came
-  // between the message and its reply. Hence at least 3, or all the peer can
-  // have (then it may be stalled: its credits go in this call). At 2
+  // between the message and its reply. Hence at least 3 (at 3 credits: all
+  // the peer has, so a stalled peer still gets them in this call). At 2
   // credits per peer (the floor, from about 170 ranks by default) both are
   // all the peer has: the buffer is reposted at once, as before, so that
   // the reply carries it rather than a credit-only message.
