@@ -76,6 +76,17 @@ AlltoallOptions optionsOf(const DeadRankCase& c) {
   return options;
 }
 
+// Crashes `rank` after the ranks' last barrier together: not an orderly
+// close, so its peers' links fail (as a dead process's shm liveness or a
+// verbs QP error report it); it leaves the barrier for good.
+void crash(messaging::testing::Ranks& ranks, int rank, Result<std::unique_ptr<Communicator>>& comm,
+           std::barrier<>& meet) {
+  if (comm.isOk()) comm->reset();
+  messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+  ranks.contexts[static_cast<size_t>(rank)].reset();
+  meet.arrive_and_drop();
+}
+
 class DeadRankAlltoall : public ::testing::TestWithParam<DeadRankCase> {};
 
 TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) {
@@ -111,12 +122,7 @@ TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) {
       meet.arrive_and_wait();  // every healthy run is over
       if (rank == dead) {
         plan = makeError(Code::kState, "dead");
-        if (comm.isOk()) comm->reset();
-        // A crash, not an orderly close: its peers' links fail (as a
-        // dead process's shm liveness or a verbs QP error report it).
-        messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
-        ranks.contexts[static_cast<size_t>(rank)].reset();
-        meet.arrive_and_drop();
+        crash(ranks, rank, comm, meet);
         return;
       }
       meet.arrive_and_wait();  // the dead rank is gone
@@ -158,10 +164,7 @@ TEST_P(DeadRankSmallCollective, EverySurvivorFailsWithoutWaitingForTheDeadline) 
       }
       meet.arrive_and_wait();
       if (rank == kDead) {
-        if (comm.isOk()) comm->reset();
-        messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
-        ranks.contexts[static_cast<size_t>(rank)].reset();
-        meet.arrive_and_drop();
+        crash(ranks, rank, comm, meet);
         return;
       }
       meet.arrive_and_wait();  // the dead rank is gone
