@@ -96,9 +96,16 @@ Status SharedMemoryAlltoall::rebindTypes(const void* sendbuf, int64_t sendcount,
                      args.inPlace ? " in place" : "", " for a plan of ", args_.bytes, "-byte blocks",
                      args_.inPlace ? " in place" : "");
   }
-  IBDT_ASSIGN_OR_RETURN(Packing packing, Packing::of(args, p_));
+  // The same layouts as now (a program moving its buffers, the MPI bridge's
+  // byte sides): only the buffers move, no segment is compiled again.
+  auto same = [](const datatype::Datatype& a, int64_t aCount, const datatype::Datatype& b, int64_t bCount) {
+    return aCount == bCount && a.id() == b.id() && a.version() == b.version();
+  };
+  if (!same(args.sendtype, args.sendcount, args_.sendtype, args_.sendcount) ||
+      !same(args.recvtype, args.recvcount, args_.recvtype, args_.recvcount)) {
+    IBDT_ASSIGN_OR_RETURN(packing_, Packing::of(args, p_));
+  }
   args_ = std::move(args);
-  packing_ = std::move(packing);
   return Status::ok();
 }
 
