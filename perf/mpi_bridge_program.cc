@@ -14,7 +14,7 @@
 //   {"library": "<MPI_Get_library_version>"}
 //   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
 //   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
-//    "MPI_Alltoall self", "bytes": b, "mpi": [...], "ibdt": [...]}
+//    "MPI_Alltoall self"|"MPI_Alltoall_init"|"MPI_Alltoall_init vector", "bytes": b, "mpi": [...], "ibdt": [...]}
 // (seconds per pack, or per call of the slowest rank), {"skipped": "<row>, <b> B",
 // "why": ...} when the MPI library's own call delivered wrong data, or
 // {"error": ...}.
@@ -179,10 +179,12 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
 // the send buffer into the receive buffer, on both sides, so that every
 // call exchanges the same data), and the contiguous MPI_Alltoall on
 // MPI_COMM_SELF ("self": one block copied, no peer to wait for, so mostly
-// the bridge's own per-call cost against MPI's), and "MPI_Alltoall_init":
-// the contiguous call's persistent form through the bridge (MPI_Start +
-// MPI_Wait: ibdt's persistent plan, what `ibdt-bench alltoall` times
-// natively) against the library's own blocking call.
+// the bridge's own per-call cost against MPI's), and "MPI_Alltoall_init"
+// (and "... vector"): the contiguous (strided) call's persistent form
+// through the bridge (MPI_Start + MPI_Wait: ibdt's persistent plan, what
+// `ibdt-bench alltoall` times natively) against the library's own blocking
+// call, so the preloaded blocking call and the native plan compare in the
+// same processes (ibdt-bench mpi's "preloaded / persistent" note).
 bool runAlltoall(const World& world, const BaselineOptions& options) {
   const int p = world.size;
   for (int64_t bytes : options.sizes) {
@@ -195,18 +197,19 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
     std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
-    std::vector<AlltoallCase> cases(6);
-    MPI_Request persistent = MPI_REQUEST_NULL;
-    for (int k = 0; k < 6; ++k) {
+    std::vector<AlltoallCase> cases(7);
+    MPI_Request persistent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // contiguous, vector
+    for (int k = 0; k < 7; ++k) {
       AlltoallCase& c = cases[static_cast<size_t>(k)];
       c.row = k == 0   ? "MPI_Alltoall contig"
               : k == 1 ? "MPI_Alltoall vector"
               : k == 2 ? "MPI_Alltoallv"
               : k == 3 ? "MPI_Alltoall self"
               : k == 4 ? "MPI_Alltoallv in place"
-                       : "MPI_Alltoall_init";
+              : k == 5 ? "MPI_Alltoall_init"
+                       : "MPI_Alltoall_init vector";
       c.bytes = bytes;
-      c.vector = k == 1;
+      c.vector = k == 1 || k == 6;
       c.commSize = k == 3 ? 1 : p;
       c.commRank = k == 3 ? 0 : world.rank;
       c.recv.assign(static_cast<size_t>(bytes * c.commSize), 0);
@@ -222,10 +225,15 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
       } else if (k == 3) {
         c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
         c.ibdt = [=] { MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_SELF); };
-      } else if (k == 5) {
-        BRIDGE_ALLTOALL_INIT(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
-        MPI_Request* request = &persistent;
-        c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
+      } else if (k == 5 || k == 6) {
+        MPI_Request* request = &persistent[k - 5];
+        if (k == 5) {
+          BRIDGE_ALLTOALL_INIT(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, MPI_INFO_NULL, request);
+          c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
+        } else {
+          BRIDGE_ALLTOALL_INIT(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, request);
+          c.mpi = [=] { PMPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
+        }
         c.ibdt = [=] {
           MPI_Start(request);
           MPI_Wait(request, MPI_STATUS_IGNORE);
@@ -249,7 +257,7 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     }
     bool ok = true;
     for (AlltoallCase& c : cases) ok = ok && runAlltoallCase(c, world, options.reps, options.warmup);
-    MPI_Request_free(&persistent);
+    for (MPI_Request& request : persistent) MPI_Request_free(&request);
     MPI_Type_free(&strided);
     if (!ok) return false;
   }

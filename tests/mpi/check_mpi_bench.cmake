@@ -1,9 +1,10 @@
 # Runs `ibdt-bench mpi --quick --ranks 2 --json --out DIR` and checks that,
 # for every MPI library ibdt-bench was built with, each pack case has a
 # MPI_Pack row and each quick size (8, 4096 bytes per pair) has its
-# MPI_Alltoall contig / vector / self and MPI_Alltoallv rows at 2 ranks, every one
-# with positive values on both sides, and that --out wrote the JSON and the
-# plots. Not a speed test: the bench program checked IBDT_Pack's bytes
+# MPI_Alltoall contig / vector / self, MPI_Alltoall_init (contig, vector)
+# and MPI_Alltoallv rows at 2 ranks, every one with positive values on both
+# sides, that the "preloaded / persistent" note compares them, and that
+# --out wrote the JSON and the plots. Not a speed test: the bench program checked IBDT_Pack's bytes
 # against PMPI_Pack's and every received byte of both alltoalls, and that
 # the bridge took every call, and ibdt-bench exits non-zero otherwise.
 # -DBENCH=<ibdt-bench> [-DEXPECT_OPENMPI=ON] [-DEXPECT_MPICH=ON]
@@ -49,7 +50,8 @@ foreach(library IN LISTS libraries)
   if(packRows LESS 9)  # the quick pack cases (perf/pack_cases.h)
     message(FATAL_ERROR "${library}: ${packRows} MPI_Pack rows, expected 9:\n${out}")
   endif()
-  foreach(call "MPI_Alltoall contig" "MPI_Alltoall vector" "MPI_Alltoallv" "MPI_Alltoall self")
+  foreach(call "MPI_Alltoall contig" "MPI_Alltoall vector" "MPI_Alltoallv" "MPI_Alltoall self" "MPI_Alltoall_init"
+               "MPI_Alltoall_init vector")
     foreach(bytes 8 4096)
       count_rows("${library}" "${call}" ${bytes} n)
       if(NOT n EQUAL 1)
@@ -57,6 +59,10 @@ foreach(library IN LISTS libraries)
       endif()
     endforeach()
   endforeach()
+  string(JSON note ERROR_VARIABLE noNote GET "${out}" "preloaded / persistent")
+  if(noNote OR NOT note MATCHES "${library} 2 ranks 8 B vector")
+    message(FATAL_ERROR "no preloaded / persistent ratio for ${library} at 2 ranks, 8 B vector:\n${out}")
+  endif()
   string(TOLOWER "${library}" slug)
   string(REPLACE " " "-" slug "${slug}")
   set(svg ${outDir}/mpi-${slug}-p2-mpi-alltoall-contig.svg)
