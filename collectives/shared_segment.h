@@ -51,7 +51,9 @@ inline std::atomic<uint64_t>& sharedFlag(const SharedRegion& segment, int rank) 
 }
 
 // Waits until rank `source`'s flag reads `run` or more. The Context is
-// progressed meanwhile, so other traffic moves and a dead rank is noticed
+// progressed meanwhile (every few yields, not at each: a flag that rises
+// within a turn or two costs no progress call), so other traffic moves and
+// a dead rank is noticed
 // (its link fails) instead of being waited for until the deadline: then
 // `peerFailed` holds why and the call returns ok (the run failed, the wait
 // did not). kTimeout when the deadline passes first.
