@@ -30,9 +30,18 @@ Result<PollResult> SharedRunsPlan::poll() {
   if (!active_) return result;
   while (taken_ < p_ - 1 && outcome_.isOk()) {
     const int source = (rank_ + 1 + taken_) % p_;
-    if (!arrived(source)) break;
+    if (!arrived(source)) {
+      // A program polling by test() learns of a dead peer here, as block() would.
+      if (++emptyPolls_ % kSharedWaitsPerCheck == 0) {
+        Status peerFailed;
+        IBDT_RETURN_IF_ERROR(checkSharedPeer(comm_, source, run_, peerFailed));
+        if (!peerFailed.isOk()) fail(std::move(peerFailed));
+      }
+      break;
+    }
     take(source);
     ++taken_;
+    emptyPolls_ = 0;
     result.progressed = true;
   }
   if (taken_ == p_ - 1 || !outcome_.isOk()) {

@@ -52,6 +52,7 @@ class SharedRunsPlan : public PlanImpl {
 
   uint64_t run_ = 0;  // the current or last run's number (the flags' value)
   int taken_ = 0;     // peers' parts of this run copied out; the next source is (rank_ + 1 + taken_) mod p
+  uint32_t emptyPolls_ = 0;  // polls since a part last arrived
   bool active_ = false;
   Status outcome_;
   Status broken_;

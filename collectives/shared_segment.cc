@@ -77,6 +77,14 @@ Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::st
   return segment;
 }
 
+Status checkSharedPeer(Communicator& comm, int source, uint64_t run, Status& peerFailed) {
+  IBDT_RETURN_IF_ERROR(comm.context().progress());
+  if (Status peer = comm.context().peerStatus(comm.contextRank(source)); !peer.isOk()) {
+    peerFailed = peer.withContext(strCat("rank ", source, " failed before it wrote run ", run));
+  }
+  return Status::ok();
+}
+
 Status awaitSharedFlag(Communicator& comm, const SharedRegion& segment, int source, uint64_t run, Deadline deadline,
                        std::string_view what, Status& peerFailed) {
   // A flag usually rises within a yield or two: a peer sharing our core
@@ -86,21 +94,16 @@ Status awaitSharedFlag(Communicator& comm, const SharedRegion& segment, int sour
   // every yield (docs/alltoall-shared-memory.md). So other traffic, a dead
   // peer and the deadline are looked at every kYieldsPerCheck yields, and
   // at every nap.
-  constexpr uint32_t kYieldsPerCheck = 8;
-  messaging::Context& ctx = comm.context();
-  Backoff backoff(ctx.waitSpins());
+  Backoff backoff(comm.context().waitSpins());
   uint32_t yields = 0;
   while (sharedFlag(segment, source).load(std::memory_order_acquire) < run) {
     if (backoff.spinning()) {  // a peer on another core raises it within the spins: no progress call yet
       backoff.pause();
       continue;
     }
-    if (backoff.napping() || ++yields % kYieldsPerCheck == 0) {
-      IBDT_RETURN_IF_ERROR(ctx.progress());
-      if (Status peer = ctx.peerStatus(comm.contextRank(source)); !peer.isOk()) {
-        peerFailed = peer.withContext(strCat("rank ", source, " failed before it wrote run ", run));
-        return Status::ok();
-      }
+    if (backoff.napping() || ++yields % kSharedWaitsPerCheck == 0) {
+      IBDT_RETURN_IF_ERROR(checkSharedPeer(comm, source, run, peerFailed));
+      if (!peerFailed.isOk()) return Status::ok();
       if (deadline.expired()) {
         return makeError(Code::kTimeout, what, " rank ", comm.rank(), ": run ", run,
                          " did not complete in time (receive from rank ", source, ": its blocks are not packed)");

@@ -50,6 +50,12 @@ inline std::atomic<uint64_t>& sharedFlag(const SharedRegion& segment, int rank) 
   return *reinterpret_cast<std::atomic<uint64_t>*>(segment.data() + rank * kSharedLine);
 }
 
+// Progresses the Context (other traffic, the shm liveness sweep) and sets
+// `peerFailed` when rank `source` is known dead: what a wait for its flag
+// looks at every kSharedWaitsPerCheck empty polls or yields.
+inline constexpr uint32_t kSharedWaitsPerCheck = 8;
+Status checkSharedPeer(Communicator& comm, int source, uint64_t run, Status& peerFailed);
+
 // Waits until rank `source`'s flag reads `run` or more. The Context is
 // progressed meanwhile (every few yields, not at each: a flag that rises
 // within a turn or two costs no progress call), so other traffic moves and

@@ -87,9 +87,33 @@ void crash(messaging::testing::Ranks& ranks, int rank, Result<std::unique_ptr<Co
   meet.arrive_and_drop();
 }
 
-class DeadRankAlltoall : public ::testing::TestWithParam<DeadRankCase> {};
+// How a survivor waits for its run: Plan::wait, or a loop of Plan::test
+// as a program overlapping the run with its own work polls it (each test
+// must notice the death too, not only a blocking wait).
+enum class Waiting { kWait, kTestLoop };
 
-TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) {
+Status survivorRun(Plan& plan, Waiting waiting) {
+  IBDT_RETURN_IF_ERROR(plan.start());
+  const Deadline deadline = Deadline::after(std::chrono::seconds(60));
+  if (waiting == Waiting::kWait) return plan.wait(deadline);
+  for (;;) {
+    IBDT_ASSIGN_OR_RETURN(bool done, plan.test());
+    if (done) return plan.wait();
+    if (deadline.expired()) return makeError(Code::kTimeout, "the test loop reached its deadline");
+    std::this_thread::yield();
+  }
+}
+
+class DeadRankAlltoall : public ::testing::TestWithParam<DeadRankCase> {
+ protected:
+  void run(Waiting waiting);
+};
+
+TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) { run(Waiting::kWait); }
+
+TEST_P(DeadRankAlltoall, EverySurvivorPollingByTestFailsToo) { run(Waiting::kTestLoop); }
+
+void DeadRankAlltoall::run(Waiting waiting) {
   const DeadRankCase& c = GetParam();
   const int dead = deadRank(c);
   messaging::testing::Ranks ranks = messaging::testing::createRanks(c.ranks, {});
@@ -128,8 +152,7 @@ TEST_P(DeadRankAlltoall, EverySurvivorFailsWithoutWaitingForTheDeadline) {
       meet.arrive_and_wait();  // the dead rank is gone
       if (!plan.isOk()) return;
       if (c.inPlace) buffers.loadInPlace();
-      Status status = plan->start();
-      if (status.isOk()) status = plan->wait(Deadline::after(std::chrono::seconds(60)));
+      const Status status = survivorRun(*plan, waiting);
       EXPECT_FALSE(status.isOk()) << "rank " << rank << " finished a run without rank " << dead;
       EXPECT_NE(status.code(), Code::kTimeout) << "rank " << rank << ": " << status.toString();
     });

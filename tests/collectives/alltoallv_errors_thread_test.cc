@@ -174,9 +174,19 @@ TEST(AlltoallvErrors, SharedMemoryRefusesAMismatchedPairOnEveryRank) {
   }
 }
 
+void sharedMemoryDeadRank(bool byTest);
+
 // A rank dies after the shared segment's init, before it packs a run:
-// every survivor's run ends with an error naming it, not the deadline.
+// every survivor's run ends with an error naming it, not the deadline,
+// whether it waits or polls by test().
 TEST(AlltoallvErrors, SharedMemoryDeadRankFailsEverySurvivor) {
+  for (bool byTest : {false, true}) {
+    SCOPED_TRACE(byTest ? "polled by test()" : "Plan::wait");
+    sharedMemoryDeadRank(byTest);
+  }
+}
+
+void sharedMemoryDeadRank(bool byTest) {
   constexpr int kRanks = 4, kDead = 2;
   messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
   for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
@@ -204,7 +214,18 @@ TEST(AlltoallvErrors, SharedMemoryDeadRankFailsEverySurvivor) {
         return;
       }
       ASSERT_TRUE(plan->start().isOk());
-      Status status = plan->wait(Deadline::after(std::chrono::seconds(60)));
+      const Deadline deadline = Deadline::after(std::chrono::seconds(60));
+      Status status;
+      if (byTest) {
+        Result<bool> done = false;
+        while (done.isOk() && !*done && !deadline.expired()) {
+          std::this_thread::yield();
+          done = plan->test();
+        }
+        status = !done.isOk() ? done.status() : *done ? plan->wait() : makeError(Code::kTimeout, "test loop");
+      } else {
+        status = plan->wait(deadline);
+      }
       ASSERT_FALSE(status.isOk()) << "rank " << rank;
       EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
       EXPECT_NE(status.toString().find("rank 2"), std::string::npos) << status.toString();
