@@ -15,6 +15,7 @@
 //   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
 //   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
 //    "MPI_Alltoall self"|"MPI_Alltoall_init"|"MPI_Alltoall_init vector", "bytes": b, "mpi": [...], "ibdt": [...]}
+//   (the _init rows also "ibdt blocking": [...], the bridge's MPI_Alltoall timed in turn with them)
 // (seconds per pack, or per call of the slowest rank), {"skipped": "<row>, <b> B",
 // "why": ...} when the MPI library's own call delivered wrong data, or
 // {"error": ...}.
@@ -54,19 +55,21 @@ Summary filtered(const std::vector<double>& samples) {
   return summary;
 }
 
-// Times `mpi` and `ibdt` alternately, `inner` calls a repetition; each
-// repetition's seconds per call come from `perCall` (the slowest rank's,
-// for collectives).
-template <typename Mpi, typename Ibdt, typename PerCall>
-std::pair<Summary, Summary> alternate(int warmup, int reps, Mpi&& mpi, Ibdt&& ibdt, PerCall&& perCall) {
-  std::vector<double> mpiSeconds, ibdtSeconds;
+// Times `calls` in turn, repetition by repetition; each repetition's
+// seconds per call come from `perCall` (the slowest rank's, for
+// collectives). One summary per call, in order.
+template <typename Call, typename PerCall>
+std::vector<Summary> alternate(int warmup, int reps, const std::vector<Call>& calls, PerCall&& perCall) {
+  std::vector<std::vector<double>> seconds(calls.size());
   for (int rep = 0; rep < warmup + reps; ++rep) {
-    const double a = perCall(mpi), b = perCall(ibdt);
-    if (rep < warmup) continue;
-    mpiSeconds.push_back(a);
-    ibdtSeconds.push_back(b);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const double t = perCall(calls[i]);
+      if (rep >= warmup) seconds[i].push_back(t);
+    }
   }
-  return {filtered(mpiSeconds), filtered(ibdtSeconds)};
+  std::vector<Summary> summaries;
+  for (const auto& samples : seconds) summaries.push_back(filtered(samples));
+  return summaries;
 }
 
 // "" when IBDT_Pack wrote PMPI_Pack's bytes and position.
@@ -99,8 +102,7 @@ bool runPack(bool quick, const std::string& only, int reps, int warmup) {
     }
     const int inner = static_cast<int>(std::max(1.0, std::min(4096.0, (4 << 20) / std::max(bytes, 1.0))));
     auto perCall = [&](auto&& pack) { return measure(0, 1, inner, pack).front(); };
-    auto [mpi, ibdt] = alternate(
-        warmup, reps,
+    const std::vector<std::function<void()>> packs = {
         [&] {
           int position = 0;
           PMPI_Pack(typed.data(), c.count, c.type, packed.data(), packSize, &position, MPI_COMM_SELF);
@@ -108,9 +110,10 @@ bool runPack(bool quick, const std::string& only, int reps, int warmup) {
         [&] {
           int position = 0;
           IBDT_Pack(typed.data(), c.count, c.type, packed.data(), packSize, &position, MPI_COMM_SELF);
-        },
-        perCall);
-    printLine({{"row", "MPI_Pack"}, {"case", pc.name}, {"bytes", bytes}, {"mpi", triple(mpi)}, {"ibdt", triple(ibdt)}});
+        }};
+    const std::vector<Summary> timed = alternate(warmup, reps, packs, perCall);
+    printLine({{"row", "MPI_Pack"}, {"case", pc.name}, {"bytes", bytes}, {"mpi", triple(timed[0])},
+               {"ibdt", triple(timed[1])}});
     MPI_Type_free(&c.type);
   }
   return true;
@@ -124,6 +127,10 @@ struct AlltoallCase {
   int commSize = 0, commRank = 0;  // of the communicator the calls run on
   AlltoallBuffer send, recv;
   std::function<void()> mpi, ibdt;
+  // The persistent rows: the bridge's blocking call of the same arguments,
+  // timed in turn with the other two, so that their ratio is the target's
+  // (docs/mpi.md) within one repetition, whatever the machine's phase.
+  std::function<void()> ibdtBlocking;
 };
 
 // True when every rank received what its peers meant; else rank(s) print
@@ -145,7 +152,8 @@ bool receivedRight(AlltoallCase& c, const char* who, bool skip = false) {
 // (Open MPI 4.1.4's Bruck with different send and receive types at 16
 // ranks, open-mpi/ompi#10488) is skipped with a note; ibdt's must be right.
 bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) {
-  for (auto [call, who] : {std::pair{&c.mpi, "MPI"}, std::pair{&c.ibdt, "ibdt"}}) {
+  for (auto [call, who] : {std::pair{&c.mpi, "MPI"}, std::pair{&c.ibdt, "ibdt"}, std::pair{&c.ibdtBlocking, "ibdt blocking"}}) {
+    if (!*call) continue;
     std::fill(c.recv.begin(), c.recv.end(), 0);
     (*call)();
     const bool mpi = call == &c.mpi;
@@ -160,10 +168,14 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
     PMPI_Allreduce(&mine, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return max;
   };
-  auto [mpi, ibdt] = alternate(warmup, alltoallRepsFor(c.bytes, reps), c.mpi, c.ibdt, perCall);
+  std::vector<std::function<void()>> timedCalls = {c.mpi, c.ibdt};
+  if (c.ibdtBlocking) timedCalls.push_back(c.ibdtBlocking);
+  const std::vector<Summary> timed = alternate(warmup, alltoallRepsFor(c.bytes, reps), timedCalls, perCall);
   if (!receivedRight(c, "ibdt, after the timed calls")) return false;
   if (world.rank == 0) {
-    printLine({{"row", c.row}, {"bytes", c.bytes}, {"mpi", triple(mpi)}, {"ibdt", triple(ibdt)}});
+    nlohmann::json line = {{"row", c.row}, {"bytes", c.bytes}, {"mpi", triple(timed[0])}, {"ibdt", triple(timed[1])}};
+    if (c.ibdtBlocking) line["ibdt blocking"] = triple(timed[2]);
+    printLine(line);
   }
   return true;
 }
@@ -183,8 +195,9 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
 // (and "... vector"): the contiguous (strided) call's persistent form
 // through the bridge (MPI_Start + MPI_Wait: ibdt's persistent plan, what
 // `ibdt-bench alltoall` times natively) against the library's own blocking
-// call, so the preloaded blocking call and the native plan compare in the
-// same processes (ibdt-bench mpi's "preloaded / persistent" note).
+// call, and the bridge's blocking call of the same arguments in turn with
+// both, so the preloaded blocking call and the native plan compare
+// repetition by repetition (ibdt-bench mpi's "preloaded / persistent" note).
 bool runAlltoall(const World& world, const BaselineOptions& options) {
   const int p = world.size;
   for (int64_t bytes : options.sizes) {
@@ -230,9 +243,11 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
         if (k == 5) {
           BRIDGE_ALLTOALL_INIT(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, MPI_INFO_NULL, request);
           c.mpi = [=] { PMPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
+          c.ibdtBlocking = [=] { MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); };
         } else {
           BRIDGE_ALLTOALL_INIT(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, request);
           c.mpi = [=] { PMPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
+          c.ibdtBlocking = [=] { MPI_Alltoall(s, 1, strided, r, ints, MPI_INT, MPI_COMM_WORLD); };
         }
         c.ibdt = [=] {
           MPI_Start(request);
