@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "base/checked_math.h"
-#include "collectives/alltoall_direct_write.h"
+#include "collectives/alltoall_packing.h"
 #include "collectives/shared_runs_plan.h"
 
 namespace ibdt::collectives {
@@ -28,35 +28,9 @@ constexpr int64_t kLine = kSharedLine;
 
 int64_t rowBytes(int p, int64_t bytes) { return roundToSharedLine(p * bytes); }
 
-// How a rank packs its blocks into its row and unpacks what it receives:
-// each rank's own choice (no peer sees its types), so a plan may change it
-// alone (rebindTypes).
-struct Packing {
-  datatype::Segment send;  // p * sendcount x sendtype (in place: the receive side)
-  datatype::Segment recv;  // p * recvcount x recvtype
-  // Our own block, send to receive buffer directly (not through the row:
-  // two copies less); none in place, where it already lies where it belongs.
-  std::optional<datatype::TypedCopy> own;
-  bool sendDense, recvDense;  // blocks back to back, each one dense run: copied with memcpy
-
-  static Result<Packing> of(const AlltoallArgs& args, int p) {
-    const datatype::Datatype& sendtype = args.inPlace ? args.recvtype : args.sendtype;
-    const int64_t sendcount = args.inPlace ? args.recvcount : args.sendcount;
-    IBDT_ASSIGN_OR_RETURN(datatype::Segment send, datatype::Segment::create(sendtype, p * sendcount));
-    IBDT_ASSIGN_OR_RETURN(datatype::Segment recv, datatype::Segment::create(args.recvtype, p * args.recvcount));
-    std::optional<datatype::TypedCopy> own;
-    if (!args.inPlace) {
-      IBDT_ASSIGN_OR_RETURN(datatype::TypedCopy copy, datatype::TypedCopy::create(args.sendtype, args.sendcount,
-                                                                                   args.recvtype, args.recvcount));
-      own.emplace(std::move(copy));
-    }
-    return Packing{std::move(send), std::move(recv), std::move(own), denseBlocks(sendtype), denseBlocks(args.recvtype)};
-  }
-};
-
 class SharedMemoryAlltoall final : public SharedRunsPlan {
  public:
-  SharedMemoryAlltoall(Communicator& comm, const AlltoallArgs& args, Packing packing, SharedRegion segment)
+  SharedMemoryAlltoall(Communicator& comm, const AlltoallArgs& args, AlltoallPacking packing, SharedRegion segment)
       : SharedRunsPlan(comm, std::move(segment), "alltoall (shared-memory)"),
         args_(args),
         packing_(std::move(packing)),
@@ -83,7 +57,7 @@ class SharedMemoryAlltoall final : public SharedRunsPlan {
   void take(int source) override;
 
   AlltoallArgs args_;
-  Packing packing_;
+  AlltoallPacking packing_;
   const int64_t row_;
 };
 
@@ -98,48 +72,22 @@ Status SharedMemoryAlltoall::rebindTypes(const void* sendbuf, int64_t sendcount,
   }
   // The same layouts as now (a program moving its buffers, the MPI bridge's
   // byte sides): only the buffers move, no segment is compiled again.
-  auto same = [](const datatype::Datatype& a, int64_t aCount, const datatype::Datatype& b, int64_t bCount) {
-    return aCount == bCount && a.id() == b.id() && a.version() == b.version();
-  };
-  if (!same(args.sendtype, args.sendcount, args_.sendtype, args_.sendcount) ||
-      !same(args.recvtype, args.recvcount, args_.recvtype, args_.recvcount)) {
-    IBDT_ASSIGN_OR_RETURN(packing_, Packing::of(args, p_));
+  if (!sameAlltoallLayouts(args, args_)) {
+    IBDT_ASSIGN_OR_RETURN(packing_, AlltoallPacking::of(args, p_));
   }
   args_ = std::move(args);
   return Status::ok();
 }
 
-Status SharedMemoryAlltoall::write() {
-  std::byte* mine = row(run(), rank_);
-  const std::byte* from = args_.inPlace ? args_.recvbuf : args_.sendbuf;
-  // The blocks for the peers: before ours and after it.
-  const int64_t b = args_.bytes, ownAt = rank_ * b, total = p_ * b;
-  for (auto [first, last] : {std::pair{int64_t{0}, ownAt}, std::pair{ownAt + b, total}}) {
-    if (first == last) continue;
-    if (packing_.sendDense) {
-      std::memcpy(mine + first, from + first, static_cast<size_t>(last - first));
-    } else {
-      IBDT_RETURN_IF_ERROR(packing_.send.pack(from, first, last, mine + first));
-    }
-  }
-  return Status::ok();
-}
+Status SharedMemoryAlltoall::write() { return packing_.packRow(args_, p_, rank_, row(run(), rank_)); }
 
 void SharedMemoryAlltoall::ownBlock() {
-  const std::optional<datatype::TypedCopy>& own = packing_.own;
-  if (!own.has_value() || own->size() == 0) return;
-  Status copied = own->run(args_.sendBlock(rank_), args_.recvBlock(rank_), 0, own->size());
+  Status copied = packing_.copyOwn(args_, rank_);
   if (!copied.isOk()) fail(std::move(copied.withContext("own block")));
 }
 
 void SharedMemoryAlltoall::take(int source) {
-  const std::byte* block = row(run(), source) + rank_ * args_.bytes;
-  if (args_.bytes == 0) return;
-  if (packing_.recvDense) {
-    std::memcpy(args_.recvBlock(source), block, static_cast<size_t>(args_.bytes));
-    return;
-  }
-  Status status = packing_.recv.unpack(args_.recvbuf, source * args_.bytes, (source + 1) * args_.bytes, block);
+  Status status = packing_.unpackBlock(args_, source, row(run(), source) + rank_ * args_.bytes);
   if (!status.isOk()) fail(std::move(status));
 }
 
@@ -189,7 +137,7 @@ Result<std::unique_ptr<PlanImpl>> makeSharedMemoryAlltoall(Communicator& comm, c
                   "; it needs one node's ranks (use hierarchical across nodes)");
   }
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, segmentBytes, "alltoall (shared-memory)"));
-  IBDT_ASSIGN_OR_RETURN(Packing packing, Packing::of(*checked, p));
+  IBDT_ASSIGN_OR_RETURN(AlltoallPacking packing, AlltoallPacking::of(*checked, p));
   return std::unique_ptr<PlanImpl>(
       std::make_unique<SharedMemoryAlltoall>(comm, *checked, std::move(packing), std::move(segment)));
 }
