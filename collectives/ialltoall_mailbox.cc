@@ -1,0 +1,324 @@
+// The call mailbox of non-blocking alltoalls (see the header).
+//
+// Layout: p control lines (rank r's done counter in the first word of line
+// r), then kPhases phases of p rows. A row is a header line (the call
+// number, written last, then block bytes, signature hash and whether the
+// writer's arguments were refused) and `capacity` bytes of data: the
+// writer's packed block for peer i at i x block bytes (its own slot unused).
+#include "collectives/ialltoall_mailbox.h"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <utility>
+
+#include "base/backoff.h"
+#include "collectives/alltoall_packing.h"
+#include "collectives/plan_impl.h"
+#include "collectives/shared_segment.h"
+
+namespace ibdt::collectives {
+namespace {
+
+constexpr std::string_view kWhat = "ialltoall (mailbox)";
+// Header words after the call number.
+constexpr int kBytesWord = 1, kSignatureWord = 2, kRefusedWord = 3;
+
+std::atomic<uint64_t>& callWord(std::byte* row) { return *reinterpret_cast<std::atomic<uint64_t>*>(row); }
+int64_t* header(std::byte* row) { return reinterpret_cast<int64_t*>(row); }
+
+}  // namespace
+
+// One call in flight: a Plan of its own, reused kCallsInFlight calls later.
+class MailboxCallRun final : public PlanImpl {
+ public:
+  explicit MailboxCallRun(IalltoallMailbox& box)
+      : box_(box), comm_(box.comm()), p_(comm_.size()), rank_(comm_.rank()) {}
+
+  void prepare(uint64_t call, const Result<AlltoallArgs>& checked);
+  uint64_t call() const { return call_; }
+  // The call whose run finished last (0: none yet).
+  uint64_t finishedCall() const { return finishedCall_; }
+
+  Status start() override;
+  Result<PollResult> poll() override;
+  Status block(Deadline deadline) override;
+  // One step of this call alone: writes once it may, copies what arrived;
+  // true when something moved.
+  bool advance();
+  Status outcome() const override { return outcome_; }
+  bool active() const override { return active_; }
+  void abandon() override;
+  std::string_view algorithm() const override { return "ialltoall-mailbox"; }
+
+ private:
+  // The rank this run waits for: one whose done counter holds our write
+  // back, or the next peer whose row is not written; -1: none.
+  int awaited() const;
+  // Writes our row once the phase is free; true once written.
+  bool tryWrite();
+  // Checks `source`'s header against our call and copies our block out.
+  void take(int source);
+  // The awaited rank's liveness (every kSharedWaitsPerCheck empty polls).
+  void checkPeer(int rank);
+  void note(Status status);
+  void complete();
+
+  IalltoallMailbox& box_;
+  Communicator& comm_;
+  const int p_, rank_;
+  uint64_t call_ = 0, finishedCall_ = 0;
+  AlltoallArgs args_;
+  std::optional<AlltoallPacking> packing_;
+  uint64_t signatureHash_ = 0;
+  Status refusal_;
+  Status outcome_;
+  bool active_ = false, written_ = false;
+  int taken_ = 0;  // peers read, in the order rank + 1, rank + 2, ...
+  uint32_t emptyPolls_ = 0;
+};
+
+void MailboxCallRun::prepare(uint64_t call, const Result<AlltoallArgs>& checked) {
+  call_ = call;
+  written_ = false;
+  taken_ = 0;
+  emptyPolls_ = 0;
+  outcome_ = Status::ok();
+  refusal_ = checked.status();
+  if (!refusal_.isOk()) return;
+  const AlltoallArgs& args = *checked;
+  // The same layouts as the last call of this plan: only the buffers move.
+  if (!packing_ || !sameAlltoallLayouts(args, args_)) {
+    packing_.reset();
+    auto packing = AlltoallPacking::of(args, p_);
+    auto signature = datatype::signature(args.inPlace ? args.recvtype : args.sendtype,
+                                         args.inPlace ? args.recvcount : args.sendcount);
+    refusal_ = !packing.isOk() ? packing.status() : signature.status();
+    if (!refusal_.isOk()) return;
+    packing_.emplace(std::move(*packing));
+    signatureHash_ = signature->hash;
+  }
+  args_ = args;
+}
+
+Status MailboxCallRun::start() {
+  active_ = true;
+  if (!box_.broken_.isOk()) {
+    // The ranks no longer agree on the calls: nothing is written or read.
+    outcome_ = box_.broken_;
+    complete();
+    return Status::ok();
+  }
+  tryWrite();
+  return Status::ok();
+}
+
+int MailboxCallRun::awaited() const {
+  if (!written_) {
+    if (call_ <= static_cast<uint64_t>(IalltoallMailbox::kPhases)) return -1;
+    const uint64_t needed = call_ - IalltoallMailbox::kPhases;
+    for (int r = 0; r < p_; ++r) {
+      if (box_.done(r).load(std::memory_order_acquire) < needed) return r;
+    }
+    return -1;
+  }
+  if (taken_ == p_ - 1) return -1;
+  const int source = (rank_ + 1 + taken_) % p_;
+  return callWord(box_.row(call_, source)).load(std::memory_order_acquire) < call_ ? source : -1;
+}
+
+bool MailboxCallRun::tryWrite() {
+  if (written_) return true;
+  if (awaited() >= 0) return false;  // a rank still reads this phase's previous call
+  std::byte* mine = box_.row(call_, rank_);
+  if (refusal_.isOk()) refusal_ = packing_->packRow(args_, p_, rank_, mine + kSharedLine);
+  header(mine)[kBytesWord] = refusal_.isOk() ? args_.bytes : -1;
+  header(mine)[kSignatureWord] = static_cast<int64_t>(signatureHash_);
+  header(mine)[kRefusedWord] = refusal_.isOk() ? 0 : 1;
+  callWord(mine).store(call_, std::memory_order_release);
+  written_ = true;
+  if (!refusal_.isOk()) {  // the peers learn it from the header; we read nothing
+    note(refusal_.withContext(strCat(kWhat, " rank ", rank_, ", call ", call_)));
+    complete();
+    return true;
+  }
+  note(packing_->copyOwn(args_, rank_));
+  return true;
+}
+
+void MailboxCallRun::take(int source) {
+  std::byte* theirs = box_.row(call_, source);
+  const int64_t* words = header(theirs);
+  if (words[kRefusedWord] != 0) {
+    note(makeError(Code::kInvalidArgument, kWhat, " call ", call_, ": rank ", source,
+                   "'s arguments were refused (rank ", source, " says why)"));
+    return;
+  }
+  if (words[kBytesWord] != args_.bytes || static_cast<uint64_t>(words[kSignatureWord]) != signatureHash_) {
+    note(makeError(Code::kInvalidArgument, kWhat, " call ", call_, ": rank ", source, " sends rank ", rank_, " ",
+                   words[kBytesWord], "-byte blocks, rank ", rank_, " expects ", args_.bytes, " bytes",
+                   words[kBytesWord] == args_.bytes ? " of another signature" : ""));
+    return;
+  }
+  note(packing_->unpackBlock(args_, source, theirs + kSharedLine + rank_ * args_.bytes));
+}
+
+void MailboxCallRun::checkPeer(int rank) {
+  if (rank < 0 || ++emptyPolls_ % kSharedWaitsPerCheck != 0) return;
+  Status peerFailed;
+  Status checked = checkSharedPeer(comm_, rank, call_, peerFailed);
+  if (checked.isOk()) checked = peerFailed;
+  if (checked.isOk()) return;
+  box_.broken_ = checked.withContext(strCat(kWhat, " rank ", rank_, ", call ", call_));
+  note(box_.broken_);
+  complete();
+}
+
+Result<PollResult> MailboxCallRun::poll() {
+  // Every call in flight moves, whichever one the program tests or waits
+  // for: a call's write may wait for our earlier calls' reads, and a
+  // peer's for our later calls' writes.
+  const bool moved = box_.advanceAll();
+  PollResult result;
+  result.progressed = moved;
+  result.done = !active_;
+  return result;
+}
+
+bool MailboxCallRun::advance() {
+  PollResult result;
+  if (!active_) return false;
+  if (!written_) {
+    if (!tryWrite()) {
+      checkPeer(awaited());
+      return false;
+    }
+    result.progressed = true;
+  }
+  while (active_ && taken_ < p_ - 1) {
+    const int source = (rank_ + 1 + taken_) % p_;
+    if (callWord(box_.row(call_, source)).load(std::memory_order_acquire) < call_) {
+      checkPeer(source);
+      break;
+    }
+    take(source);
+    ++taken_;
+    emptyPolls_ = 0;
+    result.progressed = true;
+  }
+  if (active_ && taken_ == p_ - 1) complete();
+  return result.progressed;
+}
+
+Status MailboxCallRun::block(Deadline deadline) {
+  Backoff backoff(comm_.context().waitSpins());
+  for (int rank = awaited(); rank >= 0 && active_; rank = awaited()) {
+    // Our other calls move too: a peer may wait for one of their writes or
+    // reads before it can write what this call waits for.
+    if (box_.advanceAll()) return Status::ok();
+    if (backoff.spinning()) {
+      backoff.pause();
+      continue;
+    }
+    checkPeer(rank);
+    if (deadline.expired()) {
+      return makeError(Code::kTimeout, kWhat, " rank ", rank_, ": call ", call_, " waits for rank ", rank,
+                       written_ ? " to write its blocks" : " to finish reading an earlier call");
+    }
+    backoff.pause();
+  }
+  return Status::ok();
+}
+
+void MailboxCallRun::abandon() {
+  if (!active_) return;
+  // The peers may wait for our row or our done counter: later calls fail.
+  if (box_.broken_.isOk()) box_.broken_ = makeError(Code::kState, kWhat, ": call ", call_, " was abandoned");
+  note(box_.broken_);
+  complete();
+}
+
+void MailboxCallRun::note(Status status) {
+  if (outcome_.isOk() && !status.isOk()) outcome_ = std::move(status);
+}
+
+void MailboxCallRun::complete() {
+  active_ = false;
+  finishedCall_ = call_;
+  box_.finished();
+}
+
+IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity)
+    : comm_(comm), segment_(std::move(segment)), capacity_(capacity) {
+  for (int i = 0; i < kCallsInFlight; ++i) {
+    auto run = std::make_unique<MailboxCallRun>(*this);
+    runs_[static_cast<size_t>(i)] = run.get();
+    plans_[static_cast<size_t>(i)] = Plan(std::move(run));
+  }
+}
+
+IalltoallMailbox::~IalltoallMailbox() = default;
+
+Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator& comm, int64_t capacity,
+                                                                   Deadline deadline) {
+  const int p = comm.size();
+  const int64_t rowsPerPhase = int64_t{p};
+  capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / kPhases / rowsPerPhase - kSharedLine);
+  capacity = std::max<int64_t>(0, capacity) / kSharedLine * kSharedLine;
+  // The ranks may ask for different rows: the smallest serves all.
+  const int64_t mine[] = {sharedHostKey(), capacity};
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
+  for (int r = 0; r < p; ++r) {
+    if (everyone[static_cast<size_t>(r) * 2] != mine[0] || comm.nodeCount() != 1) {
+      return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
+    }
+    capacity = std::min(capacity, everyone[static_cast<size_t>(r) * 2 + 1]);
+  }
+  if (capacity <= 0) return makeError(Code::kInvalidArgument, kWhat, ": rows of ", capacity, " bytes");
+  const int64_t bytes = p * kSharedLine + kPhases * p * (kSharedLine + capacity);
+  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat, deadline));
+  return std::shared_ptr<IalltoallMailbox>(new IalltoallMailbox(comm, std::move(segment), capacity));
+}
+
+Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& checked) {
+  if (!broken_.isOk()) return broken_;
+  if (checked.isOk() && checked->bytes * comm_.size() > capacity_) {
+    return makeError(Code::kInvalidArgument, kWhat, ": ", comm_.size(), " blocks of ", checked->bytes,
+                     " bytes do not fit a row of ", capacity_);
+  }
+  const uint64_t call = calls_ + 1;
+  const size_t slot = call % kCallsInFlight;
+  if (runs_[slot]->active()) {
+    return makeError(Code::kResource, kWhat, ": more than ", kCallsInFlight,
+                     " non-blocking alltoalls in flight on one communicator");
+  }
+  calls_ = call;
+  runs_[slot]->prepare(call, checked);
+  return &plans_[slot];
+}
+
+std::byte* IalltoallMailbox::row(uint64_t call, int rank) const {
+  const int p = comm_.size();
+  const auto phase = static_cast<int64_t>(call % kPhases);
+  return reinterpret_cast<std::byte*>(segment_.data()) + p * kSharedLine +
+         (phase * p + rank) * (kSharedLine + capacity_);
+}
+
+std::atomic<uint64_t>& IalltoallMailbox::done(int rank) const { return sharedFlag(segment_, rank); }
+
+bool IalltoallMailbox::advanceAll() {
+  bool moved = false;
+  for (uint64_t call = done_ + 1; call <= calls_; ++call) {
+    MailboxCallRun* run = runs_[call % kCallsInFlight];
+    if (run->call() == call) moved = run->advance() || moved;  // its outcome stays in its plan
+  }
+  return moved;
+}
+
+void IalltoallMailbox::finished() {
+  // Calls finish in any order; the counter says how many did in order.
+  while (runs_[(done_ + 1) % kCallsInFlight]->finishedCall() == done_ + 1) ++done_;
+  done(comm_.rank()).store(done_, std::memory_order_release);
+}
+
+}  // namespace ibdt::collectives

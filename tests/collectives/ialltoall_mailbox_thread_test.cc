@@ -1,0 +1,241 @@
+// The call mailbox of non-blocking alltoalls (collectives/ialltoall_mailbox.h,
+// the MPI bridge's MPI_Ialltoall of small blocks), ranks as threads over
+// the loopback fabric: more calls in flight than the mailbox has phases,
+// completed in different orders on different ranks, by wait and by test,
+// with bytes, strided and in-place blocks, every byte of every call
+// checked; a pair that disagrees and a refused call fail where they should
+// and the next call still runs; the in-flight limit; a dead rank.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "collectives/alltoall_args.h"
+#include "collectives/alltoall_data.h"
+#include "collectives/ialltoall_mailbox.h"
+#include "collectives/world.h"
+#include "support/thread_ranks.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::testing::RankEnv;
+using messaging::testing::runRanks;
+using messaging::testing::soon;
+using testing::AlltoallBuffers;
+using testing::Side;
+
+constexpr int64_t kCapacity = 4096;
+
+std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm) {
+  auto box = IalltoallMailbox::create(comm, kCapacity, soon());
+  EXPECT_TRUE(box.isOk()) << box.status().toString();
+  return box.isOk() ? *box : nullptr;
+}
+
+// One call of the mailbox over `buffers` (in place: over its receive side).
+Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace) {
+  const Side& send = buffers.sendSide();
+  const Side& recv = buffers.recvSide();
+  auto checked = inPlace ? checkAlltoallArgs(box.comm(), kInPlace, 0, recv.type, buffers.recvbuf(), recv.count,
+                                             recv.type)
+                         : checkAlltoallArgs(box.comm(), buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
+                                             recv.count, recv.type);
+  IBDT_ASSIGN_OR_RETURN(Plan * plan, box.next(checked));
+  IBDT_RETURN_IF_ERROR(plan->start());
+  return plan;
+}
+
+// Completes `plan` by test() polling or by wait().
+Status finish(Plan& plan, bool byTest) {
+  if (!byTest) return plan.wait(soon());
+  const Deadline deadline = soon();
+  for (;;) {
+    IBDT_ASSIGN_OR_RETURN(bool done, plan.test());
+    if (done) return plan.wait();
+    if (deadline.expired()) return makeError(Code::kTimeout, "test loop");
+    std::this_thread::yield();
+  }
+}
+
+// Seven calls in flight (the mailbox has four phases, so the later calls'
+// writes wait for the earlier calls' readers), of 0-64-byte, strided and
+// in-place blocks; odd ranks complete them newest first by wait, even
+// ranks oldest first by test; three rounds with new data.
+TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn) {
+  for (int p : {1, 2, 3, 5, 8}) {
+    runRanks(p, {}, [&](RankEnv& env) {
+      auto comm = testing::world(env);
+      ASSERT_NE(comm, nullptr);
+      auto box = mailboxOf(*comm);
+      ASSERT_NE(box, nullptr);
+      const Side strided = testing::vectorSide(2);
+      const Side dense = testing::denseSide(strided.type, 2);
+      struct Shape {
+        Side send, recv;
+        bool inPlace;
+      };
+      const std::vector<Shape> shapes = {{testing::byteSide(8), testing::byteSide(8), false},
+                                         {testing::byteSide(0), testing::byteSide(0), false},
+                                         {strided, dense, false},
+                                         {testing::byteSide(13), testing::byteSide(13), true},
+                                         {testing::byteSide(1), testing::byteSide(1), false},
+                                         {dense, strided, false},
+                                         {testing::byteSide(64), testing::byteSide(64), false}};
+      for (int round = 0; round < 3; ++round) {
+        std::vector<std::unique_ptr<AlltoallBuffers>> buffers;
+        std::vector<Plan*> plans;
+        for (const Shape& shape : shapes) {
+          buffers.push_back(std::make_unique<AlltoallBuffers>(shape.send, shape.recv, p, env.rank));
+          buffers.back()->refill(round);
+          if (shape.inPlace) buffers.back()->loadInPlace();
+          auto plan = startCall(*box, *buffers.back(), shape.inPlace);
+          ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+          plans.push_back(*plan);
+        }
+        const bool odd = env.rank % 2 == 1;
+        for (size_t i = 0; i < plans.size(); ++i) {
+          const size_t k = odd ? plans.size() - 1 - i : i;
+          const Status finished = finish(*plans[k], !odd);
+          ASSERT_TRUE(finished.isOk()) << "p " << p << " rank " << env.rank << " call " << k << ": "
+                                       << finished.toString();
+          EXPECT_EQ(buffers[k]->check(), "") << "p " << p << " rank " << env.rank << " round " << round << " call "
+                                             << k;
+        }
+      }
+    });
+  }
+}
+
+// Rank 1 passes 8-byte blocks where the others pass 16: every pair with
+// rank 1 fails on both of its ranks, naming the peer, the other pairs
+// arrive; the next call, agreed, runs.
+TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextCallRuns) {
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side side = testing::byteSide(env.rank == 1 ? 8 : 16);
+    AlltoallBuffers wrong(side, side, 4, env.rank);
+    auto plan = startCall(*box, wrong, false);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    const Status status = (*plan)->wait(soon());
+    ASSERT_EQ(status.code(), Code::kInvalidArgument) << status.toString();
+    const std::string pair = env.rank == 1 ? "rank 2 sends rank 1" : "rank 1 sends rank " + std::to_string(env.rank);
+    EXPECT_NE(status.toString().find(pair), std::string::npos) << status.toString();
+    if (env.rank != 1) {
+      EXPECT_EQ(wrong.check({1}), "") << "rank " << env.rank;  // the agreeing pairs arrived
+    }
+    const Side agreed = testing::byteSide(16);
+    AlltoallBuffers right(agreed, agreed, 4, env.rank);
+    plan = startCall(*box, right, false);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_TRUE((*plan)->wait(soon()).isOk());
+    EXPECT_EQ(right.check(), "") << "rank " << env.rank;
+  });
+}
+
+// Rank 2's arguments are refused (a negative count): its call fails with
+// why, every other rank's names it; the next call runs. Blocks that do not
+// fit a row are refused by next() before the call is numbered.
+TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side side = testing::byteSide(8);
+    AlltoallBuffers buffers(side, side, 3, env.rank);
+    auto checked = checkAlltoallArgs(*comm, buffers.sendbuf(), env.rank == 2 ? -1 : side.count, side.type,
+                                     buffers.recvbuf(), side.count, side.type);
+    auto plan = box->next(checked);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    ASSERT_TRUE((*plan)->start().isOk());
+    const Status status = (*plan)->wait(soon());
+    ASSERT_FALSE(status.isOk());
+    if (env.rank != 2) {
+      EXPECT_NE(status.toString().find("rank 2's arguments were refused"), std::string::npos) << status.toString();
+    }
+    const Side big = testing::byteSide(kCapacity);
+    AlltoallBuffers tooBig(big, big, 3, env.rank);
+    EXPECT_EQ(box->next(checkAlltoallArgs(*comm, tooBig.sendbuf(), big.count, big.type, tooBig.recvbuf(), big.count,
+                                          big.type))
+                  .status()
+                  .code(),
+              Code::kInvalidArgument);
+    AlltoallBuffers again(side, side, 3, env.rank);
+    auto next = startCall(*box, again, false);
+    ASSERT_TRUE(next.isOk()) << next.status().toString();
+    ASSERT_TRUE((*next)->wait(soon()).isOk());
+    EXPECT_EQ(again.check(), "") << "rank " << env.rank;
+  });
+}
+
+// kCallsInFlight calls started and none completed: the next is refused
+// (kResource, on every rank alike, not numbered); all of them then arrive.
+TEST(IalltoallMailboxThreads, MoreCallsThanTheLimitInFlightAreRefused) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side side = testing::byteSide(24);
+    std::vector<std::unique_ptr<AlltoallBuffers>> buffers;
+    std::vector<Plan*> plans;
+    for (int k = 0; k < IalltoallMailbox::kCallsInFlight; ++k) {
+      buffers.push_back(std::make_unique<AlltoallBuffers>(side, side, 3, env.rank));
+      buffers.back()->refill(k);
+      auto plan = startCall(*box, *buffers.back(), false);
+      ASSERT_TRUE(plan.isOk()) << "call " << k << ": " << plan.status().toString();
+      plans.push_back(*plan);
+    }
+    AlltoallBuffers extra(side, side, 3, env.rank);
+    EXPECT_EQ(startCall(*box, extra, false).status().code(), Code::kResource);
+    for (size_t k = 0; k < plans.size(); ++k) {
+      ASSERT_TRUE(plans[k]->wait(soon()).isOk()) << "call " << k;
+      EXPECT_EQ(buffers[k]->check(), "") << "rank " << env.rank << " call " << k;
+    }
+  });
+}
+
+// A rank dies after the mailbox was made: every survivor's call ends with
+// an error, by wait and by test, not at the deadline; later calls fail too.
+TEST(IalltoallMailboxThreads, ADeadRankFailsEverySurvivor) {
+  for (bool byTest : {false, true}) {
+    constexpr int kRanks = 4, kDead = 3;
+    messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
+    for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+    std::barrier made(kRanks);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < kRanks; ++rank) {
+      threads.emplace_back([&, rank] {
+        auto comm = testing::world(*ranks.contexts[static_cast<size_t>(rank)]);
+        std::shared_ptr<IalltoallMailbox> box = comm ? mailboxOf(*comm) : nullptr;
+        made.arrive_and_wait();
+        if (rank == kDead) {
+          box.reset();
+          comm.reset();
+          messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+          ranks.contexts[static_cast<size_t>(rank)].reset();
+          return;
+        }
+        ASSERT_NE(box, nullptr);
+        const Side side = testing::byteSide(8);
+        AlltoallBuffers buffers(side, side, kRanks, rank);
+        auto plan = startCall(*box, buffers, false);
+        ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+        const Status status = finish(**plan, byTest);
+        ASSERT_FALSE(status.isOk()) << "rank " << rank;
+        EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+        EXPECT_FALSE(startCall(*box, buffers, false).isOk());
+      });
+    }
+    for (auto& thread : threads) thread.join();
+  }
+}
+
+}  // namespace
+}  // namespace ibdt::collectives
