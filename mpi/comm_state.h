@@ -13,6 +13,7 @@
 
 #include "collectives/alltoallv_mailbox.h"
 #include "collectives/checked_alltoallv.h"
+#include "collectives/ialltoall_mailbox.h"
 #include "ibdt/collectives.h"
 #include "ibdt/messaging.h"
 #include "ibdt/status.h"
@@ -36,6 +37,10 @@ struct CommState {
   DirectWritePlans directWritePlans{4};
   // MPI_Ialltoall's plans: every reserved tag of two argument sets (mpi/nonblocking.h).
   AlltoallCache ialltoallPlans{2 * kNonblockingTags};
+  // MPI_Ialltoall's call mailbox on one node (collectives/ialltoall_mailbox.h),
+  // made by the communicator's first MPI_Ialltoall: null if it could not be.
+  std::shared_ptr<collectives::IalltoallMailbox> ialltoallMailbox;
+  bool ialltoallMailboxTried = false;
   // The non-blocking alltoallv's and the staged MPI_Ialltoall's plans (mpi/tagged_plans.h).
   TaggedPlans<AlltoallvCache::Key> ialltoallvPlans;
   TaggedPlans<StagedAlltoallKey> stagedIalltoallPlans;

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "base/log.h"
+#include "collectives/alltoall_args.h"
+#include "collectives/ialltoall_mailbox.h"
 #include "mpi/comm_state.h"
 #include "mpi/staging.h"
 #include "mpi/tagged_plans.h"
@@ -179,11 +181,83 @@ bool startStagedIalltoall(CommState& state, const AlltoallArgs& args, const Stag
   return true;
 }
 
+// The communicator's call mailbox: made by its first MPI_Ialltoall, which
+// every rank makes at the same point of its calls (collective), where the
+// communicator spans one node and the algorithm is auto; else null, alike
+// on every rank. Rows hold the in-place budget (IBDT_ALLTOALLV_INPLACE_BYTES,
+// 1 MiB) over the mailbox's phases: 256 KiB of a rank's blocks per call.
+collectives::IalltoallMailbox* ialltoallMailboxOf(CommState& state) {
+  if (state.ialltoallMailboxTried) return state.ialltoallMailbox.get();
+  state.ialltoallMailboxTried = true;
+  collectives::Communicator& comm = *state.comm;
+  if (state.alltoall.algorithm != collectives::AlltoallAlgorithm::kAuto || comm.nodeCount() != 1 ||
+      comm.size() < 2) {
+    return nullptr;
+  }
+  auto made = collectives::IalltoallMailbox::create(
+      comm, state.alltoallv.inplaceBytes / collectives::IalltoallMailbox::kPhases, Deadline::never());
+  if (made.isOk()) {
+    state.ialltoallMailbox = std::move(*made);
+  } else {
+    IBDT_LOG(kDebug, "mpi: MPI_Ialltoall without its mailbox: ", made.status().toString());
+  }
+  return state.ialltoallMailbox.get();
+}
+
+// Whether this call's blocks fit the mailbox's rows: decided from the
+// block's MPI size, the same on every rank of a correct program, whatever
+// types convert here.
+bool fitsMailbox(const collectives::IalltoallMailbox& box, const AlltoallArgs& args, int p) {
+  int typeSize = 0;
+  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS || args.recvcount < 0) return false;
+  return static_cast<int64_t>(typeSize) * args.recvcount * p <= box.capacity();
+}
+
+// The next mailbox call with this call's arguments, started: the converted
+// types, or a side ibdt has no layout for staged (packed by MPI), so that
+// every rank takes the mailbox whatever its types. False (with `why`) only
+// when a type has no ibdt signature at all: alike on every rank, to MPI.
+bool launchThroughMailbox(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,
+                          Status& status, std::string& why) {
+  collectives::IalltoallMailbox& box = *state.ialltoallMailbox;
+  const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  const int64_t sendcount = inPlace ? args.recvcount : args.sendcount;
+  if (auto types = convertBoth(args); types.isOk()) {
+    auto checked = collectives::checkAlltoallArgs(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
+                                                  sendcount, types->first, args.recvbuf, args.recvcount,
+                                                  types->second);
+    auto plan = box.next(checked);
+    // The plan belongs to the mailbox: the run holds the mailbox, no allocation.
+    status = plan.isOk() ? launch(AlltoallCache::PlanPtr(state.ialltoallMailbox, *plan), nullptr, comm, request)
+                         : plan.status();
+    return true;
+  }
+  struct StagedCall {
+    std::shared_ptr<collectives::IalltoallMailbox> box;
+    StagedAlltoallv staged;
+  };
+  Result<StagedAlltoallv> staged = stageAlltoall(args, state.comm->size());
+  if (!staged.isOk()) {
+    why = staged.status().toString();
+    return false;
+  }
+  auto held = std::make_shared<StagedCall>(StagedCall{state.ialltoallMailbox, std::move(*staged)});
+  const StagedAlltoallv& call = held->staged;
+  auto plan = box.next(collectives::checkAlltoallArgs(*state.comm, call.sendbuf, sendcount, call.sendtype,
+                                                      call.recvbuf, args.recvcount, call.recvtype));
+  StagedAlltoallv* staging = held->staged.staged() ? &held->staged : nullptr;
+  status = plan.isOk() ? launch(AlltoallCache::PlanPtr(held, *plan), staging, comm, request) : plan.status();
+  return true;
+}
+
 }  // namespace
 
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                     std::string& why) {
   *request = MPI_REQUEST_NULL;
+  if (const auto* box = ialltoallMailboxOf(state); box != nullptr && fitsMailbox(*box, args, state.comm->size())) {
+    return launchThroughMailbox(state, args, comm, request, status, why);
+  }
   const uint64_t typesFreed = convertedTypesFreed();
   if (const AlltoallCache::Last* last = state.ialltoallPlans.repeated(args, typesFreed); last != nullptr) {
     AlltoallCache::Key key = last->key;
