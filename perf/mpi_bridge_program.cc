@@ -14,7 +14,8 @@
 //   {"library": "<MPI_Get_library_version>"}
 //   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
 //   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
-//    "MPI_Alltoall self"|"MPI_Alltoall_init"|"MPI_Alltoall_init vector", "bytes": b, "mpi": [...], "ibdt": [...]}
+//    "MPI_Alltoall self"|"MPI_Alltoall_init"|"MPI_Alltoall_init vector"|"MPI_Ialltoall", "bytes": b, "mpi": [...],
+//    "ibdt": [...]}
 //   (the _init rows also "ibdt blocking": [...], the bridge's MPI_Alltoall timed in turn with them)
 // (seconds per pack, or per call of the slowest rank), {"skipped": "<row>, <b> B",
 // "why": ...} when the MPI library's own call delivered wrong data, or
@@ -197,7 +198,8 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
 // `ibdt-bench alltoall` times natively) against the library's own blocking
 // call, and the bridge's blocking call of the same arguments in turn with
 // both, so the preloaded blocking call and the native plan compare
-// repetition by repetition (ibdt-bench mpi's "preloaded / persistent" note).
+// repetition by repetition (ibdt-bench mpi's "preloaded / persistent" note);
+// and "MPI_Ialltoall": the contiguous call started and at once waited for.
 bool runAlltoall(const World& world, const BaselineOptions& options) {
   const int p = world.size;
   for (int64_t bytes : options.sizes) {
@@ -210,9 +212,9 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
     std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
-    std::vector<AlltoallCase> cases(7);
+    std::vector<AlltoallCase> cases(8);
     MPI_Request persistent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // contiguous, vector
-    for (int k = 0; k < 7; ++k) {
+    for (int k = 0; k < 8; ++k) {
       AlltoallCase& c = cases[static_cast<size_t>(k)];
       c.row = k == 0   ? "MPI_Alltoall contig"
               : k == 1 ? "MPI_Alltoall vector"
@@ -220,7 +222,8 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
               : k == 3 ? "MPI_Alltoall self"
               : k == 4 ? "MPI_Alltoallv in place"
               : k == 5 ? "MPI_Alltoall_init"
-                       : "MPI_Alltoall_init vector";
+              : k == 6 ? "MPI_Alltoall_init vector"
+                       : "MPI_Ialltoall";
       c.bytes = bytes;
       c.vector = k == 1 || k == 6;
       c.commSize = k == 3 ? 1 : p;
@@ -252,6 +255,17 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
         c.ibdt = [=] {
           MPI_Start(request);
           MPI_Wait(request, MPI_STATUS_IGNORE);
+        };
+      } else if (k == 7) {
+        c.mpi = [=] {
+          MPI_Request request;
+          PMPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, &request);
+          PMPI_Wait(&request, MPI_STATUS_IGNORE);
+        };
+        c.ibdt = [=] {
+          MPI_Request request;
+          MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, &request);
+          MPI_Wait(&request, MPI_STATUS_IGNORE);
         };
       } else if (k == 4) {
         const int *cn = counts.data(), *dp = displs.data();

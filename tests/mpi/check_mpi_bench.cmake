@@ -1,8 +1,8 @@
 # Runs `ibdt-bench mpi --quick --ranks 2 --json --out DIR` and checks that,
 # for every MPI library ibdt-bench was built with, each pack case has a
 # MPI_Pack row and each quick size (8, 4096 bytes per pair) has its
-# MPI_Alltoall contig / vector / self, MPI_Alltoall_init (contig, vector)
-# and MPI_Alltoallv rows at 2 ranks, every one with positive values on both
+# MPI_Alltoall contig / vector / self, MPI_Alltoall_init (contig, vector),
+# MPI_Ialltoall and MPI_Alltoallv rows at 2 ranks, every one with positive values on both
 # sides, that the "preloaded / persistent" note compares them, and that
 # --out wrote the JSON and the plots. Not a speed test: the bench program checked IBDT_Pack's bytes
 # against PMPI_Pack's and every received byte of both alltoalls, and that
@@ -51,7 +51,7 @@ foreach(library IN LISTS libraries)
     message(FATAL_ERROR "${library}: ${packRows} MPI_Pack rows, expected 9:\n${out}")
   endif()
   foreach(call "MPI_Alltoall contig" "MPI_Alltoall vector" "MPI_Alltoallv" "MPI_Alltoall self" "MPI_Alltoall_init"
-               "MPI_Alltoall_init vector")
+               "MPI_Alltoall_init vector" "MPI_Ialltoall")
     foreach(bytes 8 4096)
       count_rows("${library}" "${call}" ${bytes} n)
       if(NOT n EQUAL 1)
