@@ -80,14 +80,7 @@ Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator&
   capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / 2 - header);
   capacity = capacity / kSharedLine * kSharedLine;
   // The ranks may pass different budgets: the smallest row serves all.
-  const int64_t mine[] = {sharedHostKey(), capacity};
-  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
-  for (int r = 0; r < p; ++r) {
-    if (everyone[static_cast<size_t>(r) * 2] != mine[0] || comm.nodeCount() != 1) {
-      return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
-    }
-    capacity = std::min(capacity, everyone[static_cast<size_t>(r) * 2 + 1]);
-  }
+  IBDT_ASSIGN_OR_RETURN(capacity, agreeOnOneNodeRows(comm, capacity, kWhat, deadline));
   if (capacity <= 0) return std::unique_ptr<AlltoallvMailbox>();
   const int64_t bytes = p * kSharedLine + 2 * p * (header + capacity);
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat, deadline));

@@ -266,14 +266,7 @@ Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator&
   capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / kPhases / rowsPerPhase - kSharedLine);
   capacity = std::max<int64_t>(0, capacity) / kSharedLine * kSharedLine;
   // The ranks may ask for different rows: the smallest serves all.
-  const int64_t mine[] = {sharedHostKey(), capacity};
-  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
-  for (int r = 0; r < p; ++r) {
-    if (everyone[static_cast<size_t>(r) * 2] != mine[0] || comm.nodeCount() != 1) {
-      return makeError(Code::kInvalidArgument, kWhat, ": its ranks span more than one node");
-    }
-    capacity = std::min(capacity, everyone[static_cast<size_t>(r) * 2 + 1]);
-  }
+  IBDT_ASSIGN_OR_RETURN(capacity, agreeOnOneNodeRows(comm, capacity, kWhat, deadline));
   if (capacity <= 0) return makeError(Code::kInvalidArgument, kWhat, ": rows of ", capacity, " bytes");
   const int64_t bytes = p * kSharedLine + kPhases * p * (kSharedLine + capacity);
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat, deadline));

@@ -77,6 +77,18 @@ Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::st
   return segment;
 }
 
+Result<int64_t> agreeOnOneNodeRows(Communicator& comm, int64_t capacity, std::string_view what, Deadline deadline) {
+  const int64_t mine[] = {sharedHostKey(), capacity};
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
+  for (size_t r = 0; r < everyone.size() / 2; ++r) {
+    if (everyone[r * 2] != mine[0] || comm.nodeCount() != 1) {
+      return makeError(Code::kInvalidArgument, what, ": its ranks span more than one node");
+    }
+    capacity = std::min(capacity, everyone[r * 2 + 1]);
+  }
+  return capacity;
+}
+
 Status checkSharedPeer(Communicator& comm, int source, uint64_t run, Status& peerFailed) {
   IBDT_RETURN_IF_ERROR(comm.context().progress());
   if (Status peer = comm.context().peerStatus(comm.contextRank(source)); !peer.isOk()) {

@@ -46,6 +46,12 @@ Result<std::vector<int64_t>> gatherFromEveryone(Communicator& comm, std::span<co
 Result<SharedRegion> mapSharedSegment(Communicator& comm, int64_t bytes, std::string_view what,
                                       Deadline deadline = Deadline::never());
 
+// Collective: the smallest `capacity` any rank asks for, after every rank
+// checked that all of them run on its host (one boot of one host, and the
+// communicator's node map says one node); kInvalidArgument ("`what`: its
+// ranks span more than one node") alike on every rank otherwise.
+Result<int64_t> agreeOnOneNodeRows(Communicator& comm, int64_t capacity, std::string_view what, Deadline deadline);
+
 inline std::atomic<uint64_t>& sharedFlag(const SharedRegion& segment, int rank) {
   return *reinterpret_cast<std::atomic<uint64_t>*>(segment.data() + rank * kSharedLine);
 }

@@ -35,6 +35,19 @@ std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm) {
   return box.isOk() ? *box : nullptr;
 }
 
+// A rank's communicator and its mailbox (null, with a test failure, if
+// either could not be made).
+struct RankMailbox {
+  std::unique_ptr<Communicator> comm;
+  std::shared_ptr<IalltoallMailbox> box;
+};
+
+RankMailbox rankMailbox(RankEnv& env) {
+  RankMailbox made{testing::world(env), nullptr};
+  if (made.comm) made.box = mailboxOf(*made.comm);
+  return made;
+}
+
 // One call of the mailbox over `buffers` (in place: over its receive side).
 Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace) {
   const Side& send = buffers.sendSide();
@@ -46,6 +59,16 @@ Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool in
   IBDT_ASSIGN_OR_RETURN(Plan * plan, box.next(checked));
   IBDT_RETURN_IF_ERROR(plan->start());
   return plan;
+}
+
+// One agreed call over fresh buffers of `side`, started, waited for and
+// checked: "" when every byte arrived.
+std::string runAgreedCall(IalltoallMailbox& box, const Side& side, int rank) {
+  AlltoallBuffers buffers(side, side, box.comm().size(), rank);
+  auto plan = startCall(box, buffers, false);
+  if (!plan.isOk()) return plan.status().toString();
+  if (Status waited = (*plan)->wait(soon()); !waited.isOk()) return waited.toString();
+  return buffers.check();
 }
 
 // Completes `plan` by test() polling or by wait().
@@ -67,9 +90,7 @@ Status finish(Plan& plan, bool byTest) {
 TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn) {
   for (int p : {1, 2, 3, 5, 8}) {
     runRanks(p, {}, [&](RankEnv& env) {
-      auto comm = testing::world(env);
-      ASSERT_NE(comm, nullptr);
-      auto box = mailboxOf(*comm);
+      auto [comm, box] = rankMailbox(env);
       ASSERT_NE(box, nullptr);
       const Side strided = testing::vectorSide(2);
       const Side dense = testing::denseSide(strided.type, 2);
@@ -114,9 +135,7 @@ TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn
 // arrive; the next call, agreed, runs.
 TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextCallRuns) {
   runRanks(4, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(env.rank == 1 ? 8 : 16);
     AlltoallBuffers wrong(side, side, 4, env.rank);
@@ -129,12 +148,7 @@ TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextC
     if (env.rank != 1) {
       EXPECT_EQ(wrong.check({1}), "") << "rank " << env.rank;  // the agreeing pairs arrived
     }
-    const Side agreed = testing::byteSide(16);
-    AlltoallBuffers right(agreed, agreed, 4, env.rank);
-    plan = startCall(*box, right, false);
-    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-    ASSERT_TRUE((*plan)->wait(soon()).isOk());
-    EXPECT_EQ(right.check(), "") << "rank " << env.rank;
+    EXPECT_EQ(runAgreedCall(*box, testing::byteSide(16), env.rank), "") << "rank " << env.rank;
   });
 }
 
@@ -143,9 +157,7 @@ TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextC
 // fit a row are refused by next() before the call is numbered.
 TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
   runRanks(3, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(8);
     AlltoallBuffers buffers(side, side, 3, env.rank);
@@ -166,11 +178,7 @@ TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
                   .status()
                   .code(),
               Code::kInvalidArgument);
-    AlltoallBuffers again(side, side, 3, env.rank);
-    auto next = startCall(*box, again, false);
-    ASSERT_TRUE(next.isOk()) << next.status().toString();
-    ASSERT_TRUE((*next)->wait(soon()).isOk());
-    EXPECT_EQ(again.check(), "") << "rank " << env.rank;
+    EXPECT_EQ(runAgreedCall(*box, side, env.rank), "") << "rank " << env.rank;
   });
 }
 
@@ -178,9 +186,7 @@ TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
 // (kResource, on every rank alike, not numbered); all of them then arrive.
 TEST(IalltoallMailboxThreads, MoreCallsThanTheLimitInFlightAreRefused) {
   runRanks(3, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(24);
     std::vector<std::unique_ptr<AlltoallBuffers>> buffers;
