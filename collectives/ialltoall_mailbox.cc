@@ -29,13 +29,17 @@ int64_t* header(std::byte* row) { return reinterpret_cast<int64_t*>(row); }
 
 }  // namespace
 
-// One call in flight: a Plan of its own, reused kCallsInFlight calls later.
+// One call in flight: a Plan of its own, reused by a later call once the
+// plan's holder saw it done.
 class MailboxCallRun final : public PlanImpl {
  public:
   explicit MailboxCallRun(IalltoallMailbox& box)
       : box_(box), comm_(box.comm()), p_(comm_.size()), rank_(comm_.rank()) {}
 
   void prepare(uint64_t call, const Result<AlltoallArgs>& checked);
+  // The Plan that owns this run (the mailbox hands it out).
+  void setPlan(Plan* plan) { plan_ = plan; }
+  Plan* plan() const { return plan_; }
   uint64_t call() const { return call_; }
   // The call whose run finished last (0: none yet).
   uint64_t finishedCall() const { return finishedCall_; }
@@ -65,6 +69,7 @@ class MailboxCallRun final : public PlanImpl {
   void complete();
 
   IalltoallMailbox& box_;
+  Plan* plan_ = nullptr;
   Communicator& comm_;
   const int p_, rank_;
   uint64_t call_ = 0, finishedCall_ = 0;
@@ -73,7 +78,11 @@ class MailboxCallRun final : public PlanImpl {
   uint64_t signatureHash_ = 0;
   Status refusal_;
   Status outcome_;
-  bool active_ = false, written_ = false;
+  bool running_ = false, written_ = false;
+  // Active for the Plan until its own test or wait saw it done: a run
+  // finished by another call's poll keeps its slot until then, so a holder
+  // of the Plan never sees a later call in it.
+  bool active_ = false;
   int taken_ = 0;  // peers read, in the order rank + 1, rank + 2, ...
   uint32_t emptyPolls_ = 0;
 };
@@ -102,7 +111,7 @@ void MailboxCallRun::prepare(uint64_t call, const Result<AlltoallArgs>& checked)
 }
 
 Status MailboxCallRun::start() {
-  active_ = true;
+  running_ = active_ = true;
   if (!box_.broken_.isOk()) {
     // The ranks no longer agree on the calls: nothing is written or read.
     outcome_ = box_.broken_;
@@ -181,13 +190,17 @@ Result<PollResult> MailboxCallRun::poll() {
   const bool moved = box_.advanceAll();
   PollResult result;
   result.progressed = moved;
-  result.done = !active_;
+  result.done = !running_;
+  if (!running_ && active_) {
+    active_ = false;
+    box_.released(this);
+  }
   return result;
 }
 
 bool MailboxCallRun::advance() {
   PollResult result;
-  if (!active_) return false;
+  if (!running_) return false;
   if (!written_) {
     if (!tryWrite()) {
       checkPeer(awaited());
@@ -195,7 +208,7 @@ bool MailboxCallRun::advance() {
     }
     result.progressed = true;
   }
-  while (active_ && taken_ < p_ - 1) {
+  while (running_ && taken_ < p_ - 1) {
     const int source = (rank_ + 1 + taken_) % p_;
     if (callWord(box_.row(call_, source)).load(std::memory_order_acquire) < call_) {
       checkPeer(source);
@@ -206,13 +219,13 @@ bool MailboxCallRun::advance() {
     emptyPolls_ = 0;
     result.progressed = true;
   }
-  if (active_ && taken_ == p_ - 1) complete();
+  if (running_ && taken_ == p_ - 1) complete();
   return result.progressed;
 }
 
 Status MailboxCallRun::block(Deadline deadline) {
   Backoff backoff(comm_.context().waitSpins());
-  for (int rank = awaited(); rank >= 0 && active_; rank = awaited()) {
+  for (int rank = awaited(); rank >= 0 && running_; rank = awaited()) {
     // Our other calls move too: a peer may wait for one of their writes or
     // reads before it can write what this call waits for.
     if (box_.advanceAll()) return Status::ok();
@@ -231,7 +244,9 @@ Status MailboxCallRun::block(Deadline deadline) {
 }
 
 void MailboxCallRun::abandon() {
-  if (!active_) return;
+  if (active_ && !box_.closing_) box_.released(this);
+  active_ = false;
+  if (!running_) return;
   // The peers may wait for our row or our done counter: later calls fail.
   if (box_.broken_.isOk()) box_.broken_ = makeError(Code::kState, kWhat, ": call ", call_, " was abandoned");
   note(box_.broken_);
@@ -243,21 +258,19 @@ void MailboxCallRun::note(Status status) {
 }
 
 void MailboxCallRun::complete() {
-  active_ = false;
+  running_ = false;
   finishedCall_ = call_;
-  box_.finished();
+  if (!box_.closing_) box_.finished(call_);
 }
 
 IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity)
-    : comm_(comm), segment_(std::move(segment)), capacity_(capacity) {
-  for (int i = 0; i < kCallsInFlight; ++i) {
-    auto run = std::make_unique<MailboxCallRun>(*this);
-    runs_[static_cast<size_t>(i)] = run.get();
-    plans_[static_cast<size_t>(i)] = Plan(std::move(run));
-  }
-}
+    : comm_(comm), segment_(std::move(segment)), capacity_(capacity) {}
 
-IalltoallMailbox::~IalltoallMailbox() = default;
+IalltoallMailbox::~IalltoallMailbox() {
+  // Runs still going are abandoned as their plans go: no done counter moves.
+  closing_ = true;
+  plans_.clear();
+}
 
 Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator& comm, int64_t capacity,
                                                                    Deadline deadline) {
@@ -279,15 +292,19 @@ Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& checked) {
     return makeError(Code::kInvalidArgument, kWhat, ": ", comm_.size(), " blocks of ", checked->bytes,
                      " bytes do not fit a row of ", capacity_);
   }
-  const uint64_t call = calls_ + 1;
-  const size_t slot = call % kCallsInFlight;
-  if (runs_[slot]->active()) {
-    return makeError(Code::kResource, kWhat, ": more than ", kCallsInFlight,
-                     " non-blocking alltoalls in flight on one communicator");
+  if (idle_.empty()) {
+    auto run = std::make_unique<MailboxCallRun>(*this);
+    MailboxCallRun* made = run.get();
+    plans_.push_back(std::make_unique<Plan>(std::move(run)));
+    made->setPlan(plans_.back().get());
+    idle_.push_back(made);
   }
-  calls_ = call;
-  runs_[slot]->prepare(call, checked);
-  return &plans_[slot];
+  MailboxCallRun* run = idle_.back();
+  idle_.pop_back();
+  const uint64_t call = ++calls_;
+  run->prepare(call, checked);
+  reading_.emplace(call, run);
+  return run->plan();
 }
 
 std::byte* IalltoallMailbox::row(uint64_t call, int rank) const {
@@ -301,16 +318,19 @@ std::atomic<uint64_t>& IalltoallMailbox::done(int rank) const { return sharedFla
 
 bool IalltoallMailbox::advanceAll() {
   bool moved = false;
-  for (uint64_t call = done_ + 1; call <= calls_; ++call) {
-    MailboxCallRun* run = runs_[call % kCallsInFlight];
-    if (run->call() == call) moved = run->advance() || moved;  // its outcome stays in its plan
+  // A run that finishes leaves reading_: walk by call number.
+  for (auto it = reading_.begin(); it != reading_.end();) {
+    const uint64_t call = it->first;
+    moved = it->second->advance() || moved;
+    it = reading_.upper_bound(call);
   }
   return moved;
 }
 
-void IalltoallMailbox::finished() {
+void IalltoallMailbox::finished(uint64_t call) {
   // Calls finish in any order; the counter says how many did in order.
-  while (runs_[(done_ + 1) % kCallsInFlight]->finishedCall() == done_ + 1) ++done_;
+  reading_.erase(call);
+  done_ = reading_.empty() ? calls_ : reading_.begin()->first - 1;
   done(comm_.rank()).store(done_, std::memory_order_release);
 }
 

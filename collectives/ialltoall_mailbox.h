@@ -16,14 +16,16 @@
 // has read completely, counted in order) reached k - kPhases, so no row is
 // overwritten while someone still reads it. Until then the write waits in
 // the run's test or wait, never in the start: starting a call never blocks,
-// as MPI_Ialltoall must not. Each call in flight has a Plan of its own, up
-// to kCallsInFlight per rank.
+// as MPI_Ialltoall must not. Each call in flight has a Plan of its own
+// (kept for later calls once its holder saw it done), as many as the
+// program keeps in flight.
 #pragma once
 
-#include <array>
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "base/shared_region.h"
 #include "collectives/alltoall_args.h"
@@ -36,7 +38,6 @@ class MailboxCallRun;
 class IalltoallMailbox {
  public:
   static constexpr int kPhases = 4;
-  static constexpr int kCallsInFlight = 16;
 
   // Collective over `comm` (one node, more than one rank): rows of
   // `capacity` bytes of data (rounded down to a cache line; the ranks'
@@ -50,10 +51,10 @@ class IalltoallMailbox {
   Communicator& comm() const { return comm_; }
 
   // The plan of this rank's next call, prepared with `checked`, ready to
-  // start. A refused `checked` still takes its number, and its run tells
-  // every peer (their calls fail, naming this rank). kResource when this
-  // rank has kCallsInFlight calls in flight; kInvalidArgument when the
-  // blocks do not fit (callers check capacity() first, alike on every rank).
+  // start (once: the plan is the mailbox's, valid while it lives). A refused
+  // `checked` still takes its number, and its run tells every peer (their
+  // calls fail, naming this rank). kInvalidArgument when the blocks do not
+  // fit (callers check capacity() first, alike on every rank).
   Result<Plan*> next(const Result<AlltoallArgs>& checked);
 
  private:
@@ -64,8 +65,11 @@ class IalltoallMailbox {
   std::byte* row(uint64_t call, int rank) const;
   // Rank `rank`'s done counter (its control line's first word).
   std::atomic<uint64_t>& done(int rank) const;
-  // A run finished: our done counter advances over the calls finished in order.
-  void finished();
+  // The run of `call` finished its reads: our done counter advances over
+  // the calls finished in order.
+  void finished(uint64_t call);
+  // The run's holder saw it done: its plan may serve a later call.
+  void released(MailboxCallRun* run) { idle_.push_back(run); }
   // One step of every call in flight on this rank; true when one moved.
   bool advanceAll();
 
@@ -74,9 +78,11 @@ class IalltoallMailbox {
   const int64_t capacity_;
   uint64_t calls_ = 0;  // calls numbered so far
   uint64_t done_ = 0;   // calls finished in order (published in our done counter)
-  std::array<Plan, kCallsInFlight> plans_;
-  std::array<MailboxCallRun*, kCallsInFlight> runs_{};
+  std::vector<std::unique_ptr<Plan>> plans_;     // every run made so far
+  std::vector<MailboxCallRun*> idle_;             // their runs free for a next call
+  std::map<uint64_t, MailboxCallRun*> reading_;  // numbered calls whose reads are not finished
   Status broken_;  // a run lost a peer: later calls fail with it
+  bool closing_ = false;
 };
 
 }  // namespace ibdt::collectives

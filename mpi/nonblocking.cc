@@ -80,8 +80,9 @@ int32_t nextTag(CommState& state) { return tagOf(nextSlot(state)); }
 
 // Packs what `staging` stages (if any), starts `plan` and hands both to a
 // new generalized request.
-Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv* staging, MPI_Comm comm, MPI_Request* request) {
-  if (staging != nullptr) IBDT_RETURN_IF_ERROR(staging->before(comm));
+Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv* staging, MPI_Comm comm, MPI_Request* request,
+              bool packed = false) {
+  if (staging != nullptr && !packed) IBDT_RETURN_IF_ERROR(staging->before(comm));
   IBDT_RETURN_IF_ERROR(plan->start());
   std::unique_ptr<NonblockingRun> run = newRun();
   run->plan = std::move(plan);
@@ -242,11 +243,16 @@ bool launchThroughMailbox(CommState& state, const AlltoallArgs& args, MPI_Comm c
     return false;
   }
   auto held = std::make_shared<StagedCall>(StagedCall{state.ialltoallMailbox, std::move(*staged)});
-  const StagedAlltoallv& call = held->staged;
-  auto plan = box.next(collectives::checkAlltoallArgs(*state.comm, call.sendbuf, sendcount, call.sendtype,
-                                                      call.recvbuf, args.recvcount, call.recvtype));
-  StagedAlltoallv* staging = held->staged.staged() ? &held->staged : nullptr;
-  status = plan.isOk() ? launch(AlltoallCache::PlanPtr(held, *plan), staging, comm, request) : plan.status();
+  StagedAlltoallv& call = held->staged;
+  // Packed before the call takes its number: a failed pack still runs the
+  // call, refused, so that the peers learn it instead of waiting.
+  Status packed = call.before(comm);
+  auto checked = packed.isOk() ? collectives::checkAlltoallArgs(*state.comm, call.sendbuf, sendcount, call.sendtype,
+                                                                call.recvbuf, args.recvcount, call.recvtype)
+                               : Result<collectives::AlltoallArgs>(packed);
+  auto plan = box.next(checked);
+  StagedAlltoallv* staging = call.staged() && packed.isOk() ? &call : nullptr;
+  status = plan.isOk() ? launch(AlltoallCache::PlanPtr(held, *plan), staging, comm, request, true) : plan.status();
   return true;
 }
 

@@ -4,9 +4,10 @@
 // completed in different orders on different ranks, by wait and by test,
 // with bytes, strided and in-place blocks, every byte of every call
 // checked; a pair that disagrees and a refused call fail where they should
-// and the next call still runs; the in-flight limit; a dead rank.
+// and the next call still runs; forty calls in flight; a dead rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <barrier>
 #include <memory>
 #include <thread>
@@ -182,27 +183,33 @@ TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
   });
 }
 
-// kCallsInFlight calls started and none completed: the next is refused
-// (kResource, on every rank alike, not numbered); all of them then arrive.
-TEST(IalltoallMailboxThreads, MoreCallsThanTheLimitInFlightAreRefused) {
+// Forty calls started before any is waited for (ten times the phases: the
+// later calls' writes wait in the earlier calls' tests), then waited for
+// newest first; a second round reuses their plans; every byte of every call.
+TEST(IalltoallMailboxThreads, ManyCallsInFlightAllArriveAndTheirPlansServeLaterCalls) {
   runRanks(3, {}, [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(24);
-    std::vector<std::unique_ptr<AlltoallBuffers>> buffers;
-    std::vector<Plan*> plans;
-    for (int k = 0; k < IalltoallMailbox::kCallsInFlight; ++k) {
-      buffers.push_back(std::make_unique<AlltoallBuffers>(side, side, 3, env.rank));
-      buffers.back()->refill(k);
-      auto plan = startCall(*box, *buffers.back(), false);
-      ASSERT_TRUE(plan.isOk()) << "call " << k << ": " << plan.status().toString();
-      plans.push_back(*plan);
-    }
-    AlltoallBuffers extra(side, side, 3, env.rank);
-    EXPECT_EQ(startCall(*box, extra, false).status().code(), Code::kResource);
-    for (size_t k = 0; k < plans.size(); ++k) {
-      ASSERT_TRUE(plans[k]->wait(soon()).isOk()) << "call " << k;
-      EXPECT_EQ(buffers[k]->check(), "") << "rank " << env.rank << " call " << k;
+    std::vector<Plan*> firstRound;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::unique_ptr<AlltoallBuffers>> buffers;
+      std::vector<Plan*> plans;
+      for (int k = 0; k < 40; ++k) {
+        buffers.push_back(std::make_unique<AlltoallBuffers>(side, side, 3, env.rank));
+        buffers.back()->refill(k + round);
+        auto plan = startCall(*box, *buffers.back(), false);
+        ASSERT_TRUE(plan.isOk()) << "call " << k << ": " << plan.status().toString();
+        if (round == 1) {
+          EXPECT_NE(std::find(firstRound.begin(), firstRound.end(), *plan), firstRound.end()) << "a new plan";
+        }
+        plans.push_back(*plan);
+      }
+      for (size_t k = plans.size(); k-- > 0;) {
+        ASSERT_TRUE(plans[k]->wait(soon()).isOk()) << "call " << k;
+        EXPECT_EQ(buffers[k]->check(), "") << "rank " << env.rank << " call " << k;
+      }
+      if (round == 0) firstRound = plans;
     }
   });
 }
