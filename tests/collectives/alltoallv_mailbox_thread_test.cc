@@ -247,36 +247,29 @@ TEST(Mailbox, RefusalsAndMismatchesEndTheCallNotTheMailbox) {
 // with an error naming it, not the deadline, and the mailbox stays broken.
 TEST(Mailbox, ADeadRankFailsEverySurvivor) {
   constexpr int kRanks = 4, kDead = 2;
-  messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
-  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
-  std::barrier made(kRanks);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < kRanks; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto comm = Communicator::create(*ranks.contexts[static_cast<size_t>(rank)]);
-      ASSERT_TRUE(comm.isOk());
-      auto mailbox = AlltoallvMailbox::create(**comm, int64_t{1} << 20);
-      made.arrive_and_wait();
-      ASSERT_TRUE(mailbox.isOk() && *mailbox != nullptr);
-      if (rank == kDead) {
-        messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
-        mailbox->reset();
-        comm->reset();
-        ranks.contexts[static_cast<size_t>(rank)].reset();
-        return;
-      }
-      const Side bytes = testing::byteSide(1);
-      AlltoallvBuffers buffers(testing::countMatrix(Spread::kRandom, kRanks, 5, 100), bytes, bytes, rank, 5);
-      MailboxCall call = prepared(**comm, buffers, bytes, bytes);
-      Status outcome;
-      auto ran = (*mailbox)->run(call, Deadline::after(std::chrono::seconds(60)), outcome);
-      ASSERT_FALSE(ran.isOk()) << "rank " << rank;
-      EXPECT_NE(ran.status().code(), Code::kTimeout) << ran.status().toString();
-      EXPECT_NE(ran.status().toString().find("rank 2"), std::string::npos) << ran.status().toString();
-      EXPECT_FALSE((*mailbox)->run(call, soon(), outcome).isOk());
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  messaging::testing::runRanksThatMayDie(kRanks, [&](messaging::testing::Ranks& ranks, int rank, std::barrier<>& made) {
+    auto comm = Communicator::create(*ranks.contexts[static_cast<size_t>(rank)]);
+    ASSERT_TRUE(comm.isOk());
+    auto mailbox = AlltoallvMailbox::create(**comm, int64_t{1} << 20);
+    made.arrive_and_wait();
+    ASSERT_TRUE(mailbox.isOk() && *mailbox != nullptr);
+    if (rank == kDead) {
+      messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+      mailbox->reset();
+      comm->reset();
+      ranks.contexts[static_cast<size_t>(rank)].reset();
+      return;
+    }
+    const Side bytes = testing::byteSide(1);
+    AlltoallvBuffers buffers(testing::countMatrix(Spread::kRandom, kRanks, 5, 100), bytes, bytes, rank, 5);
+    MailboxCall call = prepared(**comm, buffers, bytes, bytes);
+    Status outcome;
+    auto ran = (*mailbox)->run(call, Deadline::after(std::chrono::seconds(60)), outcome);
+    ASSERT_FALSE(ran.isOk()) << "rank " << rank;
+    EXPECT_NE(ran.status().code(), Code::kTimeout) << ran.status().toString();
+    EXPECT_NE(ran.status().toString().find("rank 2"), std::string::npos) << ran.status().toString();
+    EXPECT_FALSE((*mailbox)->run(call, soon(), outcome).isOk());
+  });
 }
 
 }  // namespace

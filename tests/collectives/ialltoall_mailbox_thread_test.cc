@@ -53,10 +53,10 @@ RankMailbox rankMailbox(RankEnv& env) {
 Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace) {
   const Side& send = buffers.sendSide();
   const Side& recv = buffers.recvSide();
-  auto checked = inPlace ? checkAlltoallArgs(box.comm(), kInPlace, 0, recv.type, buffers.recvbuf(), recv.count,
-                                             recv.type)
-                         : checkAlltoallArgs(box.comm(), buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
-                                             recv.count, recv.type);
+  auto checked = inPlace
+                     ? checkAlltoallArgs(box.comm(), kInPlace, 0, recv.type, buffers.recvbuf(), recv.count, recv.type)
+                     : checkAlltoallArgs(box.comm(), buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
+                                         recv.count, recv.type);
   IBDT_ASSIGN_OR_RETURN(Plan * plan, box.next(checked));
   IBDT_RETURN_IF_ERROR(plan->start());
   return plan;
@@ -123,8 +123,8 @@ TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn
           const Status finished = finish(*plans[k], !odd);
           ASSERT_TRUE(finished.isOk()) << "p " << p << " rank " << env.rank << " call " << k << ": "
                                        << finished.toString();
-          EXPECT_EQ(buffers[k]->check(), "") << "p " << p << " rank " << env.rank << " round " << round << " call "
-                                             << k;
+          EXPECT_EQ(buffers[k]->check(), "")
+              << "p " << p << " rank " << env.rank << " round " << round << " call " << k;
         }
       }
     });
@@ -219,34 +219,28 @@ TEST(IalltoallMailboxThreads, ManyCallsInFlightAllArriveAndTheirPlansServeLaterC
 TEST(IalltoallMailboxThreads, ADeadRankFailsEverySurvivor) {
   for (bool byTest : {false, true}) {
     constexpr int kRanks = 4, kDead = 3;
-    messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
-    for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
-    std::barrier made(kRanks);
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < kRanks; ++rank) {
-      threads.emplace_back([&, rank] {
-        auto comm = testing::world(*ranks.contexts[static_cast<size_t>(rank)]);
-        std::shared_ptr<IalltoallMailbox> box = comm ? mailboxOf(*comm) : nullptr;
-        made.arrive_and_wait();
-        if (rank == kDead) {
-          box.reset();
-          comm.reset();
-          messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
-          ranks.contexts[static_cast<size_t>(rank)].reset();
-          return;
-        }
-        ASSERT_NE(box, nullptr);
-        const Side side = testing::byteSide(8);
-        AlltoallBuffers buffers(side, side, kRanks, rank);
-        auto plan = startCall(*box, buffers, false);
-        ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-        const Status status = finish(**plan, byTest);
-        ASSERT_FALSE(status.isOk()) << "rank " << rank;
-        EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
-        EXPECT_FALSE(startCall(*box, buffers, false).isOk());
-      });
-    }
-    for (auto& thread : threads) thread.join();
+    messaging::testing::runRanksThatMayDie(
+        kRanks, [&](messaging::testing::Ranks& ranks, int rank, std::barrier<>& made) {
+          auto comm = testing::world(*ranks.contexts[static_cast<size_t>(rank)]);
+          std::shared_ptr<IalltoallMailbox> box = comm ? mailboxOf(*comm) : nullptr;
+          made.arrive_and_wait();
+          if (rank == kDead) {
+            box.reset();
+            comm.reset();
+            messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+            ranks.contexts[static_cast<size_t>(rank)].reset();
+            return;
+          }
+          ASSERT_NE(box, nullptr);
+          const Side side = testing::byteSide(8);
+          AlltoallBuffers buffers(side, side, kRanks, rank);
+          auto plan = startCall(*box, buffers, false);
+          ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+          const Status status = finish(**plan, byTest);
+          ASSERT_FALSE(status.isOk()) << "rank " << rank;
+          EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+          EXPECT_FALSE(startCall(*box, buffers, false).isOk());
+        });
   }
 }
 

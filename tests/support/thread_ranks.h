@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -89,6 +90,20 @@ inline Ranks createRanks(int size, const Options& options, bool sharedReceives =
   }
   for (auto& thread : threads) thread.join();
   return ranks;
+}
+
+// Runs body(ranks, rank, meet) on a thread per rank of createRanks(size),
+// for tests in which a rank dies (killLoopbackDomain, then its Context
+// reset): `meet` is a barrier of every rank, which a dying rank may drop.
+inline void runRanksThatMayDie(int size, const std::function<void(Ranks&, int, std::barrier<>&)>& body) {
+  Ranks ranks = createRanks(size, {});
+  for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
+  std::barrier meet(size);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) {
+    threads.emplace_back([&, rank] { body(ranks, rank, meet); });
+  }
+  for (auto& thread : threads) thread.join();
 }
 
 // Drives two ranks' requests from one thread until both completed (a lazy
