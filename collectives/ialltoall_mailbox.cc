@@ -1,7 +1,7 @@
 // The call mailbox of non-blocking alltoalls (see the header).
 //
 // Layout: p control lines (rank r's done counter in the first word of line
-// r), then kPhases phases of p rows. A row is a header line (the call
+// r, whether its mailbox broke in the second), then kPhases phases of p rows. A row is a header line (the call
 // number, written last, then block bytes, signature hash and whether the
 // writer's arguments were refused) and `capacity` bytes of data: the
 // writer's packed block for peer i at i x block bytes (its own slot unused).
@@ -23,6 +23,8 @@ namespace {
 constexpr std::string_view kWhat = "ialltoall (mailbox)";
 // Header words after the call number.
 constexpr int kBytesWord = 1, kSignatureWord = 2, kRefusedWord = 3;
+// The control line's words: the done counter, then whether the rank's mailbox broke.
+constexpr int kBrokenWord = 1;
 
 std::atomic<uint64_t>& callWord(std::byte* row) { return *reinterpret_cast<std::atomic<uint64_t>*>(row); }
 int64_t* header(std::byte* row) { return reinterpret_cast<int64_t*>(row); }
@@ -67,6 +69,10 @@ class MailboxCallRun final : public PlanImpl {
   void checkPeer(int rank);
   void note(Status status);
   void complete();
+ public:
+  // Ends the run with `status` (nothing more is written or read).
+  void fail(const Status& status);
+ private:
 
   IalltoallMailbox& box_;
   Plan* plan_ = nullptr;
@@ -119,6 +125,9 @@ Status MailboxCallRun::start() {
     return Status::ok();
   }
   tryWrite();
+  // Our earlier calls move too: a program may start calls and then block
+  // in some other MPI call, where nothing of ours runs.
+  (void)box_.advanceAll();
   return Status::ok();
 }
 
@@ -177,9 +186,15 @@ void MailboxCallRun::checkPeer(int rank) {
   Status peerFailed;
   Status checked = checkSharedPeer(comm_, rank, call_, peerFailed);
   if (checked.isOk()) checked = peerFailed;
-  if (checked.isOk()) return;
-  box_.broken_ = checked.withContext(strCat(kWhat, " rank ", rank_, ", call ", call_));
-  note(box_.broken_);
+  if (checked.isOk() && box_.brokenAt(rank)) {  // alive, but it writes and reads no more calls
+    checked = makeError(Code::kPeerFailed, "rank ", rank, "'s mailbox broke (a peer of it failed)");
+  }
+  if (!checked.isOk()) box_.breakDown(checked.withContext(strCat(kWhat, " rank ", rank_, ", call ", call_)));
+}
+
+void MailboxCallRun::fail(const Status& status) {
+  if (!running_) return;
+  note(status);
   complete();
 }
 
@@ -247,10 +262,9 @@ void MailboxCallRun::abandon() {
   if (active_ && !box_.closing_) box_.released(this);
   active_ = false;
   if (!running_) return;
-  // The peers may wait for our row or our done counter: later calls fail.
-  if (box_.broken_.isOk()) box_.broken_ = makeError(Code::kState, kWhat, ": call ", call_, " was abandoned");
-  note(box_.broken_);
-  complete();
+  // The peers may wait for our row or our done counter: every call fails.
+  box_.breakDown(makeError(Code::kState, kWhat, ": call ", call_, " was abandoned"));
+  fail(box_.broken_);
 }
 
 void MailboxCallRun::note(Status status) {
@@ -286,11 +300,14 @@ Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator&
   return std::shared_ptr<IalltoallMailbox>(new IalltoallMailbox(comm, std::move(segment), capacity));
 }
 
-Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& checked) {
+Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& given) {
   if (!broken_.isOk()) return broken_;
+  // Blocks that do not fit still take their number, refused: the peers
+  // learn it from the header instead of meeting this rank a call behind.
+  Result<AlltoallArgs> checked = given;
   if (checked.isOk() && checked->bytes * comm_.size() > capacity_) {
-    return makeError(Code::kInvalidArgument, kWhat, ": ", comm_.size(), " blocks of ", checked->bytes,
-                     " bytes do not fit a row of ", capacity_);
+    checked = makeError(Code::kInvalidArgument, kWhat, ": ", comm_.size(), " blocks of ", checked->bytes,
+                        " bytes do not fit a row of ", capacity_);
   }
   if (idle_.empty()) {
     auto run = std::make_unique<MailboxCallRun>(*this);
@@ -325,6 +342,24 @@ bool IalltoallMailbox::advanceAll() {
     it = reading_.upper_bound(call);
   }
   return moved;
+}
+
+bool IalltoallMailbox::brokenAt(int rank) const {
+  return reinterpret_cast<const std::atomic<uint64_t>*>(segment_.data() + rank * kSharedLine)[kBrokenWord].load(
+             std::memory_order_acquire) != 0;
+}
+
+void IalltoallMailbox::breakDown(Status cause) {
+  if (broken_.isOk()) {
+    broken_ = std::move(cause);
+    // Peers that wait for our rows or reads learn it here, not by a timeout.
+    reinterpret_cast<std::atomic<uint64_t>*>(segment_.data() + comm_.rank() * kSharedLine)[kBrokenWord].store(
+        1, std::memory_order_release);
+  }
+  // Every call still reading fails: none will see all its rows.
+  std::vector<MailboxCallRun*> runs;
+  for (const auto& [call, run] : reading_) runs.push_back(run);
+  for (MailboxCallRun* run : runs) run->fail(broken_);
 }
 
 void IalltoallMailbox::finished(uint64_t call) {

@@ -53,8 +53,9 @@ class IalltoallMailbox {
   // The plan of this rank's next call, prepared with `checked`, ready to
   // start (once: the plan is the mailbox's, valid while it lives). A refused
   // `checked` still takes its number, and its run tells every peer (their
-  // calls fail, naming this rank). kInvalidArgument when the blocks do not
-  // fit (callers check capacity() first, alike on every rank).
+  // calls fail, naming this rank), and so do blocks that do not fit
+  // (callers check capacity() first, alike on every rank). The mailbox's
+  // own error once it broke.
   Result<Plan*> next(const Result<AlltoallArgs>& checked);
 
  private:
@@ -72,6 +73,11 @@ class IalltoallMailbox {
   void released(MailboxCallRun* run) { idle_.push_back(run); }
   // One step of every call in flight on this rank; true when one moved.
   bool advanceAll();
+  // Whether rank `rank` said its mailbox broke.
+  bool brokenAt(int rank) const;
+  // A peer failed or a call was abandoned: every call in flight and later
+  // fails with `cause` (the first one kept), and the peers are told.
+  void breakDown(Status cause);
 
   Communicator& comm_;
   SharedRegion segment_;

@@ -34,7 +34,8 @@ Result<PollResult> SharedRunsPlan::poll() {
       // A program polling by test() learns of a dead peer here, as block() would.
       if (++emptyPolls_ % kSharedWaitsPerCheck == 0) {
         Status peerFailed;
-        IBDT_RETURN_IF_ERROR(checkSharedPeer(comm_, source, run_, peerFailed));
+        Status checked = checkSharedPeer(comm_, source, run_, peerFailed);
+        if (!checked.isOk()) fail(std::move(checked));  // the run ends here, as on every rank that stops
         if (!peerFailed.isOk()) fail(std::move(peerFailed));
       }
       break;

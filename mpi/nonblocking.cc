@@ -90,7 +90,10 @@ Status launch(AlltoallCache::PlanPtr plan, StagedAlltoallv* staging, MPI_Comm co
   run->comm = comm;
   if (PMPI_Grequest_start(queryRun, freeRun, cancelRun, run.get(), request) != MPI_SUCCESS) {
     *request = MPI_REQUEST_NULL;
-    return makeError(Code::kResource, "mpi: MPI_Grequest_start failed");  // the plan cancels what it posted
+    // The run goes on (the peers take part, and a mailbox call reads and
+    // writes the buffers): finish it before its buffers may go.
+    (void)run->plan->wait();
+    return makeError(Code::kResource, "mpi: MPI_Grequest_start failed");
   }
   run->request = *request;
   inFlight().push_back(run.release());

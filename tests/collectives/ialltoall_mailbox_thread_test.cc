@@ -155,7 +155,7 @@ TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextC
 
 // Rank 2's arguments are refused (a negative count): its call fails with
 // why, every other rank's names it; the next call runs. Blocks that do not
-// fit a row are refused by next() before the call is numbered.
+// fit a row are refused too, the call still numbered on every rank.
 TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
   runRanks(3, {}, [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
@@ -172,13 +172,11 @@ TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
     if (env.rank != 2) {
       EXPECT_NE(status.toString().find("rank 2's arguments were refused"), std::string::npos) << status.toString();
     }
-    const Side big = testing::byteSide(kCapacity);
+    const Side big = testing::byteSide(kCapacity);  // p blocks do not fit: refused, but numbered
     AlltoallBuffers tooBig(big, big, 3, env.rank);
-    EXPECT_EQ(box->next(checkAlltoallArgs(*comm, tooBig.sendbuf(), big.count, big.type, tooBig.recvbuf(), big.count,
-                                          big.type))
-                  .status()
-                  .code(),
-              Code::kInvalidArgument);
+    auto refused = startCall(*box, tooBig, false);
+    ASSERT_TRUE(refused.isOk()) << refused.status().toString();
+    EXPECT_EQ((*refused)->wait(soon()).code(), Code::kInvalidArgument);
     EXPECT_EQ(runAgreedCall(*box, side, env.rank), "") << "rank " << env.rank;
   });
 }
@@ -214,8 +212,10 @@ TEST(IalltoallMailboxThreads, ManyCallsInFlightAllArriveAndTheirPlansServeLaterC
   });
 }
 
-// A rank dies after the mailbox was made: every survivor's call ends with
-// an error, by wait and by test, not at the deadline; later calls fail too.
+// A rank dies after the mailbox was made: every survivor's two calls in
+// flight end with an error, by wait and by test, not at the deadline (a
+// survivor that found the death first stops writing, and says so, so its
+// peers stop waiting for it); later calls fail at once.
 TEST(IalltoallMailboxThreads, ADeadRankFailsEverySurvivor) {
   for (bool byTest : {false, true}) {
     constexpr int kRanks = 4, kDead = 3;
@@ -232,14 +232,19 @@ TEST(IalltoallMailboxThreads, ADeadRankFailsEverySurvivor) {
             return;
           }
           ASSERT_NE(box, nullptr);
+          // Two calls in flight: the second must fail too, even where it
+          // first waits for a survivor whose mailbox broke in the first.
           const Side side = testing::byteSide(8);
-          AlltoallBuffers buffers(side, side, kRanks, rank);
-          auto plan = startCall(*box, buffers, false);
-          ASSERT_TRUE(plan.isOk()) << plan.status().toString();
-          const Status status = finish(**plan, byTest);
-          ASSERT_FALSE(status.isOk()) << "rank " << rank;
-          EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
-          EXPECT_FALSE(startCall(*box, buffers, false).isOk());
+          AlltoallBuffers first(side, side, kRanks, rank), second(side, side, kRanks, rank);
+          auto one = startCall(*box, first, false);
+          auto two = startCall(*box, second, false);
+          ASSERT_TRUE(one.isOk() && two.isOk());
+          for (Plan* plan : {*one, *two}) {
+            const Status status = finish(*plan, byTest);
+            ASSERT_FALSE(status.isOk()) << "rank " << rank;
+            EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+          }
+          EXPECT_FALSE(startCall(*box, first, false).isOk());
         });
   }
 }
