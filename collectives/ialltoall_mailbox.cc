@@ -52,6 +52,8 @@ class MailboxCallRun final : public PlanImpl {
   // One step of this call alone: writes once it may, copies what arrived;
   // true when something moved.
   bool advance();
+  // Ends the run with `status` (nothing more is written or read).
+  void fail(const Status& status);
   Status outcome() const override { return outcome_; }
   bool active() const override { return active_; }
   void abandon() override;
@@ -69,10 +71,6 @@ class MailboxCallRun final : public PlanImpl {
   void checkPeer(int rank);
   void note(Status status);
   void complete();
- public:
-  // Ends the run with `status` (nothing more is written or read).
-  void fail(const Status& status);
- private:
 
   IalltoallMailbox& box_;
   Plan* plan_ = nullptr;

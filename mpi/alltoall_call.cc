@@ -3,6 +3,7 @@
 #include "mpi/alltoall_call.h"
 
 #include <climits>
+#include <optional>
 #include <vector>
 
 #include "collectives/alltoall_select.h"
@@ -107,22 +108,27 @@ bool runVoted(CommState& state, const AlltoallArgs& args, MPI_Comm comm, const R
 // counts stay pinned (their staging through PMPI_Pack could not count them).
 int64_t directWriteBlockBytes(CommState& state, const AlltoallArgs& args) {
   if (state.alltoall.algorithm != collectives::AlltoallAlgorithm::kAuto || args.sendbuf == MPI_IN_PLACE) return 0;
-  int typeSize = 0;
-  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS) return 0;
-  const int64_t blockBytes = static_cast<int64_t>(typeSize) * args.recvcount;
+  const std::optional<int64_t> blockBytes = mpiBlockBytes(args);
+  if (!blockBytes) return 0;
   CommState::DirectWriteChoice& choice = state.directWriteChoice;
-  if (choice.blockBytes != blockBytes) {
+  if (choice.blockBytes != *blockBytes) {
     const auto model = collectives::AlltoallCostModel::fromTuning(state.context->tuning());
-    const auto picked = collectives::selectAlltoall(model, state.comm->size(), blockBytes, true,
+    const auto picked = collectives::selectAlltoall(model, state.comm->size(), *blockBytes, true,
                                                     state.comm->nodeCount(), false);
     const bool collectiveInit = picked.algorithm == collectives::AlltoallAlgorithm::kDirectWrite ||
                                 picked.algorithm == collectives::AlltoallAlgorithm::kSharedMemory;
-    choice = {blockBytes, collectiveInit && blockBytes * state.comm->size() <= INT_MAX, picked.algorithm};
+    choice = {*blockBytes, collectiveInit && *blockBytes * state.comm->size() <= INT_MAX, picked.algorithm};
   }
-  return choice.chosen ? blockBytes : 0;
+  return choice.chosen ? *blockBytes : 0;
 }
 
 }  // namespace
+
+std::optional<int64_t> mpiBlockBytes(const AlltoallArgs& args) {
+  int typeSize = 0;
+  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS) return std::nullopt;
+  return static_cast<int64_t>(typeSize) * args.recvcount;
+}
 
 Status runPlan(collectives::Plan& plan) {
   IBDT_RETURN_IF_ERROR(plan.start());

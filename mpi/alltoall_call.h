@@ -27,6 +27,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <optional>
+
+#include <cstdint>
 #include <string>
 
 #include "ibdt/collectives.h"
@@ -56,6 +59,12 @@ class PinnedTag {
 
 // Starts `plan` and waits for it.
 Status runPlan(collectives::Plan& plan);
+
+// The call's block in bytes as MPI sizes it (recvcount x MPI_Type_size of
+// recvtype): the same on every rank of a correct program, whatever types
+// convert here, so paths chosen by it are chosen alike. Empty when MPI
+// cannot size the type.
+std::optional<int64_t> mpiBlockBytes(const AlltoallArgs& args);
 
 // Runs the alltoall on ibdt. Returns false, with `why` set, when it goes to
 // MPI instead (no type converts); otherwise `status` is ibdt's outcome.

@@ -212,9 +212,8 @@ collectives::IalltoallMailbox* ialltoallMailboxOf(CommState& state) {
 // block's MPI size, the same on every rank of a correct program, whatever
 // types convert here.
 bool fitsMailbox(const collectives::IalltoallMailbox& box, const AlltoallArgs& args, int p) {
-  int typeSize = 0;
-  if (PMPI_Type_size(args.recvtype, &typeSize) != MPI_SUCCESS || args.recvcount < 0) return false;
-  return static_cast<int64_t>(typeSize) * args.recvcount * p <= box.capacity();
+  const std::optional<int64_t> blockBytes = mpiBlockBytes(args);
+  return blockBytes && args.recvcount >= 0 && *blockBytes * p <= box.capacity();
 }
 
 // The next mailbox call with this call's arguments, started: the converted
