@@ -104,7 +104,7 @@ Status awaitSharedFlag(Communicator& comm, const SharedRegion& segment, int sour
   // Context's rings and activity lines, which other cores write, and cost
   // 4 oversubscribed ranks 10-40 % of an 8-byte all-to-all when made at
   // every yield (docs/alltoall-shared-memory.md). So other traffic, a dead
-  // peer and the deadline are looked at every kYieldsPerCheck yields, and
+  // peer and the deadline are looked at every kSharedWaitsPerCheck yields, and
   // at every nap.
   Backoff backoff(comm.context().waitSpins());
   uint32_t yields = 0;
