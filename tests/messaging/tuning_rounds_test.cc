@@ -88,7 +88,7 @@ TEST(TuningRounds, TiesGoToTheEarlierPathAndBadTimingsAreRefused) {
 
 Tuning withRounds() {
   Tuning tuning;
-  tuning.key = HostKey{"Test CPU", 2, "loopback", "0.0.0-test"};
+  tuning.key = HostKey{"Test CPU", "family 6 model 85 stepping 7", 2, "loopback", "0.0.0-test"};
   tuning.minBytes = 65536;
   tuning.maxBytes = 1 << 20;
   tuning.cost(TunedPath::kPipelined) = PathCost{true, 1000, 0.2, 1};

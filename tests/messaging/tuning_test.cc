@@ -15,7 +15,9 @@
 namespace ibdt::messaging {
 namespace {
 
-HostKey testKey() { return HostKey{"Test CPU 9000 @ 1.0GHz", 4, "loopback", "0.0.0-test"}; }
+HostKey testKey() {
+  return HostKey{"Test CPU 9000 @ 1.0GHz", "family 6 model 85 stepping 7", 4, "loopback", "0.0.0-test"};
+}
 
 // Per-message ns, per-byte ns, per-block ns.
 PathCost costOf(double message, double byte, double block) { return PathCost{true, message, byte, block}; }
@@ -120,6 +122,7 @@ TEST(TuningFile, RejectsHostileInput) {
       {replaced("\"ibdt-tune\"", "\"other\""), "not ibdt-tune"},
       {replaced("\"format_version\": 1", "\"format_version\": 7"), "format_version"},
       {replaced("\"cores\": 4", "\"cores\": \"four\""), "\"cores\" must be a number"},
+      {replaced("\"cpu_id\": \"family", "\"cpu_id\": [\"family\"], \"x\": \"family"), "\"cpu_id\""},
       {replaced("\"cores\": 4", "\"cores\": -3"), "\"cores\""},
       {replaced("\"per_byte_ns\": 1.0", "\"per_byte_ns\": 1e300"), "per_byte_ns"},
       {replaced("\"per_message_ns\": 10000.0", "\"per_message_ns\": null"), "per_message_ns"},
@@ -156,11 +159,14 @@ TEST_F(TuneFileOnDisk, LoadsAFileForThisHost) {
 
 TEST_F(TuneFileOnDisk, IgnoresAFileMadeElsewhere) {
   ASSERT_TRUE(writeTuningFile(path_, syntheticTuning()).isOk());
-  for (HostKey other : {testKey(), testKey(), testKey(), testKey()}) {
+  for (HostKey other : {testKey(), testKey(), testKey(), testKey(), testKey()}) {
     static int field = 0;
     switch (field++) {
       case 0:
         other.cpuModel = "AMD EPYC 7B13 64-Core Processor";
+        break;
+      case 4:
+        other.cpuId = "family 6 model 143 stepping 8";  // same name, another generation
         break;
       case 1:
         other.cores = 128;
@@ -176,6 +182,20 @@ TEST_F(TuneFileOnDisk, IgnoresAFileMadeElsewhere) {
     EXPECT_FALSE(loaded.tuning.has_value());
     EXPECT_NE(loaded.note.find("made for"), std::string::npos) << loaded.note;
   }
+}
+
+// A file from before the CPU's generation was recorded may come from another
+// CPU that shows the same model name (a VM's bare "AMD EPYC"): not used.
+TEST_F(TuneFileOnDisk, IgnoresAFileThatDoesNotNameTheCpuGeneration) {
+  std::string text = serializeTuning(syntheticTuning());
+  const std::string field = "\"cpu_id\": \"" + testKey().cpuId + "\",";
+  auto at = text.find(field);
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 300);
+  write(text.erase(at, field.size()));
+  ASSERT_TRUE(parseTuning(text).isOk());
+  LoadedTuning loaded = loadTuning(path_, testKey());
+  EXPECT_FALSE(loaded.tuning.has_value());
+  EXPECT_NE(loaded.note.find("generation not recorded"), std::string::npos) << loaded.note;
 }
 
 TEST_F(TuneFileOnDisk, IgnoresBadAndMissingFilesAndOff) {
@@ -200,9 +220,13 @@ TEST(TuningHostKey, DefaultPathIsPerHostAndFileNameSafe) {
   HostKey other = key;
   other.cpuModel = "AMD EPYC 7B13";
   EXPECT_NE(defaultTuneFilePath(other), defaultTuneFilePath(key));
+  HostKey sameName = key;
+  sameName.cpuId = "family 6 model 143 stepping 8";
+  EXPECT_NE(defaultTuneFilePath(sameName), defaultTuneFilePath(key));
   HostKey here = currentHostKey("shm");
   EXPECT_GE(here.cores, 1);
   EXPECT_FALSE(here.cpuModel.empty());
+  EXPECT_FALSE(here.cpuId.empty());
   EXPECT_EQ(here.provider, "shm");
 }
 

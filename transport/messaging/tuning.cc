@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace ibdt::messaging {
@@ -15,19 +16,51 @@ namespace {
 constexpr std::array<std::string_view, kTunedPathCount> kPathNames = {
     "pipelined", "pipelined-contig", "contig", "bc-spup", "rwg-up", "multi-w", "p-rrs", "generic"};
 
-// The first "model name" of /proc/cpuinfo (x86, most arm64 kernels show it);
-// "unknown-cpu" where the kernel shows none.
-std::string cpuModelName() {
+// The fields of the first processor in /proc/cpuinfo, by name.
+std::map<std::string, std::string> firstProcessorFields() {
+  std::map<std::string, std::string> fields;
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
+    if (line.empty()) {
+      if (!fields.empty()) break;  // the first processor's block has ended
+      continue;
+    }
     auto colon = line.find(':');
-    if (colon == std::string::npos) break;
-    auto begin = line.find_first_not_of(" \t", colon + 1);
-    return begin == std::string::npos ? std::string("unknown-cpu") : line.substr(begin);
+    if (colon == std::string::npos) continue;
+    auto nameEnd = line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+    auto valueBegin = line.find_first_not_of(" \t", colon + 1);
+    if (nameEnd == std::string::npos || colon == 0) continue;
+    fields.emplace(line.substr(0, nameEnd + 1), valueBegin == std::string::npos ? "" : line.substr(valueBegin));
   }
-  return "unknown-cpu";
+  return fields;
+}
+
+// "model name" (x86, most arm64 kernels); "unknown-cpu" where there is none.
+std::string cpuModelName(const std::map<std::string, std::string>& fields) {
+  auto found = fields.find("model name");
+  return found == fields.end() || found->second.empty() ? std::string("unknown-cpu") : found->second;
+}
+
+// The generation fields present of x86's or arm64's, "name value" each.
+std::string cpuIdentity(const std::map<std::string, std::string>& fields) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kIdentityFields = {{
+      {"cpu family", "family"},
+      {"model", "model"},
+      {"stepping", "stepping"},
+      {"CPU implementer", "implementer"},
+      {"CPU part", "part"},
+      {"CPU variant", "variant"},
+      {"CPU revision", "revision"},
+  }};
+  std::string identity;
+  for (auto [field, label] : kIdentityFields) {
+    auto found = fields.find(std::string(field));
+    if (found == fields.end() || found->second.empty()) continue;
+    if (!identity.empty()) identity += ' ';
+    identity += std::string(label) + " " + found->second;
+  }
+  return identity.empty() ? std::string("unknown") : identity;
 }
 
 // Lower-case letters and digits, every other run of characters one '-'.
@@ -51,12 +84,15 @@ std::string_view tunedPathName(TunedPath path) {
 }
 
 std::string HostKey::fileStem() const {
-  return slug(cpuModel) + "-" + std::to_string(cores) + "c-" + slug(provider) + "-" + slug(version);
+  return slug(cpuModel) + "-" + slug(cpuId) + "-" + std::to_string(cores) + "c-" + slug(provider) + "-" +
+         slug(version);
 }
 
 HostKey currentHostKey(std::string_view provider) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return HostKey{cpuModelName(), cores > 0 ? cores : 1, std::string(provider), IBDT_VERSION_STRING};
+  auto fields = firstProcessorFields();
+  return HostKey{cpuModelName(fields), cpuIdentity(fields), cores > 0 ? cores : 1, std::string(provider),
+                 IBDT_VERSION_STRING};
 }
 
 std::string defaultTuneFilePath(const HostKey& key) {

@@ -51,11 +51,18 @@ struct PathCost {
 // What a tuning file is valid for.
 struct HostKey {
   std::string cpuModel;  // /proc/cpuinfo "model name"
+  // The CPU's generation: "family 26 model 2 stepping 0" (x86) or
+  // "implementer 0x41 part 0xd0c variant 0x3 revision 1" (arm64). Virtual
+  // machines often show a bare "AMD EPYC" as the model name, the same for
+  // a Zen 3 and a Zen 5 host, so the name alone would let one CPU's file
+  // steer another's choices.
+  std::string cpuId;
   int64_t cores = 0;     // online CPUs
   std::string provider;  // "shm", "verbs"
   std::string version;   // ibdt version
   bool operator==(const HostKey&) const = default;
-  // A file-name-safe digest of the four, e.g. "amd-epyc-7b13-2c-shm-0.1.0".
+  // A file-name-safe digest of the five, e.g.
+  // "amd-epyc-7b13-family-25-model-1-stepping-1-2c-shm-0-1-0".
   std::string fileStem() const;
 };
 HostKey currentHostKey(std::string_view provider);

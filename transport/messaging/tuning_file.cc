@@ -1,7 +1,8 @@
 // The tuning file: JSON text, parsed as hostile input (tuning.h).
 //
 //   {"format": "ibdt-tune", "format_version": 1,
-//    "host": {"cpu": "...", "cores": 2, "provider": "shm", "ibdt": "0.1.0"},
+//    "host": {"cpu": "...", "cpu_id": "family 25 model 1 stepping 1", "cores": 2,
+//             "provider": "shm", "ibdt": "0.1.0"},
 //    "bytes_measured": [32768, 1048576],
 //    "paths": {"bc-spup": {"per_message_ns": .., "per_byte_ns": .., "per_block_ns": ..}, ...}}
 // format_version 2 adds the collective algorithms' fits:
@@ -82,6 +83,11 @@ Result<HostKey> parseHost(const Json& root) {
   IBDT_ASSIGN_OR_RETURN(const Json* host, member(root, "host"));
   HostKey key;
   IBDT_ASSIGN_OR_RETURN(key.cpuModel, stringMember(*host, "cpu"));
+  // Files written before the CPU's generation was recorded lack "cpu_id":
+  // they may come from another CPU of the same name, so they match no host.
+  if (host->contains("cpu_id")) {
+    IBDT_ASSIGN_OR_RETURN(key.cpuId, stringMember(*host, "cpu_id"));
+  }
   IBDT_ASSIGN_OR_RETURN(double cores, numberMember(*host, "cores", 1, 1 << 20));
   key.cores = static_cast<int64_t>(cores);
   IBDT_ASSIGN_OR_RETURN(key.provider, stringMember(*host, "provider"));
@@ -231,6 +237,7 @@ std::string serializeTuning(const Tuning& tuning) {
                {"format_version", version},
                {"host",
                 {{"cpu", tuning.key.cpuModel},
+                 {"cpu_id", tuning.key.cpuId},
                  {"cores", tuning.key.cores},
                  {"provider", tuning.key.provider},
                  {"ibdt", tuning.key.version}}},
@@ -327,9 +334,11 @@ LoadedTuning loadTuning(std::string_view setting, const HostKey& key) {
     loaded.note = strCat("ignored ", loaded.path, ": ", parsed.status().toString(), "; built-in defaults");
   } else if (!(parsed->key == key)) {
     const HostKey& other = parsed->key;
-    loaded.note = strCat("ignored ", loaded.path, ": made for ", other.cpuModel, ", ", other.cores, " cores, ",
-                         other.provider, ", ibdt ", other.version, "; this is ", key.cpuModel, ", ", key.cores,
-                         " cores, ", key.provider, ", ibdt ", key.version, " (run ibdt-tune); built-in defaults");
+    loaded.note = strCat("ignored ", loaded.path, ": made for ", other.cpuModel, " (",
+                         other.cpuId.empty() ? "generation not recorded" : other.cpuId, "), ", other.cores,
+                         " cores, ", other.provider, ", ibdt ", other.version, "; this is ", key.cpuModel, " (",
+                         key.cpuId, "), ", key.cores, " cores, ", key.provider, ", ibdt ", key.version,
+                         " (run ibdt-tune); built-in defaults");
   } else {
     loaded.tuning = std::move(*parsed);
     loaded.note = strCat("in force: ", loaded.path);
