@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "collectives/alltoallv_mailbox.h"
 #include "collectives/checked_alltoallv.h"
@@ -41,6 +42,15 @@ struct CommState {
   // made by the communicator's first MPI_Ialltoall: null if it could not be.
   std::shared_ptr<collectives::IalltoallMailbox> ialltoallMailbox;
   bool ialltoallMailboxTried = false;
+  // The last converted mailbox call's MPI arguments and their check: a call
+  // that repeats them (no converted type freed since) skips the conversion
+  // and the check, which cost more than the call's own work.
+  struct CheckedMailboxCall {
+    AlltoallArgs args{};
+    uint64_t typesFreed = 0;
+    std::optional<collectives::AlltoallArgs> checked;
+  };
+  CheckedMailboxCall lastMailboxCall;
   // The non-blocking alltoallv's and the staged MPI_Ialltoall's plans (mpi/tagged_plans.h).
   TaggedPlans<AlltoallvCache::Key> ialltoallvPlans;
   TaggedPlans<StagedAlltoallKey> stagedIalltoallPlans;

@@ -225,15 +225,23 @@ bool launchThroughMailbox(CommState& state, const AlltoallArgs& args, MPI_Comm c
   collectives::IalltoallMailbox& box = *state.ialltoallMailbox;
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
   const int64_t sendcount = inPlace ? args.recvcount : args.sendcount;
+  // The plan belongs to the mailbox: the run holds the mailbox, no allocation.
+  auto launchNext = [&](const Result<collectives::AlltoallArgs>& checked) {
+    auto plan = box.next(checked);
+    status = plan.isOk() ? launch(AlltoallCache::PlanPtr(state.ialltoallMailbox, *plan), nullptr, comm, request)
+                         : plan.status();
+    return true;
+  };
+  CommState::CheckedMailboxCall& last = state.lastMailboxCall;
+  const uint64_t typesFreed = convertedTypesFreed();
+  if (last.checked && last.args == args && last.typesFreed == typesFreed) return launchNext(*last.checked);
+  last.checked.reset();
   if (auto types = convertBoth(args); types.isOk()) {
     auto checked = collectives::checkAlltoallArgs(*state.comm, inPlace ? collectives::kInPlace : args.sendbuf,
                                                   sendcount, types->first, args.recvbuf, args.recvcount,
                                                   types->second);
-    auto plan = box.next(checked);
-    // The plan belongs to the mailbox: the run holds the mailbox, no allocation.
-    status = plan.isOk() ? launch(AlltoallCache::PlanPtr(state.ialltoallMailbox, *plan), nullptr, comm, request)
-                         : plan.status();
-    return true;
+    if (checked.isOk()) last = {args, typesFreed, *checked};
+    return launchNext(checked);
   }
   struct StagedCall {
     std::shared_ptr<collectives::IalltoallMailbox> box;
