@@ -8,20 +8,9 @@
 #include "datatype/type_impl.h"
 
 namespace ibdt::datatype {
-namespace {
-
-// Offset of `segment`'s bytes when they are one dense run, else -1.
-int64_t denseOffset(const Segment& segment) {
-  if (segment.size() == 0) return 0;
-  Iovec run{};
-  auto fill = segment.iovecs(0, 0, segment.size(), &run, 1);
-  return fill.isOk() && fill->bytes == segment.size() ? static_cast<int64_t>(run.address) : -1;
-}
-
-}  // namespace
 
 TypedCopy::TypedCopy(Segment from, Segment to)
-    : from_(std::move(from)), to_(std::move(to)), srcDense_(denseOffset(from_)), dstDense_(denseOffset(to_)) {}
+    : from_(std::move(from)), to_(std::move(to)), srcDense_(from_.denseOffset()), dstDense_(to_.denseOffset()) {}
 
 Result<TypedCopy> TypedCopy::create(const Datatype& srcType, int64_t srcCount, const Datatype& dstType,
                                     int64_t dstCount) {

@@ -213,6 +213,10 @@ class Segment {
   Result<int64_t> packNext(const void* base, void* dst, int64_t maxBytes);
   Result<int64_t> unpackNext(void* base, const void* src, int64_t maxBytes);
 
+  // Offset from the buffer base of the bytes when they are one dense run
+  // (a contiguous type: pack and unpack are then one copy), else -1.
+  int64_t denseOffset() const { return dense_; }
+
   struct Program;  // compiled loop program of count x type (internal)
   const Program& program() const { return *program_; }
 
@@ -223,6 +227,7 @@ class Segment {
   std::shared_ptr<const Program> program_;
   int64_t size_ = 0;
   int64_t position_ = 0;
+  int64_t dense_ = -1;
 };
 
 // --- Signatures (sequence of basic types) ---
