@@ -8,30 +8,10 @@
 #include <atomic>
 #include <cstdint>
 #include <chrono>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "support/thread_ranks.h"
-
-// Every allocation in this test binary, counted per thread (the reuse test
-// compares what one rank's thread allocates).
-namespace {
-thread_local uint64_t t_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  ++t_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// GCC pairs the inlined std::free with the new-expressions that call the
-// operator new above and reports a mismatch; the pair is this one.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
+#include "transport/messaging/operation_pool.h"
 
 namespace ibdt::messaging::testing {
 namespace {
@@ -130,9 +110,9 @@ TEST(Persistent, InactiveRequestsAndMisuse) {
 }
 
 // isend/irecv make an operation per message; a persistent request makes it
-// once. The loopback fabric and the queues allocate too, so the test
-// compares the two over the same exchange rather than expecting zero.
-TEST(Persistent, RunsAllocateLessThanFreshRequests) {
+// once (operations made are counted per thread by their pool,
+// operation_pool.h, whether or not their memory is reused).
+TEST(Persistent, RunsMakeNoOperationPerStart) {
   constexpr int kRuns = 400;
   std::atomic<uint64_t> fresh{0}, persistent{0};
   runRanks(2, Options(), [&](RankEnv& env) {
@@ -161,20 +141,19 @@ TEST(Persistent, RunsAllocateLessThanFreshRequests) {
     };
     for (int run = 0; run < 20; ++run) exchangeFresh(run);  // warm queues and caches
     for (int run = 0; run < 20; ++run) exchangePersistent(run);
-    const uint64_t before = t_allocations;
+    const uint64_t before = operationBlocks().made();
     for (int run = 0; run < kRuns; ++run) exchangeFresh(run);
-    const uint64_t middle = t_allocations;
+    const uint64_t middle = operationBlocks().made();
     for (int run = 0; run < kRuns; ++run) exchangePersistent(run);
     fresh += middle - before;
-    persistent += t_allocations - middle;
+    persistent += operationBlocks().made() - middle;
   });
-  // Each run starts 4 requests over the two ranks, so persistent requests
-  // save 4 operations per run. Whether a message finds its receive posted
-  // or waits as unexpected depends on timing and changes what the queues
-  // allocate (measured ~1 per run under ASan), hence the slack: 2 per run
-  // still fails a start() that copies its operation every time.
+  // Each run starts 4 requests over the two ranks: 4 operations per fresh
+  // run. A start() makes a copy only while a protocol still holds the last
+  // run's operation (rare), so 2 per run still fails one that always copies.
+  EXPECT_EQ(fresh.load(), 4u * kRuns);
   EXPECT_LE(persistent.load() + 2 * kRuns, fresh.load())
-      << "fresh requests: " << fresh.load() << " allocations, persistent: " << persistent.load();
+      << "fresh requests: " << fresh.load() << " operations made, persistent: " << persistent.load();
 }
 
 }  // namespace

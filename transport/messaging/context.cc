@@ -4,6 +4,7 @@
 #include "base/config.h"
 #include "ibdt/store.h"
 #include "transport/messaging/context_impl.h"
+#include "transport/messaging/operation_pool.h"
 
 namespace ibdt::messaging {
 namespace {
@@ -21,8 +22,9 @@ Status checkBuffer(const void* buf, int64_t count, const datatype::Datatype& typ
 Result<std::shared_ptr<Operation>> newOperation(int64_t count, const datatype::Datatype& type, TypeCache& types) {
   // Every member of Operation has an initialiser; make_shared<Operation>()
   // would value-initialise, zeroing all ~300 bytes first (a rep stos, the
-  // largest item of this function's profile) and then running them.
-  auto op = std::make_shared_for_overwrite<Operation>();
+  // largest item of this function's profile) and then running them. The
+  // memory comes from the freed operations (operation_pool.h).
+  auto op = std::allocate_shared_for_overwrite<Operation>(OperationAllocator<Operation>{});
   op->count = count;
   op->type = type;
   IBDT_ASSIGN_OR_RETURN(op->segment, types.segment(type, count));
