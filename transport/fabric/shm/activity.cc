@@ -56,6 +56,7 @@ void ActivityBoard::promote(ShmEndpoint* endpoint, std::chrono::steady_clock::ti
 }
 
 void ActivityBoard::progress(std::chrono::steady_clock::time_point now) {
+  ++runs_;
   visiting_.clear();
   for (uint32_t word = 0; word < wordsInUse_; ++word) {
     // Read first: while idle the line stays shared in our cache.

@@ -44,10 +44,13 @@ class ActivityBoard {
 
   // Visits the endpoints with their bit set, the busy ones and those without a bit.
   void progress(std::chrono::steady_clock::time_point now);
+  // progress() calls so far (a queue polled right after another's run skips its own).
+  uint64_t runs() const { return runs_; }
 
  private:
   std::atomic<uint64_t>* words_ = nullptr;
   uint32_t capacity_ = 0;
+  uint64_t runs_ = 0;
   uint32_t wordsInUse_ = 0;  // words up to the highest slot ever given
   std::vector<ShmEndpoint*> bySlot_;
   std::vector<uint32_t> freeSlots_;

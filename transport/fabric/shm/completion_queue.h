@@ -48,6 +48,11 @@ class ShmCompletionQueue final : public CompletionQueue {
   // walking every connected peer's endpoint (many ranks per node).
   std::unordered_map<uint32_t, ShmEndpoint*> byId_;
   std::chrono::steady_clock::time_point lastSweep_{};
+  // The domain's activity runs when this queue last ran or skipped one: a
+  // poll right after another queue of the domain ran the summary (the
+  // messaging layer polls its receive queue, then its send queue) finds
+  // what that run found in its ready list, and skips its own.
+  uint64_t activityRunsSeen_ = ~uint64_t{0};
 };
 
 }  // namespace ibdt::fabric::shm
