@@ -190,6 +190,18 @@ void Mesh::barrier() {
   }
 }
 
+ConnectedNode connectToPeer(Mesh& mesh, const std::string& provider) {
+  ConnectedNode connected{Node::open(provider), nullptr};
+  if (!connected.node.domain) return connected;
+  auto endpoint = connected.node.endpoint();
+  EXPECT_TRUE(endpoint);
+  if (!endpoint) return connected;
+  Status status = endpoint->connect(mesh.swap(1 - mesh.rank(), endpoint->address()));
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  if (status.isOk()) connected.endpoint = std::move(endpoint);
+  return connected;
+}
+
 std::vector<int> runForked(int size, const std::function<void(Mesh&)>& body,
                            const std::function<void(const std::vector<pid_t>&)>& beforeWait) {
   std::vector<std::vector<int>> sockets(size, std::vector<int>(size, -1));

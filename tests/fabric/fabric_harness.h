@@ -79,6 +79,14 @@ class Mesh {
   std::vector<int> sockets_;  // by peer rank; -1 for ourselves
 };
 
+// This rank's node of a forked pair and one endpoint connected to the other
+// rank's; failures are recorded on the test and the endpoint is null.
+struct ConnectedNode {
+  Node node;
+  std::unique_ptr<Endpoint> endpoint;
+};
+ConnectedNode connectToPeer(Mesh& mesh, const std::string& provider);
+
 // Forks `size` processes running body(mesh); each exits with status 0 when
 // its part of the test passed. Returns the exit statuses (as from waitpid).
 // `beforeWait` runs in the parent after forking (e.g. to kill a rank).

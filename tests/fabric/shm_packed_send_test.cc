@@ -31,18 +31,13 @@ struct Packer {
 TEST(ShmPackedSend, InPlaceOnlyWhenItCanBeDoneAtOnceAndInOrder) {
   constexpr size_t kSlot = 4096;
   auto statuses = runForked(2, [&](Mesh& mesh) {
-    Node node = Node::open("shm");
-    ASSERT_TRUE(node.domain);
-    auto endpoint = node.endpoint();
+    auto [node, endpoint] = connectToPeer(mesh, "shm");
     ASSERT_TRUE(endpoint);
     auto inbox = node.allocated(3 * kSlot);  // shared memory: the peer maps it
     std::vector<uint8_t> user(kSlot);
     auto userRegion = node.registered(user);  // private memory: not mappable
     ASSERT_TRUE(inbox && userRegion);
     auto* slots = static_cast<uint8_t*>(inbox->address());
-    const int peer = 1 - mesh.rank();
-    ASSERT_TRUE(endpoint->connect(mesh.swap(peer, endpoint->address())).isOk());
-
     if (mesh.rank() == 0) {
       Packer packer{1000, 7};
       // No receive posted yet: not now, and the pack is not called.

@@ -23,15 +23,11 @@ bool pollAlone(CompletionQueue& queue, int polls, Completion& got) {
 TEST(ShmQueuePoll, AQueuePolledAloneAfterASkippedRunFindsTheArrival) {
   constexpr size_t kBytes = 700;
   auto statuses = runForked(2, [&](Mesh& mesh) {
-    Node node = Node::open("shm");
-    ASSERT_TRUE(node.domain);
-    auto endpoint = node.endpoint();
+    auto [node, endpoint] = connectToPeer(mesh, "shm");
     ASSERT_TRUE(endpoint);
     std::vector<uint8_t> buffer(kBytes);
     auto region = node.registered(buffer);
     ASSERT_TRUE(region);
-    const int peer = 1 - mesh.rank();
-    ASSERT_TRUE(endpoint->connect(mesh.swap(peer, endpoint->address())).isOk());
     if (mesh.rank() == 0) {
       fillPattern(buffer.data(), kBytes, 41);
       mesh.barrier();  // the peer's receive is posted and its queues took turns
