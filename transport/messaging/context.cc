@@ -55,6 +55,13 @@ Status ContextImpl::postSend(const std::shared_ptr<Operation>& op) {
   SendPath path = selector_.sendPath(*op, types_);
   if (path == SendPath::kEager) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kEager)];
+    if (peer.control().empty() && control_.canPostNow(peer)) {
+      // Nothing ahead of it and room now: posted at once, in order all the
+      // same (the queue's push, visit and pop cost a small message more
+      // than the post itself).
+      activePeers_.mark(peer.rank());
+      return EagerSend(op).post(control_, peer.rank());
+    }
     peer.control().push(EagerSend(op));
   } else if (path == SendPath::kPipelined) {
     ++counters_.schemeCount[static_cast<int>(Scheme::kPipelined)];
@@ -81,6 +88,7 @@ Result<std::shared_ptr<Operation>> ContextImpl::prepareRecv(void* buf, int64_t c
   }
   if (tag < 0 && tag != kAnyTag) return makeError(Code::kInvalidArgument, "irecv: negative tag ", tag);
   IBDT_ASSIGN_OR_RETURN(auto op, newOperation(count, type, types_));
+  if (auto signature = types_.signature(type, count); signature.isOk()) op->signature = *signature;
   op->recvBuffer = buf;
   op->spec = MatchSpec{source, tag, communicator};
   return op;

@@ -5,11 +5,16 @@
 
 namespace ibdt::messaging {
 
+bool ControlSender::canPostNow(const Peer& peer) const {
+  const int rank = peer.rank();
+  return parts_.connections.ready(rank) && parts_.credits.available(rank) > 0 && parts_.slots.anyFree() &&
+         peer.sendFits(parts_.limits.sendQueueDepth);
+}
+
 Status ControlSender::flush(Peer& peer) {
   int rank = peer.rank();
   if (!parts_.connections.ready(rank)) return Status::ok();  // queued until the connection is up
-  while (!peer.control().empty() && parts_.credits.available(rank) > 0 && parts_.slots.anyFree() &&
-         peer.sendFits(parts_.limits.sendQueueDepth)) {
+  while (!peer.control().empty() && canPostNow(peer)) {
     IBDT_RETURN_IF_ERROR(peer.control().postFront(*this, rank));
   }
   if (!peer.control().empty() && parts_.credits.available(rank) == 0) parts_.credits.stalled(rank);

@@ -54,6 +54,9 @@ class ControlSender final : public EagerServices {
   // Posts what waits for `peer` while its link is up and credits, send
   // slots and send queue allow.
   Status flush(Peer& peer);
+  // Whether one more message to `peer` can be posted now (its link is up,
+  // a credit, a send slot and a send-queue entry are free).
+  bool canPostNow(const Peer& peer) const;
   // A credit-only message once the peer is owed enough credits (carrying
   // a kReclaim if one is due); the credits it asked back (kGiveBack) once
   // nothing else waits for it.

@@ -9,8 +9,11 @@ Status beginEager(Operation& op, TypeCache& types, int source, const wire::Envel
   op.peer = source;
   op.info = RecvInfo{source, envelope.tag, 0, envelope.bytes, scheme};
   if (envelope.bytes == op.bytes) {
-    auto mine = types.signature(op.type, op.count);
-    if (!mine.isOk() || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
+    if (!op.signature) {  // an operation not made by irecv
+      if (auto mine = types.signature(op.type, op.count); mine.isOk()) op.signature = *mine;
+    }
+    const auto& mine = op.signature;
+    if (!mine || mine->hash != envelope.signatureHash || mine->elements != envelope.signatureElements) {
       return makeError(Code::kInvalidArgument, "message from rank ", source, " tag ", envelope.tag,
                        ": the sender's type signature does not match the receive type");
     }

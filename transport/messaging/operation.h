@@ -25,6 +25,9 @@ struct Operation : MatchListHook {
   int64_t count = 0;
   datatype::Datatype type;
   std::optional<datatype::Segment> segment;
+  // A receive's signature (count x type), found when it is posted so that
+  // an eager arrival's check does not look it up; unset if it failed.
+  std::optional<datatype::Signature> signature;
   datatype::Stats stats;  // valid once ensureStats() succeeded
   bool statsKnown = false;
   int peer = 0;    // destination (send) or source once matched (recv)
