@@ -17,6 +17,17 @@
 #include <cstdint>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define IBDT_OPERATION_POOL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IBDT_OPERATION_POOL 0
+#endif
+#endif
+#ifndef IBDT_OPERATION_POOL
+#define IBDT_OPERATION_POOL 1
+#endif
+
 namespace ibdt::messaging {
 
 class OperationBlocks {
@@ -33,20 +44,20 @@ class OperationBlocks {
   uint64_t made() const { return made_; }
   size_t kept() const { return kept_; }
   void give(void* block, size_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
+#if IBDT_OPERATION_POOL
     if (blockBytes_ == 0) blockBytes_ = bytes;  // the one size pooled: Operation's
     if (bytes == blockBytes_ && kept_ < kMaxKept) {
       blocks_[kept_++] = block;
       return;
     }
 #endif
-    ::operator delete(block, bytes);
+    ::operator delete(block);  // unsized: clang enables sized deallocation only on request
   }
   // At thread exit: the blocks go back, and an operation freed later on
   // this thread (a static Context closing at process exit) goes straight
   // to the heap (no size matches the retired one).
   ~OperationBlocks() {
-    while (kept_ > 0) ::operator delete(blocks_[--kept_], blockBytes_);
+    while (kept_ > 0) ::operator delete(blocks_[--kept_]);
     blockBytes_ = kRetired;
   }
 
