@@ -190,6 +190,18 @@ void Mesh::barrier() {
   }
 }
 
+std::vector<uint8_t> word(uint64_t value) {
+  std::vector<uint8_t> bytes(8);
+  std::memcpy(bytes.data(), &value, 8);
+  return bytes;
+}
+
+uint64_t unword(const std::vector<uint8_t>& bytes) {
+  uint64_t value = 0;
+  if (bytes.size() == 8) std::memcpy(&value, bytes.data(), 8);
+  return value;
+}
+
 ConnectedNode connectToPeer(Mesh& mesh, const std::string& provider) {
   ConnectedNode connected{Node::open(provider), nullptr};
   if (!connected.node.domain) return connected;

@@ -79,6 +79,11 @@ class Mesh {
   std::vector<int> sockets_;  // by peer rank; -1 for ourselves
 };
 
+// A 64-bit value as the bytes a Mesh carries, and back (0 for anything
+// but 8 bytes).
+std::vector<uint8_t> word(uint64_t value);
+uint64_t unword(const std::vector<uint8_t>& bytes);
+
 // This rank's node of a forked pair and one endpoint connected to the other
 // rank's; failures are recorded on the test and the endpoint is null.
 struct ConnectedNode {

@@ -23,18 +23,6 @@ RemoteKey parseKey(const std::vector<uint8_t>& bytes) {
   return key.isOk() ? *key : RemoteKey{};
 }
 
-std::vector<uint8_t> word(uint64_t value) {
-  std::vector<uint8_t> bytes(8);
-  std::memcpy(bytes.data(), &value, 8);
-  return bytes;
-}
-
-uint64_t unword(const std::vector<uint8_t>& bytes) {
-  uint64_t value = 0;
-  if (bytes.size() == 8) std::memcpy(&value, bytes.data(), 8);
-  return value;
-}
-
 class MultiProcess : public ::testing::TestWithParam<std::string> {
  protected:
   void TearDown() override { EXPECT_TRUE(ibdtShmFiles().empty()) << "files left in /dev/shm"; }

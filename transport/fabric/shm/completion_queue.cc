@@ -42,9 +42,9 @@ void ShmCompletionQueue::detach(ShmEndpoint* endpoint) {
   endpoints_.erase(std::remove(endpoints_.begin(), endpoints_.end(), endpoint), endpoints_.end());
 }
 
-void ShmCompletionQueue::progress() {
+void ShmCompletionQueue::progress(bool runActivity) {
   auto now = coarseNow();
-  state_->activity().progress(now);
+  if (runActivity) state_->activity().progress(now);
   if (now - lastSweep_ < state_->livenessInterval() / 2) return;
   lastSweep_ = now;
   for (ShmEndpoint* endpoint : endpoints_) endpoint->progress(now);
@@ -55,14 +55,13 @@ size_t ShmCompletionQueue::poll(std::span<Completion> out) {
     // Every run visits every active endpoint of the domain, whichever queue
     // it reports to: a second run in a row only repeats the first (350
     // instructions of each idle progress). Skipped once only, so a queue
-    // polled alone still progresses on every poll after that.
+    // polled alone still progresses on every poll after that. The liveness
+    // sweep of our own endpoints is never skipped: a queue that always
+    // follows another (two Contexts on one domain) still finds a dead peer.
     const uint64_t runs = state_->activity().runs();
-    if (runs != activityRunsSeen_ && activityRunsSeen_ != ~uint64_t{0}) {
-      activityRunsSeen_ = runs;
-    } else {
-      progress();
-      activityRunsSeen_ = state_->activity().runs();
-    }
+    const bool skip = runs != activityRunsSeen_ && activityRunsSeen_ != ~uint64_t{0};
+    progress(/*runActivity=*/!skip);
+    activityRunsSeen_ = state_->activity().runs();
   }
   size_t count = std::min(out.size(), ready_.size());
   for (size_t i = 0; i < count; ++i) {

@@ -35,9 +35,9 @@ class ShmCompletionQueue final : public CompletionQueue {
 
  private:
   // Runs progress on the endpoints the domain's activity summary names
-  // (transport/fabric/shm/activity.h), and on all attached ones once per
-  // half liveness interval (dead peers).
-  void progress();
+  // (transport/fabric/shm/activity.h; not when `runActivity` is false), and
+  // on all attached ones once per half liveness interval (dead peers).
+  void progress(bool runActivity = true);
 
   std::shared_ptr<DomainState> state_;
   uint32_t doorbell_;
