@@ -43,7 +43,7 @@ class OperationBlocks {
   // Blocks handed out on this thread so far (tests count operations made).
   uint64_t made() const { return made_; }
   size_t kept() const { return kept_; }
-  void give(void* block, size_t bytes) {
+  void give(void* block, [[maybe_unused]] size_t bytes) {
 #if IBDT_OPERATION_POOL
     if (blockBytes_ == 0) blockBytes_ = bytes;  // the one size pooled: Operation's
     if (bytes == blockBytes_ && kept_ < kMaxKept) {
