@@ -115,9 +115,8 @@ Result<Segment> Segment::create(const Datatype& type, int64_t count) {
   // contiguous message is a copy instead of a walk (the eager path's
   // 512-byte message spent 200 instructions walking).
   Iovec run{};
-  auto fill = segment.iovecs(0, 0, size, &run, 1);
-  if (size == 0) segment.dense_ = 0;
-  else if (fill.isOk() && fill->bytes == size) segment.dense_ = static_cast<int64_t>(run.address);
+  auto fill = size == 0 ? Result<IovecFill>(IovecFill{}) : segment.iovecs(0, 0, size, &run, 1);
+  if (fill.isOk() && fill->bytes == size) segment.dense_ = static_cast<int64_t>(run.address);
   return segment;
 }
 

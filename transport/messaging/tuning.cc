@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -17,33 +18,31 @@ constexpr std::array<std::string_view, kTunedPathCount> kPathNames = {
     "pipelined", "pipelined-contig", "contig", "bc-spup", "rwg-up", "multi-w", "p-rrs", "generic"};
 
 // The fields of the first processor in /proc/cpuinfo, by name.
-std::map<std::string, std::string> firstProcessorFields() {
-  std::map<std::string, std::string> fields;
+using CpuFields = std::map<std::string, std::string, std::less<>>;
+CpuFields firstProcessorFields() {
+  CpuFields fields;
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
-    if (line.empty()) {
-      if (!fields.empty()) break;  // the first processor's block has ended
-      continue;
-    }
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    auto nameEnd = line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
-    auto valueBegin = line.find_first_not_of(" \t", colon + 1);
-    if (nameEnd == std::string::npos || colon == 0) continue;
+    if (line.empty() && !fields.empty()) break;  // the first processor's block has ended
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) continue;
+    const auto nameEnd = line.find_last_not_of(" \t", colon - 1);
+    if (nameEnd == std::string::npos) continue;
+    const auto valueBegin = line.find_first_not_of(" \t", colon + 1);
     fields.emplace(line.substr(0, nameEnd + 1), valueBegin == std::string::npos ? "" : line.substr(valueBegin));
   }
   return fields;
 }
 
 // "model name" (x86, most arm64 kernels); "unknown-cpu" where there is none.
-std::string cpuModelName(const std::map<std::string, std::string>& fields) {
+std::string cpuModelName(const CpuFields& fields) {
   auto found = fields.find("model name");
   return found == fields.end() || found->second.empty() ? std::string("unknown-cpu") : found->second;
 }
 
 // The generation fields present of x86's or arm64's, "name value" each.
-std::string cpuIdentity(const std::map<std::string, std::string>& fields) {
+std::string cpuIdentity(const CpuFields& fields) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kIdentityFields = {{
       {"cpu family", "family"},
       {"model", "model"},
@@ -55,10 +54,10 @@ std::string cpuIdentity(const std::map<std::string, std::string>& fields) {
   }};
   std::string identity;
   for (auto [field, label] : kIdentityFields) {
-    auto found = fields.find(std::string(field));
+    auto found = fields.find(field);
     if (found == fields.end() || found->second.empty()) continue;
     if (!identity.empty()) identity += ' ';
-    identity += std::string(label) + " " + found->second;
+    identity.append(label).append(" ").append(found->second);
   }
   return identity.empty() ? std::string("unknown") : identity;
 }
