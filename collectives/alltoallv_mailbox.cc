@@ -31,8 +31,6 @@ enum Verdict : int64_t { kRefused = -1, kDoesNotFit = 0, kFits = 1 };
 // The flag line's words after the counter: [kVerdictWord + phase], [kGenerationWord + phase].
 constexpr int kVerdictWord = 1, kGenerationWord = 3;
 
-int64_t headerBytes(int p) { return roundToSharedLine(int64_t{p} * kPairSlots * 8); }
-
 // Distinct for every prepared call of the process.
 std::atomic<int64_t> nextGeneration{1};
 
@@ -70,10 +68,52 @@ MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
   return call;
 }
 
+int64_t MailboxCall::headerBytes(int p) { return roundToSharedLine(int64_t{p} * kPairSlots * 8); }
+
+Status MailboxCall::writeRow(std::byte* header, int64_t& headerGeneration, std::byte* data) const {
+  if (refused()) return Status::ok();
+  if (headerGeneration != generation_) {  // this header describes another call
+    std::memcpy(header, views_.data(), views_.size() * sizeof(int64_t));
+    headerGeneration = generation_;
+  }
+  if (data == nullptr) return Status::ok();
+  const int p = static_cast<int>(args_.sendcounts.size());
+  for (int peer = 0; peer < p; ++peer) {
+    const int64_t* view = views_.data() + static_cast<size_t>(peer) * kPairSlots;
+    if (view[kSendBytes] == 0) continue;
+    std::byte* slot = data + view[kSendAt];
+    if (sendDense_) {
+      std::memcpy(slot, args_.sendBlock(peer), static_cast<size_t>(view[kSendBytes]));
+    } else {
+      IBDT_RETURN_IF_ERROR(send_->pack(args_.sendBlock(peer), 0, view[kSendBytes], slot));
+    }
+  }
+  return Status::ok();
+}
+
+Status MailboxCall::readPair(int source, int rank, int64_t theirGeneration, const std::byte* theirHeader,
+                             const std::byte* theirData, MailboxPairCache& pair, std::string_view what) const {
+  if (pair.theirs != theirGeneration || pair.ours != generation_) {
+    const int64_t* theirView = reinterpret_cast<const int64_t*>(theirHeader) + static_cast<size_t>(rank) * kPairSlots;
+    const int64_t* ourView = views_.data() + static_cast<size_t>(source) * kPairSlots;
+    pair = {};
+    IBDT_RETURN_IF_ERROR(pairMismatch(what, source, rank, theirView, ourView));
+    IBDT_RETURN_IF_ERROR(pairMismatch(what, rank, source, ourView, theirView));
+    pair = {theirGeneration, generation_, theirView[kSendAt], ourView[kRecvBytes]};
+  }
+  if (pair.bytes == 0 || theirData == nullptr) return Status::ok();
+  const std::byte* block = theirData + pair.at;
+  if (recvDense_) {
+    std::memcpy(args_.recvBlock(source), block, static_cast<size_t>(pair.bytes));
+    return Status::ok();
+  }
+  return recv_->unpack(args_.recvBlock(source), 0, pair.bytes, block).withContext(what);
+}
+
 Result<std::unique_ptr<AlltoallvMailbox>> AlltoallvMailbox::create(Communicator& comm, int64_t shareBytes,
                                                                   Deadline deadline) {
   const int p = comm.size();
-  const int64_t header = headerBytes(p);
+  const int64_t header = MailboxCall::headerBytes(p);
   // Two rows' data within the share (the flag line and headers, O(p), are
   // bookkeeping, as the in-place algorithm's); the segment within the cap.
   int64_t capacity = std::max<int64_t>(0, shareBytes / 2);
@@ -115,28 +155,15 @@ Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status&
   const auto phase = static_cast<int>(run_ & 1);
   outcome = Status::ok();
   std::byte* mine = row(run_, rank);
-  const AlltoallvArgs& args = call.args_;
-  const bool fits = !call.refused() && call.rowBytes_ <= capacity_;
+  const bool fits = !call.refused() && call.rowBytes() <= capacity_;
   int64_t verdict = call.refused() ? kRefused : fits ? kFits : kDoesNotFit;
-  if (!call.refused() && written_[phase] != call.generation_) {  // this phase's header describes another call
-    std::memcpy(mine, call.views_.data(), call.views_.size() * sizeof(int64_t));
-    written_[phase] = call.generation_;
-  }
-  for (int peer = 0; fits && peer < p; ++peer) {
-    const int64_t* view = call.views_.data() + static_cast<size_t>(peer) * kPairSlots;
-    if (view[kSendBytes] == 0) continue;
-    std::byte* slot = mine + header_ + view[kSendAt];
-    if (call.sendDense_) {
-      std::memcpy(slot, args.sendBlock(peer), static_cast<size_t>(view[kSendBytes]));
-    } else if (Status packed = call.send_->pack(args.sendBlock(peer), 0, view[kSendBytes], slot); !packed.isOk()) {
-      verdict = kRefused;  // the peers learn it below; we report why
-      outcome = packed.withContext(kWhat);
-      break;
-    }
+  if (Status written = call.writeRow(mine, written_[phase], fits ? mine + header_ : nullptr); !written.isOk()) {
+    verdict = kRefused;  // the peers learn it below; we report why
+    outcome = written.withContext(kWhat);
   }
   int64_t* line = flagLine(rank);
   line[kVerdictWord + phase] = verdict;
-  line[kGenerationWord + phase] = call.generation_;
+  line[kGenerationWord + phase] = call.generation();
   sharedFlag(segment_, rank).store(run_, std::memory_order_release);
   if (Status waited = awaitAll(deadline); !waited.isOk()) {
     broken_ = waited.withContext(strCat(kWhat, " rank ", rank, ", call ", run_));
@@ -152,7 +179,7 @@ Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status&
   }
   if (refusedBy >= 0) {
     if (call.refused()) {
-      outcome = Status(call.refusal_).withContext(kWhat);
+      outcome = Status(call.refusal()).withContext(kWhat);
     } else if (outcome.isOk()) {
       outcome = makeError(Code::kInvalidArgument, kWhat, ": rank ", refusedBy, "'s arguments were refused");
     }
@@ -161,30 +188,10 @@ Result<bool> AlltoallvMailbox::run(MailboxCall& call, Deadline deadline, Status&
   if (!everyoneFits) return false;
   for (int step = 0; step < p; ++step) {
     const int source = (rank + step) % p;
-    PairCache& pair = pairs_[static_cast<size_t>(source)];
-    const int64_t theirGeneration = flagLine(source)[kGenerationWord + phase];
-    if (pair.theirs != theirGeneration || pair.ours != call.generation_) {
-      // Both directions of the pair, so that both of its ranks fail alike.
-      const int64_t* theirView =
-          reinterpret_cast<const int64_t*>(row(run_, source)) + static_cast<size_t>(rank) * kPairSlots;
-      const int64_t* ourView = call.views_.data() + static_cast<size_t>(source) * kPairSlots;
-      Status differs = pairMismatch(kWhat, source, rank, theirView, ourView);
-      if (differs.isOk()) differs = pairMismatch(kWhat, rank, source, ourView, theirView);
-      pair = {};
-      if (!differs.isOk()) {
-        if (outcome.isOk()) outcome = std::move(differs);
-        continue;
-      }
-      pair = {theirGeneration, call.generation_, theirView[kSendAt], ourView[kRecvBytes]};
-    }
-    if (pair.bytes == 0) continue;
-    const std::byte* block = row(run_, source) + header_ + pair.at;
-    if (call.recvDense_) {
-      std::memcpy(args.recvBlock(source), block, static_cast<size_t>(pair.bytes));
-    } else if (Status unpacked = call.recv_->unpack(args.recvBlock(source), 0, pair.bytes, block);
-               !unpacked.isOk()) {
-      if (outcome.isOk()) outcome = unpacked.withContext(kWhat);
-    }
+    const std::byte* theirs = row(run_, source);
+    Status read = call.readPair(source, rank, flagLine(source)[kGenerationWord + phase], theirs, theirs + header_,
+                                pairs_[static_cast<size_t>(source)], kWhat);
+    if (outcome.isOk()) outcome = std::move(read);
   }
   return true;
 }

@@ -29,7 +29,15 @@
 
 namespace ibdt::collectives {
 
-// One rank's side of one call, prepared for the mailbox: kept and run again
+// A peer's block as last checked: valid while neither side's call changed.
+struct MailboxPairCache {
+  int64_t theirs = 0, ours = 0;  // the generations checked (0: none)
+  int64_t at = 0;                // our block within its row's data
+  int64_t bytes = 0;             // its packed bytes
+};
+
+// One rank's side of one call, prepared for a mailbox (this blocking one,
+// or the non-blocking calls' of ialltoall_mailbox.h): kept and run again
 // while the caller's arguments repeat (a rank-local decision).
 class MailboxCall {
  public:
@@ -37,10 +45,26 @@ class MailboxCall {
   static MailboxCall prepare(Result<AlltoallvArgs> checked);
 
   bool refused() const { return !refusal_.isOk(); }
+  const Status& refusal() const { return refusal_; }
+  int64_t generation() const { return generation_; }
+  // Every outgoing block, our own included, back to back.
   int64_t rowBytes() const { return rowBytes_; }
+  // The bytes of the pair views a row's header holds for `p` ranks.
+  static int64_t headerBytes(int p);
+
+  // Writes our row: the pair views into `header`, unless `headerGeneration`
+  // says it already describes this call (then set to it), and the blocks
+  // into `data` (skipped when null). A refused call writes nothing. The
+  // packing's error, if any.
+  Status writeRow(std::byte* header, int64_t& headerGeneration, std::byte* data) const;
+  // Our block from `source`'s row (`theirHeader`, `theirData`, written for
+  // its call of generation `theirGeneration`): both directions of the pair
+  // checked (so that both of its ranks fail alike) unless `pair` holds that
+  // check, then copied out (`theirData` null: only checked).
+  Status readPair(int source, int rank, int64_t theirGeneration, const std::byte* theirHeader,
+                  const std::byte* theirData, MailboxPairCache& pair, std::string_view what) const;
 
  private:
-  friend class AlltoallvMailbox;
   Status refusal_;
   int64_t generation_ = 0;  // distinct per prepared call: peers cache their check of it
   AlltoallvArgs args_;
@@ -74,13 +98,6 @@ class AlltoallvMailbox {
   int64_t capacity() const { return capacity_; }
 
  private:
-  // A peer's block as last checked: valid while neither side's call changed.
-  struct PairCache {
-    int64_t theirs = 0, ours = 0;  // the generations checked (0: none)
-    int64_t at = 0;                // our block within its row's data
-    int64_t bytes = 0;             // its packed bytes
-  };
-
   AlltoallvMailbox(Communicator& comm, SharedRegion segment, int64_t header, int64_t capacity)
       : comm_(comm),
         segment_(std::move(segment)),
@@ -95,7 +112,7 @@ class AlltoallvMailbox {
   SharedRegion segment_;
   const int64_t header_;    // a row's header: the pair views, rounded to a line
   const int64_t capacity_;  // a row's data
-  std::vector<PairCache> pairs_;
+  std::vector<MailboxPairCache> pairs_;
   int64_t written_[2] = {0, 0};  // the generation each phase's header of our row describes
   uint64_t run_ = 0;
   Status broken_;
