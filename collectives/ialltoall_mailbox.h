@@ -19,6 +19,14 @@
 // as MPI_Ialltoall must not. Each call in flight has a Plan of its own
 // (kept for later calls once its holder saw it done), as many as the
 // program keeps in flight.
+//
+// MPI_Ialltoallv calls share the numbering and the rows: each rank writes
+// its pair views (alltoallv_mailbox.h) and, when all its blocks fit its
+// row, the blocks, and says in its header whether they fit. A reader copies
+// its block from every row that holds one; if any rank's blocks did not
+// fit, every rank sees it in the headers it reads and, once every row was
+// read, runs the call by messages instead (the caller's fallback plan,
+// built alike on every rank), so a call of any size completes.
 #pragma once
 
 #include <atomic>
@@ -29,11 +37,24 @@
 
 #include "base/shared_region.h"
 #include "collectives/alltoall_args.h"
+#include "collectives/alltoallv_mailbox.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
 
 class MailboxCallRun;
+class AlltoallCallRun;
+class AlltoallvCallRun;
+
+// How an alltoallv call whose blocks do not all fit runs: every rank builds
+// the same plan for it (one that carries the call's blocks by messages on
+// a tag of the call's own) and the run starts it.
+class AlltoallvFallback {
+ public:
+  virtual ~AlltoallvFallback() = default;
+  // The plan for the call the caller numbered `ticket`.
+  virtual Result<std::shared_ptr<Plan>> plan(uint64_t ticket) = 0;
+};
 
 class IalltoallMailbox {
  public:
@@ -57,20 +78,32 @@ class IalltoallMailbox {
   // (callers check capacity() first, alike on every rank). The mailbox's
   // own error once it broke.
   Result<Plan*> next(const Result<AlltoallArgs>& checked);
+  // The same for an alltoallv call prepared as `call` (not in place; a
+  // refused one takes its number too); `fallback` builds the plan of
+  // `ticket` if some rank's blocks do not fit its row.
+  Result<Plan*> nextV(std::shared_ptr<const MailboxCall> call, std::shared_ptr<AlltoallvFallback> fallback,
+                      uint64_t ticket);
 
  private:
   friend class MailboxCallRun;
+  friend class AlltoallCallRun;
+  friend class AlltoallvCallRun;
   IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity);
 
-  // The header and data of `rank`'s row of call `call`.
+  // The header line of `rank`'s row of call `call`; its pair views follow,
+  // then its data (rowData).
   std::byte* row(uint64_t call, int rank) const;
+  std::byte* rowData(std::byte* row) const { return row + dataOffset_; }
+  const std::byte* rowData(const std::byte* row) const { return row + dataOffset_; }
+  // A run that is ready for a call, from the kind's idle runs or new.
+  template <class Run>
+  Run* idleRun(std::vector<Run*>& idle);
   // Rank `rank`'s done counter (its control line's first word).
   std::atomic<uint64_t>& done(int rank) const;
-  // The run of `call` finished its reads: our done counter advances over
-  // the calls finished in order.
+  // A run finished its reads (`call`: or ended): our done counter
+  // advances over the calls whose reads are over, in order.
+  void publishDone();
   void finished(uint64_t call);
-  // The run's holder saw it done: its plan may serve a later call.
-  void released(MailboxCallRun* run) { idle_.push_back(run); }
   // One step of every call in flight on this rank; true when one moved.
   bool advanceAll();
   // Whether rank `rank` said its mailbox broke.
@@ -82,11 +115,17 @@ class IalltoallMailbox {
   Communicator& comm_;
   SharedRegion segment_;
   const int64_t capacity_;
+  const int64_t dataOffset_;  // the header line and the alltoallv pair views
   uint64_t calls_ = 0;  // calls numbered so far
-  uint64_t done_ = 0;   // calls finished in order (published in our done counter)
+  uint64_t done_ = 0;   // calls whose reads are over, in order (published in our done counter)
   std::vector<std::unique_ptr<Plan>> plans_;     // every run made so far
-  std::vector<MailboxCallRun*> idle_;             // their runs free for a next call
-  std::map<uint64_t, MailboxCallRun*> reading_;  // numbered calls whose reads are not finished
+  std::vector<AlltoallCallRun*> idle_;            // their runs free for a next call, by kind
+  std::vector<AlltoallvCallRun*> idleV_;
+  std::map<uint64_t, MailboxCallRun*> reading_;  // numbered calls not yet complete
+  // Alltoallv: the call generation each phase's pair views of our row
+  // describe, and the pairs as last checked.
+  int64_t viewsWritten_[kPhases] = {};
+  std::vector<MailboxPairCache> pairs_;
   Status broken_;  // a run lost a peer: later calls fail with it
   bool closing_ = false;
 };

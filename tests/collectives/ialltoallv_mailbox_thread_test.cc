@@ -1,0 +1,238 @@
+// The call mailbox's alltoallv calls (collectives/ialltoallv_mailbox_run.h,
+// the MPI bridge's MPI_Ialltoallv on one node), ranks as threads over the
+// loopback fabric: every spread of counts, bytes and derived types on both
+// sides, several calls in flight with an alltoall among them, completed in
+// different orders on different ranks, every byte of every call checked;
+// calls whose blocks do not fit some rank's row run the fallback on every
+// rank and on no rank otherwise; a pair that disagrees and a refused call
+// fail where they should, and the next call runs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "collectives/alltoall_args.h"
+#include "collectives/alltoall_data.h"
+#include "collectives/alltoallv_args.h"
+#include "collectives/alltoallv_data.h"
+#include "collectives/ialltoall_mailbox.h"
+#include "collectives/world.h"
+#include "support/thread_ranks.h"
+
+namespace ibdt::collectives {
+namespace {
+
+using messaging::testing::RankEnv;
+using messaging::testing::runRanks;
+using messaging::testing::soon;
+using testing::AlltoallBuffers;
+using testing::AlltoallvBuffers;
+using testing::CountMatrix;
+using testing::Side;
+using testing::Spread;
+
+constexpr int64_t kCapacity = 4096;
+
+// What every rank runs when some rank's blocks do not fit: ibdt's pairwise
+// alltoallv of the same buffers on a reserved tag of the ticket's.
+class PairwiseFallback final : public AlltoallvFallback {
+ public:
+  PairwiseFallback(Communicator& comm, AlltoallvBuffers& buffers, Side send, Side recv)
+      : comm_(comm), buffers_(buffers), send_(std::move(send)), recv_(std::move(recv)) {}
+
+  Result<std::shared_ptr<Plan>> plan(uint64_t ticket) override {
+    ++built_;
+    AlltoallvOptions options;
+    options.algorithm = AlltoallvAlgorithm::kPairwise;
+    comm_.pinPlanTag(Communicator::kFirstReservedPlanTag + static_cast<int32_t>(ticket % 16));
+    auto plan = alltoallvInit(comm_, buffers_.sendbuf(), buffers_.sendcounts(), buffers_.sdispls(), send_.type,
+                              buffers_.recvbuf(), buffers_.recvcounts(), buffers_.rdispls(), recv_.type, options);
+    comm_.unpinPlanTag();
+    IBDT_RETURN_IF_ERROR(plan.status());
+    return std::make_shared<Plan>(std::move(*plan));
+  }
+  int built() const { return built_; }
+
+ private:
+  Communicator& comm_;
+  AlltoallvBuffers& buffers_;
+  Side send_, recv_;
+  int built_ = 0;
+};
+
+// One alltoallv call: its buffers, its fallback and its plan once started.
+struct VCall {
+  std::unique_ptr<AlltoallvBuffers> buffers;
+  std::shared_ptr<PairwiseFallback> fallback;
+  bool expectFallback = false;
+  Plan* plan = nullptr;
+};
+
+Result<Plan*> startV(IalltoallMailbox& box, VCall& call, const Side& send, const Side& recv, uint64_t ticket,
+                     std::span<const int64_t> sendcounts) {
+  AlltoallvBuffers& b = *call.buffers;
+  auto prepared = std::make_shared<const MailboxCall>(MailboxCall::prepare(checkAlltoallvArgs(
+      box.comm(), b.sendbuf(), sendcounts, b.sdispls(), send.type, b.recvbuf(), b.recvcounts(), b.rdispls(),
+      recv.type)));
+  IBDT_ASSIGN_OR_RETURN(Plan * plan, box.nextV(std::move(prepared), call.fallback, ticket));
+  IBDT_RETURN_IF_ERROR(plan->start());
+  return plan;
+}
+
+// A call of `counts` x one element of `send` / `recv`, started.
+VCall startV(IalltoallMailbox& box, const CountMatrix& counts, const Side& send, const Side& recv, int rank,
+             uint64_t seed) {
+  VCall call;
+  call.buffers = std::make_unique<AlltoallvBuffers>(counts, send, recv, rank, seed);
+  call.fallback = std::make_shared<PairwiseFallback>(box.comm(), *call.buffers, send, recv);
+  for (const std::vector<int64_t>& row : counts) {
+    const int64_t bytes = std::accumulate(row.begin(), row.end(), int64_t{0}) * send.bytes();
+    call.expectFallback = call.expectFallback || bytes > box.capacity();
+  }
+  auto plan = startV(box, call, send, recv, seed, call.buffers->sendcounts());
+  EXPECT_TRUE(plan.isOk()) << plan.status().toString();
+  call.plan = plan.isOk() ? *plan : nullptr;
+  return call;
+}
+
+// Completes `plan` by test() polling or by wait().
+Status finish(Plan& plan, bool byTest) {
+  if (!byTest) return plan.wait(soon());
+  const Deadline deadline = soon();
+  for (;;) {
+    IBDT_ASSIGN_OR_RETURN(bool done, plan.test());
+    if (done) return plan.wait();
+    if (deadline.expired()) return makeError(Code::kTimeout, "test loop");
+    std::this_thread::yield();
+  }
+}
+
+std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm) {
+  auto box = IalltoallMailbox::create(comm, kCapacity, soon());
+  EXPECT_TRUE(box.isOk()) << box.status().toString();
+  return box.isOk() ? *box : nullptr;
+}
+
+// Per spread: four alltoallv calls in flight (small bytes; bytes up to 200
+// per pair, which overflow the 4 KiB rows at most sizes; strided into
+// dense; dense into strided) and an alltoall between them; odd ranks
+// complete them newest first by wait, even ranks oldest first by test.
+TEST(IalltoallvMailboxThreads, EverySpreadInFlightTogetherEveryByteRight) {
+  for (int p : {1, 2, 3, 5, 8}) {
+    runRanks(p, {}, [&](RankEnv& env) {
+      auto comm = testing::world(env);
+      ASSERT_NE(comm, nullptr);
+      auto box = mailboxOf(*comm);
+      ASSERT_NE(box, nullptr);
+      const Side bytes = testing::byteSide(1), strided = testing::vectorSide(1);
+      const Side dense = testing::denseSide(strided.type, 1);
+      uint64_t seed = 1000 * static_cast<uint64_t>(p);
+      for (Spread spread : testing::kSpreads) {
+        std::vector<VCall> calls;
+        auto start = [&](int64_t scale, const Side& send, const Side& recv) {
+          ++seed;
+          calls.push_back(startV(*box, testing::countMatrix(spread, p, seed, scale), send, recv, env.rank, seed));
+        };
+        start(3, bytes, bytes);
+        start(200, bytes, bytes);
+        const Side block = testing::byteSide(5);
+        AlltoallBuffers regular(block, block, p, env.rank);
+        auto checked = checkAlltoallArgs(*comm, regular.sendbuf(), block.count, block.type, regular.recvbuf(),
+                                         block.count, block.type);
+        auto alltoall = box->next(checked);
+        ASSERT_TRUE(alltoall.isOk()) << alltoall.status().toString();
+        ASSERT_TRUE((*alltoall)->start().isOk());
+        start(4, strided, dense);
+        start(30, dense, strided);
+        const bool odd = env.rank % 2 == 1;
+        const std::string where = std::string(testing::spreadName(spread)) + " p " + std::to_string(p) + " rank " +
+                                  std::to_string(env.rank);
+        for (size_t i = 0; i < calls.size(); ++i) {
+          VCall& call = calls[odd ? calls.size() - 1 - i : i];
+          ASSERT_NE(call.plan, nullptr) << where;
+          const Status finished = finish(*call.plan, !odd);
+          ASSERT_TRUE(finished.isOk()) << where << " call " << i << ": " << finished.toString();
+          EXPECT_EQ(call.buffers->check(), "") << where << " call " << i;
+          EXPECT_EQ(call.fallback->built(), call.expectFallback ? 1 : 0) << where << " call " << i;
+        }
+        ASSERT_TRUE(finish(**alltoall, false).isOk()) << where;
+        EXPECT_EQ(regular.check(), "") << where;
+      }
+    });
+  }
+}
+
+// Rank 1 sends rank 2 one element fewer than rank 2 expects: that pair
+// fails on both of its ranks, naming both, in a call that fits and in one
+// that runs by messages; the other pairs arrive; the next call runs.
+TEST(IalltoallvMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextCallRuns) {
+  runRanks(4, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side bytes = testing::byteSide(1);
+    for (int64_t scale : {8, 2000}) {
+      const CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 4, 7, scale);
+      VCall call;
+      call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, env.rank, 7);
+      call.fallback = std::make_shared<PairwiseFallback>(*comm, *call.buffers, bytes, bytes);
+      std::vector<int64_t> sendcounts = call.buffers->sendcounts();
+      if (env.rank == 1) sendcounts[2] -= 1;  // rank 2 expects one element more
+      auto plan = startV(*box, call, bytes, bytes, static_cast<uint64_t>(scale), sendcounts);
+      ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+      const Status status = (*plan)->wait(soon());
+      const std::string where = "scale " + std::to_string(scale) + " rank " + std::to_string(env.rank);
+      if (env.rank == 1 || env.rank == 2) {
+        ASSERT_EQ(status.code(), Code::kInvalidArgument) << where << ": " << status.toString();
+        EXPECT_NE(status.toString().find("rank 1 sends rank 2"), std::string::npos) << status.toString();
+        EXPECT_EQ(call.buffers->check({env.rank == 1 ? 2 : 1}), "") << where;
+      } else {
+        ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
+        EXPECT_EQ(call.buffers->check(), "") << where;
+      }
+      VCall next = startV(*box, counts, bytes, bytes, env.rank, 8);
+      ASSERT_NE(next.plan, nullptr);
+      ASSERT_TRUE(next.plan->wait(soon()).isOk()) << where;
+      EXPECT_EQ(next.buffers->check(), "") << where;
+    }
+  });
+}
+
+// Rank 2's arguments are refused (a negative count): every rank's call
+// fails (the others name rank 2), none runs the fallback although rank 0's
+// blocks do not fit; the next call runs.
+TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side bytes = testing::byteSide(1);
+    CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 3, 5, 10);
+    for (int64_t& count : counts[0]) count = 3000;  // rank 0's row holds 4 KiB
+    VCall call;
+    call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, env.rank, 5);
+    call.fallback = std::make_shared<PairwiseFallback>(*comm, *call.buffers, bytes, bytes);
+    std::vector<int64_t> sendcounts = call.buffers->sendcounts();
+    if (env.rank == 2) sendcounts[0] = -1;
+    auto plan = startV(*box, call, bytes, bytes, 1, sendcounts);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    const Status status = (*plan)->wait(soon());
+    ASSERT_FALSE(status.isOk()) << "rank " << env.rank;
+    if (env.rank != 2) {
+      EXPECT_NE(status.toString().find("rank 2's arguments were refused"), std::string::npos) << status.toString();
+    }
+    EXPECT_EQ(call.fallback->built(), 0);
+    VCall next = startV(*box, testing::countMatrix(Spread::kRandom, 3, 6, 10), bytes, bytes, env.rank, 6);
+    ASSERT_NE(next.plan, nullptr);
+    ASSERT_TRUE(next.plan->wait(soon()).isOk());
+    EXPECT_EQ(next.buffers->check(), "");
+  });
+}
+
+}  // namespace
+}  // namespace ibdt::collectives
