@@ -27,6 +27,8 @@
 
 namespace ibdt::mpi {
 
+class PreparedIalltoallv;
+
 struct CommState {
   std::unique_ptr<MpiStore> store;
   std::unique_ptr<messaging::Context> context;
@@ -51,6 +53,9 @@ struct CommState {
     std::optional<collectives::AlltoallArgs> checked;
   };
   CheckedMailboxCall lastMailboxCall;
+  // The MPI_Ialltoallv call last prepared for that mailbox (repeated
+  // arguments run it again; mpi/ialltoallv_prepared.h).
+  std::shared_ptr<PreparedIalltoallv> preparedIalltoallv;
   // The non-blocking alltoallv's and the staged MPI_Ialltoall's plans (mpi/tagged_plans.h).
   TaggedPlans<AlltoallvCache::Key> ialltoallvPlans;
   TaggedPlans<StagedAlltoallKey> stagedIalltoallPlans;

@@ -10,6 +10,7 @@
 #include "collectives/alltoall_args.h"
 #include "collectives/ialltoall_mailbox.h"
 #include "mpi/comm_state.h"
+#include "mpi/ialltoallv_prepared.h"
 #include "mpi/staging.h"
 #include "mpi/tagged_plans.h"
 #include "mpi/type_convert.h"
@@ -75,8 +76,7 @@ int cancelRun(void*, int) { return MPI_SUCCESS; }  // a collective cannot be can
 
 // The reserved tag slot of this communicator's next non-blocking call.
 int nextSlot(CommState& state) { return static_cast<int>(state.nonblockingCalls++ % kNonblockingTags); }
-int32_t tagOf(int slot) { return collectives::Communicator::kFirstReservedPlanTag + 1 + slot; }
-int32_t nextTag(CommState& state) { return tagOf(nextSlot(state)); }
+int32_t nextTag(CommState& state) { return nonblockingTag(nextSlot(state)); }
 
 // Packs what `staging` stages (if any), starts `plan` and hands both to a
 // new generalized request.
@@ -176,7 +176,7 @@ bool startStagedIalltoall(CommState& state, const AlltoallArgs& args, const Stag
     }
     return stagedPlan(std::move(*call), [&](const StagedAlltoallv& staged) {
       const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-      PinnedTag pinned(*state.comm, tagOf(slot));
+      PinnedTag pinned(*state.comm, nonblockingTag(slot));
       return collectives::alltoallInit(*state.comm, staged.sendbuf, inPlace ? args.recvcount : args.sendcount,
                                        staged.sendtype, staged.recvbuf, args.recvcount, staged.recvtype,
                                        state.alltoall);
@@ -185,19 +185,20 @@ bool startStagedIalltoall(CommState& state, const AlltoallArgs& args, const Stag
   return true;
 }
 
-// The communicator's call mailbox: made by its first MPI_Ialltoall, which
-// every rank makes at the same point of its calls (collective), where the
-// communicator spans one node and the algorithm is auto; else null, alike
-// on every rank. Rows hold the in-place budget (IBDT_ALLTOALLV_INPLACE_BYTES,
-// 1 MiB) over the mailbox's phases: 256 KiB of a rank's blocks per call.
+// The communicator's call mailbox: made by its first MPI_Ialltoall or
+// MPI_Ialltoallv, which every rank makes at the same point of its calls
+// (collective), where the communicator spans one node and the alltoall's
+// or the alltoallv's algorithm is auto (each call kind takes it only when
+// its own is); else null, alike on every rank. Rows hold the in-place
+// budget (IBDT_ALLTOALLV_INPLACE_BYTES, 1 MiB) over the mailbox's phases:
+// 256 KiB of a rank's blocks per call.
 collectives::IalltoallMailbox* ialltoallMailboxOf(CommState& state) {
   if (state.ialltoallMailboxTried) return state.ialltoallMailbox.get();
   state.ialltoallMailboxTried = true;
   collectives::Communicator& comm = *state.comm;
-  if (state.alltoall.algorithm != collectives::AlltoallAlgorithm::kAuto || comm.nodeCount() != 1 ||
-      comm.size() < 2) {
-    return nullptr;
-  }
+  const bool wanted = state.alltoall.algorithm == collectives::AlltoallAlgorithm::kAuto ||
+                      state.alltoallv.algorithm == collectives::AlltoallvAlgorithm::kAuto;
+  if (!wanted || comm.nodeCount() != 1 || comm.size() < 2) return nullptr;
   auto made = collectives::IalltoallMailbox::create(
       comm, state.alltoallv.inplaceBytes / collectives::IalltoallMailbox::kPhases, Deadline::never());
   if (made.isOk()) {
@@ -266,12 +267,37 @@ bool launchThroughMailbox(CommState& state, const AlltoallArgs& args, MPI_Comm c
   return true;
 }
 
+// The next mailbox call of an MPI_Ialltoallv (not in place), started: the
+// call prepared before while the arguments repeat, else prepared now.
+// False (with `why`) only when a type has no ibdt signature at all: alike
+// on every rank, to MPI.
+bool launchVThroughMailbox(CommState& state, const AlltoallvArgs& args, MPI_Comm comm, MPI_Request* request,
+                           Status& status, std::string& why) {
+  const uint64_t ticket = PreparedIalltoallv::ticket(nextSlot(state), state.ialltoallvCalls++);
+  std::shared_ptr<PreparedIalltoallv> prepared = state.preparedIalltoallv;
+  if (!prepared || !prepared->repeatedBy(args, state.comm->size(), convertedTypesFreed())) {
+    auto made = PreparedIalltoallv::prepare(state, args, comm);
+    if (!made.isOk()) {
+      why = made.status().toString();
+      return false;
+    }
+    prepared = std::move(*made);
+    state.preparedIalltoallv = prepared->staging() == nullptr ? prepared : nullptr;
+  }
+  auto plan = state.ialltoallMailbox->nextV(prepared->call(), prepared, ticket);
+  status = plan.isOk() ? launch(AlltoallCache::PlanPtr(prepared, *plan), prepared->staging(), comm, request, true)
+                       : plan.status();
+  return true;
+}
+
 }  // namespace
 
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
                     std::string& why) {
   *request = MPI_REQUEST_NULL;
-  if (const auto* box = ialltoallMailboxOf(state); box != nullptr && fitsMailbox(*box, args, state.comm->size())) {
+  if (const auto* box = ialltoallMailboxOf(state); box != nullptr &&
+                                                   state.alltoall.algorithm == collectives::AlltoallAlgorithm::kAuto &&
+                                                   fitsMailbox(*box, args, state.comm->size())) {
     return launchThroughMailbox(state, args, comm, request, status, why);
   }
   const uint64_t typesFreed = convertedTypesFreed();
@@ -300,6 +326,10 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
   *request = MPI_REQUEST_NULL;
   const int p = state.comm->size();
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
+  if (ialltoallMailboxOf(state) != nullptr && !inPlace &&
+      state.alltoallv.algorithm == collectives::AlltoallvAlgorithm::kAuto) {
+    return launchVThroughMailbox(state, args, comm, request, status, why);
+  }
   TaggedPlans<AlltoallvCache::Key>& plans = state.ialltoallvPlans;
   const uint64_t typesFreed = convertedTypesFreed();
   const bool repeated = !inPlace && plans.key() && repeatsAlltoallv(*plans.key(), args, p, typesFreed);
@@ -334,7 +364,7 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
       IBDT_ASSIGN_OR_RETURN(*call, stageAlltoallv(args, p, true));
     }
     return stagedPlan(std::move(*call), [&](const StagedAlltoallv& staged) {
-      PinnedTag pinned(*state.comm, tagOf(slot));
+      PinnedTag pinned(*state.comm, nonblockingTag(slot));
       return checkedAlltoallvPlan(state, staged, kNonblockingCheckTag, callNumber, state.ialltoallvPairs);
     });
   });

@@ -32,6 +32,8 @@ struct CommState;
 // non-blocking alltoallv's pair checks, 15 the blocking alltoallv's).
 inline constexpr int kNonblockingTags = 13;
 inline constexpr int32_t kNonblockingCheckTag = collectives::Communicator::kFirstReservedPlanTag + 14;
+// The reserved tag of slot `slot` (0 .. kNonblockingTags - 1).
+inline int32_t nonblockingTag(int slot) { return collectives::Communicator::kFirstReservedPlanTag + 1 + slot; }
 
 // Starts the alltoall on ibdt and sets `request`. Returns false, with `why`
 // set, when it goes to MPI instead; otherwise `status` is the outcome of
@@ -44,10 +46,12 @@ inline constexpr int32_t kNonblockingCheckTag = collectives::Communicator::kFirs
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,
                     Status& status, std::string& why);
 
-// The same for MPI_Ialltoallv. Not in place, the checked pairwise plan
-// (collectives/checked_alltoallv.h, pair checks on kNonblockingCheckTag),
-// kept per reserved tag while the calls repeat their arguments
-// (mpi/tagged_plans.h). MPI_IN_PLACE runs ibdt's in-place alltoallv (a
+// The same for MPI_Ialltoallv. Not in place on one node, the call mailbox
+// (mpi/ialltoallv_prepared.h; blocks that do not fit run the checked
+// pairwise plan on the call's reserved tag). Elsewhere the checked pairwise
+// plan (collectives/checked_alltoallv.h, pair checks on
+// kNonblockingCheckTag), kept per reserved tag while the calls repeat their
+// arguments (mpi/tagged_plans.h). MPI_IN_PLACE runs ibdt's in-place alltoallv (a
 // type inPlaceDirect() refuses: staged), built per call: its tags come
 // from the communicator's counter (as the voted calls' and the persistent
 // inits'), which agree only while every rank builds.

@@ -14,7 +14,8 @@
 //   {"library": "<MPI_Get_library_version>"}
 //   {"row": "MPI_Pack", "case": c, "bytes": b, "mpi": [median, min, max], "ibdt": [...]}
 //   {"row": "MPI_Alltoall contig"|"MPI_Alltoall vector"|"MPI_Alltoallv"|"MPI_Alltoallv in place"|
-//    "MPI_Alltoall self"|"MPI_Alltoall_init"|"MPI_Alltoall_init vector"|"MPI_Ialltoall", "bytes": b, "mpi": [...],
+//    "MPI_Alltoall self"|"MPI_Alltoall_init"|"MPI_Alltoall_init vector"|"MPI_Ialltoall"|"MPI_Ialltoallv",
+//    "bytes": b, "mpi": [...],
 //    "ibdt": [...]}
 //   (the _init rows also "ibdt blocking": [...], the bridge's MPI_Alltoall timed in turn with them)
 // (seconds per pack, or per call of the slowest rank), {"skipped": "<row>, <b> B",
@@ -199,7 +200,8 @@ bool runAlltoallCase(AlltoallCase& c, const World& world, int reps, int warmup) 
 // call, and the bridge's blocking call of the same arguments in turn with
 // both, so the preloaded blocking call and the native plan compare
 // repetition by repetition (ibdt-bench mpi's "preloaded / persistent" note);
-// and "MPI_Ialltoall": the contiguous call started and at once waited for.
+// and "MPI_Ialltoall" ("MPI_Ialltoallv", equal counts): the contiguous call
+// started and at once waited for.
 bool runAlltoall(const World& world, const BaselineOptions& options) {
   const int p = world.size;
   for (int64_t bytes : options.sizes) {
@@ -212,9 +214,9 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
     const int n = static_cast<int>(bytes), ints = static_cast<int>(bytes / 4);
     std::vector<int> counts(static_cast<size_t>(p), n), displs(static_cast<size_t>(p));
     for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = i * n;
-    std::vector<AlltoallCase> cases(8);
+    std::vector<AlltoallCase> cases(9);
     MPI_Request persistent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // contiguous, vector
-    for (int k = 0; k < 8; ++k) {
+    for (int k = 0; k < 9; ++k) {
       AlltoallCase& c = cases[static_cast<size_t>(k)];
       c.row = k == 0   ? "MPI_Alltoall contig"
               : k == 1 ? "MPI_Alltoall vector"
@@ -223,7 +225,8 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
               : k == 4 ? "MPI_Alltoallv in place"
               : k == 5 ? "MPI_Alltoall_init"
               : k == 6 ? "MPI_Alltoall_init vector"
-                       : "MPI_Ialltoall";
+              : k == 7 ? "MPI_Ialltoall"
+                       : "MPI_Ialltoallv";
       c.bytes = bytes;
       c.vector = k == 1 || k == 6;
       c.commSize = k == 3 ? 1 : p;
@@ -265,6 +268,18 @@ bool runAlltoall(const World& world, const BaselineOptions& options) {
         c.ibdt = [=] {
           MPI_Request request;
           MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, &request);
+          MPI_Wait(&request, MPI_STATUS_IGNORE);
+        };
+      } else if (k == 8) {
+        const int *cn = counts.data(), *dp = displs.data();
+        c.mpi = [=] {
+          MPI_Request request;
+          PMPI_Ialltoallv(s, cn, dp, MPI_BYTE, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD, &request);
+          PMPI_Wait(&request, MPI_STATUS_IGNORE);
+        };
+        c.ibdt = [=] {
+          MPI_Request request;
+          MPI_Ialltoallv(s, cn, dp, MPI_BYTE, r, cn, dp, MPI_BYTE, MPI_COMM_WORLD, &request);
           MPI_Wait(&request, MPI_STATUS_IGNORE);
         };
       } else if (k == 4) {
