@@ -181,8 +181,12 @@ int64_t bytesOfFailedCall(int64_t recvcount, const datatype::Datatype& recvtype)
 // rank builds this plan together (no pinned tag), so direct-write, whose
 // init exchanges keys, is a candidate. `perCall`: the blocking call, whose
 // plan runs once, so each candidate's measured init is priced too.
+// `unlessDense`: where the choice is direct-write on one node, the choice
+// without it, which direct-write's vote runs on every rank when some rank's
+// types are not dense blocks (the model knows bytes, not layouts).
 Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArgs>& checked, int64_t failedBytes,
-                                    AlltoallOptions options, bool collectiveInit, bool perCall) {
+                                    AlltoallOptions options, bool collectiveInit, bool perCall,
+                                    std::optional<AlltoallOptions>& unlessDense) {
   AlltoallCostModel model = AlltoallCostModel::fromTuning(comm.context().tuning());
   // The hierarchical plan's form follows the messaging layer's single copy (its agreement's vote).
   model.setRelayed([&comm](int64_t chunk) { return comm.context().exchangeSingleCopy(comm.contextId(), chunk); });
@@ -203,6 +207,13 @@ Result<AlltoallOptions> resolveAuto(Communicator& comm, const Result<AlltoallArg
   IBDT_LOG(kDebug, "alltoall auto: p = ", comm.size(), ", ", bytes,
            " B per block: ", alltoallAlgorithmName(choice.algorithm), " (radix ", choice.radix, ", model ",
            model.fromFile() ? "from the tuning file" : "built in", ", predicted ", choice.predictedNs / 1e3, " us)");
+  if (choice.algorithm == AlltoallAlgorithm::kDirectWrite && comm.nodeCount() == 1) {
+    // Ranks of one node load the same file: the same second choice everywhere.
+    const AlltoallChoice second = selectAlltoall(model, comm.size(), bytes, collectiveInit, 1, perCall, true);
+    unlessDense = options;
+    unlessDense->algorithm = second.algorithm;
+    unlessDense->radix = second.radix;
+  }
   options.algorithm = choice.algorithm;
   options.radix = choice.radix;
   return options;
@@ -219,8 +230,12 @@ bool alltoallInitIsCollective(const Communicator& comm, const AlltoallOptions& o
 
 namespace {
 
-// The algorithm's plan for the resolved `options`.
-Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, const AlltoallOptions& options) {
+Result<std::unique_ptr<PlanImpl>> buildLocal(Communicator& comm, const AlltoallArgs& args,
+                                              const AlltoallOptions& options);
+
+// The algorithm's plan for the resolved `options` (`unlessDense`: see resolveAuto).
+Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, const AlltoallOptions& options,
+                           const std::optional<AlltoallOptions>& unlessDense) {
   if (options.algorithm == AlltoallAlgorithm::kHierarchical) {
     // Its init is collective: a rank with bad arguments still takes part,
     // so every rank fails instead of waiting for it.
@@ -230,7 +245,13 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
   if (options.algorithm == AlltoallAlgorithm::kDirectWrite) {
     if (options.throttle < 0) checked = makeError(Code::kInvalidArgument, "alltoall: throttle ", options.throttle);
     // Collective init too (keys are exchanged): every rank takes part.
-    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoall(comm, checked, options.throttle));
+    AlltoallBuild instead;
+    if (unlessDense && unlessDense->algorithm == AlltoallAlgorithm::kSharedMemory) {
+      instead = [&comm](const AlltoallArgs& args) { return makeSharedMemoryAlltoall(comm, args); };
+    } else if (unlessDense) {
+      instead = [&](const AlltoallArgs& args) { return buildLocal(comm, args, *unlessDense); };
+    }
+    IBDT_ASSIGN_OR_RETURN(auto direct, makeDirectWriteAlltoall(comm, checked, options.throttle, instead));
     return Plan(std::move(direct));
   }
   if (options.algorithm == AlltoallAlgorithm::kSharedMemory) {
@@ -245,6 +266,13 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
     return makeError(Code::kInvalidArgument, "alltoall: radix ", options.radix, " (must be >= 2)");
   }
   IBDT_ASSIGN_OR_RETURN(AlltoallArgs args, std::move(checked));
+  IBDT_ASSIGN_OR_RETURN(std::unique_ptr<PlanImpl> impl, buildLocal(comm, args, options));
+  return Plan(std::move(impl));
+}
+
+// The plan of an algorithm whose init is local (no peer takes part).
+Result<std::unique_ptr<PlanImpl>> buildLocal(Communicator& comm, const AlltoallArgs& args,
+                                              const AlltoallOptions& options) {
   Result<std::unique_ptr<PlanImpl>> impl =
       makeError(Code::kInvalidArgument, "alltoall: unknown algorithm ", static_cast<int>(options.algorithm));
   switch (options.algorithm) {
@@ -267,10 +295,9 @@ Result<Plan> buildResolved(Communicator& comm, Result<AlltoallArgs> checked, con
     case AlltoallAlgorithm::kHierarchical:
     case AlltoallAlgorithm::kDirectWrite:
     case AlltoallAlgorithm::kSharedMemory:
-      break;  // above
+      break;  // collective: buildResolved's
   }
-  if (!impl.isOk()) return std::move(impl).takeStatus();
-  return Plan(std::move(impl).value());
+  return impl;
 }
 
 // alltoallInit and the blocking call; `perCall`: the plan runs once, so
@@ -282,14 +309,15 @@ Result<Plan> buildAlltoall(Communicator& comm, const void* sendbuf, int64_t send
   Result<AlltoallArgs> checked = checkAlltoallArgs(comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
   AlltoallOptions options = requested;
   const bool automatic = options.algorithm == AlltoallAlgorithm::kAuto;
+  std::optional<AlltoallOptions> unlessDense;
   if (automatic) {
     // Every rank calls the blocking alltoall together, as it calls init; a
     // build under a pinned tag may happen on one rank alone.
     const bool collectiveInit = !comm.planTagPinned();
     IBDT_ASSIGN_OR_RETURN(options, resolveAuto(comm, checked, bytesOfFailedCall(recvcount, recvtype), requested,
-                                               collectiveInit, perCall));
+                                               collectiveInit, perCall, unlessDense));
   }
-  IBDT_ASSIGN_OR_RETURN(Plan plan, buildResolved(comm, std::move(checked), options));
+  IBDT_ASSIGN_OR_RETURN(Plan plan, buildResolved(comm, std::move(checked), options, unlessDense));
   comm.countAlgorithm("alltoall", plan.algorithm(), automatic);
   return plan;
 }

@@ -278,7 +278,7 @@ Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, const void
 }
 
 Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, const Result<AlltoallArgs>& checked,
-                                                          int64_t throttle) {
+                                                          int64_t throttle, const AlltoallBuild& instead) {
   IBDT_ASSIGN_OR_RETURN(int64_t vote, agreeOnDirectWrite(comm, checked.isOk(), checked.isOk() && checked->inPlace,
                                                          checked.isOk() ? checked->sendtype : datatype::Datatype(),
                                                          checked.isOk() ? checked->recvtype : datatype::Datatype()));
@@ -292,8 +292,9 @@ Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, co
     return makeError(Code::kInvalidArgument, "alltoall (direct-write): the arguments failed on another rank");
   }
   if (vote == 1) {
-    IBDT_LOG(kDebug, "alltoall direct-write: a rank's types are not dense blocks; every rank runs pairwise");
-    return makePairwiseAlltoall(comm, *checked, throttle);
+    IBDT_LOG(kDebug, "alltoall direct-write: a rank's types are not dense blocks; every rank runs ",
+             instead ? "the next choice" : "pairwise");
+    return instead ? instead(*checked) : makePairwiseAlltoall(comm, *checked, throttle);
   }
   std::vector<DirectBlock> blocks;
   for (int peer = 0; peer < comm.size(); ++peer) {

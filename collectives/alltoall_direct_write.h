@@ -2,6 +2,7 @@
 // straight into the peers' receive buffers (docs/alltoall-direct-writes.md).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -40,7 +41,11 @@ Result<int64_t> agreeOnDirectWrite(Communicator& comm, bool argsOk, bool inPlace
 Result<std::unique_ptr<PlanImpl>> makeDirectWrite(Communicator& comm, const void* sendbuf, void* recvbuf,
                                                   std::vector<DirectBlock> blocks, bool agreeLengths);
 
+// The direct-write alltoall (collective). Where some rank's types are not
+// dense blocks, every rank builds `instead` (it must be the same on every
+// rank): null, pairwise (whose init is local).
+using AlltoallBuild = std::function<Result<std::unique_ptr<PlanImpl>>(const AlltoallArgs&)>;
 Result<std::unique_ptr<PlanImpl>> makeDirectWriteAlltoall(Communicator& comm, const Result<AlltoallArgs>& checked,
-                                                          int64_t throttle);
+                                                          int64_t throttle, const AlltoallBuild& instead = nullptr);
 
 }  // namespace ibdt::collectives

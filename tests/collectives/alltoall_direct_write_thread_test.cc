@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "collectives/alltoall_data.h"
+#include "collectives/alltoall_select.h"
 #include "collectives/alltoallv_data.h"
 #include "collectives/world.h"
 #include "ibdt/collectives.h"
@@ -164,6 +165,37 @@ TEST(DirectWriteThreadsFallback, DerivedTypesRunPairwise) {
   runRanks(4, {}, [&](RankEnv& env) {
     const Side strided = testing::vectorSide(300);
     runPersistent(env, strided, 2, "pairwise");
+  });
+}
+
+// Auto picks direct-write by the block's bytes; where a rank's types are
+// not dense blocks, every rank runs auto's choice without direct-write (on
+// one node, the shared segment where the model prefers it), not pairwise,
+// which was 1.15x the shared segment at 2 ranks of 64 KiB strided blocks
+// on an Intel Xeon (family 6, model 207).
+TEST(DirectWriteThreadsFallback, AutoWithDerivedTypesRunsItsNextChoice) {
+  const AlltoallCostModel model = AlltoallCostModel::builtIn();
+  int64_t bytes = 0;
+  for (int64_t b = 48 * 64; b <= 48 * 65536 && bytes == 0; b *= 2) {
+    if (selectAlltoall(model, 2, b, true, 1, false, false).algorithm == AlltoallAlgorithm::kDirectWrite) bytes = b;
+  }
+  ASSERT_GT(bytes, 0) << "the built-in model never picks direct-write for 2 ranks of one node";
+  const std::string_view expected =
+      alltoallAlgorithmName(selectAlltoall(model, 2, bytes, true, 1, false, true).algorithm);
+  ASSERT_NE(expected, "direct-write");
+  runRanks(2, {}, [&](RankEnv& env) {
+    auto comm = world(env);
+    ASSERT_NE(comm, nullptr);
+    const Side strided = testing::vectorSide(bytes / 48);  // 48 packed bytes per vector
+    const Side dense = testing::denseSide(strided.type, bytes / 48);
+    AlltoallBuffers buffers(strided, dense, 2, env.rank);
+    auto plan = alltoallInit(*comm, buffers.sendbuf(), strided.count, strided.type, buffers.recvbuf(), dense.count,
+                             dense.type);
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_EQ(plan->algorithm(), expected) << bytes << " B per block";
+    for (int run = 0; run < 2; ++run) {
+      ASSERT_EQ(testing::runChecked(*plan, buffers, run, soon()), "") << "rank " << env.rank << " run " << run;
+    }
   });
 }
 
