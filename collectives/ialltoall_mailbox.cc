@@ -24,6 +24,7 @@ namespace {
 constexpr std::string_view kWhat = "ialltoall (mailbox)";
 // An alltoall row's header words (mailbox_call_run.h).
 constexpr int kBytesWord = kRowKindWords, kSignatureWord = kRowKindWords + 1;
+constexpr int64_t kAlltoallKind = 1;
 // The control line's words: the done counter, then whether the rank's mailbox broke.
 constexpr int kBrokenWord = 1;
 
@@ -38,6 +39,7 @@ class AlltoallCallRun final : public MailboxCallRun {
   std::string_view algorithm() const override { return kWhat; }
 
  private:
+  int64_t kind() const override { return kAlltoallKind; }
   Status writeRow(std::byte* row) override;
   void afterWrite() override { note(packing_->copyOwn(args_, rank_)); }
   void take(int source, const std::byte* row) override;
@@ -68,6 +70,7 @@ void AlltoallCallRun::prepare(uint64_t call, const Result<AlltoallArgs>& checked
 }
 
 Status AlltoallCallRun::writeRow(std::byte* row) {
+  box_.viewsWritten_[call_ % IalltoallMailbox::kPhases] = 0;  // our blocks go where an alltoallv's views were
   IBDT_RETURN_IF_ERROR(packing_->packRow(args_, p_, rank_, box_.rowData(row)));
   rowHeader(row)[kBytesWord] = args_.bytes;
   rowHeader(row)[kSignatureWord] = static_cast<int64_t>(signatureHash_);
@@ -85,11 +88,12 @@ void AlltoallCallRun::take(int source, const std::byte* theirs) {
   note(packing_->unpackBlock(args_, source, box_.rowData(theirs) + rank_ * args_.bytes));
 }
 
-IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity)
+IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity, int64_t viewsRoom)
     : comm_(comm),
       segment_(std::move(segment)),
       capacity_(capacity),
-      dataOffset_(kSharedLine + MailboxCall::headerBytes(comm.size())),
+      viewsBytes_(MailboxCall::headerBytes(comm.size())),
+      viewsRoom_(viewsRoom),
       pairs_(static_cast<size_t>(comm.size())) {}
 
 IalltoallMailbox::~IalltoallMailbox() {
@@ -102,15 +106,18 @@ Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator&
                                                                    Deadline deadline) {
   const int p = comm.size();
   const int64_t rowsPerPhase = int64_t{p};
-  const int64_t header = kSharedLine + MailboxCall::headerBytes(p);
-  capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / kPhases / rowsPerPhase - header);
+  capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / kPhases / rowsPerPhase - kSharedLine);
   capacity = std::max<int64_t>(0, capacity) / kSharedLine * kSharedLine;
   // The ranks may ask for different rows: the smallest serves all.
   IBDT_ASSIGN_OR_RETURN(capacity, agreeOnOneNodeRows(comm, capacity, kWhat, deadline));
   if (capacity <= 0) return makeError(Code::kInvalidArgument, kWhat, ": rows of ", capacity, " bytes");
-  const int64_t bytes = p * kSharedLine + kPhases * p * (header + capacity);
-  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, bytes, kWhat, deadline));
-  return std::shared_ptr<IalltoallMailbox>(new IalltoallMailbox(comm, std::move(segment), capacity));
+  // Room for an alltoallv's pair views beside the capacity, where the cap
+  // allows (the same on every rank: p and the agreed capacity decide).
+  auto segmentBytes = [&](int64_t room) { return p * kSharedLine + kPhases * p * (kSharedLine + capacity + room); };
+  const int64_t views = MailboxCall::headerBytes(p);
+  const int64_t room = segmentBytes(views) <= kMaxSharedSegmentBytes ? views : 0;
+  IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, segmentBytes(room), kWhat, deadline));
+  return std::shared_ptr<IalltoallMailbox>(new IalltoallMailbox(comm, std::move(segment), capacity, room));
 }
 
 Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& given) {
@@ -132,6 +139,10 @@ Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& given) {
 Result<Plan*> IalltoallMailbox::nextV(std::shared_ptr<const MailboxCall> prepared,
                                       std::shared_ptr<AlltoallvFallback> fallback, uint64_t ticket) {
   if (!broken_.isOk()) return broken_;
+  if (!takesAlltoallv()) {
+    return makeError(Code::kInvalidArgument, kWhat, ": rows of ", capacity_, " bytes cannot hold ", comm_.size(),
+                     " ranks' pair views (", viewsBytes_, " bytes)");
+  }
   AlltoallvCallRun* run = idleRun(idleV_);
   const uint64_t call = ++calls_;
   run->prepare(call, std::move(prepared), std::move(fallback), ticket);
@@ -157,7 +168,7 @@ std::byte* IalltoallMailbox::row(uint64_t call, int rank) const {
   const int p = comm_.size();
   const auto phase = static_cast<int64_t>(call % kPhases);
   return reinterpret_cast<std::byte*>(segment_.data()) + p * kSharedLine +
-         (phase * p + rank) * (dataOffset_ + capacity_);
+         (phase * p + rank) * (kSharedLine + capacity_ + viewsRoom_);
 }
 
 std::atomic<uint64_t>& IalltoallMailbox::done(int rank) const { return sharedFlag(segment_, rank); }
@@ -171,6 +182,13 @@ bool IalltoallMailbox::advanceAll() {
     it = reading_.upper_bound(call);
   }
   return moved;
+}
+
+bool IalltoallMailbox::earlierUndecided(uint64_t call) const {
+  for (auto it = reading_.begin(); it != reading_.end() && it->first < call; ++it) {
+    if (it->second->undecided()) return true;
+  }
+  return false;
 }
 
 bool IalltoallMailbox::brokenAt(int rank) const {

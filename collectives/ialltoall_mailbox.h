@@ -38,6 +38,7 @@
 #include "base/shared_region.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoallv_mailbox.h"
+#include "collectives/shared_segment.h"
 #include "ibdt/collectives.h"
 
 namespace ibdt::collectives {
@@ -67,8 +68,12 @@ class IalltoallMailbox {
                                                           Deadline deadline = Deadline::never());
   ~IalltoallMailbox();
 
-  // A call fits when p x its block's packed bytes are at most this.
+  // A call fits when p x its block's packed bytes are at most this; an
+  // alltoallv call when its pair views and its blocks are.
   int64_t capacity() const { return capacity_; }
+  // Whether a row holds an alltoallv call's pair views at all (7 words per
+  // rank): else nextV refuses, alike on every rank.
+  bool takesAlltoallv() const { return viewsBytes_ <= capacity_ + viewsRoom_; }
   Communicator& comm() const { return comm_; }
 
   // The plan of this rank's next call, prepared with `checked`, ready to
@@ -88,13 +93,13 @@ class IalltoallMailbox {
   friend class MailboxCallRun;
   friend class AlltoallCallRun;
   friend class AlltoallvCallRun;
-  IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity);
+  IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity, int64_t viewsRoom);
 
-  // The header line of `rank`'s row of call `call`; its pair views follow,
-  // then its data (rowData).
+  // The header line of `rank`'s row of call `call`; its data follows
+  // (rowData): an alltoallv call's pair views first, then its blocks.
   std::byte* row(uint64_t call, int rank) const;
-  std::byte* rowData(std::byte* row) const { return row + dataOffset_; }
-  const std::byte* rowData(const std::byte* row) const { return row + dataOffset_; }
+  static std::byte* rowData(std::byte* row) { return row + kSharedLine; }
+  static const std::byte* rowData(const std::byte* row) { return row + kSharedLine; }
   // A run that is ready for a call, from the kind's idle runs or new.
   template <class Run>
   Run* idleRun(std::vector<Run*>& idle);
@@ -106,6 +111,9 @@ class IalltoallMailbox {
   void finished(uint64_t call);
   // One step of every call in flight on this rank; true when one moved.
   bool advanceAll();
+  // Whether a call before `call` has not yet decided how it runs (an
+  // alltoallv's fallback is built in call order on every rank).
+  bool earlierUndecided(uint64_t call) const;
   // Whether rank `rank` said its mailbox broke.
   bool brokenAt(int rank) const;
   // A peer failed or a call was abandoned: every call in flight and later
@@ -115,7 +123,10 @@ class IalltoallMailbox {
   Communicator& comm_;
   SharedRegion segment_;
   const int64_t capacity_;
-  const int64_t dataOffset_;  // the header line and the alltoallv pair views
+  const int64_t viewsBytes_;  // an alltoallv call's pair views, at the start of its data
+  // Bytes a row has beyond capacity_ for them: viewsBytes_ where the
+  // segment's cap leaves room (alltoall rows never shrink for them).
+  const int64_t viewsRoom_;
   uint64_t calls_ = 0;  // calls numbered so far
   uint64_t done_ = 0;   // calls whose reads are over, in order (published in our done counter)
   std::vector<std::unique_ptr<Plan>> plans_;     // every run made so far
@@ -123,7 +134,8 @@ class IalltoallMailbox {
   std::vector<AlltoallvCallRun*> idleV_;
   std::map<uint64_t, MailboxCallRun*> reading_;  // numbered calls not yet complete
   // Alltoallv: the call generation each phase's pair views of our row
-  // describe, and the pairs as last checked.
+  // describe (0: an alltoall call overwrote them), and the pairs as last
+  // checked.
   int64_t viewsWritten_[kPhases] = {};
   std::vector<MailboxPairCache> pairs_;
   Status broken_;  // a run lost a peer: later calls fail with it

@@ -9,6 +9,11 @@
 // once per pair of generations) and copied out as it arrives. If some
 // rank's blocks did not fit its row, every rank knows it once it read every
 // header, and then runs the caller's fallback plan: the call by messages.
+// Fallbacks are built and started in call order on every rank (a call waits
+// until every earlier call decided how it runs), so the plans' own
+// per-call agreements (the checked pairwise plan's pair history) see the
+// same order everywhere. A rank whose fallback cannot be built breaks the
+// mailbox; its peers' fallbacks see that and fail instead of waiting.
 #pragma once
 
 #include <memory>
@@ -25,13 +30,19 @@ class AlltoallvCallRun final : public MailboxCallRun {
   void prepare(uint64_t call, std::shared_ptr<const MailboxCall> prepared,
                std::shared_ptr<AlltoallvFallback> fallback, uint64_t ticket);
   std::string_view algorithm() const override { return "ialltoallv (mailbox)"; }
+  bool undecided() const override { return !decided_; }
 
  private:
+  int64_t kind() const override { return 2; }
   Status writeRow(std::byte* row) override;
   void afterWrite() override;
   void take(int source, const std::byte* row) override;
   bool afterReads(int refusedBy) override;
   bool advanceRest(bool& done) override;
+  // Builds and starts the fallback; false when that failed (the mailbox broke).
+  bool startFallback();
+  // Whether a peer's mailbox broke: it will not run its part of the fallback.
+  Status peerBroke() const;
   bool holdsMessages() const override;
   void abandonRest() override { byMessages_.reset(); }
   void completed() override;
@@ -42,6 +53,8 @@ class AlltoallvCallRun final : public MailboxCallRun {
   uint64_t ticket_ = 0;
   bool fits_ = false;         // our blocks are in our row
   bool everyoneFits_ = true;  // as far as the rows read say
+  bool decided_ = false;      // the reads are over and the fallback, if any, started
+  uint32_t idlePolls_ = 0;    // of the fallback
   std::shared_ptr<Plan> byMessages_;  // the fallback, once started
 };
 

@@ -63,6 +63,7 @@ bool MailboxCallRun::tryWrite() {
   if (awaited() >= 0) return false;  // a rank still reads this phase's previous call
   std::byte* mine = box_.row(call_, rank_);
   if (refusal_.isOk()) refusal_ = writeRow(mine);
+  rowHeader(mine)[kRowKindWord] = kind();
   rowHeader(mine)[kRowRefusedWord] = refusal_.isOk() ? 0 : 1;
   callWord(mine).store(call_, std::memory_order_release);
   written_ = true;
@@ -84,7 +85,12 @@ bool MailboxCallRun::readArrived() {
       checkPeer(source);
       break;
     }
-    if (rowHeader(theirs)[kRowRefusedWord] != 0) {
+    if (rowHeader(theirs)[kRowKindWord] != kind()) {
+      // Another collective than ours: its header words mean other things.
+      if (refusedBy_ < 0) refusedBy_ = source;
+      note(makeError(Code::kInvalidArgument, algorithm(), " call ", call_, ": rank ", source,
+                     " started another collective (an alltoall and an alltoallv do not match)"));
+    } else if (rowHeader(theirs)[kRowRefusedWord] != 0) {
       if (refusedBy_ < 0) refusedBy_ = source;
       note(makeError(Code::kInvalidArgument, algorithm(), " call ", call_, ": rank ", source,
                      "'s arguments were refused (rank ", source, " says why)"));
@@ -203,10 +209,15 @@ void MailboxCallRun::finishReads() {
 }
 
 void MailboxCallRun::complete() {
+  if (!running_) return;  // a breakdown inside the kind's step completed it first
   running_ = false;
   readsDone_ = true;
   completed();
-  if (!box_.closing_) box_.finished(call_);
+  if (box_.closing_) {
+    box_.reading_.erase(call_);  // no done counter moves, but no later breakdown may see this run
+  } else {
+    box_.finished(call_);
+  }
 }
 
 }  // namespace ibdt::collectives

@@ -7,8 +7,10 @@
 // out of it is the kind's: an alltoall's blocks (AlltoallCallRun) or an
 // alltoallv's (ialltoallv_mailbox_run.h).
 //
-// A row's header line: the call number (written last), three words of the
-// kind's, then whether the writer's arguments were refused.
+// A row's header line: the call number (written last), two words of the
+// kind's, the kind (an alltoall or an alltoallv: ranks that disagree on
+// it fail that call alike), then whether the writer's arguments were
+// refused.
 #pragma once
 
 #include <atomic>
@@ -21,7 +23,8 @@
 namespace ibdt::collectives {
 
 // The header words of a row after the call number.
-inline constexpr int kRowKindWords = 1;  // [1], [2], [3]: the kind's
+inline constexpr int kRowKindWords = 1;  // [1], [2]: the kind's
+inline constexpr int kRowKindWord = 3;
 inline constexpr int kRowRefusedWord = 4;
 
 inline int64_t* rowHeader(std::byte* row) { return reinterpret_cast<int64_t*>(row); }
@@ -37,6 +40,8 @@ class MailboxCallRun : public PlanImpl {
   uint64_t call() const { return call_; }
   // Whether this call read every row it will read: its phase may be reused.
   bool readsDone() const { return readsDone_; }
+  // Whether the call has yet to decide how it runs (IalltoallMailbox::earlierUndecided).
+  virtual bool undecided() const { return false; }
 
   Status start() override;
   Result<PollResult> poll() override;
@@ -54,6 +59,8 @@ class MailboxCallRun : public PlanImpl {
  protected:
   // A new call numbered `call`: everything of the last one forgotten.
   void begin(uint64_t call);
+  // The kind's number in the row header.
+  virtual int64_t kind() const = 0;
   // Writes the kind's header words and data into this rank's `row`; an
   // error refuses the call (the peers learn it from the header).
   virtual Status writeRow(std::byte* row) = 0;

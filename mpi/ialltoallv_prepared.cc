@@ -43,6 +43,8 @@ uint64_t PreparedIalltoallv::ticket(int slot, int64_t callNumber) {
 Result<std::shared_ptr<collectives::Plan>> PreparedIalltoallv::plan(uint64_t ticket) {
   const int slot = static_cast<int>(ticket & ((1u << kSlotBits) - 1));
   const auto callNumber = static_cast<int64_t>(ticket >> kSlotBits);
+  std::shared_ptr<collectives::Plan>& kept = fallbacks_[static_cast<size_t>(slot)];
+  if (kept != nullptr && !kept->active()) return kept;
   collectives::Communicator& comm = *state_.comm;
   // Built inside a poll: whatever tag the program's own call pinned comes back after.
   const int32_t pinnedBefore = comm.pinnedPlanTag();
@@ -50,7 +52,8 @@ Result<std::shared_ptr<collectives::Plan>> PreparedIalltoallv::plan(uint64_t tic
   auto plan = checkedAlltoallvPlan(state_, staged_, kNonblockingCheckTag, callNumber, state_.ialltoallvPairs);
   comm.pinPlanTag(pinnedBefore);
   IBDT_RETURN_IF_ERROR(plan.status());
-  return std::make_shared<collectives::Plan>(std::move(*plan));
+  kept = std::make_shared<collectives::Plan>(std::move(*plan));
+  return kept;
 }
 
 bool PreparedIalltoallv::repeatedBy(const AlltoallvArgs& args, int p, uint64_t typesFreed) const {

@@ -3,13 +3,16 @@
 // plan it runs by messages when some rank's blocks do not fit a row.
 //
 // Kept in the communicator's state while the calls repeat their arguments
-// (the conversion, the check and the pair views are then not redone); a
-// call with a staged side is prepared afresh, its staging buffers living
-// with that call only.
+// (the conversion, the check and the pair views are then not redone, and
+// the fallback plan of each reserved tag is built once, as the message
+// path's TaggedPlans are: for the previous call's arguments only); a call
+// with a staged side is prepared afresh, its staging buffers living with
+// that call only.
 #pragma once
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +20,7 @@
 #include "collectives/alltoallv_mailbox.h"
 #include "collectives/ialltoall_mailbox.h"
 #include "mpi/alltoallv_call.h"
+#include "mpi/nonblocking.h"
 #include "mpi/staging.h"
 
 namespace ibdt::mpi {
@@ -35,7 +39,8 @@ class PreparedIalltoallv final : public collectives::AlltoallvFallback {
   // The ticket of the call numbered `callNumber` (the communicator's
   // non-blocking alltoallv calls) on reserved tag slot `slot`.
   static uint64_t ticket(int slot, int64_t callNumber);
-  // The checked pairwise plan of that call on its slot's tag.
+  // The checked pairwise plan of that call on its slot's tag (the one built
+  // for the slot before, once it is idle).
   Result<std::shared_ptr<collectives::Plan>> plan(uint64_t ticket) override;
 
   const std::shared_ptr<const collectives::MailboxCall>& call() const { return call_; }
@@ -52,6 +57,7 @@ class PreparedIalltoallv final : public collectives::AlltoallvFallback {
   StagedAlltoallv staged_;
   std::shared_ptr<const collectives::MailboxCall> call_;
   std::optional<AlltoallvCache::Key> key_;  // none when staged
+  std::array<std::shared_ptr<collectives::Plan>, kNonblockingTags> fallbacks_{};
 };
 
 }  // namespace ibdt::mpi

@@ -326,8 +326,8 @@ bool startIalltoallv(CommState& state, const AlltoallvArgs& args, MPI_Comm comm,
   *request = MPI_REQUEST_NULL;
   const int p = state.comm->size();
   const bool inPlace = args.sendbuf == MPI_IN_PLACE;
-  if (ialltoallMailboxOf(state) != nullptr && !inPlace &&
-      state.alltoallv.algorithm == collectives::AlltoallvAlgorithm::kAuto) {
+  if (const auto* box = ialltoallMailboxOf(state); box != nullptr && box->takesAlltoallv() && !inPlace &&
+                                                   state.alltoallv.algorithm == collectives::AlltoallvAlgorithm::kAuto) {
     return launchVThroughMailbox(state, args, comm, request, status, why);
   }
   TaggedPlans<AlltoallvCache::Key>& plans = state.ialltoallvPlans;

@@ -4,8 +4,11 @@
 // sides, several calls in flight with an alltoall among them, completed in
 // different orders on different ranks, every byte of every call checked;
 // calls whose blocks do not fit some rank's row run the fallback on every
-// rank and on no rank otherwise; a pair that disagrees and a refused call
-// fail where they should, and the next call runs.
+// rank and on no rank otherwise; a pair that disagrees, a refused call and
+// ranks that start different collectives fail where they should, and the
+// next call runs; a fallback that cannot start on one rank fails every
+// rank instead of leaving them waiting; the pair views lie beside a row's
+// capacity.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -45,6 +48,7 @@ class PairwiseFallback final : public AlltoallvFallback {
 
   Result<std::shared_ptr<Plan>> plan(uint64_t ticket) override {
     ++built_;
+    if (failBuild_) return makeError(Code::kResource, "the test's fallback fails here");
     AlltoallvOptions options;
     options.algorithm = AlltoallvAlgorithm::kPairwise;
     comm_.pinPlanTag(Communicator::kFirstReservedPlanTag + static_cast<int32_t>(ticket % 16));
@@ -55,12 +59,14 @@ class PairwiseFallback final : public AlltoallvFallback {
     return std::make_shared<Plan>(std::move(*plan));
   }
   int built() const { return built_; }
+  void failBuild() { failBuild_ = true; }
 
  private:
   Communicator& comm_;
   AlltoallvBuffers& buffers_;
   Side send_, recv_;
   int built_ = 0;
+  bool failBuild_ = false;
 };
 
 // One alltoallv call: its buffers, its fallback and its plan once started.
@@ -88,6 +94,7 @@ VCall startV(IalltoallMailbox& box, const CountMatrix& counts, const Side& send,
   VCall call;
   call.buffers = std::make_unique<AlltoallvBuffers>(counts, send, recv, rank, seed);
   call.fallback = std::make_shared<PairwiseFallback>(box.comm(), *call.buffers, send, recv);
+  // A row has room for the pair views beside the capacity (a small segment).
   for (const std::vector<int64_t>& row : counts) {
     const int64_t bytes = std::accumulate(row.begin(), row.end(), int64_t{0}) * send.bytes();
     call.expectFallback = call.expectFallback || bytes > box.capacity();
@@ -231,6 +238,110 @@ TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
     ASSERT_NE(next.plan, nullptr);
     ASSERT_TRUE(next.plan->wait(soon()).isOk());
     EXPECT_EQ(next.buffers->check(), "");
+  });
+}
+
+// Rank 1 cannot build its fallback: it breaks the mailbox, and every other
+// rank's fallback, already running, fails instead of waiting for rank 1's
+// messages; later calls fail at once.
+TEST(IalltoallvMailboxThreads, AFallbackThatCannotStartOnOneRankFailsEveryRank) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side bytes = testing::byteSide(1);
+    const CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 3, 9, 3000);  // 9 KB rows: the fallback
+    VCall call;
+    call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, env.rank, 9);
+    call.fallback = std::make_shared<PairwiseFallback>(*comm, *call.buffers, bytes, bytes);
+    if (env.rank == 1) call.fallback->failBuild();
+    auto plan = startV(*box, call, bytes, bytes, 1, call.buffers->sendcounts());
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    const Status status = (*plan)->wait(soon());
+    ASSERT_FALSE(status.isOk()) << "rank " << env.rank;
+    EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+    if (env.rank != 1) {
+      EXPECT_NE(status.toString().find("rank 1"), std::string::npos) << status.toString();
+    }
+    env.barrier();
+    // Rank 1's mailbox is broken (nextV says so); the others' later call
+    // waits for rank 1's row and learns that it broke.
+    VCall later;
+    later.buffers = std::make_unique<AlltoallvBuffers>(testing::countMatrix(Spread::kAllEqual, 3, 10, 4), bytes,
+                                                       bytes, env.rank, 10);
+    later.fallback = std::make_shared<PairwiseFallback>(*comm, *later.buffers, bytes, bytes);
+    auto laterPlan = startV(*box, later, bytes, bytes, 2, later.buffers->sendcounts());
+    const Status laterStatus = laterPlan.isOk() ? (*laterPlan)->wait(soon()) : laterPlan.status();
+    EXPECT_FALSE(laterStatus.isOk()) << "rank " << env.rank;
+    EXPECT_NE(laterStatus.code(), Code::kTimeout) << laterStatus.toString();
+  });
+}
+
+// Rank 0 starts an alltoall where the others start an alltoallv: every
+// rank's call fails, saying so, none runs a fallback; the next calls match.
+TEST(IalltoallvMailboxThreads, RanksThatStartDifferentCollectivesFailAlike) {
+  runRanks(3, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = mailboxOf(*comm);
+    ASSERT_NE(box, nullptr);
+    const Side bytes = testing::byteSide(1);
+    Status status;
+    if (env.rank == 0) {
+      const Side block = testing::byteSide(8);
+      AlltoallBuffers regular(block, block, 3, env.rank);
+      auto plan = box->next(checkAlltoallArgs(*comm, regular.sendbuf(), block.count, block.type, regular.recvbuf(),
+                                              block.count, block.type));
+      ASSERT_TRUE(plan.isOk());
+      ASSERT_TRUE((*plan)->start().isOk());
+      status = (*plan)->wait(soon());
+    } else {
+      VCall call = startV(*box, testing::countMatrix(Spread::kAllEqual, 3, 11, 2000), bytes, bytes, env.rank, 11);
+      ASSERT_NE(call.plan, nullptr);
+      status = call.plan->wait(soon());
+      EXPECT_EQ(call.fallback->built(), 0);
+    }
+    ASSERT_EQ(status.code(), Code::kInvalidArgument) << "rank " << env.rank << ": " << status.toString();
+    EXPECT_NE(status.toString().find("another collective"), std::string::npos) << status.toString();
+    VCall next = startV(*box, testing::countMatrix(Spread::kRandom, 3, 12, 10), bytes, bytes, env.rank, 12);
+    ASSERT_NE(next.plan, nullptr);
+    ASSERT_TRUE(next.plan->wait(soon()).isOk());
+    EXPECT_EQ(next.buffers->check(), "");
+  });
+}
+
+// The pair views (448 bytes for 8 ranks) lie beside a row's capacity, so
+// 256-byte rows still carry 256 bytes of an alltoallv's blocks, and one
+// byte more runs the fallback; alltoall calls keep the whole capacity.
+// (Where the segment's cap leaves no room beside the rows, from about 512
+// ranks, alltoallv calls are refused alike on every rank: takesAlltoallv.)
+TEST(IalltoallvMailboxThreads, ThePairViewsLieBesideTheRowsCapacity) {
+  runRanks(8, {}, [&](RankEnv& env) {
+    auto comm = testing::world(env);
+    ASSERT_NE(comm, nullptr);
+    auto box = IalltoallMailbox::create(*comm, 256, soon());
+    ASSERT_TRUE(box.isOk()) << box.status().toString();
+    ASSERT_EQ((*box)->capacity(), 256);
+    ASSERT_TRUE((*box)->takesAlltoallv());
+    const Side bytes = testing::byteSide(1);
+    for (int64_t extra : {0, 1}) {
+      CountMatrix counts(8, std::vector<int64_t>(8, 32));  // 256 bytes per rank
+      counts[3][5] += extra;
+      VCall call = startV(**box, counts, bytes, bytes, env.rank, 14 + static_cast<uint64_t>(extra));
+      ASSERT_NE(call.plan, nullptr);
+      ASSERT_TRUE(call.plan->wait(soon()).isOk()) << "extra " << extra;
+      EXPECT_EQ(call.buffers->check(), "") << "extra " << extra;
+      EXPECT_EQ(call.fallback->built(), extra) << "rank " << env.rank;
+    }
+    const Side block = testing::byteSide(32);  // 8 x 32 bytes: the whole capacity
+    AlltoallBuffers regular(block, block, 8, env.rank);
+    auto plan = (*box)->next(checkAlltoallArgs(*comm, regular.sendbuf(), block.count, block.type, regular.recvbuf(),
+                                               block.count, block.type));
+    ASSERT_TRUE(plan.isOk());
+    ASSERT_TRUE((*plan)->start().isOk());
+    ASSERT_TRUE((*plan)->wait(soon()).isOk());
+    EXPECT_EQ(regular.check(), "");
   });
 }
 
