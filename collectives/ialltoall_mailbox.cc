@@ -1,10 +1,12 @@
 // The call mailbox of non-blocking alltoalls (see the header).
 //
 // Layout: p control lines (rank r's done counter in the first word of line
-// r, whether its mailbox broke in the second), then kPhases phases of p rows. A row is a header line (the call
-// number, written last, then block bytes, signature hash and whether the
-// writer's arguments were refused) and `capacity` bytes of data: the
-// writer's packed block for peer i at i x block bytes (its own slot unused).
+// r, whether its mailbox broke in the second), then kPhases phases of p
+// rows. A row is a header line (mailbox_call_run.h) and `capacity` bytes
+// of data, plus room for an alltoallv's pair views where the segment's cap
+// allows: an alltoall writer's packed block for peer i at i x block bytes
+// (its own slot unused), an alltoallv writer's pair views
+// (alltoallv_pair_view.h), then its blocks back to back.
 #include "collectives/ialltoall_mailbox.h"
 
 #include <algorithm>
