@@ -15,7 +15,9 @@
 
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoall_data.h"
+#include "collectives/call_mailbox_ranks.h"
 #include "collectives/ialltoall_mailbox.h"
+#include "collectives/plan_checks.h"
 #include "collectives/world.h"
 #include "support/thread_ranks.h"
 
@@ -28,26 +30,9 @@ using messaging::testing::soon;
 using testing::AlltoallBuffers;
 using testing::Side;
 
-constexpr int64_t kCapacity = 4096;
-
-std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm) {
-  auto box = IalltoallMailbox::create(comm, kCapacity, soon());
-  EXPECT_TRUE(box.isOk()) << box.status().toString();
-  return box.isOk() ? *box : nullptr;
-}
-
-// A rank's communicator and its mailbox (null, with a test failure, if
-// either could not be made).
-struct RankMailbox {
-  std::unique_ptr<Communicator> comm;
-  std::shared_ptr<IalltoallMailbox> box;
-};
-
-RankMailbox rankMailbox(RankEnv& env) {
-  RankMailbox made{testing::world(env), nullptr};
-  if (made.comm) made.box = mailboxOf(*made.comm);
-  return made;
-}
+using testing::mailboxOf;
+using testing::rankMailbox;
+constexpr int64_t kCapacity = testing::kMailboxCapacity;
 
 // One call of the mailbox over `buffers` (in place: over its receive side).
 Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace) {
@@ -70,18 +55,6 @@ std::string runAgreedCall(IalltoallMailbox& box, const Side& side, int rank) {
   if (!plan.isOk()) return plan.status().toString();
   if (Status waited = (*plan)->wait(soon()); !waited.isOk()) return waited.toString();
   return buffers.check();
-}
-
-// Completes `plan` by test() polling or by wait().
-Status finish(Plan& plan, bool byTest) {
-  if (!byTest) return plan.wait(soon());
-  const Deadline deadline = soon();
-  for (;;) {
-    IBDT_ASSIGN_OR_RETURN(bool done, plan.test());
-    if (done) return plan.wait();
-    if (deadline.expired()) return makeError(Code::kTimeout, "test loop");
-    std::this_thread::yield();
-  }
 }
 
 // Seven calls in flight (the mailbox has four phases, so the later calls'
@@ -120,7 +93,7 @@ TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn
         const bool odd = env.rank % 2 == 1;
         for (size_t i = 0; i < plans.size(); ++i) {
           const size_t k = odd ? plans.size() - 1 - i : i;
-          const Status finished = finish(*plans[k], !odd);
+          const Status finished = testing::finishPlan(*plans[k], !odd);
           ASSERT_TRUE(finished.isOk()) << "p " << p << " rank " << env.rank << " call " << k << ": "
                                        << finished.toString();
           EXPECT_EQ(buffers[k]->check(), "")
@@ -240,7 +213,7 @@ TEST(IalltoallMailboxThreads, ADeadRankFailsEverySurvivor) {
           auto two = startCall(*box, second, false);
           ASSERT_TRUE(one.isOk() && two.isOk());
           for (Plan* plan : {*one, *two}) {
-            const Status status = finish(*plan, byTest);
+            const Status status = testing::finishPlan(*plan, byTest);
             ASSERT_FALSE(status.isOk()) << "rank " << rank;
             EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
           }

@@ -21,7 +21,9 @@
 #include "collectives/alltoall_data.h"
 #include "collectives/alltoallv_args.h"
 #include "collectives/alltoallv_data.h"
+#include "collectives/call_mailbox_ranks.h"
 #include "collectives/ialltoall_mailbox.h"
+#include "collectives/plan_checks.h"
 #include "collectives/world.h"
 #include "support/thread_ranks.h"
 
@@ -37,7 +39,9 @@ using testing::CountMatrix;
 using testing::Side;
 using testing::Spread;
 
-constexpr int64_t kCapacity = 4096;
+using testing::mailboxOf;
+using testing::rankMailbox;
+constexpr int64_t kCapacity = testing::kMailboxCapacity;
 
 // What every rank runs when some rank's blocks do not fit: ibdt's pairwise
 // alltoallv of the same buffers on a reserved tag of the ticket's.
@@ -77,6 +81,15 @@ struct VCall {
   Plan* plan = nullptr;
 };
 
+// A call of `counts` x one element of `bytes` on `comm`, not started.
+VCall bytesCall(Communicator& comm, const CountMatrix& counts, int rank, uint64_t seed) {
+  const Side bytes = testing::byteSide(1);
+  VCall call;
+  call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, rank, seed);
+  call.fallback = std::make_shared<PairwiseFallback>(comm, *call.buffers, bytes, bytes);
+  return call;
+}
+
 Result<Plan*> startV(IalltoallMailbox& box, VCall& call, const Side& send, const Side& recv, uint64_t ticket,
                      std::span<const int64_t> sendcounts) {
   AlltoallvBuffers& b = *call.buffers;
@@ -105,22 +118,14 @@ VCall startV(IalltoallMailbox& box, const CountMatrix& counts, const Side& send,
   return call;
 }
 
-// Completes `plan` by test() polling or by wait().
-Status finish(Plan& plan, bool byTest) {
-  if (!byTest) return plan.wait(soon());
-  const Deadline deadline = soon();
-  for (;;) {
-    IBDT_ASSIGN_OR_RETURN(bool done, plan.test());
-    if (done) return plan.wait();
-    if (deadline.expired()) return makeError(Code::kTimeout, "test loop");
-    std::this_thread::yield();
-  }
-}
-
-std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm) {
-  auto box = IalltoallMailbox::create(comm, kCapacity, soon());
-  EXPECT_TRUE(box.isOk()) << box.status().toString();
-  return box.isOk() ? *box : nullptr;
+// After a failed call, an agreed one on the same mailbox runs, every byte right.
+void expectNextCallRuns(IalltoallMailbox& box, int rank, uint64_t seed) {
+  const Side bytes = testing::byteSide(1);
+  VCall next = startV(box, testing::countMatrix(Spread::kRandom, box.comm().size(), seed, 10), bytes, bytes, rank,
+                      seed);
+  ASSERT_NE(next.plan, nullptr);
+  ASSERT_TRUE(next.plan->wait(soon()).isOk()) << "rank " << rank;
+  EXPECT_EQ(next.buffers->check(), "") << "rank " << rank;
 }
 
 // Per spread: four alltoallv calls in flight (small bytes; bytes up to 200
@@ -160,12 +165,12 @@ TEST(IalltoallvMailboxThreads, EverySpreadInFlightTogetherEveryByteRight) {
         for (size_t i = 0; i < calls.size(); ++i) {
           VCall& call = calls[odd ? calls.size() - 1 - i : i];
           ASSERT_NE(call.plan, nullptr) << where;
-          const Status finished = finish(*call.plan, !odd);
+          const Status finished = testing::finishPlan(*call.plan, !odd);
           ASSERT_TRUE(finished.isOk()) << where << " call " << i << ": " << finished.toString();
           EXPECT_EQ(call.buffers->check(), "") << where << " call " << i;
           EXPECT_EQ(call.fallback->built(), call.expectFallback ? 1 : 0) << where << " call " << i;
         }
-        ASSERT_TRUE(finish(**alltoall, false).isOk()) << where;
+        ASSERT_TRUE(testing::finishPlan(**alltoall, false).isOk()) << where;
         EXPECT_EQ(regular.check(), "") << where;
       }
     });
@@ -177,16 +182,12 @@ TEST(IalltoallvMailboxThreads, EverySpreadInFlightTogetherEveryByteRight) {
 // that runs by messages; the other pairs arrive; the next call runs.
 TEST(IalltoallvMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextCallRuns) {
   runRanks(4, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
     for (int64_t scale : {8, 2000}) {
       const CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 4, 7, scale);
-      VCall call;
-      call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, env.rank, 7);
-      call.fallback = std::make_shared<PairwiseFallback>(*comm, *call.buffers, bytes, bytes);
+      VCall call = bytesCall(*comm, counts, env.rank, 7);
       std::vector<int64_t> sendcounts = call.buffers->sendcounts();
       if (env.rank == 1) sendcounts[2] -= 1;  // rank 2 expects one element more
       auto plan = startV(*box, call, bytes, bytes, static_cast<uint64_t>(scale), sendcounts);
@@ -214,16 +215,12 @@ TEST(IalltoallvMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNext
 // blocks do not fit; the next call runs.
 TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
   runRanks(3, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
     CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 3, 5, 10);
     for (int64_t& count : counts[0]) count = 3000;  // rank 0's row holds 4 KiB
-    VCall call;
-    call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, env.rank, 5);
-    call.fallback = std::make_shared<PairwiseFallback>(*comm, *call.buffers, bytes, bytes);
+    VCall call = bytesCall(*comm, counts, env.rank, 5);
     std::vector<int64_t> sendcounts = call.buffers->sendcounts();
     if (env.rank == 2) sendcounts[0] = -1;
     auto plan = startV(*box, call, bytes, bytes, 1, sendcounts);
@@ -234,10 +231,7 @@ TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
       EXPECT_NE(status.toString().find("rank 2's arguments were refused"), std::string::npos) << status.toString();
     }
     EXPECT_EQ(call.fallback->built(), 0);
-    VCall next = startV(*box, testing::countMatrix(Spread::kRandom, 3, 6, 10), bytes, bytes, env.rank, 6);
-    ASSERT_NE(next.plan, nullptr);
-    ASSERT_TRUE(next.plan->wait(soon()).isOk());
-    EXPECT_EQ(next.buffers->check(), "");
+    expectNextCallRuns(*box, env.rank, 6);
   });
 }
 
@@ -246,15 +240,11 @@ TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
 // messages; later calls fail at once.
 TEST(IalltoallvMailboxThreads, AFallbackThatCannotStartOnOneRankFailsEveryRank) {
   runRanks(3, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
     const CountMatrix counts = testing::countMatrix(Spread::kAllEqual, 3, 9, 3000);  // 9 KB rows: the fallback
-    VCall call;
-    call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, env.rank, 9);
-    call.fallback = std::make_shared<PairwiseFallback>(*comm, *call.buffers, bytes, bytes);
+    VCall call = bytesCall(*comm, counts, env.rank, 9);
     if (env.rank == 1) call.fallback->failBuild();
     auto plan = startV(*box, call, bytes, bytes, 1, call.buffers->sendcounts());
     ASSERT_TRUE(plan.isOk()) << plan.status().toString();
@@ -267,10 +257,7 @@ TEST(IalltoallvMailboxThreads, AFallbackThatCannotStartOnOneRankFailsEveryRank) 
     env.barrier();
     // Rank 1's mailbox is broken (nextV says so); the others' later call
     // waits for rank 1's row and learns that it broke.
-    VCall later;
-    later.buffers = std::make_unique<AlltoallvBuffers>(testing::countMatrix(Spread::kAllEqual, 3, 10, 4), bytes,
-                                                       bytes, env.rank, 10);
-    later.fallback = std::make_shared<PairwiseFallback>(*comm, *later.buffers, bytes, bytes);
+    VCall later = bytesCall(*comm, testing::countMatrix(Spread::kAllEqual, 3, 10, 4), env.rank, 10);
     auto laterPlan = startV(*box, later, bytes, bytes, 2, later.buffers->sendcounts());
     const Status laterStatus = laterPlan.isOk() ? (*laterPlan)->wait(soon()) : laterPlan.status();
     EXPECT_FALSE(laterStatus.isOk()) << "rank " << env.rank;
@@ -282,9 +269,7 @@ TEST(IalltoallvMailboxThreads, AFallbackThatCannotStartOnOneRankFailsEveryRank) 
 // rank's call fails, saying so, none runs a fallback; the next calls match.
 TEST(IalltoallvMailboxThreads, RanksThatStartDifferentCollectivesFailAlike) {
   runRanks(3, {}, [&](RankEnv& env) {
-    auto comm = testing::world(env);
-    ASSERT_NE(comm, nullptr);
-    auto box = mailboxOf(*comm);
+    auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
     Status status;
@@ -304,10 +289,7 @@ TEST(IalltoallvMailboxThreads, RanksThatStartDifferentCollectivesFailAlike) {
     }
     ASSERT_EQ(status.code(), Code::kInvalidArgument) << "rank " << env.rank << ": " << status.toString();
     EXPECT_NE(status.toString().find("another collective"), std::string::npos) << status.toString();
-    VCall next = startV(*box, testing::countMatrix(Spread::kRandom, 3, 12, 10), bytes, bytes, env.rank, 12);
-    ASSERT_NE(next.plan, nullptr);
-    ASSERT_TRUE(next.plan->wait(soon()).isOk());
-    EXPECT_EQ(next.buffers->check(), "");
+    expectNextCallRuns(*box, env.rank, 12);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "ibdt/collectives.h"
 #include "support/thread_ranks.h"
@@ -32,6 +33,19 @@ inline void checkTimedOutWaitResumes(messaging::testing::RankEnv& env, Plan& pla
   Status status = plan.wait(messaging::testing::soon());
   ASSERT_TRUE(status.isOk()) << status.toString();
   EXPECT_FALSE(plan.active());
+}
+
+// Completes a started `plan` by a loop of test() (yielding) or by wait(),
+// within the tests' deadline.
+inline Status finishPlan(Plan& plan, bool byTest) {
+  const Deadline deadline = messaging::testing::soon();
+  if (!byTest) return plan.wait(deadline);
+  for (;;) {
+    IBDT_ASSIGN_OR_RETURN(bool done, plan.test());
+    if (done) return plan.wait();
+    if (deadline.expired()) return makeError(Code::kTimeout, "test loop");
+    std::this_thread::yield();
+  }
 }
 
 }  // namespace ibdt::collectives::testing

@@ -1,0 +1,37 @@
+// tests/collectives/call_mailbox_ranks.h — a rank's communicator and call
+// mailbox (collectives/ialltoall_mailbox.h) for the thread-rank tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "collectives/ialltoall_mailbox.h"
+#include "collectives/world.h"
+#include "support/thread_ranks.h"
+
+namespace ibdt::collectives::testing {
+
+// Rows of 4 KiB: small enough that large calls are easy to make.
+inline constexpr int64_t kMailboxCapacity = 4096;
+
+inline std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm, int64_t capacity = kMailboxCapacity) {
+  auto box = IalltoallMailbox::create(comm, capacity, messaging::testing::soon());
+  EXPECT_TRUE(box.isOk()) << box.status().toString();
+  return box.isOk() ? *box : nullptr;
+}
+
+// A rank's communicator and its mailbox (null, with a test failure, if
+// either could not be made).
+struct RankMailbox {
+  std::unique_ptr<Communicator> comm;
+  std::shared_ptr<IalltoallMailbox> box;
+};
+
+inline RankMailbox rankMailbox(messaging::testing::RankEnv& env) {
+  RankMailbox made{world(env), nullptr};
+  if (made.comm) made.box = mailboxOf(*made.comm);
+  return made;
+}
+
+}  // namespace ibdt::collectives::testing
