@@ -36,7 +36,7 @@ std::atomic<int64_t> nextGeneration{1};
 
 }  // namespace
 
-MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
+MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked, int64_t singleCopyFrom) {
   MailboxCall call;
   call.generation_ = nextGeneration.fetch_add(1, std::memory_order_relaxed);
   if (!checked.isOk()) {
@@ -47,12 +47,18 @@ MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked) {
   const AlltoallvArgs& args = call.args_;
   const int p = static_cast<int>(args.sendcounts.size());
   call.views_.resize(static_cast<size_t>(p) * kPairSlots);
-  for (int peer = 0; peer < p; ++peer) {
-    fillPairView(args, peer, call.rowBytes_, call.views_.data() + static_cast<size_t>(peer) * kPairSlots);
-    // Totals were checked against overflow (checkAlltoallvArgs).
-    call.rowBytes_ += args.sendcounts[static_cast<size_t>(peer)] * args.sendtype.size();
-  }
   call.sendDense_ = denseBlocks(args.sendtype);
+  for (int peer = 0; peer < p; ++peer) {
+    int64_t* view = call.views_.data() + static_cast<size_t>(peer) * kPairSlots;
+    fillPairView(args, peer, call.rowBytes_, view);
+    if (call.sendDense_ && singleCopyFrom > 0 && view[kSendBytes] >= singleCopyFrom) {
+      view[kSendAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(args.sendBlock(peer)));
+      call.lends_ = true;
+      continue;
+    }
+    // Totals were checked against overflow (checkAlltoallvArgs).
+    call.rowBytes_ += view[kSendBytes];
+  }
   call.recvDense_ = denseBlocks(args.recvtype);
   auto segmentOf = [](const datatype::Datatype& type, const std::vector<int64_t>& counts,
                       std::optional<datatype::Segment>& out) -> Status {
@@ -80,7 +86,7 @@ Status MailboxCall::writeRow(std::byte* header, int64_t& headerGeneration, std::
   const int p = static_cast<int>(args_.sendcounts.size());
   for (int peer = 0; peer < p; ++peer) {
     const int64_t* view = views_.data() + static_cast<size_t>(peer) * kPairSlots;
-    if (view[kSendBytes] == 0) continue;
+    if (view[kSendBytes] == 0 || view[kSendAddress] != 0) continue;
     std::byte* slot = data + view[kSendAt];
     if (sendDense_) {
       std::memcpy(slot, args_.sendBlock(peer), static_cast<size_t>(view[kSendBytes]));
@@ -92,17 +98,32 @@ Status MailboxCall::writeRow(std::byte* header, int64_t& headerGeneration, std::
 }
 
 Status MailboxCall::readPair(int source, int rank, int64_t theirGeneration, const std::byte* theirHeader,
-                             const std::byte* theirData, MailboxPairCache& pair, std::string_view what) const {
+                             const std::byte* theirData, MailboxPairCache& pair, std::string_view what,
+                             const SingleCopyReads* reads, std::vector<std::byte>* scratch) const {
   if (pair.theirs != theirGeneration || pair.ours != generation_) {
     const int64_t* theirView = reinterpret_cast<const int64_t*>(theirHeader) + static_cast<size_t>(rank) * kPairSlots;
     const int64_t* ourView = views_.data() + static_cast<size_t>(source) * kPairSlots;
     pair = {};
     IBDT_RETURN_IF_ERROR(pairMismatch(what, source, rank, theirView, ourView));
     IBDT_RETURN_IF_ERROR(pairMismatch(what, rank, source, ourView, theirView));
-    pair = {theirGeneration, generation_, theirView[kSendAt], ourView[kRecvBytes]};
+    pair = {theirGeneration, generation_, theirView[kSendAt], ourView[kRecvBytes],
+            static_cast<uint64_t>(theirView[kSendAddress])};
   }
   if (pair.bytes == 0 || theirData == nullptr) return Status::ok();
   const std::byte* block = theirData + pair.at;
+  if (pair.address != 0) {  // lent: straight out of the writer's buffer
+    if (reads == nullptr || (!recvDense_ && scratch == nullptr)) {
+      return makeError(Code::kInternal, what, ": rank ", source, " lent its buffer to a reader that cannot read it");
+    }
+    std::byte* into = args_.recvBlock(source);
+    if (!recvDense_) {
+      scratch->resize(static_cast<size_t>(pair.bytes));
+      into = scratch->data();
+    }
+    IBDT_RETURN_IF_ERROR(reads->read(source, pair.address, pair.bytes, into).withContext(what));
+    if (recvDense_) return Status::ok();
+    block = into;
+  }
   if (recvDense_) {
     std::memcpy(args_.recvBlock(source), block, static_cast<size_t>(pair.bytes));
     return Status::ok();

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "collectives/alltoallv_args.h"
+#include "collectives/mailbox_single_copy.h"
 #include "collectives/shared_runs_plan.h"
 
 namespace ibdt::collectives {
@@ -34,6 +35,7 @@ struct MailboxPairCache {
   int64_t theirs = 0, ours = 0;  // the generations checked (0: none)
   int64_t at = 0;                // our block within its row's data
   int64_t bytes = 0;             // its packed bytes
+  uint64_t address = 0;          // or in the writer's buffer (single copy), else 0
 };
 
 // One rank's side of one call, prepared for a mailbox (this blocking one,
@@ -42,13 +44,18 @@ struct MailboxPairCache {
 class MailboxCall {
  public:
   // `checked` failed: the call is refused (every rank learns it in the run).
-  static MailboxCall prepare(Result<AlltoallvArgs> checked);
+  // Dense send blocks of at least `singleCopyFrom` bytes (0: none) are
+  // read by their readers straight out of our send buffer, not our row
+  // (mailbox_single_copy.h).
+  static MailboxCall prepare(Result<AlltoallvArgs> checked, int64_t singleCopyFrom = 0);
 
   bool refused() const { return !refusal_.isOk(); }
   const Status& refusal() const { return refusal_; }
   int64_t generation() const { return generation_; }
-  // Every outgoing block, our own included, back to back.
+  // Every outgoing block that goes through the row, our own included.
   int64_t rowBytes() const { return rowBytes_; }
+  // Whether a peer reads a block of ours out of our send buffer.
+  bool lendsBuffer() const { return lends_; }
   // The bytes of the pair views a row's header holds for `p` ranks.
   static int64_t headerBytes(int p);
 
@@ -60,17 +67,20 @@ class MailboxCall {
   // Our block from `source`'s row (`theirHeader`, `theirData`, written for
   // its call of generation `theirGeneration`): both directions of the pair
   // checked (so that both of its ranks fail alike) unless `pair` holds that
-  // check, then copied out (`theirData` null: only checked).
+  // check, then copied out (`theirData` null: only checked). A block the
+  // writer lends is read through `reads` (into `scratch` first when our
+  // receive side is strided).
   Status readPair(int source, int rank, int64_t theirGeneration, const std::byte* theirHeader,
-                  const std::byte* theirData, MailboxPairCache& pair, std::string_view what) const;
+                  const std::byte* theirData, MailboxPairCache& pair, std::string_view what,
+                  const SingleCopyReads* reads = nullptr, std::vector<std::byte>* scratch = nullptr) const;
 
  private:
   Status refusal_;
   int64_t generation_ = 0;  // distinct per prepared call: peers cache their check of it
   AlltoallvArgs args_;
   std::vector<int64_t> views_;  // kPairSlots per peer (alltoallv_pair_view.h)
-  int64_t rowBytes_ = 0;        // every outgoing block, our own included
-  bool sendDense_ = false, recvDense_ = false;
+  int64_t rowBytes_ = 0;        // the outgoing blocks in the row, our own included
+  bool sendDense_ = false, recvDense_ = false, lends_ = false;
   std::optional<datatype::Segment> send_, recv_;  // the largest block's count: any block's prefix
 };
 

@@ -12,6 +12,7 @@ void fillPairView(const AlltoallvArgs& args, int peer, int64_t sendAt, int64_t* 
   view[kRecvBytes] = args.recvcounts[at] * args.recvtype.size();
   view[kRecvHash] = static_cast<int64_t>(args.recvSignatures[at].hash);
   view[kRecvElements] = args.recvSignatures[at].elements;
+  view[kSendAddress] = 0;
 }
 
 Status pairMismatch(std::string_view what, int from, int to, const int64_t* send, const int64_t* recv) {

@@ -13,7 +13,11 @@
 
 namespace ibdt::collectives {
 
-enum PairSlot : size_t { kSendAt, kSendBytes, kSendHash, kSendElements, kRecvBytes, kRecvHash, kRecvElements, kPairSlots };
+// kSendAddress: where the block lies in the writer's own buffer when the
+// reader copies it from there (the call mailbox's single copy), else 0.
+enum PairSlot : size_t {
+  kSendAt, kSendBytes, kSendHash, kSendElements, kRecvBytes, kRecvHash, kRecvElements, kSendAddress, kPairSlots
+};
 
 // `view` (kPairSlots values) for `peer`, whose block lies at `sendAt` in our row.
 void fillPairView(const AlltoallvArgs& args, int peer, int64_t sendAt, int64_t* view);

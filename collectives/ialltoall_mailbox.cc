@@ -24,16 +24,17 @@ namespace ibdt::collectives {
 namespace {
 
 constexpr std::string_view kWhat = "ialltoall (mailbox)";
-// An alltoall row's header words (mailbox_call_run.h).
-constexpr int kBytesWord = kRowKindWords, kSignatureWord = kRowKindWords + 1;
+// An alltoall row's header words (mailbox_call_run.h): the block's packed
+// bytes, its signature hash, and the address of the writer's send buffer
+// when its blocks are read from there (single copy), else 0.
+constexpr int kBytesWord = kRowKindWords, kSignatureWord = kRowKindWords + 1, kAddressWord = kRowKindWord3;
 constexpr int64_t kAlltoallKind = 1;
 // The control line's words: the done counter, then whether the rank's mailbox broke.
 constexpr int kBrokenWord = 1;
 
 }  // namespace
 
-// An alltoall call in flight. Its header words: the block's packed bytes
-// and its signature hash.
+// An alltoall call in flight.
 class AlltoallCallRun final : public MailboxCallRun {
  public:
   using MailboxCallRun::MailboxCallRun;
@@ -50,6 +51,8 @@ class AlltoallCallRun final : public MailboxCallRun {
   AlltoallArgs args_;
   std::optional<AlltoallPacking> packing_;
   uint64_t signatureHash_ = 0;
+  bool byAddress_ = false;          // our blocks are read from our send buffer
+  std::vector<std::byte> scratch_;  // a block read by address for a strided receive
 };
 
 void AlltoallCallRun::prepare(uint64_t call, const Result<AlltoallArgs>& checked) {
@@ -69,11 +72,17 @@ void AlltoallCallRun::prepare(uint64_t call, const Result<AlltoallArgs>& checked
     signatureHash_ = signature->hash;
   }
   args_ = args;
+  byAddress_ = !args.inPlace && packing_->sendDense && box_.singleCopy_.byAddress(args.bytes);
 }
 
 Status AlltoallCallRun::writeRow(std::byte* row) {
   box_.viewsWritten_[call_ % IalltoallMailbox::kPhases] = 0;  // our blocks go where an alltoallv's views were
-  IBDT_RETURN_IF_ERROR(packing_->packRow(args_, p_, rank_, box_.rowData(row)));
+  if (byAddress_) {
+    lendBuffer();
+  } else {
+    IBDT_RETURN_IF_ERROR(packing_->packRow(args_, p_, rank_, box_.rowData(row)));
+  }
+  rowHeader(row)[kAddressWord] = byAddress_ ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(args_.sendbuf)) : 0;
   rowHeader(row)[kBytesWord] = args_.bytes;
   rowHeader(row)[kSignatureWord] = static_cast<int64_t>(signatureHash_);
   return Status::ok();
@@ -87,12 +96,27 @@ void AlltoallCallRun::take(int source, const std::byte* theirs) {
                    words[kBytesWord] == args_.bytes ? " of another signature" : ""));
     return;
   }
-  note(packing_->unpackBlock(args_, source, box_.rowData(theirs) + rank_ * args_.bytes));
+  const uint64_t address = static_cast<uint64_t>(words[kAddressWord]);
+  if (address == 0) {
+    note(packing_->unpackBlock(args_, source, box_.rowData(theirs) + rank_ * args_.bytes));
+    return;
+  }
+  // Dense blocks back to back in the writer's send buffer: ours is the rank_-th.
+  const uint64_t block = address + static_cast<uint64_t>(rank_ * args_.bytes);
+  if (packing_->recvDense) {
+    note(box_.singleCopy_.read(source, block, args_.bytes, args_.recvBlock(source)).withContext(kWhat));
+    return;
+  }
+  scratch_.resize(static_cast<size_t>(args_.bytes));
+  Status read = box_.singleCopy_.read(source, block, args_.bytes, scratch_.data()).withContext(kWhat);
+  note(read.isOk() ? packing_->unpackBlock(args_, source, scratch_.data()) : read);
 }
 
-IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity, int64_t viewsRoom)
+IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, SingleCopyReads singleCopy,
+                                   int64_t capacity, int64_t viewsRoom)
     : comm_(comm),
       segment_(std::move(segment)),
+      singleCopy_(std::move(singleCopy)),
       capacity_(capacity),
       viewsBytes_(MailboxCall::headerBytes(comm.size())),
       viewsRoom_(viewsRoom),
@@ -119,7 +143,9 @@ Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator&
   const int64_t views = MailboxCall::headerBytes(p);
   const int64_t room = segmentBytes(views) <= kMaxSharedSegmentBytes ? views : 0;
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, segmentBytes(room), kWhat, deadline));
-  return std::shared_ptr<IalltoallMailbox>(new IalltoallMailbox(comm, std::move(segment), capacity, room));
+  IBDT_ASSIGN_OR_RETURN(SingleCopyReads singleCopy, SingleCopyReads::agree(comm, deadline));
+  return std::shared_ptr<IalltoallMailbox>(
+      new IalltoallMailbox(comm, std::move(segment), std::move(singleCopy), capacity, room));
 }
 
 Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& given) {

@@ -27,6 +27,13 @@
 // fit, every rank sees it in the headers it reads and, once every row was
 // read, runs the call by messages instead (the caller's fallback plan,
 // built alike on every rank), so a call of any size completes.
+//
+// Single copy (mailbox_single_copy.h): dense blocks from the measured
+// crossover up stay in the writer's send buffer; the row says where, each
+// reader copies its block from there by cross-memory attach, and the
+// writer's call completes once every done counter passed it. An
+// alltoallv's lent blocks take no room in its row, so large dense calls
+// fit.
 #pragma once
 
 #include <atomic>
@@ -38,6 +45,7 @@
 #include "base/shared_region.h"
 #include "collectives/alltoall_args.h"
 #include "collectives/alltoallv_mailbox.h"
+#include "collectives/mailbox_single_copy.h"
 #include "collectives/shared_segment.h"
 #include "ibdt/collectives.h"
 
@@ -69,12 +77,15 @@ class IalltoallMailbox {
   ~IalltoallMailbox();
 
   // A call fits when p x its block's packed bytes are at most this; an
-  // alltoallv call when its pair views and its blocks are.
+  // alltoallv call when its pair views and the blocks it does not lend
+  // (single copy) are.
   int64_t capacity() const { return capacity_; }
-  // Whether a row holds an alltoallv call's pair views at all (7 words per
+  // Whether a row holds an alltoallv call's pair views at all (8 words per
   // rank): else nextV refuses, alike on every rank.
   bool takesAlltoallv() const { return viewsBytes_ <= capacity_ + viewsRoom_; }
   Communicator& comm() const { return comm_; }
+  // Which blocks go by address (single copy), and how the peers' are read.
+  const SingleCopyReads& singleCopy() const { return singleCopy_; }
 
   // The plan of this rank's next call, prepared with `checked`, ready to
   // start (once: the plan is the mailbox's, valid while it lives). A refused
@@ -93,7 +104,8 @@ class IalltoallMailbox {
   friend class MailboxCallRun;
   friend class AlltoallCallRun;
   friend class AlltoallvCallRun;
-  IalltoallMailbox(Communicator& comm, SharedRegion segment, int64_t capacity, int64_t viewsRoom);
+  IalltoallMailbox(Communicator& comm, SharedRegion segment, SingleCopyReads singleCopy, int64_t capacity,
+                   int64_t viewsRoom);
 
   // The header line of `rank`'s row of call `call`; its data follows
   // (rowData): an alltoallv call's pair views first, then its blocks.
@@ -122,6 +134,7 @@ class IalltoallMailbox {
 
   Communicator& comm_;
   SharedRegion segment_;
+  const SingleCopyReads singleCopy_;  // which blocks go by address, and the peers' processes
   const int64_t capacity_;
   const int64_t viewsBytes_;  // an alltoallv call's pair views, at the start of its data
   // Bytes a row has beyond capacity_ for them: viewsBytes_ where the

@@ -30,6 +30,7 @@ Status AlltoallvCallRun::writeRow(std::byte* row) {
   int64_t& viewsWritten = box_.viewsWritten_[call_ % IalltoallMailbox::kPhases];
   std::byte* views = box_.rowData(row);
   IBDT_RETURN_IF_ERROR(prepared_->writeRow(views, viewsWritten, fits_ ? views + box_.viewsBytes_ : nullptr));
+  if (prepared_->lendsBuffer()) lendBuffer();
   rowHeader(row)[kGenerationWord] = prepared_->generation();
   rowHeader(row)[kFitsWord] = fits_ ? 1 : 0;
   return Status::ok();
@@ -40,7 +41,7 @@ void AlltoallvCallRun::afterWrite() {
   std::byte* mine = box_.row(call_, rank_);
   const std::byte* views = box_.rowData(mine);
   note(prepared_->readPair(rank_, rank_, prepared_->generation(), views, views + box_.viewsBytes_,
-                           box_.pairs_[static_cast<size_t>(rank_)], algorithm()));
+                           box_.pairs_[static_cast<size_t>(rank_)], algorithm(), &box_.singleCopy_, &scratch_));
 }
 
 void AlltoallvCallRun::take(int source, const std::byte* theirs) {
@@ -51,7 +52,7 @@ void AlltoallvCallRun::take(int source, const std::byte* theirs) {
   const std::byte* views = box_.rowData(theirs);
   note(prepared_->readPair(source, rank_, words[kGenerationWord], views,
                            everyoneFits_ ? views + box_.viewsBytes_ : nullptr, box_.pairs_[static_cast<size_t>(source)],
-                           algorithm()));
+                           algorithm(), &box_.singleCopy_, &scratch_));
 }
 
 bool AlltoallvCallRun::afterReads(int refusedBy) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "collectives/mailbox_call_run.h"
 
@@ -56,6 +57,7 @@ class AlltoallvCallRun final : public MailboxCallRun {
   bool decided_ = false;      // the reads are over and the fallback, if any, started
   uint32_t idlePolls_ = 0;    // of the fallback
   std::shared_ptr<Plan> byMessages_;  // the fallback, once started
+  std::vector<std::byte> scratch_;    // a lent block on its way to a strided receive
 };
 
 }  // namespace ibdt::collectives

@@ -21,7 +21,7 @@ MailboxCallRun::MailboxCallRun(IalltoallMailbox& box)
 
 void MailboxCallRun::begin(uint64_t call) {
   call_ = call;
-  written_ = readsDone_ = false;
+  written_ = readsDone_ = restDone_ = lent_ = false;
   taken_ = 0;
   refusedBy_ = -1;
   emptyPolls_ = 0;
@@ -152,16 +152,26 @@ bool MailboxCallRun::advance() {
     moved = readArrived() || moved;
     if (taken_ < p_ - 1) return moved;
     finishReads();
-    if (afterReads(refusedBy_)) {
-      complete();
-      return true;
-    }
+    restDone_ = afterReads(refusedBy_);
     moved = true;
   }
-  bool done = false;
-  moved = advanceRest(done) || moved;
-  if (done) complete();
-  return moved;
+  if (!restDone_) {
+    moved = advanceRest(restDone_) || moved;
+    if (!running_) return true;  // the kind's step ended the run
+  }
+  if (!restDone_ || (lent_ && !readersPassed())) return moved;
+  complete();
+  return true;
+}
+
+bool MailboxCallRun::readersPassed() {
+  for (int r = 0; r < p_; ++r) {
+    if (r != rank_ && box_.done(r).load(std::memory_order_acquire) < call_) {
+      checkPeer(r);
+      return false;
+    }
+  }
+  return true;
 }
 
 Status MailboxCallRun::block(Deadline deadline) {

@@ -9,8 +9,13 @@
 //
 // A row's header line: the call number (written last), two words of the
 // kind's, the kind (an alltoall or an alltoallv: ranks that disagree on
-// it fail that call alike), then whether the writer's arguments were
-// refused.
+// it fail that call alike), whether the writer's arguments were refused,
+// then a third word of the kind's.
+//
+// A kind whose row lends the writer's own buffer to the readers (single
+// copy, mailbox_single_copy.h) says so in writeRow (lendBuffer): the call
+// then completes only once every rank's done counter passed it, i.e.
+// every reader is through with that buffer.
 #pragma once
 
 #include <atomic>
@@ -26,6 +31,7 @@ namespace ibdt::collectives {
 inline constexpr int kRowKindWords = 1;  // [1], [2]: the kind's
 inline constexpr int kRowKindWord = 3;
 inline constexpr int kRowRefusedWord = 4;
+inline constexpr int kRowKindWord3 = 5;
 
 inline int64_t* rowHeader(std::byte* row) { return reinterpret_cast<int64_t*>(row); }
 inline const int64_t* rowHeader(const std::byte* row) { return reinterpret_cast<const int64_t*>(row); }
@@ -88,6 +94,8 @@ class MailboxCallRun : public PlanImpl {
   // The mailbox may hand this run to a later call of its kind.
   virtual void returnToIdle() = 0;
   void note(Status status);
+  // Called by writeRow: readers copy out of the caller's buffer, not our row.
+  void lendBuffer() { lent_ = true; }
 
   IalltoallMailbox& box_;
   Communicator& comm_;
@@ -106,11 +114,16 @@ class MailboxCallRun : public PlanImpl {
   // The awaited rank's liveness (every kSharedWaitsPerCheck empty polls).
   void checkPeer(int rank);
   void finishReads();
+  // Whether every peer's done counter passed this call (it read what we
+  // lent); else watches the first one that did not.
+  bool readersPassed();
   void complete();
 
   Plan* plan_ = nullptr;
   Status outcome_;
   bool running_ = false, written_ = false, readsDone_ = false;
+  bool restDone_ = false;  // the kind's work after the reads is over
+  bool lent_ = false;      // our row lent our buffer (lendBuffer)
   // Active for the Plan until its own test or wait saw it done: a run
   // finished by another call's poll keeps its slot until then, so a holder
   // of the Plan never sees a later call in it.

@@ -6,8 +6,6 @@
 namespace ibdt::collectives {
 namespace {
 
-// send hash, elements; receive hash, elements; send count, receive count
-constexpr size_t kWords = PairSignatureCheck::kWords;
 constexpr int64_t kNothing = -1;  // a header slot no message filled (the peer failed)
 
 }  // namespace

@@ -31,7 +31,8 @@ Result<std::shared_ptr<PreparedIalltoallv>> PreparedIalltoallv::prepare(CommStat
                                                                  call.sdispls, call.sendtype, call.recvbuf,
                                                                  call.recvcounts, call.rdispls, call.recvtype)
                                : Result<collectives::AlltoallvArgs>(packed);
-  prepared->call_ = std::make_shared<const collectives::MailboxCall>(collectives::MailboxCall::prepare(checked));
+  prepared->call_ = std::make_shared<const collectives::MailboxCall>(
+      collectives::MailboxCall::prepare(checked, state.ialltoallMailbox->singleCopy().fromBytes()));
   if (!call.staged()) prepared->key_ = alltoallvKey(args, p, typesFreed);
   return prepared;
 }

@@ -12,6 +12,7 @@
 #include "ibdt/fabric.h"
 #include "datatype/block_copy.h"
 #include "transport/fabric/shm/copy_distance.h"
+#include "transport/messaging/cost_model.h"
 #include "transport/messaging/tuning.h"
 #include "transport/messaging/tuning_decisions.h"
 
@@ -59,6 +60,23 @@ void printTuning(const std::string& provider) {
               static_cast<long long>(ibdt::messaging::tunedThrottle(*loaded.tuning, 65536, options->eagerLimit, 8)));
 }
 
+// From which block size the call mailbox lends dense blocks (single copy,
+// collectives/mailbox_single_copy.h): forced, or this provider's transfer
+// cost against two copies at this core's memcpy rate.
+void printSingleCopy(const ibdt::fabric::Caps& caps) {
+  auto options = ibdt::messaging::optionsFromEnvironment();
+  if (!options.isOk()) return;
+  ibdt::messaging::CostModel model;
+  model.transfer = caps.transfer;
+  model.pageSize = caps.pageSize;
+  model.memcpyBytesPerNs = ibdt::messaging::measureMemcpyBytesPerNs();
+  const bool forced = options->singleCopyReadMin >= 0;
+  const int64_t from = forced ? options->singleCopyReadMin : ibdt::messaging::singleCopyReadCrossover(model);
+  std::printf("         node-local single copy (call mailbox): %s (%s; memcpy %.1f B/ns)\n",
+              from > 0 ? ("dense blocks from " + std::to_string(from) + " bytes").c_str() : "never",
+              forced ? "forced" : "model", model.memcpyBytesPerNs);
+}
+
 // The fabric providers compiled in, whether they open here, and their caps
 // and published cost models.
 void printProviders() {
@@ -87,6 +105,7 @@ void printProviders() {
                 caps.transfer.perSgeNs, caps.transfer.perRemotePageNs, caps.transfer.bytesPerNs,
                 caps.transfer.allocatedPerRequestNs, caps.transfer.allocatedPerSgeNs, caps.transfer.allocatedBytesPerNs,
                 caps.transfer.initiatorCopies ? ", copied by the initiator" : "");
+    printSingleCopy(caps);
     printTuning(info.name);
   }
 }

@@ -129,6 +129,11 @@ struct Options {
   // With a tuning file in force the file's fits decide exchangeZeroCopyMin
   // unless this is set (IBDT_MSG_EXCHANGE_ZERO_COPY set).
   bool exchangeZeroCopyForced = false;
+  // Node-local collectives through shared memory (the call mailbox): dense
+  // blocks from this size up are read straight out of the writer's buffer
+  // by cross-memory attach, one copy instead of two; 0: never; <0: the cost
+  // model's crossover on this machine (Context::singleCopyReadMin).
+  int64_t singleCopyReadMin = -1;
   int64_t segmentSize = 0;        // pipeline unit of BC-SPUP and RWG-UP (0: by message size)
   uint32_t ringSegments = 4;      // their staging buffer: a ring of this many segments
   Scheme forcedScheme = Scheme::kAuto;  // rendezvous scheme for all above eagerLimit (kAuto: by size, Table 1)
@@ -340,6 +345,10 @@ class Context {
   // single-copy rendezvous (exchange communicators, Options::exchangeZeroCopyMin
   // or the tuning file's choice), i.e. with a handshake, not eagerly.
   bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const;
+  // Options::singleCopyReadMin resolved: the block size from which a
+  // node-local collective reads a peer's dense block across processes
+  // rather than copying it twice through shared memory; 0: never.
+  int64_t singleCopyReadMin() const;
   // Which tuning file is in force, or why none is (docs/tuning.md).
   const std::string& tuningNote() const;
   // Internal, for the collectives' algorithm selection: the tuning file in

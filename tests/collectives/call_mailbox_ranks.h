@@ -15,6 +15,15 @@ namespace ibdt::collectives::testing {
 // Rows of 4 KiB: small enough that large calls are easy to make.
 inline constexpr int64_t kMailboxCapacity = 4096;
 
+// Contexts whose call mailbox lends dense blocks from `from` bytes up
+// (single copy; 0: never, every block through the rows), whatever this
+// machine's measured crossover: tests take one path or the other on purpose.
+inline messaging::Options singleCopyFrom(int64_t from) {
+  messaging::Options options;
+  options.singleCopyReadMin = from;
+  return options;
+}
+
 inline std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm, int64_t capacity = kMailboxCapacity) {
   auto box = IalltoallMailbox::create(comm, capacity, messaging::testing::soon());
   EXPECT_TRUE(box.isOk()) << box.status().toString();

@@ -63,7 +63,7 @@ std::string runAgreedCall(IalltoallMailbox& box, const Side& side, int rank) {
 // ranks oldest first by test; three rounds with new data.
 TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn) {
   for (int p : {1, 2, 3, 5, 8}) {
-    runRanks(p, {}, [&](RankEnv& env) {
+    runRanks(p, testing::singleCopyFrom(0), [&](RankEnv& env) {
       auto [comm, box] = rankMailbox(env);
       ASSERT_NE(box, nullptr);
       const Side strided = testing::vectorSide(2);
@@ -108,7 +108,7 @@ TEST(IalltoallMailboxThreads, CallsInFlightArriveWhateverOrderTheyAreCompletedIn
 // rank 1 fails on both of its ranks, naming the peer, the other pairs
 // arrive; the next call, agreed, runs.
 TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextCallRuns) {
-  runRanks(4, {}, [&](RankEnv& env) {
+  runRanks(4, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(env.rank == 1 ? 8 : 16);
@@ -130,7 +130,7 @@ TEST(IalltoallMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextC
 // why, every other rank's names it; the next call runs. Blocks that do not
 // fit a row are refused too, the call still numbered on every rank.
 TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
-  runRanks(3, {}, [&](RankEnv& env) {
+  runRanks(3, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(8);
@@ -158,7 +158,7 @@ TEST(IalltoallMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
 // later calls' writes wait in the earlier calls' tests), then waited for
 // newest first; a second round reuses their plans; every byte of every call.
 TEST(IalltoallMailboxThreads, ManyCallsInFlightAllArriveAndTheirPlansServeLaterCalls) {
-  runRanks(3, {}, [&](RankEnv& env) {
+  runRanks(3, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side side = testing::byteSide(24);

@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <memory>
-#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "collectives/alltoallv_args.h"
 #include "collectives/alltoallv_data.h"
 #include "collectives/call_mailbox_ranks.h"
+#include "collectives/ialltoallv_calls.h"
 #include "collectives/ialltoall_mailbox.h"
 #include "collectives/plan_checks.h"
 #include "collectives/world.h"
@@ -39,94 +39,13 @@ using testing::CountMatrix;
 using testing::Side;
 using testing::Spread;
 
+using testing::bytesCall;
+using testing::expectNextCallRuns;
 using testing::mailboxOf;
 using testing::rankMailbox;
+using testing::startV;
+using testing::VCall;
 constexpr int64_t kCapacity = testing::kMailboxCapacity;
-
-// What every rank runs when some rank's blocks do not fit: ibdt's pairwise
-// alltoallv of the same buffers on a reserved tag of the ticket's.
-class PairwiseFallback final : public AlltoallvFallback {
- public:
-  PairwiseFallback(Communicator& comm, AlltoallvBuffers& buffers, Side send, Side recv)
-      : comm_(comm), buffers_(buffers), send_(std::move(send)), recv_(std::move(recv)) {}
-
-  Result<std::shared_ptr<Plan>> plan(uint64_t ticket) override {
-    ++built_;
-    if (failBuild_) return makeError(Code::kResource, "the test's fallback fails here");
-    AlltoallvOptions options;
-    options.algorithm = AlltoallvAlgorithm::kPairwise;
-    comm_.pinPlanTag(Communicator::kFirstReservedPlanTag + static_cast<int32_t>(ticket % 16));
-    auto plan = alltoallvInit(comm_, buffers_.sendbuf(), buffers_.sendcounts(), buffers_.sdispls(), send_.type,
-                              buffers_.recvbuf(), buffers_.recvcounts(), buffers_.rdispls(), recv_.type, options);
-    comm_.unpinPlanTag();
-    IBDT_RETURN_IF_ERROR(plan.status());
-    return std::make_shared<Plan>(std::move(*plan));
-  }
-  int built() const { return built_; }
-  void failBuild() { failBuild_ = true; }
-
- private:
-  Communicator& comm_;
-  AlltoallvBuffers& buffers_;
-  Side send_, recv_;
-  int built_ = 0;
-  bool failBuild_ = false;
-};
-
-// One alltoallv call: its buffers, its fallback and its plan once started.
-struct VCall {
-  std::unique_ptr<AlltoallvBuffers> buffers;
-  std::shared_ptr<PairwiseFallback> fallback;
-  bool expectFallback = false;
-  Plan* plan = nullptr;
-};
-
-// A call of `counts` x one element of `bytes` on `comm`, not started.
-VCall bytesCall(Communicator& comm, const CountMatrix& counts, int rank, uint64_t seed) {
-  const Side bytes = testing::byteSide(1);
-  VCall call;
-  call.buffers = std::make_unique<AlltoallvBuffers>(counts, bytes, bytes, rank, seed);
-  call.fallback = std::make_shared<PairwiseFallback>(comm, *call.buffers, bytes, bytes);
-  return call;
-}
-
-Result<Plan*> startV(IalltoallMailbox& box, VCall& call, const Side& send, const Side& recv, uint64_t ticket,
-                     std::span<const int64_t> sendcounts) {
-  AlltoallvBuffers& b = *call.buffers;
-  auto prepared = std::make_shared<const MailboxCall>(MailboxCall::prepare(checkAlltoallvArgs(
-      box.comm(), b.sendbuf(), sendcounts, b.sdispls(), send.type, b.recvbuf(), b.recvcounts(), b.rdispls(),
-      recv.type)));
-  IBDT_ASSIGN_OR_RETURN(Plan * plan, box.nextV(std::move(prepared), call.fallback, ticket));
-  IBDT_RETURN_IF_ERROR(plan->start());
-  return plan;
-}
-
-// A call of `counts` x one element of `send` / `recv`, started.
-VCall startV(IalltoallMailbox& box, const CountMatrix& counts, const Side& send, const Side& recv, int rank,
-             uint64_t seed) {
-  VCall call;
-  call.buffers = std::make_unique<AlltoallvBuffers>(counts, send, recv, rank, seed);
-  call.fallback = std::make_shared<PairwiseFallback>(box.comm(), *call.buffers, send, recv);
-  // A row has room for the pair views beside the capacity (a small segment).
-  for (const std::vector<int64_t>& row : counts) {
-    const int64_t bytes = std::accumulate(row.begin(), row.end(), int64_t{0}) * send.bytes();
-    call.expectFallback = call.expectFallback || bytes > box.capacity();
-  }
-  auto plan = startV(box, call, send, recv, seed, call.buffers->sendcounts());
-  EXPECT_TRUE(plan.isOk()) << plan.status().toString();
-  call.plan = plan.isOk() ? *plan : nullptr;
-  return call;
-}
-
-// After a failed call, an agreed one on the same mailbox runs, every byte right.
-void expectNextCallRuns(IalltoallMailbox& box, int rank, uint64_t seed) {
-  const Side bytes = testing::byteSide(1);
-  VCall next = startV(box, testing::countMatrix(Spread::kRandom, box.comm().size(), seed, 10), bytes, bytes, rank,
-                      seed);
-  ASSERT_NE(next.plan, nullptr);
-  ASSERT_TRUE(next.plan->wait(soon()).isOk()) << "rank " << rank;
-  EXPECT_EQ(next.buffers->check(), "") << "rank " << rank;
-}
 
 // Per spread: four alltoallv calls in flight (small bytes; bytes up to 200
 // per pair, which overflow the 4 KiB rows at most sizes; strided into
@@ -134,7 +53,7 @@ void expectNextCallRuns(IalltoallMailbox& box, int rank, uint64_t seed) {
 // complete them newest first by wait, even ranks oldest first by test.
 TEST(IalltoallvMailboxThreads, EverySpreadInFlightTogetherEveryByteRight) {
   for (int p : {1, 2, 3, 5, 8}) {
-    runRanks(p, {}, [&](RankEnv& env) {
+    runRanks(p, testing::singleCopyFrom(0), [&](RankEnv& env) {
       auto comm = testing::world(env);
       ASSERT_NE(comm, nullptr);
       auto box = mailboxOf(*comm);
@@ -181,7 +100,7 @@ TEST(IalltoallvMailboxThreads, EverySpreadInFlightTogetherEveryByteRight) {
 // fails on both of its ranks, naming both, in a call that fits and in one
 // that runs by messages; the other pairs arrive; the next call runs.
 TEST(IalltoallvMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNextCallRuns) {
-  runRanks(4, {}, [&](RankEnv& env) {
+  runRanks(4, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
@@ -214,7 +133,7 @@ TEST(IalltoallvMailboxThreads, APairThatDisagreesFailsOnBothOfItsRanksAndTheNext
 // fails (the others name rank 2), none runs the fallback although rank 0's
 // blocks do not fit; the next call runs.
 TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
-  runRanks(3, {}, [&](RankEnv& env) {
+  runRanks(3, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
@@ -239,7 +158,7 @@ TEST(IalltoallvMailboxThreads, ARefusedCallFailsEveryRankAndTheNextCallRuns) {
 // rank's fallback, already running, fails instead of waiting for rank 1's
 // messages; later calls fail at once.
 TEST(IalltoallvMailboxThreads, AFallbackThatCannotStartOnOneRankFailsEveryRank) {
-  runRanks(3, {}, [&](RankEnv& env) {
+  runRanks(3, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
@@ -268,7 +187,7 @@ TEST(IalltoallvMailboxThreads, AFallbackThatCannotStartOnOneRankFailsEveryRank) 
 // Rank 0 starts an alltoall where the others start an alltoallv: every
 // rank's call fails, saying so, none runs a fallback; the next calls match.
 TEST(IalltoallvMailboxThreads, RanksThatStartDifferentCollectivesFailAlike) {
-  runRanks(3, {}, [&](RankEnv& env) {
+  runRanks(3, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto [comm, box] = rankMailbox(env);
     ASSERT_NE(box, nullptr);
     const Side bytes = testing::byteSide(1);
@@ -299,7 +218,7 @@ TEST(IalltoallvMailboxThreads, RanksThatStartDifferentCollectivesFailAlike) {
 // (Where the segment's cap leaves no room beside the rows, from about 512
 // ranks, alltoallv calls are refused alike on every rank: takesAlltoallv.)
 TEST(IalltoallvMailboxThreads, ThePairViewsLieBesideTheRowsCapacity) {
-  runRanks(8, {}, [&](RankEnv& env) {
+  runRanks(8, testing::singleCopyFrom(0), [&](RankEnv& env) {
     auto comm = testing::world(env);
     ASSERT_NE(comm, nullptr);
     auto box = IalltoallMailbox::create(*comm, 256, soon());

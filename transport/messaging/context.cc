@@ -179,6 +179,7 @@ double Context::unpackBelowBlock() const { return impl_->unpackBelow(); }
 bool Context::exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
   return impl_->exchangeSingleCopy(communicator, bytes);
 }
+int64_t Context::singleCopyReadMin() const { return impl_->singleCopyReadMin(); }
 const std::string& Context::tuningNote() const { return impl_->tuningNote(); }
 const Tuning* Context::tuning() const { return impl_->tuning(); }
 

@@ -104,6 +104,7 @@ class ContextImpl : private Arrivals::Host,
   bool exchangeSingleCopy(uint32_t communicator, int64_t bytes) const {
     return selector_.exchangeSingleCopy(communicator, bytes);
   }
+  int64_t singleCopyReadMin() const { return selector_.singleCopyReadMin(); }
   const std::string& tuningNote() const { return selector_.tuningNote(); }
   const Tuning* tuning() const { return selector_.tuning(); }
   // The counters, with the figures kept elsewhere brought up to date.

@@ -127,6 +127,15 @@ Status measureBlockCosts(CostModel& model) {
   return Status::ok();
 }
 
+int64_t singleCopyReadCrossover(const CostModel& model) {
+  const fabric::TransferCost& transfer = model.transfer;
+  const double readPerByte =
+      1 / transfer.bytesPerNs + transfer.perRemotePageNs / static_cast<double>(std::max<size_t>(1, model.pageSize));
+  const double twoCopiesPerByte = 2 / model.memcpyBytesPerNs;
+  if (readPerByte >= twoCopiesPerByte) return 0;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(transfer.perRequestNs / (twoCopiesPerByte - readPerByte))));
+}
+
 double measureMemcpyBytesPerNs() {
   // Larger than the caches: rendezvous messages are copied from memory, not L2.
   constexpr size_t kBytes = 8u << 20;

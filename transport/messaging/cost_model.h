@@ -58,6 +58,12 @@ struct SideLayout {
 };
 SideLayout sideLayout(const datatype::Stats& stats);
 
+// The block size from which one cross-process read (the provider's
+// user-memory transfer cost) costs less than two copies through shared
+// memory (into a segment and out of it, at the memcpy rate); 0: never
+// (the transfer's per-byte cost is not below two copies').
+int64_t singleCopyReadCrossover(const CostModel& model);
+
 // Pipeline unit of the unpack schemes for a message of `bytes`: the
 // configured size, or (configured == 0) a quarter of the message within
 // [16 KiB, 64 KiB], so that even mid-sized messages overlap both sides.

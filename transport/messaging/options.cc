@@ -69,6 +69,8 @@ Result<Options> optionsFromEnvironment() {
   if (exchange > (uint64_t{1} << 40)) return makeError(Code::kInvalidArgument, "IBDT_MSG_EXCHANGE_ZERO_COPY above 1T");
   options.exchangeZeroCopyMin = static_cast<int64_t>(exchange);
   options.exchangeZeroCopyForced = config::isSet("IBDT_MSG_EXCHANGE_ZERO_COPY");
+  IBDT_ASSIGN_OR_RETURN(double singleCopy, getThreshold("IBDT_MSG_SINGLE_COPY_READ"));
+  options.singleCopyReadMin = static_cast<int64_t>(singleCopy);
   IBDT_ASSIGN_OR_RETURN(options.packBelowBlock, getThreshold("IBDT_MSG_PACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.unpackBelowBlock, getThreshold("IBDT_MSG_UNPACK_BELOW"));
   IBDT_ASSIGN_OR_RETURN(options.listPost, config::getBool("IBDT_MSG_LIST_POST"));

@@ -21,10 +21,11 @@ Status ProtocolSelector::init(const fabric::Caps& caps, uint32_t maxSge, uint32_
   IBDT_RETURN_IF_ERROR(measureBlockCosts(cost_));
   packBelow_ = options_.packBelowBlock >= 0 ? options_.packBelowBlock : cost_.packBelowBlock();
   unpackBelow_ = options_.unpackBelowBlock >= 0 ? options_.unpackBelowBlock : -1;
+  singleCopyReadMin_ = options_.singleCopyReadMin >= 0 ? options_.singleCopyReadMin : singleCopyReadCrossover(cost_);
   loadTuning(caps);
   IBDT_LOG(kDebug, "messaging: memcpy ", cost_.memcpyBytesPerNs, " B/ns; per block ", cost_.iovecNsPerBlock,
            " ns to list, ", cost_.packNsPerBlock, " ns to pack (warm at ", cost_.packBytesPerNs, " B/ns); pack below ",
-           packBelow_, " B blocks; receiver ",
+           packBelow_, " B blocks; single-copy reads from ", singleCopyReadMin_, " B; receiver ",
            unpackBelow_ >= 0 ? strCat("unpacks below ", unpackBelow_, " B blocks")
                              : std::string("compares the schemes per message"));
   return Status::ok();

@@ -88,6 +88,8 @@ class ProtocolSelector {
            bytes >= options_.exchangeZeroCopyMin;
   }
 
+  // Options::singleCopyReadMin, or (auto) the model's crossover (cost_model.h).
+  int64_t singleCopyReadMin() const { return singleCopyReadMin_; }
   double packBelow() const { return packBelow_; }
   double unpackBelow() const { return unpackBelow_; }
   const std::string& tuningNote() const { return tuning_.note; }
@@ -101,6 +103,7 @@ class ProtocolSelector {
   CostModel cost_;
   double packBelow_ = 0;
   double unpackBelow_ = 0;
+  int64_t singleCopyReadMin_ = 0;
   LoadedTuning tuning_;
   bool tunedPipeline_ = false;  // pipelined vs rendezvous per message (IBDT_MSG_PIPELINE_LIMIT unset)
   bool tunedPack_ = false;      // BC-SPUP vs RWG-UP per message (IBDT_MSG_PACK_BELOW auto)

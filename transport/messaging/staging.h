@@ -16,7 +16,7 @@ namespace ibdt::messaging {
 
 struct Staging {
   struct Free {
-    void operator()(uint8_t* memory) const { std::free(memory); }
+    void operator()(uint8_t* allocation) const { std::free(allocation); }
   };
   memory::PoolBuffer pooled;
   std::unique_ptr<uint8_t, Free> memory;             // dedicated: the allocation...

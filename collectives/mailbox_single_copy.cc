@@ -1,0 +1,58 @@
+// The call mailbox's single copy (see the header).
+#include "collectives/mailbox_single_copy.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "collectives/shared_segment.h"
+#include "transport/fabric/shm/remote_copy.h"
+
+namespace ibdt::collectives {
+
+Result<SingleCopyReads> SingleCopyReads::agree(Communicator& comm, Deadline deadline) {
+  namespace shm = fabric::shm;
+  constexpr int kWords = 3;  // process id, cross-memory attach works, peers may attach to us
+  const int64_t mine[kWords] = {static_cast<int64_t>(getpid()), shm::crossMemoryAttachAvailable() ? 1 : 0,
+                                shm::peersMayAttach() ? 1 : 0};
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
+  SingleCopyReads reads;
+  reads.rank_ = comm.rank();
+  bool available = true, attachable = true, oneProcess = true;
+  for (int r = 0; r < comm.size(); ++r) {
+    const int64_t* theirs = everyone.data() + static_cast<size_t>(r) * kWords;
+    reads.pids_.push_back(static_cast<pid_t>(theirs[0]));
+    available = available && theirs[1] != 0;
+    attachable = attachable && theirs[2] != 0;
+    oneProcess = oneProcess && theirs[0] == mine[0];
+  }
+  // A process may always read itself (ranks as threads); others only once
+  // their shm domain let peers attach (Yama's ptrace scope).
+  if (available && (attachable || oneProcess)) reads.fromBytes_ = comm.context().singleCopyReadMin();
+  return reads;
+}
+
+Status SingleCopyReads::read(int source, uint64_t address, int64_t bytes, std::byte* into) const {
+  if (source == rank_) {
+    std::memcpy(into, reinterpret_cast<const std::byte*>(address), static_cast<size_t>(bytes));
+    return Status::ok();
+  }
+  int64_t done = 0;
+  while (done < bytes) {  // the kernel may stop short of the whole length
+    iovec local{into + done, static_cast<size_t>(bytes - done)};
+    iovec remote{reinterpret_cast<void*>(address + static_cast<uint64_t>(done)), static_cast<size_t>(bytes - done)};
+    const ssize_t got = process_vm_readv(pids_[static_cast<size_t>(source)], &local, 1, &remote, 1, 0);
+    if (got <= 0) {
+      const int error = got < 0 ? errno : EFAULT;
+      return makeError(error == ESRCH ? Code::kPeerFailed : Code::kInternal, "reading ", bytes,
+                       " bytes of rank ", source, "'s buffer (process ", pids_[static_cast<size_t>(source)],
+                       ") by cross-memory attach: ", std::strerror(error));
+    }
+    done += got;
+  }
+  return Status::ok();
+}
+
+}  // namespace ibdt::collectives

@@ -1,0 +1,43 @@
+// collectives/mailbox_single_copy.h — the call mailbox's single copy
+// (docs/alltoall-shared-memory.md, "Single copy"): a writer whose blocks
+// are dense and at least Context::singleCopyReadMin() bytes (the cost
+// model's crossover on this machine) puts their addresses in its row
+// instead of the bytes, and each reader copies its block straight out of
+// the writer's buffer by cross-memory attach: one copy instead of two.
+// The writer's call then completes only once every rank's done counter
+// passed it, since its buffer is read until then (mailbox_call_run.h).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ibdt/collectives.h"
+#include "ibdt/deadline.h"
+
+namespace ibdt::collectives {
+
+class SingleCopyReads {
+ public:
+  // Collective over `comm`: every rank's process id, and whether every
+  // rank may read its peers' memory (cross-memory attach works in its
+  // process and its shm domain let peers attach). Off on every rank unless
+  // all can; each rank's threshold is its own (only writers use it).
+  static Result<SingleCopyReads> agree(Communicator& comm, Deadline deadline);
+
+  // Whether a dense block of `bytes` goes by address.
+  bool byAddress(int64_t bytes) const { return fromBytes_ > 0 && bytes >= fromBytes_; }
+  int64_t fromBytes() const { return fromBytes_; }
+  // Copies `bytes` at `address` in rank `source`'s process into `into`
+  // (our own rank: a memcpy). A dead or unmapped source is an error naming it.
+  Status read(int source, uint64_t address, int64_t bytes, std::byte* into) const;
+
+ private:
+  std::vector<pid_t> pids_;
+  int rank_ = 0;
+  int64_t fromBytes_ = 0;  // 0: never
+};
+
+}  // namespace ibdt::collectives
