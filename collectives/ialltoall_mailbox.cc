@@ -157,11 +157,7 @@ Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& given) {
     checked = makeError(Code::kInvalidArgument, kWhat, ": ", comm_.size(), " blocks of ", checked->bytes,
                         " bytes do not fit a row of ", capacity_);
   }
-  AlltoallCallRun* run = idleRun(idle_);
-  const uint64_t call = ++calls_;
-  run->prepare(call, checked);
-  reading_.emplace(call, run);
-  return run->plan();
+  return numbered(idle_, checked);
 }
 
 Result<Plan*> IalltoallMailbox::nextV(std::shared_ptr<const MailboxCall> prepared,
@@ -171,15 +167,11 @@ Result<Plan*> IalltoallMailbox::nextV(std::shared_ptr<const MailboxCall> prepare
     return makeError(Code::kInvalidArgument, kWhat, ": rows of ", capacity_, " bytes cannot hold ", comm_.size(),
                      " ranks' pair views (", viewsBytes_, " bytes)");
   }
-  AlltoallvCallRun* run = idleRun(idleV_);
-  const uint64_t call = ++calls_;
-  run->prepare(call, std::move(prepared), std::move(fallback), ticket);
-  reading_.emplace(call, run);
-  return run->plan();
+  return numbered(idleV_, std::move(prepared), std::move(fallback), ticket);
 }
 
-template <class Run>
-Run* IalltoallMailbox::idleRun(std::vector<Run*>& idle) {
+template <class Run, class... Prepared>
+Plan* IalltoallMailbox::numbered(std::vector<Run*>& idle, Prepared&&... prepared) {
   if (idle.empty()) {
     auto run = std::make_unique<Run>(*this);
     Run* made = run.get();
@@ -189,7 +181,10 @@ Run* IalltoallMailbox::idleRun(std::vector<Run*>& idle) {
   }
   Run* run = idle.back();
   idle.pop_back();
-  return run;
+  const uint64_t call = ++calls_;
+  run->prepare(call, std::forward<Prepared>(prepared)...);
+  reading_.emplace(call, run);
+  return run->plan();
 }
 
 std::byte* IalltoallMailbox::row(uint64_t call, int rank) const {
@@ -247,11 +242,6 @@ void IalltoallMailbox::publishDone() {
     }
   }
   done(comm_.rank()).store(done_, std::memory_order_release);
-}
-
-void IalltoallMailbox::finished(uint64_t call) {
-  reading_.erase(call);
-  publishDone();
 }
 
 }  // namespace ibdt::collectives

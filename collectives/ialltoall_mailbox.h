@@ -112,15 +112,15 @@ class IalltoallMailbox {
   std::byte* row(uint64_t call, int rank) const;
   static std::byte* rowData(std::byte* row) { return row + kSharedLine; }
   static const std::byte* rowData(const std::byte* row) { return row + kSharedLine; }
-  // A run that is ready for a call, from the kind's idle runs or new.
-  template <class Run>
-  Run* idleRun(std::vector<Run*>& idle);
+  // The next call's plan: a run from the kind's idle runs (or new),
+  // numbered and prepared with `prepared`.
+  template <class Run, class... Prepared>
+  Plan* numbered(std::vector<Run*>& idle, Prepared&&... prepared);
   // Rank `rank`'s done counter (its control line's first word).
   std::atomic<uint64_t>& done(int rank) const;
-  // A run finished its reads (`call`: or ended): our done counter
-  // advances over the calls whose reads are over, in order.
+  // A run finished its reads (or ended): our done counter advances over
+  // the calls whose reads are over, in order.
   void publishDone();
-  void finished(uint64_t call);
   // One step of every call in flight on this rank; true when one moved.
   bool advanceAll();
   // Whether a call before `call` has not yet decided how it runs (an

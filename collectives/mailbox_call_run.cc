@@ -220,14 +220,14 @@ void MailboxCallRun::finishReads() {
 
 void MailboxCallRun::complete() {
   if (!running_) return;  // a breakdown inside the kind's step completed it first
+  // finishReads counted this call already: storing the same counter again
+  // would only pull its line away from the peers that poll it.
+  const bool counted = readsDone_;
   running_ = false;
   readsDone_ = true;
   completed();
-  if (box_.closing_) {
-    box_.reading_.erase(call_);  // no done counter moves, but no later breakdown may see this run
-  } else {
-    box_.finished(call_);
-  }
+  box_.reading_.erase(call_);  // closing: no done counter moves, but no later breakdown may see this run
+  if (!counted && !box_.closing_) box_.publishDone();
 }
 
 }  // namespace ibdt::collectives

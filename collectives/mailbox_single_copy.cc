@@ -4,8 +4,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "collectives/shared_segment.h"
 #include "transport/fabric/shm/remote_copy.h"
@@ -14,23 +16,34 @@ namespace ibdt::collectives {
 
 Result<SingleCopyReads> SingleCopyReads::agree(Communicator& comm, Deadline deadline) {
   namespace shm = fabric::shm;
-  constexpr int kWords = 3;  // process id, cross-memory attach works, peers may attach to us
+  // Process id, cross-memory attach works, peers may attach to us, and
+  // the block size from which this rank would lend (0: never).
+  constexpr int kWords = 4;
   const int64_t mine[kWords] = {static_cast<int64_t>(getpid()), shm::crossMemoryAttachAvailable() ? 1 : 0,
-                                shm::peersMayAttach() ? 1 : 0};
+                                shm::peersMayAttach() ? 1 : 0, comm.context().singleCopyReadMin()};
   IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
   SingleCopyReads reads;
   reads.rank_ = comm.rank();
   bool available = true, attachable = true, oneProcess = true;
+  // One size for the node, the median of the ranks' (never counting as
+  // the largest): each rank's measurement is noisy (one VM's memcpy rate
+  // varied 6-11 B/ns by run), and a rank that alone kept its blocks in a
+  // row too small for them would send a whole large call by messages.
+  std::vector<int64_t> sizes;
   for (int r = 0; r < comm.size(); ++r) {
     const int64_t* theirs = everyone.data() + static_cast<size_t>(r) * kWords;
     reads.pids_.push_back(static_cast<pid_t>(theirs[0]));
     available = available && theirs[1] != 0;
     attachable = attachable && theirs[2] != 0;
     oneProcess = oneProcess && theirs[0] == mine[0];
+    sizes.push_back(theirs[3] > 0 ? theirs[3] : std::numeric_limits<int64_t>::max());
   }
+  std::nth_element(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(sizes.size() / 2), sizes.end());
+  const int64_t median = sizes[sizes.size() / 2];
   // A process may always read itself (ranks as threads); others only once
   // their shm domain let peers attach (Yama's ptrace scope).
-  if (available && (attachable || oneProcess)) reads.fromBytes_ = comm.context().singleCopyReadMin();
+  reads.agreed_ = available && (attachable || oneProcess);
+  if (reads.agreed_ && median != std::numeric_limits<int64_t>::max()) reads.fromBytes_ = median;
   return reads;
 }
 

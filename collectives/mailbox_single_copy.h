@@ -1,7 +1,8 @@
 // collectives/mailbox_single_copy.h — the call mailbox's single copy
 // (docs/alltoall-shared-memory.md, "Single copy"): a writer whose blocks
-// are dense and at least Context::singleCopyReadMin() bytes (the cost
-// model's crossover on this machine) puts their addresses in its row
+// are dense and at least the node's single-copy size (the median of its
+// ranks' Context::singleCopyReadMin(): the cost model's crossover on this
+// machine) puts their addresses in its row
 // instead of the bytes, and each reader copies its block straight out of
 // the writer's buffer by cross-memory attach: one copy instead of two.
 // The writer's call then completes only once every rank's done counter
@@ -21,12 +22,14 @@ namespace ibdt::collectives {
 
 class SingleCopyReads {
  public:
-  // Collective over `comm`: every rank's process id, and whether every
-  // rank may read its peers' memory (cross-memory attach works in its
-  // process and its shm domain let peers attach). Off on every rank unless
-  // all can; each rank's threshold is its own (only writers use it).
+  // Collective over `comm`: every rank's process id, whether every rank
+  // may read its peers' memory (cross-memory attach works in its process
+  // and its shm domain let peers attach), and the single-copy size, the
+  // same on every rank. Off on every rank unless all can.
   static Result<SingleCopyReads> agree(Communicator& comm, Deadline deadline);
 
+  // Whether every rank may read every peer's memory: the same on every rank.
+  bool agreed() const { return agreed_; }
   // Whether a dense block of `bytes` goes by address.
   bool byAddress(int64_t bytes) const { return fromBytes_ > 0 && bytes >= fromBytes_; }
   int64_t fromBytes() const { return fromBytes_; }
@@ -37,6 +40,7 @@ class SingleCopyReads {
  private:
   std::vector<pid_t> pids_;
   int rank_ = 0;
+  bool agreed_ = false;
   int64_t fromBytes_ = 0;  // 0: never
 };
 

@@ -56,6 +56,9 @@ struct CommState {
   // The MPI_Ialltoallv call last prepared for that mailbox (repeated
   // arguments run it again; mpi/ialltoallv_prepared.h).
   std::shared_ptr<PreparedIalltoallv> preparedIalltoallv;
+  // An MPI_Ialltoall too large for a row, as alltoallv counts and
+  // displacements (sendcounts, sdispls, recvcounts, rdispls; p each).
+  std::vector<int> ialltoallAsV;
   // The non-blocking alltoallv's and the staged MPI_Ialltoall's plans (mpi/tagged_plans.h).
   TaggedPlans<AlltoallvCache::Key> ialltoallvPlans;
   TaggedPlans<StagedAlltoallKey> stagedIalltoallPlans;

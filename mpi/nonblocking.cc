@@ -2,6 +2,7 @@
 #include "mpi/nonblocking.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -290,6 +291,35 @@ bool launchVThroughMailbox(CommState& state, const AlltoallvArgs& args, MPI_Comm
   return true;
 }
 
+// An MPI_Ialltoall whose p blocks do not fit a row, run as the
+// MPI_Ialltoallv of the same blocks (equal counts, block i at i x count):
+// through the mailbox its dense blocks are lent (single copy), and a call
+// some rank cannot lend runs by messages (the alltoallv's fallback).
+// Alike on every rank: the block's MPI size, and whether the ranks agreed
+// on single copy, decide; p x bytes within int bounds every count and
+// displacement (an element has a byte at least).
+bool routesAsAlltoallv(const collectives::IalltoallMailbox& box, const AlltoallArgs& args, int p) {
+  const std::optional<int64_t> blockBytes = mpiBlockBytes(args);
+  return blockBytes && args.sendbuf != MPI_IN_PLACE && box.takesAlltoallv() && box.singleCopy().agreed() &&
+         *blockBytes * p <= std::numeric_limits<int>::max();
+}
+
+bool launchAsAlltoallv(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,
+                       Status& status, std::string& why) {
+  const int p = state.comm->size();
+  std::vector<int>& v = state.ialltoallAsV;
+  v.resize(4 * static_cast<size_t>(p));
+  for (int i = 0; i < p; ++i) {
+    v[static_cast<size_t>(i)] = args.sendcount;
+    v[static_cast<size_t>(p + i)] = i * args.sendcount;
+    v[static_cast<size_t>(2 * p + i)] = args.recvcount;
+    v[static_cast<size_t>(3 * p + i)] = i * args.recvcount;
+  }
+  const AlltoallvArgs asV{args.sendbuf, v.data(),        v.data() + p,    args.sendtype,
+                          args.recvbuf, v.data() + 2 * p, v.data() + 3 * p, args.recvtype};
+  return launchVThroughMailbox(state, asV, comm, request, status, why);
+}
+
 }  // namespace
 
 bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request, Status& status,
@@ -299,6 +329,11 @@ bool startIalltoall(CommState& state, const AlltoallArgs& args, MPI_Comm comm, M
                                                    state.alltoall.algorithm == collectives::AlltoallAlgorithm::kAuto &&
                                                    fitsMailbox(*box, args, state.comm->size())) {
     return launchThroughMailbox(state, args, comm, request, status, why);
+  }
+  if (const auto* box = ialltoallMailboxOf(state); box != nullptr &&
+                                                   state.alltoall.algorithm == collectives::AlltoallAlgorithm::kAuto &&
+                                                   routesAsAlltoallv(*box, args, state.comm->size())) {
+    return launchAsAlltoallv(state, args, comm, request, status, why);
   }
   const uint64_t typesFreed = convertedTypesFreed();
   if (const AlltoallCache::Last* last = state.ialltoallPlans.repeated(args, typesFreed); last != nullptr) {

@@ -72,7 +72,7 @@ void printSingleCopy(const ibdt::fabric::Caps& caps) {
   model.memcpyBytesPerNs = ibdt::messaging::measureMemcpyBytesPerNs();
   const bool forced = options->singleCopyReadMin >= 0;
   const int64_t from = forced ? options->singleCopyReadMin : ibdt::messaging::singleCopyReadCrossover(model);
-  std::printf("         node-local single copy (call mailbox): %s (%s; memcpy %.1f B/ns)\n",
+  std::printf("         node-local single copy (call mailbox): %s (%s; memcpy %.1f B/ns; a node's ranks take the median of theirs)\n",
               from > 0 ? ("dense blocks from " + std::to_string(from) + " bytes").c_str() : "never",
               forced ? "forced" : "model", model.memcpyBytesPerNs);
 }

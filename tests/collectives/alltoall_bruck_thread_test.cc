@@ -120,7 +120,8 @@ void exchangeInPlaceAndCheck(RankEnv& env, Communicator& comm, const AlltoallOpt
 class BruckMatrix : public ::testing::TestWithParam<std::tuple<Algorithm, int>> {};
 
 TEST_P(BruckMatrix, EveryBlockSizeContiguousAndDerived) {
-  const auto [algorithm, ranks] = GetParam();
+  const Algorithm algorithm = std::get<0>(GetParam());
+  const int ranks = std::get<1>(GetParam());
   runRanks(ranks, {}, [&](RankEnv& env) {
     auto comm = world(env);
     ASSERT_NE(comm, nullptr);

@@ -278,7 +278,8 @@ TEST(AlltoallvErrors, DeadRankFailsEverySurvivor) {
 class DeadRankMidRun : public ::testing::TestWithParam<std::tuple<bool, int>> {};
 
 TEST_P(DeadRankMidRun, EverySurvivorFailsOrFinishesRight) {
-  const auto [inPlace, calls] = GetParam();
+  const bool inPlace = std::get<0>(GetParam());
+  const int calls = std::get<1>(GetParam());
   constexpr int kRanks = 4, kDead = 2;
   messaging::testing::Ranks ranks = messaging::testing::createRanks(kRanks, {});
   for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);

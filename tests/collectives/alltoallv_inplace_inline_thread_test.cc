@@ -180,7 +180,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, InPlaceInlineThreads, ::testing::Values(1, 2, 3,
 // nobody waits until the deadline.
 TEST(InPlaceInline, MismatchedPairFailsOnBothRanks) {
   const std::pair<int64_t, int64_t> cases[] = {{2, 3}, {2, 100}, {100, 2}, {kInlineItems, kInlineItems + 1}};
-  for (auto [sent, expected] : cases) {
+  for (const auto& [sentItems, expectedItems] : cases) {
+    const int64_t sent = sentItems, expected = expectedItems;  // captured below (clang 14: no bindings in lambdas)
     runRanks(4, {}, [&](RankEnv& env) {
       auto comm = world(env);
       ASSERT_NE(comm, nullptr);

@@ -6,6 +6,8 @@
 
 #include <memory>
 
+#include "collectives/alltoall_args.h"
+#include "collectives/alltoall_data.h"
 #include "collectives/ialltoall_mailbox.h"
 #include "collectives/world.h"
 #include "support/thread_ranks.h"
@@ -41,6 +43,20 @@ inline RankMailbox rankMailbox(messaging::testing::RankEnv& env) {
   RankMailbox made{world(env), nullptr};
   if (made.comm) made.box = mailboxOf(*made.comm);
   return made;
+}
+
+// One alltoall call of the mailbox over `buffers` (in place: over its
+// receive side), started.
+inline Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace = false) {
+  const Side& send = buffers.sendSide();
+  const Side& recv = buffers.recvSide();
+  auto checked = inPlace
+                     ? checkAlltoallArgs(box.comm(), kInPlace, 0, recv.type, buffers.recvbuf(), recv.count, recv.type)
+                     : checkAlltoallArgs(box.comm(), buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
+                                         recv.count, recv.type);
+  IBDT_ASSIGN_OR_RETURN(Plan * plan, box.next(checked));
+  IBDT_RETURN_IF_ERROR(plan->start());
+  return plan;
 }
 
 }  // namespace ibdt::collectives::testing

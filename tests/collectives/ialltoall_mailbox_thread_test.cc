@@ -32,20 +32,8 @@ using testing::Side;
 
 using testing::mailboxOf;
 using testing::rankMailbox;
+using testing::startCall;
 constexpr int64_t kCapacity = testing::kMailboxCapacity;
-
-// One call of the mailbox over `buffers` (in place: over its receive side).
-Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace) {
-  const Side& send = buffers.sendSide();
-  const Side& recv = buffers.recvSide();
-  auto checked = inPlace
-                     ? checkAlltoallArgs(box.comm(), kInPlace, 0, recv.type, buffers.recvbuf(), recv.count, recv.type)
-                     : checkAlltoallArgs(box.comm(), buffers.sendbuf(), send.count, send.type, buffers.recvbuf(),
-                                         recv.count, recv.type);
-  IBDT_ASSIGN_OR_RETURN(Plan * plan, box.next(checked));
-  IBDT_RETURN_IF_ERROR(plan->start());
-  return plan;
-}
 
 // One agreed call over fresh buffers of `side`, started, waited for and
 // checked: "" when every byte arrived.

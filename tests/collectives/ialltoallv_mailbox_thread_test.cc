@@ -45,7 +45,6 @@ using testing::mailboxOf;
 using testing::rankMailbox;
 using testing::startV;
 using testing::VCall;
-constexpr int64_t kCapacity = testing::kMailboxCapacity;
 
 // Per spread: four alltoallv calls in flight (small bytes; bytes up to 200
 // per pair, which overflow the 4 KiB rows at most sizes; strided into

@@ -43,15 +43,6 @@ using testing::VCall;
 // cross-memory attach (seccomp): the mailbox then never lends.
 bool lends(const IalltoallMailbox& box) { return box.singleCopy().fromBytes() > 0; }
 
-Result<Plan*> startAlltoall(IalltoallMailbox& box, AlltoallBuffers& buffers) {
-  const Side& send = buffers.sendSide();
-  const Side& recv = buffers.recvSide();
-  IBDT_ASSIGN_OR_RETURN(Plan * plan, box.next(checkAlltoallArgs(box.comm(), buffers.sendbuf(), send.count, send.type,
-                                                                 buffers.recvbuf(), recv.count, recv.type)));
-  IBDT_RETURN_IF_ERROR(plan->start());
-  return plan;
-}
-
 // Five calls in flight (more than the four phases): dense blocks lent into
 // dense and strided receives, and strided blocks through the rows of the
 // same calls' writers; completed in different orders on different ranks.
@@ -75,7 +66,7 @@ TEST(SingleCopyThreads, AlltoallBlocksAreReadFromTheWritersBuffers) {
           if (p * send.bytes() > box->capacity()) continue;
           buffers.push_back(std::make_unique<AlltoallBuffers>(send, recv, p, env.rank));
           buffers.back()->refill(round);
-          auto plan = startAlltoall(*box, *buffers.back());
+          auto plan = testing::startCall(*box, *buffers.back());
           ASSERT_TRUE(plan.isOk()) << plan.status().toString();
           plans.push_back(*plan);
         }
@@ -108,7 +99,7 @@ TEST(SingleCopyThreads, AWriterCompletesOnlyOnceEveryReaderReadItsBuffer) {
       const Side side = testing::byteSide(512);
       AlltoallBuffers buffers(side, side, 2, env.rank);
       if (env.rank == 0) awaitStage(1);
-      auto plan = startAlltoall(*box, buffers);
+      auto plan = testing::startCall(*box, buffers);
       ASSERT_TRUE(plan.isOk()) << plan.status().toString();
       if (env.rank == 1) {
         stage = 1;

@@ -60,8 +60,12 @@ SideLayout sideLayout(const datatype::Stats& stats);
 
 // The block size from which one cross-process read (the provider's
 // user-memory transfer cost) costs less than two copies through shared
-// memory (into a segment and out of it, at the memcpy rate); 0: never
-// (the transfer's per-byte cost is not below two copies').
+// memory (into a segment and out of it, at this core's memcpy rate out of
+// cache); 0: never (the read's per-byte cost is not below two copies').
+// The provider's rate into its allocated memory would come from the same
+// calibration as the read, but there the two rates are so close (6.5 and
+// 6.4 B/ns on the EMR VM) that noise decided, and most runs said never
+// where lending won by a third at 64 KiB.
 int64_t singleCopyReadCrossover(const CostModel& model);
 
 // Pipeline unit of the unpack schemes for a message of `bytes`: the
