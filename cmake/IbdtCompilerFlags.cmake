@@ -18,9 +18,3 @@ if(IBDT_SANITIZE)
     target_compile_options(ibdt_flags INTERFACE -Wno-maybe-uninitialized)
   endif()
 endif()
-# Fuzz builds (preset "fuzz"): the library gets libFuzzer's coverage
-# instrumentation, so the fuzz targets in tests/ see which branches of the
-# parsers an input reached; the targets themselves link -fsanitize=fuzzer.
-if(IBDT_BUILD_FUZZERS AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
-  target_compile_options(ibdt_flags INTERFACE -fsanitize=fuzzer-no-link)
-endif()

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of a fuzz build (cmake --preset fuzz) for a
+# Runs every libFuzzer target of a clang build with IBDT_BUILD_FUZZERS
+# (cmake --preset asan, which CI uses, or --preset fuzz at -O2) for a
 # short time each, starting from the checked-in corpus (tests/fuzz/corpus/,
 # read only: new inputs go to a scratch directory), and prints each target's
 # executions per second. Fails on the first crash, leak or broken invariant;
 # libFuzzer leaves the input as crash-*/leak-* in the scratch directory.
-#   scripts/run-fuzzers.sh [build dir, default build/fuzz] [seconds each, default 20]
+#   scripts/run-fuzzers.sh [build dir, default build/asan] [seconds each, default 20]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/fuzz}
+build=${1:-build/asan}
 seconds=${2:-20}
 scratch=$(mktemp -d /tmp/ibdt-fuzz-XXXXXX)
 trap 'rm -rf "$scratch"' EXIT

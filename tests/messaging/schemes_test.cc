@@ -140,7 +140,8 @@ Scheme expected(Scheme forced, const Datatype& sendType, const Datatype& recvTyp
 class ForcedScheme : public ::testing::TestWithParam<std::tuple<Scheme, int>> {};
 
 TEST_P(ForcedScheme, EveryByteArrives) {
-  auto [scheme, layoutIndex] = GetParam();
+  const Scheme scheme = std::get<0>(GetParam());
+  const int layoutIndex = std::get<1>(GetParam());
   Layouts layouts = allLayouts()[static_cast<size_t>(layoutIndex)];
   Options options;
   options.eagerLimit = 512;
