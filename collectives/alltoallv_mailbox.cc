@@ -36,7 +36,7 @@ std::atomic<int64_t> nextGeneration{1};
 
 }  // namespace
 
-MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked, int64_t singleCopyFrom) {
+MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked, int64_t singleCopyFrom, int64_t lendBeyond) {
   MailboxCall call;
   call.generation_ = nextGeneration.fetch_add(1, std::memory_order_relaxed);
   if (!checked.isOk()) {
@@ -48,6 +48,10 @@ MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked, int64_t singleCo
   const int p = static_cast<int>(args.sendcounts.size());
   call.views_.resize(static_cast<size_t>(p) * kPairSlots);
   call.sendDense_ = denseBlocks(args.sendtype);
+  // Totals were checked against overflow (checkAlltoallvArgs).
+  int64_t all = 0;
+  for (int peer = 0; peer < p; ++peer) all += args.sendcounts[static_cast<size_t>(peer)] * args.sendtype.size();
+  if (all <= lendBeyond) singleCopyFrom = 0;  // they fit: the row lets us finish alone
   for (int peer = 0; peer < p; ++peer) {
     int64_t* view = call.views_.data() + static_cast<size_t>(peer) * kPairSlots;
     fillPairView(args, peer, call.rowBytes_, view);
@@ -56,7 +60,6 @@ MailboxCall MailboxCall::prepare(Result<AlltoallvArgs> checked, int64_t singleCo
       call.lends_ = true;
       continue;
     }
-    // Totals were checked against overflow (checkAlltoallvArgs).
     call.rowBytes_ += view[kSendBytes];
   }
   call.recvDense_ = denseBlocks(args.recvtype);

@@ -46,8 +46,9 @@ class MailboxCall {
   // `checked` failed: the call is refused (every rank learns it in the run).
   // Dense send blocks of at least `singleCopyFrom` bytes (0: none) are
   // read by their readers straight out of our send buffer, not our row
-  // (mailbox_single_copy.h).
-  static MailboxCall prepare(Result<AlltoallvArgs> checked, int64_t singleCopyFrom = 0);
+  // (mailbox_single_copy.h), if all our blocks would take more than
+  // `lendBeyond` bytes of the row (IalltoallMailbox::lendBeyondBytes).
+  static MailboxCall prepare(Result<AlltoallvArgs> checked, int64_t singleCopyFrom = 0, int64_t lendBeyond = 0);
 
   bool refused() const { return !refusal_.isOk(); }
   const Status& refusal() const { return refusal_; }

@@ -72,7 +72,8 @@ void AlltoallCallRun::prepare(uint64_t call, const Result<AlltoallArgs>& checked
     signatureHash_ = signature->hash;
   }
   args_ = args;
-  byAddress_ = !args.inPlace && packing_->sendDense && box_.singleCopy_.byAddress(args.bytes);
+  // Alltoall calls always fit their rows: they lend only where the mailbox lends fitting calls.
+  byAddress_ = box_.lendFittingCalls_ && !args.inPlace && packing_->sendDense && box_.singleCopy_.byAddress(args.bytes);
 }
 
 Status AlltoallCallRun::writeRow(std::byte* row) {
@@ -113,10 +114,11 @@ void AlltoallCallRun::take(int source, const std::byte* theirs) {
 }
 
 IalltoallMailbox::IalltoallMailbox(Communicator& comm, SharedRegion segment, SingleCopyReads singleCopy,
-                                   int64_t capacity, int64_t viewsRoom)
+                                   int64_t capacity, int64_t viewsRoom, bool lendFittingCalls)
     : comm_(comm),
       segment_(std::move(segment)),
       singleCopy_(std::move(singleCopy)),
+      lendFittingCalls_(lendFittingCalls),
       capacity_(capacity),
       viewsBytes_(MailboxCall::headerBytes(comm.size())),
       viewsRoom_(viewsRoom),
@@ -129,7 +131,7 @@ IalltoallMailbox::~IalltoallMailbox() {
 }
 
 Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator& comm, int64_t capacity,
-                                                                   Deadline deadline) {
+                                                                   Deadline deadline, bool lendFittingCalls) {
   const int p = comm.size();
   const int64_t rowsPerPhase = int64_t{p};
   capacity = std::min(capacity, (kMaxSharedSegmentBytes / p - kSharedLine) / kPhases / rowsPerPhase - kSharedLine);
@@ -145,7 +147,7 @@ Result<std::shared_ptr<IalltoallMailbox>> IalltoallMailbox::create(Communicator&
   IBDT_ASSIGN_OR_RETURN(SharedRegion segment, mapSharedSegment(comm, segmentBytes(room), kWhat, deadline));
   IBDT_ASSIGN_OR_RETURN(SingleCopyReads singleCopy, SingleCopyReads::agree(comm, deadline));
   return std::shared_ptr<IalltoallMailbox>(
-      new IalltoallMailbox(comm, std::move(segment), std::move(singleCopy), capacity, room));
+      new IalltoallMailbox(comm, std::move(segment), std::move(singleCopy), capacity, room, lendFittingCalls));
 }
 
 Result<Plan*> IalltoallMailbox::next(const Result<AlltoallArgs>& given) {

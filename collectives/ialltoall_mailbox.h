@@ -72,8 +72,16 @@ class IalltoallMailbox {
   // Collective over `comm` (one node, more than one rank): rows of
   // `capacity` bytes of data (rounded down to a cache line; the ranks'
   // smallest). Every rank returns the same verdict.
+  //
+  // `lendFittingCalls`: whether calls whose blocks fit the rows lend their
+  // dense blocks too (single copy). A lent writer's wait needs its readers
+  // to make progress, where a row lets it finish alone; a caller that
+  // progresses only inside its own waits (the MPI bridge: a peer may block
+  // in another MPI call) keeps the rows for calls that fit and lends only
+  // where the alternative is messages, which need the peers' progress too.
   static Result<std::shared_ptr<IalltoallMailbox>> create(Communicator& comm, int64_t capacity,
-                                                          Deadline deadline = Deadline::never());
+                                                          Deadline deadline = Deadline::never(),
+                                                          bool lendFittingCalls = false);
   ~IalltoallMailbox();
 
   // A call fits when p x its block's packed bytes are at most this; an
@@ -86,6 +94,10 @@ class IalltoallMailbox {
   Communicator& comm() const { return comm_; }
   // Which blocks go by address (single copy), and how the peers' are read.
   const SingleCopyReads& singleCopy() const { return singleCopy_; }
+  // An alltoallv call lends its dense blocks (MailboxCall::prepare) only
+  // when the blocks it would put in its row exceed this many bytes (0:
+  // always; see create's lendFittingCalls).
+  int64_t lendBeyondBytes() const { return lendFittingCalls_ ? 0 : capacity_ + viewsRoom_ - viewsBytes_; }
 
   // The plan of this rank's next call, prepared with `checked`, ready to
   // start (once: the plan is the mailbox's, valid while it lives). A refused
@@ -105,7 +117,7 @@ class IalltoallMailbox {
   friend class AlltoallCallRun;
   friend class AlltoallvCallRun;
   IalltoallMailbox(Communicator& comm, SharedRegion segment, SingleCopyReads singleCopy, int64_t capacity,
-                   int64_t viewsRoom);
+                   int64_t viewsRoom, bool lendFittingCalls);
 
   // The header line of `rank`'s row of call `call`; its data follows
   // (rowData): an alltoallv call's pair views first, then its blocks.
@@ -135,6 +147,7 @@ class IalltoallMailbox {
   Communicator& comm_;
   SharedRegion segment_;
   const SingleCopyReads singleCopy_;  // which blocks go by address, and the peers' processes
+  const bool lendFittingCalls_;
   const int64_t capacity_;
   const int64_t viewsBytes_;  // an alltoallv call's pair views, at the start of its data
   // Bytes a row has beyond capacity_ for them: viewsBytes_ where the

@@ -21,7 +21,7 @@ MailboxCallRun::MailboxCallRun(IalltoallMailbox& box)
 
 void MailboxCallRun::begin(uint64_t call) {
   call_ = call;
-  written_ = readsDone_ = restDone_ = lent_ = false;
+  written_ = readsDone_ = restDone_ = lent_ = failing_ = false;
   taken_ = 0;
   refusedBy_ = -1;
   emptyPolls_ = 0;
@@ -119,7 +119,20 @@ void MailboxCallRun::fail(const Status& status) {
   if (!running_) return;
   note(status);
   if (holdsMessages()) return;  // they end the run, failed or not
-  complete();
+  // A live peer may still be reading what we lent: the buffer stays ours
+  // until it did, or broke down (it reads nothing more), or died.
+  failing_ = lent_ && !box_.closing_;
+  if (!failing_ || readersGone()) complete();
+}
+
+bool MailboxCallRun::readersGone() {
+  for (int r = 0; r < p_; ++r) {
+    if (r == rank_ || box_.done(r).load(std::memory_order_acquire) >= call_ || box_.brokenAt(r)) continue;
+    if (!comm_.context().peerStatus(comm_.contextRank(r)).isOk()) continue;
+    checkPeer(r);
+    return false;
+  }
+  return true;
 }
 
 Result<PollResult> MailboxCallRun::poll() {
@@ -139,6 +152,11 @@ Result<PollResult> MailboxCallRun::poll() {
 
 bool MailboxCallRun::advance() {
   if (!running_) return false;
+  if (failing_) {  // failed with a lent buffer: nothing more is written or read
+    if (!readersGone()) return false;
+    complete();
+    return true;
+  }
   bool moved = false;
   if (!written_) {
     if (!tryWrite()) {
@@ -176,7 +194,7 @@ bool MailboxCallRun::readersPassed() {
 
 Status MailboxCallRun::block(Deadline deadline) {
   Backoff backoff(comm_.context().waitSpins());
-  if (running_ && readsDone_) {  // the kind's messages: their progress is the next poll's
+  if (running_ && (readsDone_ || failing_)) {  // the kind's messages or our readers: the next poll's
     if (deadline.expired()) return makeError(Code::kTimeout, algorithm(), " rank ", rank_, ": call ", call_);
     std::this_thread::yield();
     return Status::ok();
@@ -206,7 +224,11 @@ void MailboxCallRun::abandon() {
   abandonRest();
   // The peers may wait for our row or our done counter: every call fails.
   box_.breakDown(makeError(Code::kState, algorithm(), ": call ", call_, " was abandoned"));
-  fail(box_.broken_);
+  // Ends now even if it lent its buffer (breakDown left it failing): the
+  // run is idle again, and a program that drops a collective in flight
+  // (erroneous in MPI) must not reuse its buffers before the peers failed.
+  note(box_.broken_);
+  complete();
 }
 
 void MailboxCallRun::note(Status status) {

@@ -56,7 +56,8 @@ class MailboxCallRun : public PlanImpl {
   // then moves what the kind does after its reads; true when something moved.
   bool advance();
   // Ends the run with `status` (nothing more is written or read), unless
-  // the kind still holds messages in flight: they end it.
+  // the kind still holds messages in flight (they end it) or a live peer
+  // may still read the buffer it lent (then once none may).
   void fail(const Status& status);
   Status outcome() const override { return outcome_; }
   bool active() const override { return active_; }
@@ -117,6 +118,8 @@ class MailboxCallRun : public PlanImpl {
   // Whether every peer's done counter passed this call (it read what we
   // lent); else watches the first one that did not.
   bool readersPassed();
+  // After a failure: whether every peer read what we lent, broke down or died.
+  bool readersGone();
   void complete();
 
   Plan* plan_ = nullptr;
@@ -124,6 +127,7 @@ class MailboxCallRun : public PlanImpl {
   bool running_ = false, written_ = false, readsDone_ = false;
   bool restDone_ = false;  // the kind's work after the reads is over
   bool lent_ = false;      // our row lent our buffer (lendBuffer)
+  bool failing_ = false;   // failed, waiting for readersGone() before completing
   // Active for the Plan until its own test or wait saw it done: a run
   // finished by another call's poll keeps its slot until then, so a holder
   // of the Plan never sees a later call in it.

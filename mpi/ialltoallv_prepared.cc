@@ -32,7 +32,8 @@ Result<std::shared_ptr<PreparedIalltoallv>> PreparedIalltoallv::prepare(CommStat
                                                                  call.recvcounts, call.rdispls, call.recvtype)
                                : Result<collectives::AlltoallvArgs>(packed);
   prepared->call_ = std::make_shared<const collectives::MailboxCall>(
-      collectives::MailboxCall::prepare(checked, state.ialltoallMailbox->singleCopy().fromBytes()));
+      collectives::MailboxCall::prepare(checked, state.ialltoallMailbox->singleCopy().fromBytes(),
+                                        state.ialltoallMailbox->lendBeyondBytes()));
   if (!call.staged()) prepared->key_ = alltoallvKey(args, p, typesFreed);
   return prepared;
 }

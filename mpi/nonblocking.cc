@@ -295,13 +295,13 @@ bool launchVThroughMailbox(CommState& state, const AlltoallvArgs& args, MPI_Comm
 // MPI_Ialltoallv of the same blocks (equal counts, block i at i x count):
 // through the mailbox its dense blocks are lent (single copy), and a call
 // some rank cannot lend runs by messages (the alltoallv's fallback).
-// Alike on every rank: the block's MPI size, and whether the ranks agreed
-// on single copy, decide; p x bytes within int bounds every count and
+// Alike on every rank: the block's MPI size and the node's single-copy
+// size (agreed when the mailbox was made) decide; p x bytes within int bounds every count and
 // displacement (an element has a byte at least).
 bool routesAsAlltoallv(const collectives::IalltoallMailbox& box, const AlltoallArgs& args, int p) {
   const std::optional<int64_t> blockBytes = mpiBlockBytes(args);
-  return blockBytes && args.sendbuf != MPI_IN_PLACE && box.takesAlltoallv() && box.singleCopy().agreed() &&
-         *blockBytes * p <= std::numeric_limits<int>::max();
+  return blockBytes && args.sendbuf != MPI_IN_PLACE && box.takesAlltoallv() &&
+         box.singleCopy().byAddress(*blockBytes) && *blockBytes * p <= std::numeric_limits<int>::max();
 }
 
 bool launchAsAlltoallv(CommState& state, const AlltoallArgs& args, MPI_Comm comm, MPI_Request* request,

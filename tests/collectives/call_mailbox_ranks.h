@@ -26,8 +26,10 @@ inline messaging::Options singleCopyFrom(int64_t from) {
   return options;
 }
 
-inline std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm, int64_t capacity = kMailboxCapacity) {
-  auto box = IalltoallMailbox::create(comm, capacity, messaging::testing::soon());
+// `lendFittingCalls`: single copy also for calls that fit the rows.
+inline std::shared_ptr<IalltoallMailbox> mailboxOf(Communicator& comm, int64_t capacity = kMailboxCapacity,
+                                                   bool lendFittingCalls = false) {
+  auto box = IalltoallMailbox::create(comm, capacity, messaging::testing::soon(), lendFittingCalls);
   EXPECT_TRUE(box.isOk()) << box.status().toString();
   return box.isOk() ? *box : nullptr;
 }
@@ -39,9 +41,9 @@ struct RankMailbox {
   std::shared_ptr<IalltoallMailbox> box;
 };
 
-inline RankMailbox rankMailbox(messaging::testing::RankEnv& env) {
+inline RankMailbox rankMailbox(messaging::testing::RankEnv& env, bool lendFittingCalls = false) {
   RankMailbox made{world(env), nullptr};
-  if (made.comm) made.box = mailboxOf(*made.comm);
+  if (made.comm) made.box = mailboxOf(*made.comm, kMailboxCapacity, lendFittingCalls);
   return made;
 }
 

@@ -74,7 +74,7 @@ inline Result<Plan*> startV(IalltoallMailbox& box, VCall& call, const Side& send
   auto prepared = std::make_shared<const MailboxCall>(
       MailboxCall::prepare(checkAlltoallvArgs(box.comm(), b.sendbuf(), sendcounts, b.sdispls(), send.type,
                                               b.recvbuf(), b.recvcounts(), b.rdispls(), recv.type),
-                           box.singleCopy().fromBytes()));
+                           box.singleCopy().fromBytes(), box.lendBeyondBytes()));
   IBDT_ASSIGN_OR_RETURN(Plan * plan, box.nextV(std::move(prepared), call.fallback, ticket));
   IBDT_RETURN_IF_ERROR(plan->start());
   return plan;
@@ -87,15 +87,18 @@ inline VCall startV(IalltoallMailbox& box, const CountMatrix& counts, const Side
   call.buffers = std::make_unique<AlltoallvBuffers>(counts, send, recv, rank, seed);
   call.fallback = std::make_shared<PairwiseFallback>(box.comm(), *call.buffers, send, recv);
   // A row has room for the pair views beside the capacity (a small
-  // segment); lent blocks take none.
+  // segment); lent blocks take none, and blocks are lent only by a rank
+  // whose blocks would not fit otherwise (IalltoallMailbox::lendBeyondBytes).
   const bool lends = box.singleCopy().fromBytes() > 0 && denseBlocks(send.type);
   for (const std::vector<int64_t>& row : counts) {
-    int64_t bytes = 0;
+    int64_t all = 0, kept = 0;
     for (int64_t count : row) {
       const int64_t block = count * send.bytes();
-      if (!lends || block < box.singleCopy().fromBytes()) bytes += block;
+      all += block;
+      if (!lends || block < box.singleCopy().fromBytes()) kept += block;
     }
-    call.expectFallback = call.expectFallback || bytes > box.capacity();
+    const int64_t inRow = all > box.lendBeyondBytes() ? kept : all;
+    call.expectFallback = call.expectFallback || inRow > box.capacity();
   }
   auto plan = startV(box, call, send, recv, seed, call.buffers->sendcounts());
   EXPECT_TRUE(plan.isOk()) << plan.status().toString();

@@ -1,17 +1,20 @@
 // The call mailbox's single copy (collectives/mailbox_single_copy.h), ranks
 // as threads over the loopback fabric with the crossover forced: dense
-// alltoall blocks are read out of the writers' send buffers, into dense and
-// strided receives, beside writers whose strided blocks go through their
-// rows, several calls in flight, every byte checked; a writer's call
-// completes only once its readers are through with its buffer (and without
-// single copy it does not wait); alltoallv calls far larger than a row fit
-// when their dense blocks are lent, strided ones still run by messages; an
-// address that cannot be read is a clear error naming the rank.
+// alltoall blocks are read out of the writers' send buffers (a mailbox
+// that lends fitting calls too), into dense and strided receives, beside
+// writers whose strided blocks go through their rows, several calls in
+// flight, every byte checked; a writer's call completes only once its
+// readers are through with its buffer, and a call that fits does not wait
+// where the mailbox keeps fitting calls in rows (the bridge's); alltoallv
+// calls far larger than a row fit when their dense blocks are lent,
+// strided ones still run by messages; an address that cannot be read is a
+// clear error naming the rank.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -49,7 +52,7 @@ bool lends(const IalltoallMailbox& box) { return box.singleCopy().fromBytes() > 
 TEST(SingleCopyThreads, AlltoallBlocksAreReadFromTheWritersBuffers) {
   for (int p : {1, 2, 3, 5}) {
     runRanks(p, singleCopyFrom(1), [&](RankEnv& env) {
-      auto [comm, box] = rankMailbox(env);
+      auto [comm, box] = rankMailbox(env, true);
       ASSERT_NE(box, nullptr);
       if (!lends(*box)) GTEST_SKIP() << "no cross-memory attach in this process";
       const Side strided = testing::vectorSide(2);
@@ -85,17 +88,23 @@ TEST(SingleCopyThreads, AlltoallBlocksAreReadFromTheWritersBuffers) {
 // Rank 1 starts its call (its row is out) and then stops until rank 0 has
 // polled its own call 200 times. Lent, rank 0's call cannot complete: rank
 // 1 has not read rank 0's buffer. Through the rows it completes, since
-// everything it reads is in rank 1's row already.
+// everything it reads is in rank 1's row already: without single copy, and
+// where the mailbox keeps calls that fit in their rows (the bridge's).
 TEST(SingleCopyThreads, AWriterCompletesOnlyOnceEveryReaderReadItsBuffer) {
-  for (int64_t from : {1, 0}) {
+  struct Case {
+    int64_t from;
+    bool lendFittingCalls, lent;
+  };
+  for (Case c : {Case{1, true, true}, Case{0, true, false}, Case{1, false, false}}) {
+    const int64_t from = c.from;
     std::atomic<int> stage{0};
     auto awaitStage = [&](int value) {
       while (stage.load() < value) std::this_thread::yield();
     };
     runRanks(2, singleCopyFrom(from), [&](RankEnv& env) {
-      auto [comm, box] = rankMailbox(env);
+      auto [comm, box] = rankMailbox(env, c.lendFittingCalls);
       ASSERT_NE(box, nullptr);
-      if (from > 0 && !lends(*box)) GTEST_SKIP() << "no cross-memory attach in this process";
+      if (c.lent && !lends(*box)) GTEST_SKIP() << "no cross-memory attach in this process";
       const Side side = testing::byteSide(512);
       AlltoallBuffers buffers(side, side, 2, env.rank);
       if (env.rank == 0) awaitStage(1);
@@ -111,7 +120,8 @@ TEST(SingleCopyThreads, AWriterCompletesOnlyOnceEveryReaderReadItsBuffer) {
           ASSERT_TRUE(tested.isOk()) << tested.status().toString();
           done = *tested;
         }
-        EXPECT_EQ(done, from == 0) << "single copy from " << from << " bytes";
+        EXPECT_EQ(done, !c.lent) << "single copy from " << from << " bytes, fitting calls lent "
+                                 << c.lendFittingCalls;
         stage = 2;
       }
       ASSERT_TRUE((*plan)->wait(soon()).isOk());
@@ -120,10 +130,12 @@ TEST(SingleCopyThreads, AWriterCompletesOnlyOnceEveryReaderReadItsBuffer) {
   }
 }
 
-// Every spread with pairs of up to ~40 KB against 4 KiB rows: dense blocks
-// of 64 bytes and more are lent, so the calls whose other blocks fit run
-// without the fallback (counted); strided sends cannot lend and run by
-// messages; dense into strided reads through a scratch block.
+// Every spread with pairs of up to ~40 KB against 4 KiB rows, on a mailbox
+// that keeps fitting calls in rows (the bridge's): a rank whose blocks do
+// not fit lends its dense blocks of 64 bytes and more, so the calls whose
+// other blocks fit run without the fallback (counted); strided sends
+// cannot lend and run by messages; dense into strided reads through a
+// scratch block.
 TEST(SingleCopyThreads, LargeDenseAlltoallvCallsFitByLendingTheirBlocks) {
   for (int p : {2, 3, 5}) {
     runRanks(p, singleCopyFrom(64), [&](RankEnv& env) {
@@ -157,6 +169,63 @@ TEST(SingleCopyThreads, LargeDenseAlltoallvCallsFitByLendingTheirBlocks) {
       }
     });
   }
+}
+
+// Rank 1 dies once the mailbox is made. Rank 2 starts its call (lent) and
+// stops; rank 0 starts its own and finds rank 1 dead: its call fails, but
+// while rank 2, alive, has not read rank 0's lent buffer, it does not
+// complete (200 polls), or the program could reuse the buffer under rank
+// 2's read. Then rank 2 reads it (rank 0's row comes first in its order),
+// every byte right, and both fail with the death, not at the deadline.
+TEST(SingleCopyThreads, AFailedWriterKeepsItsBufferUntilLiveReadersAreThrough) {
+  constexpr int kRanks = 3, kDead = 1, kReader = 2;
+  std::atomic<int> stage{0};
+  auto awaitStage = [&](int value) {
+    while (stage.load() < value) std::this_thread::yield();
+  };
+  messaging::testing::runRanksThatMayDie(
+      kRanks,
+      [&](messaging::testing::Ranks& ranks, int rank, std::barrier<>& made) {
+        auto comm = testing::world(*ranks.contexts[static_cast<size_t>(rank)]);
+        std::shared_ptr<IalltoallMailbox> box = comm ? testing::mailboxOf(*comm, testing::kMailboxCapacity, true)
+                                                     : nullptr;
+        made.arrive_and_wait();
+        if (rank == kDead) {
+          box.reset();
+          comm.reset();
+          messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+          ranks.contexts[static_cast<size_t>(rank)].reset();
+          return;
+        }
+        ASSERT_NE(box, nullptr);
+        const bool lent = lends(*box);
+        const Side side = testing::byteSide(512);
+        AlltoallBuffers buffers(side, side, kRanks, rank);
+        if (rank == 0) awaitStage(1);
+        auto plan = testing::startCall(*box, buffers);
+        ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+        if (rank == kReader) {
+          stage = 1;
+          awaitStage(2);
+        } else {
+          bool done = false;
+          for (int poll = 0; poll < 200 && !done; ++poll) {
+            auto tested = (*plan)->test();
+            done = !tested.isOk() || *tested;
+          }
+          if (lent) {
+            EXPECT_FALSE(done) << "rank 0 completed while rank 2 may still read its buffer";
+          }
+          stage = 2;
+        }
+        const Status status = (*plan)->wait(soon());
+        ASSERT_FALSE(status.isOk()) << "rank " << rank;
+        EXPECT_NE(status.code(), Code::kTimeout) << status.toString();
+        if (rank == kReader) {
+          EXPECT_EQ(buffers.check({kDead}), "") << "rank 2's blocks from the live ranks";
+        }
+      },
+      singleCopyFrom(1));
 }
 
 // A peer's address that is not mapped: the read fails with a clear error

@@ -95,8 +95,9 @@ inline Ranks createRanks(int size, const Options& options, bool sharedReceives =
 // Runs body(ranks, rank, meet) on a thread per rank of createRanks(size),
 // for tests in which a rank dies (killLoopbackDomain, then its Context
 // reset): `meet` is a barrier of every rank, which a dying rank may drop.
-inline void runRanksThatMayDie(int size, const std::function<void(Ranks&, int, std::barrier<>&)>& body) {
-  Ranks ranks = createRanks(size, {});
+inline void runRanksThatMayDie(int size, const std::function<void(Ranks&, int, std::barrier<>&)>& body,
+                               const Options& options = {}) {
+  Ranks ranks = createRanks(size, options);
   for (auto& context : ranks.contexts) ASSERT_NE(context, nullptr);
   std::barrier meet(size);
   std::vector<std::thread> threads;
