@@ -8,23 +8,51 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <span>
 
 #include "collectives/shared_segment.h"
-#include "transport/fabric/shm/remote_copy.h"
 
 namespace ibdt::collectives {
 
+namespace {
+
+// This process's probe word: random, so that processes in different pid
+// namespaces that share a pid number are told apart (a read of the wrong
+// process returns another value, or fails).
+const uint64_t& processToken() {
+  static const uint64_t token = [] {
+    std::random_device random;
+    return (uint64_t{random()} << 32 | random()) | 1;
+  }();
+  return token;
+}
+
+// Whether `pid`'s word at `address` reads `expected` by cross-memory attach.
+bool probeReads(pid_t pid, uint64_t address, uint64_t expected) {
+  uint64_t got = 0;
+  iovec local{&got, sizeof got};
+  iovec remote{reinterpret_cast<void*>(address), sizeof got};
+  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof got) && got == expected;
+}
+
+}  // namespace
+
 Result<SingleCopyReads> SingleCopyReads::agree(Communicator& comm, Deadline deadline) {
-  namespace shm = fabric::shm;
-  // Process id, cross-memory attach works, peers may attach to us, and
-  // the block size from which this rank would lend (0: never).
+  // Process id, probe token and its address, and the block size from
+  // which this rank would lend (0: never).
   constexpr int kWords = 4;
-  const int64_t mine[kWords] = {static_cast<int64_t>(getpid()), shm::crossMemoryAttachAvailable() ? 1 : 0,
-                                shm::peersMayAttach() ? 1 : 0, comm.context().singleCopyReadMin()};
+  const uint64_t& token = processToken();
+  const int64_t mine[kWords] = {static_cast<int64_t>(getpid()), static_cast<int64_t>(token),
+                                static_cast<int64_t>(reinterpret_cast<uintptr_t>(&token)),
+                                comm.context().singleCopyReadMin()};
   IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> everyone, gatherFromEveryone(comm, mine, deadline));
   SingleCopyReads reads;
   reads.rank_ = comm.rank();
-  bool available = true, attachable = true, oneProcess = true;
+  // Every peer's token read where it says it is: cross-memory attach works
+  // here, the peer lets us attach (Yama's ptrace scope, dumpable), and the
+  // pid names the peer's process in our namespace.
+  int64_t canRead = 1;
   // One size for the node, the median of the ranks' (never counting as
   // the largest): each rank's measurement is noisy (one VM's memcpy rate
   // varied 6-11 B/ns by run), and a rank that alone kept its blocks in a
@@ -33,16 +61,18 @@ Result<SingleCopyReads> SingleCopyReads::agree(Communicator& comm, Deadline dead
   for (int r = 0; r < comm.size(); ++r) {
     const int64_t* theirs = everyone.data() + static_cast<size_t>(r) * kWords;
     reads.pids_.push_back(static_cast<pid_t>(theirs[0]));
-    available = available && theirs[1] != 0;
-    attachable = attachable && theirs[2] != 0;
-    oneProcess = oneProcess && theirs[0] == mine[0];
+    if (r != comm.rank() && canRead != 0 &&
+        !probeReads(static_cast<pid_t>(theirs[0]), static_cast<uint64_t>(theirs[2]), static_cast<uint64_t>(theirs[1]))) {
+      canRead = 0;
+    }
     sizes.push_back(theirs[3] > 0 ? theirs[3] : std::numeric_limits<int64_t>::max());
   }
+  // Whether every rank can read every peer: the same verdict everywhere.
+  IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> verdicts,
+                        gatherFromEveryone(comm, std::span<const int64_t>(&canRead, 1), deadline));
+  reads.agreed_ = std::all_of(verdicts.begin(), verdicts.end(), [](int64_t v) { return v != 0; });
   std::nth_element(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(sizes.size() / 2), sizes.end());
   const int64_t median = sizes[sizes.size() / 2];
-  // A process may always read itself (ranks as threads); others only once
-  // their shm domain let peers attach (Yama's ptrace scope).
-  reads.agreed_ = available && (attachable || oneProcess);
   if (reads.agreed_ && median != std::numeric_limits<int64_t>::max()) reads.fromBytes_ = median;
   return reads;
 }

@@ -23,9 +23,10 @@ namespace ibdt::collectives {
 class SingleCopyReads {
  public:
   // Collective over `comm`: every rank's process id, whether every rank
-  // may read its peers' memory (cross-memory attach works in its process
-  // and its shm domain let peers attach), and the single-copy size, the
-  // same on every rank. Off on every rank unless all can.
+  // can read every peer's memory (each reads a random word of each peer's
+  // by cross-memory attach and checks it: seccomp, Yama's ptrace scope and
+  // pid namespaces all show there), and the single-copy size, the same on
+  // every rank. Off on every rank unless all can.
   static Result<SingleCopyReads> agree(Communicator& comm, Deadline deadline);
 
   // Whether every rank may read every peer's memory: the same on every rank.
