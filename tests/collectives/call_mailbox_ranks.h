@@ -47,6 +47,16 @@ inline RankMailbox rankMailbox(messaging::testing::RankEnv& env, bool lendFittin
   return made;
 }
 
+// Rank `rank` of `ranks` dies (runRanksThatMayDie): its mailbox and
+// communicator go, then its fabric fails and its Context goes.
+inline void dieHere(messaging::testing::Ranks& ranks, int rank, std::unique_ptr<Communicator>& comm,
+                    std::shared_ptr<IalltoallMailbox>& box) {
+  box.reset();
+  comm.reset();
+  messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
+  ranks.contexts[static_cast<size_t>(rank)].reset();
+}
+
 // One alltoall call of the mailbox over `buffers` (in place: over its
 // receive side), started.
 inline Result<Plan*> startCall(IalltoallMailbox& box, AlltoallBuffers& buffers, bool inPlace = false) {

@@ -186,10 +186,7 @@ TEST(IalltoallMailboxThreads, ADeadRankFailsEverySurvivor) {
           std::shared_ptr<IalltoallMailbox> box = comm ? mailboxOf(*comm) : nullptr;
           made.arrive_and_wait();
           if (rank == kDead) {
-            box.reset();
-            comm.reset();
-            messaging::testing::killLoopbackDomain(*ranks.domains[static_cast<size_t>(rank)]);
-            ranks.contexts[static_cast<size_t>(rank)].reset();
+            testing::dieHere(ranks, rank, comm, box);
             return;
           }
           ASSERT_NE(box, nullptr);
