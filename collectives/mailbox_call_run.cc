@@ -122,13 +122,14 @@ void MailboxCallRun::fail(const Status& status) {
   // A live peer may still be reading what we lent: the buffer stays ours
   // until it did, or broke down (it reads nothing more), or died.
   failing_ = lent_ && !box_.closing_;
-  if (!failing_ || readersGone()) complete();
+  if (!failing_ || readersThrough()) complete();
 }
 
-bool MailboxCallRun::readersGone() {
+bool MailboxCallRun::readersThrough() {
   for (int r = 0; r < p_; ++r) {
-    if (r == rank_ || box_.done(r).load(std::memory_order_acquire) >= call_ || box_.brokenAt(r)) continue;
-    if (!comm_.context().peerStatus(comm_.contextRank(r)).isOk()) continue;
+    if (r == rank_ || box_.done(r).load(std::memory_order_acquire) >= call_) continue;
+    // A failed call: a peer that broke down reads nothing more, a dead one never will.
+    if (failing_ && (box_.brokenAt(r) || !comm_.context().peerStatus(comm_.contextRank(r)).isOk())) continue;
     checkPeer(r);
     return false;
   }
@@ -153,7 +154,7 @@ Result<PollResult> MailboxCallRun::poll() {
 bool MailboxCallRun::advance() {
   if (!running_) return false;
   if (failing_) {  // failed with a lent buffer: nothing more is written or read
-    if (!readersGone()) return false;
+    if (!readersThrough()) return false;
     complete();
     return true;
   }
@@ -177,20 +178,11 @@ bool MailboxCallRun::advance() {
     moved = advanceRest(restDone_) || moved;
     if (!running_) return true;  // the kind's step ended the run
   }
-  if (!restDone_ || (lent_ && !readersPassed())) return moved;
+  if (!restDone_ || (lent_ && !readersThrough())) return moved;
   complete();
   return true;
 }
 
-bool MailboxCallRun::readersPassed() {
-  for (int r = 0; r < p_; ++r) {
-    if (r != rank_ && box_.done(r).load(std::memory_order_acquire) < call_) {
-      checkPeer(r);
-      return false;
-    }
-  }
-  return true;
-}
 
 Status MailboxCallRun::block(Deadline deadline) {
   Backoff backoff(comm_.context().waitSpins());

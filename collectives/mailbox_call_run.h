@@ -116,10 +116,9 @@ class MailboxCallRun : public PlanImpl {
   void checkPeer(int rank);
   void finishReads();
   // Whether every peer's done counter passed this call (it read what we
-  // lent); else watches the first one that did not.
-  bool readersPassed();
-  // After a failure: whether every peer read what we lent, broke down or died.
-  bool readersGone();
+  // lent), or, once the call failed, the peer broke down or died; else
+  // watches the first one that did not.
+  bool readersThrough();
   void complete();
 
   Plan* plan_ = nullptr;
@@ -127,7 +126,7 @@ class MailboxCallRun : public PlanImpl {
   bool running_ = false, written_ = false, readsDone_ = false;
   bool restDone_ = false;  // the kind's work after the reads is over
   bool lent_ = false;      // our row lent our buffer (lendBuffer)
-  bool failing_ = false;   // failed, waiting for readersGone() before completing
+  bool failing_ = false;   // failed, waiting for readersThrough() before completing
   // Active for the Plan until its own test or wait saw it done: a run
   // finished by another call's poll keeps its slot until then, so a holder
   // of the Plan never sees a later call in it.

@@ -28,14 +28,6 @@ const uint64_t& processToken() {
   return token;
 }
 
-// Whether `pid`'s word at `address` reads `expected` by cross-memory attach.
-bool probeReads(pid_t pid, uint64_t address, uint64_t expected) {
-  uint64_t got = 0;
-  iovec local{&got, sizeof got};
-  iovec remote{reinterpret_cast<void*>(address), sizeof got};
-  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof got) && got == expected;
-}
-
 }  // namespace
 
 Result<SingleCopyReads> SingleCopyReads::agree(Communicator& comm, Deadline deadline) {
@@ -61,11 +53,13 @@ Result<SingleCopyReads> SingleCopyReads::agree(Communicator& comm, Deadline dead
   for (int r = 0; r < comm.size(); ++r) {
     const int64_t* theirs = everyone.data() + static_cast<size_t>(r) * kWords;
     reads.pids_.push_back(static_cast<pid_t>(theirs[0]));
-    if (r != comm.rank() && canRead != 0 &&
-        !probeReads(static_cast<pid_t>(theirs[0]), static_cast<uint64_t>(theirs[2]), static_cast<uint64_t>(theirs[1]))) {
-      canRead = 0;
-    }
     sizes.push_back(theirs[3] > 0 ? theirs[3] : std::numeric_limits<int64_t>::max());
+  }
+  for (int r = 0; r < comm.size() && canRead != 0; ++r) {
+    const int64_t* theirs = everyone.data() + static_cast<size_t>(r) * kWords;
+    uint64_t got = 0;
+    Status read = reads.read(r, static_cast<uint64_t>(theirs[2]), sizeof got, reinterpret_cast<std::byte*>(&got));
+    if (!read.isOk() || got != static_cast<uint64_t>(theirs[1])) canRead = 0;
   }
   // Whether every rank can read every peer: the same verdict everywhere.
   IBDT_ASSIGN_OR_RETURN(std::vector<int64_t> verdicts,
